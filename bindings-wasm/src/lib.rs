@@ -1,0 +1,3 @@
+//! JavaScript/WebAssembly binding of leasehold (grows in its own issue).
+
+pub use leasehold::{ANY, FOREVER};

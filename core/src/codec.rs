@@ -1,0 +1,442 @@
+//! Encoding and decoding of wire messages, JSON and binary, with size limits.
+//!
+//! Binary layout, version 1 (integers big-endian):
+//! - header: magic `0x4C`, version `1`, kind (`0x10` request, `0x11` reply), then the `u64` id;
+//!   a reply then has the `u64` landlord id;
+//! - then an op byte and the op's fields. A cookie is 16 bytes, a duration an `i64`, a count
+//!   a `u32`, bytes and strings a `u32` length then the bytes. An error is an `i32` code and a string.
+//!
+//! Request ops: 1 grant (duration, resource bytes), 2 renew (cookie, duration), 3 cancel (cookie),
+//! 4 renew_all (count, then cookie and duration each), 5 cancel_all (count, then cookies).
+//! Reply ops: 1 granted (cookie, duration), 2 renewed (duration), 3 cancelled, 4 renewed_all
+//! (count, then per lease `0` and a duration or `1` and an error), 5 cancelled_all (count, then
+//! per lease `0` or `1` and an error), 6 error (an error).
+//!
+//! JSON: `{"v":1,"id":N,"body":{"op":"renew","cookie":"...","duration":N}}` for a request and
+//! `{"v":1,"id":N,"landlord":"...","body":{...}}` for a reply; keys in that order.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{LeaseError, Result};
+use crate::lease::{Cookie, LandlordId};
+use crate::serial::MAGIC;
+use crate::wire::{
+    Encoding, Limits, Outcome, Reply, ReplyBody, Request, RequestBody, WireError, WIRE_VERSION,
+};
+
+const KIND_REQUEST: u8 = 0x10;
+const KIND_REPLY: u8 = 0x11;
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestJson {
+    v: u32,
+    id: u64,
+    body: RequestBody,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplyJson {
+    v: u32,
+    id: u64,
+    landlord: LandlordId,
+    body: ReplyBody,
+}
+
+fn decode_err(msg: impl Into<String>) -> LeaseError {
+    LeaseError::Decode(msg.into())
+}
+
+fn check_size(len: usize, limits: &Limits) -> Result<()> {
+    if len > limits.max_message_bytes {
+        return Err(decode_err(format!(
+            "message is {len} bytes, more than the {} allowed",
+            limits.max_message_bytes
+        )));
+    }
+    Ok(())
+}
+
+fn check_version(v: u32) -> Result<()> {
+    if v != WIRE_VERSION as u32 {
+        return Err(decode_err(format!(
+            "wire version {v} is not supported (expected {WIRE_VERSION})"
+        )));
+    }
+    Ok(())
+}
+
+fn check_request_limits(body: &RequestBody, limits: &Limits) -> Result<()> {
+    let n = match body {
+        RequestBody::RenewAll { items } => items.len(),
+        RequestBody::CancelAll { cookies } => cookies.len(),
+        RequestBody::Grant { resource, .. } => {
+            if resource.len() > limits.max_resource_bytes {
+                return Err(decode_err(format!(
+                    "resource is {} bytes, more than the {} allowed",
+                    resource.len(),
+                    limits.max_resource_bytes
+                )));
+            }
+            0
+        }
+        _ => 0,
+    };
+    check_batch(n, limits)
+}
+
+fn check_batch(n: usize, limits: &Limits) -> Result<()> {
+    if n > limits.max_batch {
+        return Err(decode_err(format!(
+            "batch of {n} leases is more than the {} allowed",
+            limits.max_batch
+        )));
+    }
+    Ok(())
+}
+
+fn check_reply_limits(body: &ReplyBody, limits: &Limits) -> Result<()> {
+    let n = match body {
+        ReplyBody::RenewedAll { results } => results.len(),
+        ReplyBody::CancelledAll { results } => results.len(),
+        _ => 0,
+    };
+    check_batch(n, limits)
+}
+
+// ---------- binary writer ----------
+
+struct W(Vec<u8>);
+impl W {
+    fn u8(&mut self, x: u8) {
+        self.0.push(x)
+    }
+    fn u32(&mut self, x: u32) {
+        self.0.extend_from_slice(&x.to_be_bytes())
+    }
+    fn u64(&mut self, x: u64) {
+        self.0.extend_from_slice(&x.to_be_bytes())
+    }
+    fn i64(&mut self, x: i64) {
+        self.0.extend_from_slice(&x.to_be_bytes())
+    }
+    fn cookie(&mut self, c: Cookie) {
+        self.0.extend_from_slice(&c.0.to_be_bytes())
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u32(u32::try_from(b.len()).unwrap_or(u32::MAX));
+        self.0.extend_from_slice(b)
+    }
+    fn error(&mut self, e: &WireError) {
+        self.0.extend_from_slice(&e.code.to_be_bytes());
+        self.bytes(e.message.as_bytes());
+    }
+}
+
+// ---------- binary reader ----------
+
+struct R<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+impl<'a> R<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.b.len() - self.at < n {
+            return Err(decode_err(format!(
+                "truncated message: wanted {n} more byte(s) at offset {}, have {}",
+                self.at,
+                self.b.len() - self.at
+            )));
+        }
+        let s = &self.b[self.at..self.at + n];
+        self.at += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_be_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_be_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn cookie(&mut self) -> Result<Cookie> {
+        Ok(Cookie(u128::from_be_bytes(self.take(16)?.try_into().unwrap())))
+    }
+    fn bytes(&mut self, max: usize, what: &str) -> Result<&'a [u8]> {
+        let n = self.u32()? as usize;
+        if n > max {
+            return Err(decode_err(format!("{what} is {n} bytes, more than the {max} allowed")));
+        }
+        self.take(n)
+    }
+    fn count(&mut self, limits: &Limits, each: usize) -> Result<usize> {
+        let n = self.u32()? as usize;
+        check_batch(n, limits)?;
+        // Never trust a count further than the bytes that are actually there.
+        if n.saturating_mul(each) > self.b.len() - self.at {
+            return Err(decode_err(format!(
+                "truncated message: {n} entries announced, only {} byte(s) left",
+                self.b.len() - self.at
+            )));
+        }
+        Ok(n)
+    }
+    fn error(&mut self, limits: &Limits) -> Result<WireError> {
+        let code = self.i32()?;
+        let msg = self.bytes(limits.max_message_bytes, "error message")?;
+        let message = std::str::from_utf8(msg)
+            .map_err(|_| decode_err("error message is not UTF-8"))?
+            .to_string();
+        Ok(WireError { code, message })
+    }
+    fn header(&mut self, kind: u8) -> Result<u64> {
+        let magic = self.u8()?;
+        if magic != MAGIC {
+            return Err(decode_err(format!("bad magic byte 0x{magic:02x}")));
+        }
+        check_version(self.u8()? as u32)?;
+        let k = self.u8()?;
+        if k != kind {
+            return Err(decode_err(format!("message kind 0x{k:02x}, expected 0x{kind:02x}")));
+        }
+        self.u64()
+    }
+    fn finish(&self) -> Result<()> {
+        if self.at != self.b.len() {
+            return Err(decode_err(format!(
+                "{} trailing byte(s) after the message",
+                self.b.len() - self.at
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Request {
+    /// Encodes the request.
+    pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
+        match encoding {
+            Encoding::Json => serde_json::to_vec(&RequestJson {
+                v: WIRE_VERSION as u32,
+                id: self.id,
+                body: self.body.clone(),
+            })
+            .expect("request JSON cannot fail"),
+            Encoding::Binary => {
+                let mut w = W(Vec::with_capacity(32));
+                w.u8(MAGIC);
+                w.u8(WIRE_VERSION);
+                w.u8(KIND_REQUEST);
+                w.u64(self.id);
+                match &self.body {
+                    RequestBody::Grant { resource, duration } => {
+                        w.u8(1);
+                        w.i64(*duration);
+                        w.bytes(resource);
+                    }
+                    RequestBody::Renew { cookie, duration } => {
+                        w.u8(2);
+                        w.cookie(*cookie);
+                        w.i64(*duration);
+                    }
+                    RequestBody::Cancel { cookie } => {
+                        w.u8(3);
+                        w.cookie(*cookie);
+                    }
+                    RequestBody::RenewAll { items } => {
+                        w.u8(4);
+                        w.u32(items.len() as u32);
+                        for (c, d) in items {
+                            w.cookie(*c);
+                            w.i64(*d);
+                        }
+                    }
+                    RequestBody::CancelAll { cookies } => {
+                        w.u8(5);
+                        w.u32(cookies.len() as u32);
+                        for c in cookies {
+                            w.cookie(*c);
+                        }
+                    }
+                }
+                w.0
+            }
+        }
+    }
+
+    /// Decodes a request, enforcing `limits`.
+    pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<Request> {
+        check_size(bytes.len(), limits)?;
+        match encoding {
+            Encoding::Json => {
+                let j: RequestJson = serde_json::from_slice(bytes)
+                    .map_err(|e| decode_err(format!("request JSON: {e}")))?;
+                check_version(j.v)?;
+                check_request_limits(&j.body, limits)?;
+                Ok(Request { id: j.id, body: j.body })
+            }
+            Encoding::Binary => {
+                let mut r = R { b: bytes, at: 0 };
+                let id = r.header(KIND_REQUEST)?;
+                let body = match r.u8()? {
+                    1 => {
+                        let duration = r.i64()?;
+                        let resource = r.bytes(limits.max_resource_bytes, "resource")?.to_vec();
+                        RequestBody::Grant { resource, duration }
+                    }
+                    2 => RequestBody::Renew { cookie: r.cookie()?, duration: r.i64()? },
+                    3 => RequestBody::Cancel { cookie: r.cookie()? },
+                    4 => {
+                        let n = r.count(limits, 24)?;
+                        let mut items = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            items.push((r.cookie()?, r.i64()?));
+                        }
+                        RequestBody::RenewAll { items }
+                    }
+                    5 => {
+                        let n = r.count(limits, 16)?;
+                        let mut cookies = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            cookies.push(r.cookie()?);
+                        }
+                        RequestBody::CancelAll { cookies }
+                    }
+                    op => return Err(decode_err(format!("unknown request op {op}"))),
+                };
+                r.finish()?;
+                Ok(Request { id, body })
+            }
+        }
+    }
+}
+
+impl Reply {
+    /// Encodes the reply.
+    pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
+        match encoding {
+            Encoding::Json => serde_json::to_vec(&ReplyJson {
+                v: WIRE_VERSION as u32,
+                id: self.id,
+                landlord: self.landlord,
+                body: self.body.clone(),
+            })
+            .expect("reply JSON cannot fail"),
+            Encoding::Binary => {
+                let mut w = W(Vec::with_capacity(40));
+                w.u8(MAGIC);
+                w.u8(WIRE_VERSION);
+                w.u8(KIND_REPLY);
+                w.u64(self.id);
+                w.u64(self.landlord.0);
+                match &self.body {
+                    ReplyBody::Granted { cookie, duration } => {
+                        w.u8(1);
+                        w.cookie(*cookie);
+                        w.i64(*duration);
+                    }
+                    ReplyBody::Renewed { duration } => {
+                        w.u8(2);
+                        w.i64(*duration);
+                    }
+                    ReplyBody::Cancelled => w.u8(3),
+                    ReplyBody::RenewedAll { results } => {
+                        w.u8(4);
+                        w.u32(results.len() as u32);
+                        for r in results {
+                            match r {
+                                Outcome::Ok(d) => {
+                                    w.u8(0);
+                                    w.i64(*d);
+                                }
+                                Outcome::Err(e) => {
+                                    w.u8(1);
+                                    w.error(e);
+                                }
+                            }
+                        }
+                    }
+                    ReplyBody::CancelledAll { results } => {
+                        w.u8(5);
+                        w.u32(results.len() as u32);
+                        for r in results {
+                            match r {
+                                Outcome::Ok(()) => w.u8(0),
+                                Outcome::Err(e) => {
+                                    w.u8(1);
+                                    w.error(e);
+                                }
+                            }
+                        }
+                    }
+                    ReplyBody::Error(e) => {
+                        w.u8(6);
+                        w.error(e);
+                    }
+                }
+                w.0
+            }
+        }
+    }
+
+    /// Decodes a reply, enforcing `limits`.
+    pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<Reply> {
+        check_size(bytes.len(), limits)?;
+        match encoding {
+            Encoding::Json => {
+                let j: ReplyJson = serde_json::from_slice(bytes)
+                    .map_err(|e| decode_err(format!("reply JSON: {e}")))?;
+                check_version(j.v)?;
+                check_reply_limits(&j.body, limits)?;
+                Ok(Reply { id: j.id, landlord: j.landlord, body: j.body })
+            }
+            Encoding::Binary => {
+                let mut r = R { b: bytes, at: 0 };
+                let id = r.header(KIND_REPLY)?;
+                let landlord = LandlordId(r.u64()?);
+                let body = match r.u8()? {
+                    1 => ReplyBody::Granted { cookie: r.cookie()?, duration: r.i64()? },
+                    2 => ReplyBody::Renewed { duration: r.i64()? },
+                    3 => ReplyBody::Cancelled,
+                    4 => {
+                        let n = r.count(limits, 9)?;
+                        let mut results = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            results.push(match r.u8()? {
+                                0 => Outcome::Ok(r.i64()?),
+                                1 => Outcome::Err(r.error(limits)?),
+                                t => return Err(decode_err(format!("bad outcome tag {t}"))),
+                            });
+                        }
+                        ReplyBody::RenewedAll { results }
+                    }
+                    5 => {
+                        let n = r.count(limits, 1)?;
+                        let mut results = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            results.push(match r.u8()? {
+                                0 => Outcome::Ok(()),
+                                1 => Outcome::Err(r.error(limits)?),
+                                t => return Err(decode_err(format!("bad outcome tag {t}"))),
+                            });
+                        }
+                        ReplyBody::CancelledAll { results }
+                    }
+                    6 => ReplyBody::Error(r.error(limits)?),
+                    op => return Err(decode_err(format!("unknown reply op {op}"))),
+                };
+                r.finish()?;
+                Ok(Reply { id, landlord, body })
+            }
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! # leasehold
+//!
+//! Distributed leases in the Jini model, as a sans-I/O core: every rule of leasing, no clocks,
+//! no sockets, no threads. The host supplies `now` (milliseconds on its clock), carries the
+//! messages, and runs the timers that [`Landlord::poll_timeout`] and friends ask for.
+//!
+//! - [`time`]: [`FOREVER`], [`ANY`], saturating time arithmetic.
+//! - [`Lease`] and its serial formats ([`serial`]), [`LeaseError`] and its codes.
+//! - [`policy`]: how long a landlord grants (fixed, bounded, capacity, resource-aware, adaptive).
+//! - [`Landlord`]: the grantor, with expiry, batching, snapshot and the [`wire`] protocol.
+#![deny(missing_docs)]
+
+pub mod codec;
+pub mod error;
+pub mod landlord;
+pub mod lease;
+pub mod policy;
+pub mod serial;
+pub mod time;
+pub mod wire;
+
+pub use error::{ErrorCode, LeaseError, LeaseFailure, Result};
+pub use landlord::{Expired, Grant, Landlord, LandlordConfig};
+pub use lease::{Cookie, LandlordId, Lease, SerialFormat};
+pub use policy::{LeasePolicy, PolicyContext, PolicySpec};
+pub use time::{Duration, Millis, ANY, FOREVER};
+pub use wire::{Encoding, Limits, Reply, ReplyBody, Request, RequestBody};

@@ -1,0 +1,407 @@
+//! Grant policies: how long a landlord grants, and whom it denies.
+//!
+//! A policy sees the requested duration (already checked: zero or more, [`FOREVER`] or
+//! [`ANY`]) and the landlord's state, and answers a granted duration or a denial. The landlord
+//! enforces the rules every policy shares: a grant never exceeds the request (unless ANY was
+//! asked), and the arithmetic saturates.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{LeaseError, Result};
+use crate::time::{self, Duration, Millis, ANY, FOREVER};
+
+/// What a policy may look at when it decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolicyContext {
+    /// The landlord's `now`.
+    pub now: Millis,
+    /// Leases currently held by the landlord, not counting the one being granted.
+    pub live: usize,
+}
+
+/// Decides granted durations. Implement it for custom policies.
+pub trait LeasePolicy: Send {
+    /// The duration granted for a new lease, or a denial ([`LeaseError::LeaseDenied`]).
+    fn grant(&mut self, requested: Duration, ctx: &PolicyContext) -> Result<Duration>;
+
+    /// The duration granted for renewing a lease that currently expires at
+    /// `current_expiration`. The default asks [`LeasePolicy::grant`] for a duration (renewals
+    /// are never denied for capacity: the lease already counts) and then keeps the lease as
+    /// long as it was unless the holder asked for a shorter one ([`never_shorten`]).
+    fn renew(
+        &mut self,
+        requested: Duration,
+        current_expiration: Millis,
+        ctx: &PolicyContext,
+    ) -> Result<Duration> {
+        let ctx = PolicyContext { live: ctx.live.saturating_sub(1), ..*ctx };
+        let granted = self.grant(requested, &ctx)?;
+        Ok(never_shorten(requested, granted, current_expiration, ctx.now))
+    }
+}
+
+/// The reference rule for renewals (River's `FixedLeasePeriodPolicy`): a renewal never shortens
+/// a lease unless the holder explicitly asked for a shorter one.
+///
+/// If the policy's `granted` duration would end the lease before `current_expiration`, the
+/// lease keeps its current expiration, unless `requested` (not ANY) itself ends before it, in
+/// which case the holder gets what it asked for.
+pub fn never_shorten(
+    requested: Duration,
+    granted: Duration,
+    current_expiration: Millis,
+    now: Millis,
+) -> Duration {
+    let new_exp = time::expiration_after(now, granted);
+    if new_exp >= current_expiration {
+        return granted;
+    }
+    let keep = time::remaining(current_expiration, now).max(0);
+    if requested == ANY {
+        return keep;
+    }
+    let asked_exp = time::expiration_after(now, requested);
+    if asked_exp > current_expiration {
+        keep
+    } else {
+        requested
+    }
+}
+
+/// The granted duration for a request and a policy's offer: never more than asked (ANY takes the offer).
+#[inline]
+pub fn cap_to_request(requested: Duration, offer: Duration) -> Duration {
+    if requested == ANY {
+        offer
+    } else {
+        requested.min(offer)
+    }
+}
+
+fn denied(msg: String) -> LeaseError {
+    LeaseError::LeaseDenied(msg)
+}
+
+fn invalid(msg: String) -> LeaseError {
+    LeaseError::InvalidArgument(msg)
+}
+
+/// Grants every request the same duration (or less, if less was asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fixed {
+    /// The duration offered.
+    pub duration: Duration,
+}
+
+impl Fixed {
+    /// A fixed policy; `duration` must be positive or FOREVER.
+    pub fn new(duration: Duration) -> Result<Fixed> {
+        if duration <= 0 {
+            return Err(invalid(format!("fixed duration must be positive, got {duration}")));
+        }
+        Ok(Fixed { duration })
+    }
+}
+
+impl LeasePolicy for Fixed {
+    fn grant(&mut self, requested: Duration, _ctx: &PolicyContext) -> Result<Duration> {
+        Ok(cap_to_request(requested, self.duration))
+    }
+}
+
+/// `LeaseDurationPolicy` of the reference: ANY gets `default`, anything else min(request, max).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bounded {
+    /// Longest grant.
+    pub max: Duration,
+    /// Grant for ANY.
+    pub default: Duration,
+}
+
+impl Bounded {
+    /// A bounded policy; both values positive (or FOREVER), and `default <= max`.
+    pub fn new(max: Duration, default: Duration) -> Result<Bounded> {
+        if max <= 0 || default <= 0 {
+            return Err(invalid(format!(
+                "bounded policy needs positive max and default, got max {max}, default {default}"
+            )));
+        }
+        if default > max {
+            return Err(invalid(format!("default {default} is more than max {max}")));
+        }
+        Ok(Bounded { max, default })
+    }
+}
+
+impl LeasePolicy for Bounded {
+    fn grant(&mut self, requested: Duration, _ctx: &PolicyContext) -> Result<Duration> {
+        Ok(if requested == ANY { self.default } else { requested.min(self.max) })
+    }
+}
+
+/// Denies new leases once `max_leases` are live; durations come from the inner policy.
+pub struct Capacity<P> {
+    /// N_MAX: most live leases.
+    pub max_leases: usize,
+    /// Decides the durations.
+    pub inner: P,
+}
+
+impl<P: LeasePolicy> Capacity<P> {
+    /// A capacity bound around `inner`.
+    pub fn new(max_leases: usize, inner: P) -> Capacity<P> {
+        Capacity { max_leases, inner }
+    }
+}
+
+impl<P: LeasePolicy> LeasePolicy for Capacity<P> {
+    fn grant(&mut self, requested: Duration, ctx: &PolicyContext) -> Result<Duration> {
+        if ctx.live >= self.max_leases {
+            return Err(denied(format!(
+                "capacity reached: {} of {} leases live",
+                ctx.live, self.max_leases
+            )));
+        }
+        self.inner.grant(requested, ctx)
+    }
+    fn renew(&mut self, requested: Duration, cur: Millis, ctx: &PolicyContext) -> Result<Duration> {
+        self.inner.renew(requested, cur, ctx)
+    }
+}
+
+/// Shortens grants as the landlord fills up (seed 001: "shorten leases when short of resources").
+///
+/// The offer falls linearly from `max` when empty to `min` when `capacity` leases are live;
+/// new leases beyond `capacity` are denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceAware {
+    /// Leases the resource can hold.
+    pub capacity: usize,
+    /// Offer when empty.
+    pub max: Duration,
+    /// Offer when full.
+    pub min: Duration,
+}
+
+impl ResourceAware {
+    /// A resource-aware policy; `0 < min <= max`, `capacity > 0`.
+    pub fn new(capacity: usize, max: Duration, min: Duration) -> Result<ResourceAware> {
+        if capacity == 0 || min <= 0 || min > max {
+            return Err(invalid(format!(
+                "resource-aware policy needs capacity > 0 and 0 < min <= max, got capacity {capacity}, min {min}, max {max}"
+            )));
+        }
+        Ok(ResourceAware { capacity, max, min })
+    }
+
+    /// The offer at `live` leases.
+    pub fn offer(&self, live: usize) -> Duration {
+        let frac = (live.min(self.capacity) as f64) / (self.capacity as f64);
+        let span = (self.max as f64) - (self.min as f64);
+        let d = (self.max as f64) - span * frac;
+        (d as i64).clamp(self.min, self.max)
+    }
+}
+
+impl LeasePolicy for ResourceAware {
+    fn grant(&mut self, requested: Duration, ctx: &PolicyContext) -> Result<Duration> {
+        if ctx.live >= self.capacity {
+            return Err(denied(format!("resource full: {} of {} leases", ctx.live, self.capacity)));
+        }
+        Ok(cap_to_request(requested, self.offer(ctx.live)))
+    }
+    fn renew(&mut self, requested: Duration, cur: Millis, ctx: &PolicyContext) -> Result<Duration> {
+        let granted = cap_to_request(requested, self.offer(ctx.live.saturating_sub(1)));
+        Ok(never_shorten(requested, granted, cur, ctx.now))
+    }
+}
+
+/// Settings of the paper's adaptive policy (seed 004, section 3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AdaptiveConfig {
+    /// G: renewals per second the landlord can afford (domain-wide, before sharing).
+    pub renewals_per_second: f64,
+    /// L_MIN in ms: shortest grant.
+    pub min: Duration,
+    /// L_MAX in ms: longest grant; a computed L_G above it is denied. FOREVER for unbounded.
+    pub max: Duration,
+    /// N_D: grantors sharing the domain-wide budget (1 for a lone landlord).
+    pub grantors: u32,
+}
+
+impl AdaptiveConfig {
+    /// G from a bandwidth budget: G = B / (S_R + S_G), with B in bytes per second and the
+    /// request and grant sizes in bytes.
+    pub fn from_bandwidth(
+        bytes_per_second: f64,
+        request_size: f64,
+        grant_size: f64,
+        min: Duration,
+        max: Duration,
+    ) -> Result<AdaptiveConfig> {
+        if bytes_per_second.is_nan()
+            || bytes_per_second <= 0.0
+            || (request_size + grant_size).is_nan()
+            || request_size + grant_size <= 0.0
+        {
+            return Err(invalid(format!(
+                "bandwidth {bytes_per_second} B/s and sizes {request_size}+{grant_size} B must be positive"
+            )));
+        }
+        Ok(AdaptiveConfig {
+            renewals_per_second: bytes_per_second / (request_size + grant_size),
+            min,
+            max,
+            grantors: 1,
+        })
+    }
+}
+
+/// The adaptive policy of Bowers, Mills and Rose: L_G = N / G, denied above L_MAX, clamped to L_MIN.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Adaptive {
+    config: AdaptiveConfig,
+}
+
+impl Adaptive {
+    /// An adaptive policy; needs G > 0, 0 < L_MIN <= L_MAX, N_D >= 1.
+    pub fn new(config: AdaptiveConfig) -> Result<Adaptive> {
+        let c = &config;
+        if c.renewals_per_second.is_nan()
+            || c.renewals_per_second <= 0.0
+            || !c.renewals_per_second.is_finite()
+        {
+            return Err(invalid(format!("G must be positive, got {}", c.renewals_per_second)));
+        }
+        if c.min <= 0 || c.min > c.max {
+            return Err(invalid(format!(
+                "need 0 < L_MIN <= L_MAX, got L_MIN {} ms, L_MAX {} ms",
+                c.min, c.max
+            )));
+        }
+        if c.grantors == 0 {
+            return Err(invalid("N_D (grantors) must be at least 1".into()));
+        }
+        Ok(Adaptive { config })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AdaptiveConfig {
+        &self.config
+    }
+
+    /// This grantor's share of G: G / N_D.
+    pub fn local_rate(&self) -> f64 {
+        self.config.renewals_per_second / self.config.grantors as f64
+    }
+
+    /// The lease period for `n` leaseholders: `Ok(L_G)` in ms, or `Err` if above L_MAX.
+    pub fn period(&self, n: usize) -> Result<Duration> {
+        let lg = (n as f64) * 1000.0 / self.local_rate();
+        if lg > self.config.max as f64 {
+            return Err(denied(format!(
+                "{n} leaseholders need a {lg:.0} ms lease period, above L_MAX {} ms",
+                self.config.max
+            )));
+        }
+        Ok((lg.ceil() as i64).max(self.config.min))
+    }
+
+    /// N_MAX = L_MAX * G: most leaseholders this grantor accepts.
+    pub fn max_holders(&self) -> f64 {
+        if self.config.max == FOREVER {
+            f64::INFINITY
+        } else {
+            self.config.max as f64 / 1000.0 * self.local_rate()
+        }
+    }
+
+    /// Bandwidth ceiling B = G (S_R + S_G) in bytes per second.
+    pub fn bandwidth_ceiling(&self, request_size: f64, grant_size: f64) -> f64 {
+        self.local_rate() * (request_size + grant_size)
+    }
+}
+
+impl LeasePolicy for Adaptive {
+    fn grant(&mut self, requested: Duration, ctx: &PolicyContext) -> Result<Duration> {
+        // The new lease counts: N is the holders after this grant.
+        let lg = self.period(ctx.live + 1)?;
+        Ok(cap_to_request(requested, lg))
+    }
+    fn renew(
+        &mut self,
+        requested: Duration,
+        _cur: Millis,
+        ctx: &PolicyContext,
+    ) -> Result<Duration> {
+        // The paper's policy re-computes L_G at every renewal and may shorten: that is how it
+        // gives back responsiveness when N falls. A renewal is never denied for L_MAX.
+        let lg = match self.period(ctx.live) {
+            Ok(d) => d,
+            Err(_) => self.config.max,
+        };
+        Ok(cap_to_request(requested, lg))
+    }
+}
+
+/// Any of the built-in policies, as data: what the bindings and configuration files choose from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PolicySpec {
+    /// [`Fixed`].
+    Fixed {
+        /// Offered duration.
+        duration: Duration,
+    },
+    /// [`Bounded`].
+    Bounded {
+        /// Longest grant.
+        max: Duration,
+        /// Grant for ANY.
+        default: Duration,
+    },
+    /// [`Capacity`] around another policy.
+    Capacity {
+        /// N_MAX.
+        max_leases: usize,
+        /// Decides the durations.
+        inner: Box<PolicySpec>,
+    },
+    /// [`ResourceAware`].
+    ResourceAware {
+        /// Leases the resource can hold.
+        capacity: usize,
+        /// Offer when empty.
+        max: Duration,
+        /// Offer when full.
+        min: Duration,
+    },
+    /// [`Adaptive`].
+    Adaptive(AdaptiveConfig),
+}
+
+impl PolicySpec {
+    /// Builds the policy, checking its settings.
+    pub fn build(&self) -> Result<Box<dyn LeasePolicy>> {
+        Ok(match self {
+            PolicySpec::Fixed { duration } => Box::new(Fixed::new(*duration)?),
+            PolicySpec::Bounded { max, default } => Box::new(Bounded::new(*max, *default)?),
+            PolicySpec::Capacity { max_leases, inner } => {
+                Box::new(Capacity::new(*max_leases, inner.build()?))
+            }
+            PolicySpec::ResourceAware { capacity, max, min } => {
+                Box::new(ResourceAware::new(*capacity, *max, *min)?)
+            }
+            PolicySpec::Adaptive(c) => Box::new(Adaptive::new(*c)?),
+        })
+    }
+}
+
+impl LeasePolicy for Box<dyn LeasePolicy> {
+    fn grant(&mut self, requested: Duration, ctx: &PolicyContext) -> Result<Duration> {
+        (**self).grant(requested, ctx)
+    }
+    fn renew(&mut self, requested: Duration, cur: Millis, ctx: &PolicyContext) -> Result<Duration> {
+        (**self).renew(requested, cur, ctx)
+    }
+}

@@ -1,0 +1,217 @@
+//! The wire protocol: request and reply messages for every landlord operation.
+//!
+//! Any transport (HTTP, WebSocket, postMessage, TCP, a C callback) can carry them: the holder
+//! side makes [`Request`]s, the landlord answers each with a [`Reply`] of the same `id`
+//! ([`crate::Landlord::handle_request`]). Durations on the wire are always *relative*, so the two
+//! clocks never need to agree: the holder adds a granted duration to the time it sent the request.
+//!
+//! Both encodings are versioned and decoding enforces [`Limits`], so hostile input cannot
+//! exhaust memory or panic.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ErrorCode, LeaseError, Result};
+use crate::lease::{Cookie, LandlordId};
+use crate::time::Duration;
+
+/// Version of the wire protocol.
+pub const WIRE_VERSION: u8 = 1;
+
+/// Bounds enforced when decoding messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Largest encoded message accepted, in bytes.
+    pub max_message_bytes: usize,
+    /// Most leases in one batch (renew_all, cancel_all).
+    pub max_batch: usize,
+    /// Largest resource description in a grant request, in bytes.
+    pub max_resource_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_message_bytes: 1 << 20, max_batch: 10_000, max_resource_bytes: 64 * 1024 }
+    }
+}
+
+/// Which encoding a message is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// Canonical JSON text (UTF-8).
+    Json,
+    /// Compact binary.
+    Binary,
+}
+
+/// One error as carried on the wire: its stable code and a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireError {
+    /// [`ErrorCode`] as a number.
+    pub code: i32,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl From<&LeaseError> for WireError {
+    fn from(e: &LeaseError) -> Self {
+        WireError { code: e.code() as i32, message: e.detail() }
+    }
+}
+
+impl From<&WireError> for LeaseError {
+    fn from(w: &WireError) -> Self {
+        LeaseError::from_code(w.code, &w.message)
+    }
+}
+
+impl WireError {
+    /// The error as a [`LeaseError`].
+    pub fn to_error(&self) -> LeaseError {
+        self.into()
+    }
+    /// The code, if it is a known one.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        ErrorCode::from_i32(self.code)
+    }
+}
+
+/// A request to a landlord. `id` is chosen by the sender and echoed in the reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// Correlates the reply with this request.
+    pub id: u64,
+    /// What is asked.
+    pub body: RequestBody,
+}
+
+/// The operations a holder can ask of a landlord.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RequestBody {
+    /// A new lease on `resource` (opaque bytes, hex in JSON) for `duration` (or ANY/FOREVER).
+    Grant {
+        /// What the lease is for, as the landlord's host understands it.
+        #[serde(with = "hex_bytes")]
+        resource: Vec<u8>,
+        /// Requested duration.
+        duration: Duration,
+    },
+    /// Extends one lease by `duration` from the landlord's now.
+    Renew {
+        /// The lease.
+        cookie: Cookie,
+        /// Requested duration.
+        duration: Duration,
+    },
+    /// Ends one lease.
+    Cancel {
+        /// The lease.
+        cookie: Cookie,
+    },
+    /// Renews several leases in one message; each gets its own result.
+    RenewAll {
+        /// Leases and their requested durations.
+        items: Vec<(Cookie, Duration)>,
+    },
+    /// Cancels several leases in one message; each gets its own result.
+    CancelAll {
+        /// The leases.
+        cookies: Vec<Cookie>,
+    },
+}
+
+/// One lease's outcome inside a batch reply: the granted duration, or an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Outcome<T> {
+    /// Success.
+    Ok(T),
+    /// Failure of this lease only.
+    Err(WireError),
+}
+
+impl<T: Clone> Outcome<T> {
+    /// As a `Result`.
+    pub fn to_result(&self) -> Result<T> {
+        match self {
+            Outcome::Ok(t) => Ok(t.clone()),
+            Outcome::Err(e) => Err(e.to_error()),
+        }
+    }
+}
+
+impl<T> From<Result<T>> for Outcome<T> {
+    fn from(r: Result<T>) -> Self {
+        match r {
+            Ok(t) => Outcome::Ok(t),
+            Err(e) => Outcome::Err(WireError::from(&e)),
+        }
+    }
+}
+
+/// A landlord's answer to a [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The `id` of the request answered.
+    pub id: u64,
+    /// The landlord that answered.
+    pub landlord: LandlordId,
+    /// The answer.
+    pub body: ReplyBody,
+}
+
+/// The answers a landlord gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ReplyBody {
+    /// A lease was granted for `duration` (relative; the holder adds its send time).
+    Granted {
+        /// The new lease's cookie.
+        cookie: Cookie,
+        /// Granted duration.
+        duration: Duration,
+    },
+    /// The lease was renewed for `duration` from the landlord's now.
+    Renewed {
+        /// Granted duration.
+        duration: Duration,
+    },
+    /// The lease was cancelled.
+    Cancelled,
+    /// Per-lease results of a renew_all, in request order.
+    RenewedAll {
+        /// Granted duration or error, per lease.
+        results: Vec<Outcome<Duration>>,
+    },
+    /// Per-lease results of a cancel_all, in request order.
+    CancelledAll {
+        /// Success or error, per lease.
+        results: Vec<Outcome<()>>,
+    },
+    /// The whole request failed (unknown lease, denied, invalid argument, undecodable request).
+    Error(WireError),
+}
+
+pub(crate) mod hex_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        let mut out = String::with_capacity(b.len() * 2);
+        for x in b {
+            out.push_str(&format!("{x:02x}"));
+        }
+        s.serialize_str(&out)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        if s.len() % 2 != 0 || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return Err(serde::de::Error::custom("resource must be an even number of hex digits"));
+        }
+        Ok((0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect())
+    }
+}
