@@ -3,7 +3,7 @@
 // No leasing rule lives here: every decision is made by the Rust core.
 
 import * as wasm from './leasehold_wasm.js';
-import { makeError } from './errors.js';
+import { makeError, IndefiniteError } from './errors.js';
 import { DeadlineTimer } from './timer.js';
 
 export {
@@ -21,6 +21,10 @@ export {
 export const {
   Lease,
   Landlord,
+  LeaseMap,
+  RenewalManager,
+  grantRequest,
+  leaseFromReply,
   encodeRequest,
   decodeRequest,
   encodeReply,
@@ -157,6 +161,170 @@ export class LandlordDriver {
 
   get closed() {
     return this.#timer.closed;
+  }
+
+  [Symbol.dispose ?? Symbol.for('Symbol.dispose')]() {
+    this.close();
+  }
+}
+
+function asBytes(x) {
+  if (x instanceof Uint8Array || typeof x === 'string') return x;
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  if (ArrayBuffer.isView(x)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  throw new TypeError('a transport must resolve to a Uint8Array, ArrayBuffer or string');
+}
+
+/**
+ * A transport over HTTP `fetch`: POSTs each encoded request to `url` and resolves to the reply
+ * body. HTTP errors and network failures reject (indefinite failures: the manager retries).
+ */
+export function fetchTransport(url, { fetch: f = globalThis.fetch, headers = {}, encoding = 'binary' } = {}) {
+  if (typeof f !== 'function') throw new TypeError('fetchTransport needs fetch');
+  const type = encoding === 'json' ? 'application/json' : 'application/octet-stream';
+  return async (body) => {
+    const res = await f(url, { method: 'POST', body, headers: { 'content-type': type, ...headers } });
+    if (!res.ok) throw new IndefiniteError(`HTTP ${res.status} from ${url}`);
+    return new Uint8Array(await res.arrayBuffer());
+  };
+}
+
+/**
+ * Runs a RenewalManager on setTimeout with a Promise-returning transport
+ * `(body: Uint8Array | string, landlord: string) => Promise<Uint8Array | ArrayBuffer | string>`
+ * (fetch, WebSocket, postMessage, ...). Sends what the manager hands out when it asks, feeds
+ * replies and failures back, and delivers events to `onEvent`. `close()` (or `using`) stops it;
+ * its timer never keeps Node alive (unless `keepAlive`).
+ */
+export class RenewalDriver {
+  #manager;
+  #transport;
+  #encoding;
+  #now;
+  #timer;
+  #onEvent;
+  #onError;
+  #grantId = 2 ** 52; // grant requests get ids of their own, far above the manager's
+
+  constructor(manager, { transport, encoding = 'binary', now = defaultNow, onEvent, onError, keepAlive = false } = {}) {
+    if (!(manager instanceof RenewalManager)) throw new TypeError('RenewalDriver needs a RenewalManager');
+    if (typeof transport !== 'function') throw new TypeError('RenewalDriver needs a transport function returning a Promise');
+    if (encoding !== 'binary' && encoding !== 'json') throw new RangeError('encoding must be "binary" or "json"');
+    this.#manager = manager;
+    this.#transport = transport;
+    this.#encoding = encoding;
+    this.#now = checkClock(now);
+    this.#onEvent = onEvent ?? (() => {});
+    this.#onError = onError ?? ((e) => queueMicrotask(() => { throw e; }));
+    this.#timer = new DeadlineTimer(() => this.#tick(), this.#now, keepAlive);
+    this.pump();
+  }
+
+  /** The manager driven. */
+  get manager() {
+    return this.#manager;
+  }
+
+  get closed() {
+    return this.#timer.closed;
+  }
+
+  /** The driver's clock, ms. */
+  now() {
+    return this.#now();
+  }
+
+  /**
+   * Asks `landlord` (through the transport) for a lease on `resource` for `duration` ms and
+   * resolves to the Lease, counted from the send time. Rejects with the landlord's error.
+   */
+  async grant(resource, duration, landlord = undefined) {
+    const id = this.#grantId++;
+    const request = grantRequest(id, resource, duration);
+    const sentAt = this.#now();
+    const reply = decodeReply(asBytes(await this.#transport(encodeRequest(request, this.#encoding), landlord)), this.#encoding);
+    return leaseFromReply(reply, sentAt, this.#manager.config.maxClockDriftPpm);
+  }
+
+  /** Renews `lease` until `duration` ms from now, asking for `renewDuration` each time. */
+  renewFor(lease, duration, renewDuration) {
+    this.#manager.renewFor(lease, duration, renewDuration, this.#now());
+    this.pump();
+  }
+
+  /** Renews `lease` until `desiredExpiration`, asking for `renewDuration` each time. */
+  renewUntil(lease, desiredExpiration, renewDuration) {
+    this.#manager.renewUntil(lease, desiredExpiration, renewDuration, this.#now());
+    this.pump();
+  }
+
+  /** Stops renewing `lease` and cancels it at its landlord. */
+  cancel(lease) {
+    this.#manager.cancel(lease, this.#now());
+    this.pump();
+  }
+
+  /** Stops renewing `lease` without cancelling it; returns the manager's copy. */
+  remove(lease) {
+    const l = this.#manager.remove(lease);
+    this.pump();
+    return l;
+  }
+
+  /** Sends what is due, delivers events and re-arms the timer (after direct manager calls). */
+  pump() {
+    if (this.closed) return;
+    const now = this.#now();
+    let t;
+    while ((t = this.#manager.pollTransmit(now)) !== undefined) this.#send(t);
+    let e;
+    while ((e = this.#manager.pollEvent()) !== undefined) {
+      try {
+        this.#onEvent(e);
+      } catch (err) {
+        this.#onError(err);
+      }
+    }
+    if (!this.closed) this.#timer.arm(this.#manager.pollTimeout());
+  }
+
+  #send({ landlord, request }) {
+    let sent;
+    try {
+      sent = Promise.resolve(this.#transport(encodeRequest(request, this.#encoding), landlord));
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then(
+      (bytes) => {
+        if (this.closed) return;
+        let reply;
+        try {
+          reply = decodeReply(asBytes(bytes), this.#encoding);
+        } catch (err) {
+          this.#manager.handleFailure(request.id, err, this.#now());
+          this.pump();
+          return;
+        }
+        this.#manager.handleReply(reply, this.#now());
+        this.pump();
+      },
+      (err) => {
+        if (this.closed) return;
+        this.#manager.handleFailure(request.id, err, this.#now());
+        this.pump();
+      },
+    );
+  }
+
+  #tick() {
+    this.#manager.handleTimeout(this.#now());
+    this.pump();
+  }
+
+  /** Stops the driver: no timer is left, late replies are ignored. The manager stays usable. */
+  close() {
+    this.#timer.close();
   }
 
   [Symbol.dispose ?? Symbol.for('Symbol.dispose')]() {

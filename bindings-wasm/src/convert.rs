@@ -163,15 +163,21 @@ pub fn ms_out(x: i64) -> f64 {
     }
 }
 
-/// A count (a size, a budget) from JavaScript: a non-negative safe integer.
+/// A count (a size, a budget) from JavaScript: a non-negative safe integer. Counts past what
+/// the 32-bit WebAssembly `usize` holds mean "no limit" and saturate.
 pub fn count_in(v: &JsValue, what: &str) -> Result<usize, JsValue> {
+    Ok(usize::try_from(u64_in(v, what)?).unwrap_or(usize::MAX))
+}
+
+/// A non-negative safe integer from JavaScript, as `u64`.
+pub fn u64_in(v: &JsValue, what: &str) -> Result<u64, JsValue> {
     let x = v.as_f64().ok_or_else(|| {
         type_error(format!("{what} must be a non-negative integer, got {}", describe(v)))
     })?;
     if x.is_nan() || x < 0.0 || x.fract() != 0.0 || x > MAX_SAFE {
         return Err(range_error(format!("{what} must be a non-negative safe integer, got {x}")));
     }
-    Ok(x as usize)
+    Ok(x as u64)
 }
 
 /// A cookie from JavaScript: 32 hex digits.
@@ -196,7 +202,7 @@ pub fn landlord_in(v: &JsValue) -> Result<LandlordId, JsValue> {
         return s.parse().map_err(|e: LeaseError| range_error(e.detail()));
     }
     if v.as_f64().is_some() {
-        return Ok(LandlordId(count_in(v, "landlord id")? as u64));
+        return Ok(LandlordId(u64_in(v, "landlord id")?));
     }
     if v.is_bigint() {
         let b: js_sys::BigInt = v.clone().unchecked_into();

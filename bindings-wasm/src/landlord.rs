@@ -105,7 +105,7 @@ pub fn policy_in(p: &JsValue) -> Result<PolicySpec, JsValue> {
             let max = need_ms(p, "max", "adaptive")?;
             let grantors = match get(p, "grantors")? {
                 v if v.is_undefined() => 1,
-                v => u32::try_from(count_in(&v, "adaptive policy grantors")?)
+                v => u32::try_from(u64_in(&v, "adaptive policy grantors")?)
                     .map_err(|_| range_error("adaptive policy grantors is too large"))?,
             };
             let mut cfg = if get(p, "bytesPerSecond")?.is_undefined() {

@@ -22,7 +22,7 @@ pub fn id_in(v: &JsValue) -> Result<u64, JsValue> {
         return u64::try_from(b)
             .map_err(|_| range_error("message id must fit in 64 unsigned bits"));
     }
-    Ok(count_in(v, "message id")? as u64)
+    u64_in(v, "message id")
 }
 
 /// A message id for JavaScript: a number when safe, else a bigint.

@@ -296,3 +296,26 @@ test('LandlordDriver expires leases on setTimeout and close() stops it', async (
   d[Symbol.dispose]();
   void t;
 });
+
+test('after close() no timer of the library keeps Node alive', async () => {
+  const { spawn } = await import('node:child_process');
+  const script = `
+    import { Landlord, LandlordDriver, RenewalManager, RenewalDriver, Lease, Policy, FOREVER } from 'leasehold';
+    const ll = new Landlord({ id: 1, policy: Policy.fixed(3_600_000) });
+    const d = new LandlordDriver(ll, { keepAlive: true });
+    d.grant('x', 3_600_000);
+    const m = new RenewalManager();
+    const r = new RenewalDriver(m, { keepAlive: true, transport: () => new Promise(() => {}) });
+    r.renewFor(new Lease(1, 'ab'.repeat(16), Date.now() + 3_600_000), FOREVER, 3_600_000);
+    d.close();
+    r.close();
+  `;
+  const start = Date.now();
+  const code = await new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit' });
+    const t = setTimeout(() => { p.kill(); reject(new Error('node stayed alive after close()')); }, 10_000);
+    p.on('exit', (c) => { clearTimeout(t); resolve(c); });
+  });
+  assert.equal(code, 0);
+  assert.ok(Date.now() - start < 10_000);
+});
