@@ -301,13 +301,14 @@ impl Adaptive {
         self.config.renewals_per_second / self.config.grantors as f64
     }
 
-    /// The lease period for `n` leaseholders: `Ok(L_G)` in ms, or `Err` if above L_MAX.
+    /// The lease period for `n` leaseholders: `Ok(L_G)` in ms, or `Err` if above L_MAX
+    /// (never, if L_MAX is FOREVER).
     ///
     /// L_G = N / G_local is rounded up to a whole millisecond (so the renewal rate stays within
     /// the budget), then raised to L_MIN.
     pub fn period(&self, n: usize) -> Result<Duration> {
         let lg = (n as f64) * 1000.0 / self.local_rate();
-        if lg > self.config.max as f64 {
+        if self.config.max != FOREVER && lg > self.config.max as f64 {
             return Err(denied(format!(
                 "{n} leaseholders need a {lg:.0} ms lease period, above L_MAX {} ms",
                 self.config.max
@@ -316,7 +317,8 @@ impl Adaptive {
         // Round up, but do not let a floating-point residue (10000.000000000002) add a ms.
         let near = lg.round();
         let ms = if (lg - near).abs() < 1e-6 { near } else { lg.ceil() };
-        Ok((ms as i64).max(self.config.min))
+        // With L_MAX = FOREVER a huge N gets the longest finite period, never FOREVER.
+        Ok((ms as i64).min(FOREVER - 1).max(self.config.min))
     }
 
     /// N_MAX = L_MAX * G: most leaseholders this grantor accepts.
