@@ -1,9 +1,19 @@
 //! Grant policies: how long a landlord grants, and whom it denies.
 //!
-//! A policy sees the requested duration (already checked: zero or more, [`FOREVER`] or
-//! [`ANY`]) and the landlord's state, and answers a granted duration or a denial. The landlord
-//! enforces the rules every policy shares: a grant never exceeds the request (unless ANY was
-//! asked), and the arithmetic saturates.
+//! A policy sees the requested duration (already checked by the landlord with
+//! [`time::check_requested`]: zero or more, [`FOREVER`] or [`ANY`]) and the landlord's state,
+//! and answers a granted duration or a denial. The built-in policies keep the rules every
+//! policy shares ([`cap_to_request`]): a grant never exceeds the request (unless ANY was
+//! asked), is never negative (even if called directly with an unchecked request), and all
+//! arithmetic saturates.
+//!
+//! | policy | new lease | renewal |
+//! |---|---|---|
+//! | [`Fixed`] | min(request, duration); ANY gets duration | never shortens unless asked ([`never_shorten`]) |
+//! | [`Bounded`] | min(request, max); ANY gets default; 0 allowed | never shortens unless asked |
+//! | [`Capacity`] | denied at `max_leases` live, else the inner policy | the inner policy, never denied for capacity |
+//! | [`ResourceAware`] | offer falls from max to min with occupancy; denied when full | offer at the others' occupancy, never shortens unless asked |
+//! | [`Adaptive`] | L_G = N / G (N counts the new lease), raised to L_MIN, denied above L_MAX | L_G recomputed (may shorten), L_MAX above N_MAX, never denied |
 
 use serde::{Deserialize, Serialize};
 
@@ -67,7 +77,8 @@ pub fn never_shorten(
     if asked_exp > current_expiration {
         keep
     } else {
-        requested
+        // Never negative, even for a request no landlord would pass on (checked ones are >= 0).
+        requested.max(0)
     }
 }
 
@@ -79,7 +90,7 @@ pub fn cap_to_request(requested: Duration, offer: Duration) -> Duration {
     if requested == ANY {
         offer
     } else {
-        requested.min(offer)
+        requested.min(offer).max(0)
     }
 }
 

@@ -19,6 +19,18 @@ fn codes_never_change() {
         assert_eq!(code as i32, n);
         assert_eq!(ErrorCode::from_i32(n), Some(code));
     }
+    let names = [
+        "ok",
+        "unknown_lease",
+        "lease_denied",
+        "lease_map",
+        "invalid_argument",
+        "decode",
+        "indefinite",
+    ];
+    for ((code, _), name) in table.iter().zip(names) {
+        assert_eq!(code.name(), name);
+    }
     for n in [-1, 7, 100, i32::MIN, i32::MAX] {
         assert_eq!(ErrorCode::from_i32(n), None);
     }

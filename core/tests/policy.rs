@@ -80,6 +80,23 @@ fn bounded_renewal_never_shortens_unless_asked() {
 }
 
 #[test]
+fn fixed_renewal_never_shortens_unless_asked() {
+    let mut p = Fixed::new(30 * S).unwrap();
+    assert_eq!(p.renew(ANY, 50 * S, &ctx(0, 1)), Ok(50 * S));
+    assert_eq!(p.renew(FOREVER, 50 * S, &ctx(0, 1)), Ok(50 * S));
+    assert_eq!(p.renew(10 * S, 50 * S, &ctx(0, 1)), Ok(10 * S));
+    assert_eq!(p.renew(ANY, 10 * S, &ctx(0, 1)), Ok(30 * S));
+}
+
+#[test]
+fn unchecked_negative_requests_never_give_negative_grants() {
+    let mut p = Bounded::new(60 * S, 30 * S).unwrap();
+    assert_eq!(p.grant(-5, &ctx(0, 0)), Ok(0));
+    assert_eq!(p.renew(-5, 50 * S, &ctx(0, 1)), Ok(0));
+    assert_eq!(never_shorten(-5, 0, 1_000, 0), 0);
+}
+
+#[test]
 fn never_shorten_rule() {
     // new expiration at or after the current one: the policy's grant stands.
     assert_eq!(never_shorten(ANY, 10, 1_000, 990), 10);
@@ -341,7 +358,7 @@ proptest! {
             match got {
                 Ok(d) => {
                     prop_assert!(d >= 0, "{d}");
-                    if r != ANY { prop_assert!(d <= r, "{d} > {r}"); }
+                    if r >= 0 { prop_assert!(d <= r, "{d} > {r}"); }
                 }
                 Err(e) => prop_assert_eq!(e.code(), ErrorCode::LeaseDenied),
             }
@@ -351,7 +368,7 @@ proptest! {
     /// River's renewal rule, for Bounded: the new expiration is never before the current one
     /// unless the holder asked for an expiration before it.
     #[test]
-    fn bounded_renewal_keeps_or_obeys(max in 1i64..10_000_000, def in 1i64..10_000_000, r in req(), now in -1_000_000i64..1_000_000, left in -1_000i64..20_000_000) {
+    fn bounded_renewal_keeps_or_obeys(max in 1i64..10_000_000, def in 1i64..10_000_000, r in req().prop_map(|r| if r < -1 { ANY } else { r }), now in -1_000_000i64..1_000_000, left in -1_000i64..20_000_000) {
         let mut p = Bounded::new(max.max(def), def.min(max)).unwrap();
         let cur = now + left;
         let d = p.renew(r, cur, &ctx(now, 1)).unwrap();

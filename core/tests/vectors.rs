@@ -199,6 +199,7 @@ fn error_vectors() {
         let n = c["code"].as_i64().unwrap() as i32;
         let code = ErrorCode::from_i32(n).unwrap();
         assert_eq!(code as i32, n);
+        assert_eq!(code.name(), s(c, "name"));
         if code != ErrorCode::Ok {
             let e = LeaseError::from_code(n, "m");
             assert_eq!(e.code(), code);
