@@ -177,6 +177,10 @@ fn bad_json_is_a_decode_error() {
         r#"{"v":1,"id":"1","body":{"op":"renew_all","items":[{"cookie":"00112233445566778899aabbccddeeff"}]}}"#.into(),
         r#"{"v":1,"id":"1","body":{"op":"cancel_all","cookies":null}}"#.into(),
         format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
+        good.replace(r#""v":1,"#, r#""v":1,"v":1,"#),
+        good.replace(r#""op":"renew","#, r#""op":"renew","op":"renew","#),
+        good.replace(r#""op":"renew","#, r#""op":"cancel","op":"renew","#),
+        good.replace(r#","duration":"60000""#, r#","duration":"60000","duration":"1""#),
     ];
     for text in cases {
         assert_eq!(
