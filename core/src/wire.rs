@@ -6,7 +6,14 @@
 //! clocks never need to agree: the holder adds a granted duration to the time it sent the request.
 //!
 //! Both encodings are versioned and decoding enforces [`Limits`], so hostile input cannot
-//! exhaust memory or panic.
+//! exhaust memory or panic. The byte layouts and JSON shapes are specified in [`crate::codec`];
+//! `core/tests/vectors/wire.json` has an example of every message in both encodings, which
+//! every binding's tests check.
+//!
+//! Errors travel as a [`WireError`]: the stable numeric code of [`crate::ErrorCode`] and the
+//! message ([`LeaseError::detail`], empty for an unknown lease). A code unknown to the reader is
+//! kept as it is in the `WireError` and reads as [`LeaseError::Decode`]. Batch replies carry one
+//! [`Outcome`] per lease, in request order, rather than a single lease-map error.
 
 use serde::{Deserialize, Serialize};
 
