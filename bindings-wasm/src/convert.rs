@@ -109,12 +109,16 @@ fn describe(v: &JsValue) -> String {
 /// `Infinity` is `FOREVER`; any other value must be a safe integer (negative values pass on to
 /// core, which knows which negatives mean something).
 pub fn ms_in(v: &JsValue, what: &str) -> Result<i64, JsValue> {
-    match v.as_f64() {
-        Some(x) => ms_from_f64(x, what),
-        None => {
-            Err(type_error(format!("{what} must be a number of milliseconds, got {}", describe(v))))
-        }
+    if let Some(x) = v.as_f64() {
+        return ms_from_f64(x, what);
     }
+    if v.is_bigint() {
+        // Exact 64-bit values (what `ms_out` gives past the safe range) are taken as they are.
+        let b: js_sys::BigInt = v.clone().unchecked_into();
+        return i64::try_from(b)
+            .map_err(|_| range_error(format!("{what} bigint does not fit in 64 signed bits")));
+    }
+    Err(type_error(format!("{what} must be a number of milliseconds, got {}", describe(v))))
 }
 
 /// Like [`ms_in`] for an already-numeric value.
@@ -139,27 +143,37 @@ pub fn ms_from_f64(x: f64, what: &str) -> Result<i64, JsValue> {
     Ok(x as i64)
 }
 
-/// A point in time (`now`) from JavaScript: a non-negative safe integer.
+/// A point in time (`now`) from JavaScript: any value [`ms_in`] takes (core accepts every
+/// 64-bit time, negative clocks included, and saturates).
 pub fn now_in(v: &JsValue) -> Result<i64, JsValue> {
-    let t = ms_in(v, "now")?;
-    if t < 0 || t == FOREVER {
-        return Err(range_error(format!(
-            "now must be a non-negative safe integer of milliseconds, got {}",
-            v.as_f64().unwrap_or(f64::NAN)
-        )));
-    }
-    Ok(t)
+    ms_in(v, "now")
 }
 
-/// A time or duration for JavaScript: `FOREVER` is `Infinity`.
-///
-/// Values past the safe range (only reachable by saturating arithmetic near `FOREVER`, some
-/// 285 000 years away) are the nearest double.
-pub fn ms_out(x: i64) -> f64 {
+/// One `[cookie, duration]` pair or `{cookie, duration}` object of a renewal batch.
+pub fn item_in(v: &JsValue) -> Result<(leasehold::Cookie, i64), JsValue> {
+    if Array::is_array(v) {
+        let pair: &Array = v.unchecked_ref();
+        return Ok((cookie_in(&pair.get(0))?, ms_in(&pair.get(1), "duration")?));
+    }
+    if v.is_object() {
+        return Ok((cookie_in(&get(v, "cookie")?)?, ms_in(&get(v, "duration")?, "duration")?));
+    }
+    Err(type_error(format!(
+        "a renewal item must be [cookie, duration] or {{cookie, duration}}, got {}",
+        describe(v)
+    )))
+}
+
+/// A time or duration for JavaScript: a number, `Infinity` for `FOREVER`, and a bigint for
+/// the values a double cannot hold exactly (past `Number.MAX_SAFE_INTEGER`, only reachable by
+/// saturating arithmetic near `FOREVER`, some 285 000 years out). `ms_in` takes all three back.
+pub fn ms_out(x: i64) -> JsValue {
     if x == FOREVER {
-        f64::INFINITY
+        JsValue::from(f64::INFINITY)
+    } else if (x as f64).abs() <= MAX_SAFE {
+        JsValue::from(x as f64)
     } else {
-        x as f64
+        js_sys::BigInt::from(x).into()
     }
 }
 

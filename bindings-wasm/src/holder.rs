@@ -21,7 +21,7 @@ pub struct LeaseMap {
 fn entry_out(lease: &leasehold::Lease, duration: i64) -> JsValue {
     let o = obj();
     set(&o, &"lease".into(), &Lease::wrap(*lease).into());
-    set(&o, &"duration".into(), &ms_out(duration).into());
+    set(&o, &"duration".into(), &ms_out(duration));
     o.into()
 }
 
@@ -234,14 +234,14 @@ fn config_in(v: &JsValue) -> Result<RenewalManagerConfig, JsValue> {
 fn config_out(c: &RenewalManagerConfig) -> JsValue {
     let o = obj();
     let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
-    s("batchWindow", ms_out(c.batch_window).into());
+    s("batchWindow", ms_out(c.batch_window));
     s("maxBatch", (c.max_batch as f64).into());
-    s("initialRtt", ms_out(c.initial_rtt).into());
-    s("minRto", ms_out(c.min_rto).into());
-    s("maxRto", ms_out(c.max_rto).into());
+    s("initialRtt", ms_out(c.initial_rtt));
+    s("minRto", ms_out(c.min_rto));
+    s("maxRto", ms_out(c.max_rto));
     s("attempts", c.attempts.into());
     s("renewDivisor", c.renew_divisor.into());
-    s("maxRetryInterval", ms_out(c.max_retry_interval).into());
+    s("maxRetryInterval", ms_out(c.max_retry_interval));
     s("maxClockDriftPpm", c.max_clock_drift_ppm.into());
     s("firstRequestId", id_out(c.first_request_id));
     s("reportRenewals", c.report_renewals.into());
@@ -251,10 +251,10 @@ fn config_out(c: &RenewalManagerConfig) -> JsValue {
 fn rtt_out(r: &RttEstimator) -> JsValue {
     let o = obj();
     let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
-    s("srtt", ms_out(r.srtt()).into());
-    s("rttvar", ms_out(r.rttvar()).into());
-    s("rto", ms_out(r.rto()).into());
-    s("requestTimeout", ms_out(r.request_timeout()).into());
+    s("srtt", ms_out(r.srtt()));
+    s("rttvar", ms_out(r.rttvar()));
+    s("rto", ms_out(r.rto()));
+    s("requestTimeout", ms_out(r.request_timeout()));
     s("samples", (r.samples() as f64).into());
     o.into()
 }
@@ -266,7 +266,7 @@ fn event_out(e: RenewalEvent) -> JsValue {
         RenewalEvent::RenewalFailed { lease, desired_expiration, error } => {
             s("type", "renewalFailed".into());
             s("lease", Lease::wrap(lease).into());
-            s("desiredExpiration", ms_out(desired_expiration).into());
+            s("desiredExpiration", ms_out(desired_expiration));
             s("error", error.as_ref().map(lease_error).unwrap_or(JsValue::UNDEFINED));
         }
         RenewalEvent::DesiredExpirationReached { lease } => {
@@ -359,7 +359,8 @@ impl RenewalManager {
     }
 
     /// The desired expiration of `lease`.
-    pub fn expiration(&self, lease: &Lease) -> Result<f64, JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "number")]
+    pub fn expiration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
         Ok(ms_out(js(self.inner.expiration(&lease.inner))?))
     }
 
@@ -382,15 +383,15 @@ impl RenewalManager {
     }
 
     /// The renew duration of `lease`.
-    #[wasm_bindgen(js_name = renewDuration)]
-    pub fn renew_duration(&self, lease: &Lease) -> Result<f64, JsValue> {
+    #[wasm_bindgen(js_name = renewDuration, unchecked_return_type = "number")]
+    pub fn renew_duration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
         Ok(ms_out(js(self.inner.renew_duration(&lease.inner))?))
     }
 
     /// When `lease` will next be sent for renewal, or undefined.
-    #[wasm_bindgen(js_name = nextRenewal)]
-    pub fn next_renewal(&self, lease: &Lease) -> Option<f64> {
-        self.inner.next_renewal(&lease.inner).map(ms_out)
+    #[wasm_bindgen(js_name = nextRenewal, unchecked_return_type = "number | undefined")]
+    pub fn next_renewal(&self, lease: &Lease) -> JsValue {
+        self.inner.next_renewal(&lease.inner).map(ms_out).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// The round-trip estimate for `landlord`: `{srtt, rttvar, rto, requestTimeout, samples}`.
@@ -434,9 +435,9 @@ impl RenewalManager {
     }
 
     /// When to call `handleTimeout` next (ms), or undefined.
-    #[wasm_bindgen(js_name = pollTimeout)]
-    pub fn poll_timeout(&self) -> Option<f64> {
-        self.inner.poll_timeout().map(ms_out)
+    #[wasm_bindgen(js_name = pollTimeout, unchecked_return_type = "number | undefined")]
+    pub fn poll_timeout(&self) -> JsValue {
+        self.inner.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Advances to `now`.

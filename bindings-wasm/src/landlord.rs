@@ -182,7 +182,7 @@ fn expired_out(e: Expired<Resource>) -> JsValue {
     let o = obj();
     KEYS.with(|k| {
         set(&o, &k.cookie, &cookie_out(e.cookie));
-        set(&o, &k.expiration, &ms_out(e.expiration).into());
+        set(&o, &k.expiration, &ms_out(e.expiration));
         set(&o, &k.resource, &e.resource.into_js());
     });
     o.into()
@@ -246,8 +246,8 @@ impl Landlord {
     }
 
     /// Grace after expiry, ms.
-    #[wasm_bindgen(getter)]
-    pub fn grace(&self) -> f64 {
+    #[wasm_bindgen(getter, unchecked_return_type = "number")]
+    pub fn grace(&self) -> JsValue {
         ms_out(self.inner.config().grace)
     }
 
@@ -284,20 +284,21 @@ impl Landlord {
         let o = obj();
         KEYS.with(|k| {
             set(&o, &k.cookie, &cookie_out(g.cookie));
-            set(&o, &k.duration, &ms_out(g.duration).into());
-            set(&o, &k.expiration, &ms_out(g.expiration).into());
+            set(&o, &k.duration, &ms_out(g.duration));
+            set(&o, &k.expiration, &ms_out(g.expiration));
         });
         Ok(o.into())
     }
 
     /// Renews a lease for at most `duration` ms from `now`; returns the granted duration.
     /// A denied renewal leaves the lease as it was.
+    #[wasm_bindgen(unchecked_return_type = "number")]
     pub fn renew(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "string")] cookie: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
-    ) -> Result<f64, JsValue> {
+    ) -> Result<JsValue, JsValue> {
         let c = cookie_in(&cookie)?;
         let d = ms_in(&duration, "duration")?;
         let now = now_in(&now)?;
@@ -320,19 +321,18 @@ impl Landlord {
     #[wasm_bindgen(js_name = renewAll, unchecked_return_type = "Outcome<number>[]")]
     pub fn renew_all(
         &mut self,
-        #[wasm_bindgen(unchecked_param_type = "Array<[string, number]>")] items: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Array<[string, number] | {cookie: string, duration: number}>")] items: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Array, JsValue> {
         let arr = array_in(&items, "renewAll items")?;
         let mut list = Vec::with_capacity(arr.length() as usize);
         for item in arr.iter() {
-            let pair = array_in(&item, "each renewAll item ([cookie, duration])")?;
-            list.push((cookie_in(&pair.get(0))?, ms_in(&pair.get(1), "duration")?));
+            list.push(item_in(&item)?);
         }
         let now = now_in(&now)?;
         let out = Array::new();
         for r in self.inner.renew_all(&list, now) {
-            out.push(&outcome(r, |d| ms_out(d).into()));
+            out.push(&outcome(r, |d| ms_out(d)));
         }
         Ok(out)
     }
@@ -368,7 +368,7 @@ impl Landlord {
             Some((exp, r)) => {
                 let o = obj();
                 KEYS.with(|k| {
-                    set(&o, &k.expiration, &ms_out(exp).into());
+                    set(&o, &k.expiration, &ms_out(exp));
                     set(&o, &k.resource, &r.to_js());
                 });
                 o.into()
@@ -404,7 +404,7 @@ impl Landlord {
             for (c, exp, r) in self.inner.iter() {
                 let o = obj();
                 set(&o, &k.cookie, &cookie_out(c));
-                set(&o, &k.expiration, &ms_out(exp).into());
+                set(&o, &k.expiration, &ms_out(exp));
                 set(&o, &k.resource, &r.to_js());
                 out.push(&o);
             }
@@ -413,9 +413,9 @@ impl Landlord {
     }
 
     /// When the host should next call `handleTimeout` (ms), or undefined if nothing will expire.
-    #[wasm_bindgen(js_name = pollTimeout)]
-    pub fn poll_timeout(&self) -> Option<f64> {
-        self.inner.poll_timeout().map(ms_out)
+    #[wasm_bindgen(js_name = pollTimeout, unchecked_return_type = "number | undefined")]
+    pub fn poll_timeout(&self) -> JsValue {
+        self.inner.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Advances expiry to `now`: leases past expiration (plus grace) are removed and queued

@@ -87,8 +87,8 @@ impl Lease {
     }
 
     /// When the lease expires on the holder's clock, in ms (`Infinity` = FOREVER).
-    #[wasm_bindgen(getter)]
-    pub fn expiration(&self) -> f64 {
+    #[wasm_bindgen(getter, unchecked_return_type = "number")]
+    pub fn expiration(&self) -> JsValue {
         ms_out(self.inner.expiration())
     }
 
@@ -120,10 +120,11 @@ impl Lease {
     }
 
     /// Time left at `now`, in ms (negative once expired; `Infinity` for FOREVER).
+    #[wasm_bindgen(unchecked_return_type = "number")]
     pub fn remaining(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
-    ) -> Result<f64, JsValue> {
+    ) -> Result<JsValue, JsValue> {
         Ok(ms_out(self.inner.remaining(now_in(&now)?)))
     }
 

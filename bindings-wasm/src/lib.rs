@@ -59,7 +59,7 @@ export interface Request {
     | { op: "grant"; resource: Uint8Array | string; duration: number }
     | { op: "renew"; cookie: string; duration: number }
     | { op: "cancel"; cookie: string }
-    | { op: "renew_all"; items: Array<[string, number]> }
+    | { op: "renew_all"; items: Array<{ cookie: string; duration: number }> }
     | { op: "cancel_all"; cookies: string[] };
 }
 /** A reply message, object form. */
@@ -70,9 +70,9 @@ export interface Reply {
     | { op: "granted"; cookie: string; duration: number }
     | { op: "renewed"; duration: number }
     | { op: "cancelled" }
-    | { op: "renewed_all"; results: Array<{ ok: true; value: number } | { ok: false; error: WireError }> }
-    | { op: "cancelled_all"; results: Array<{ ok: true } | { ok: false; error: WireError }> }
-    | { op: "error"; error: WireError };
+    | { op: "renewed_all"; results: Array<{ duration: number } | { error: WireError }> }
+    | { op: "cancelled_all"; results: Array<{} | { error: WireError }> }
+    | { op: "error"; code: number; message: string };
 }
 "#;
 
@@ -83,12 +83,12 @@ pub fn policy_out(p: &PolicySpec) -> JsValue {
     match p {
         PolicySpec::Fixed { duration } => {
             s("kind", "fixed".into());
-            s("duration", ms_out(*duration).into());
+            s("duration", ms_out(*duration));
         }
         PolicySpec::Bounded { max, default } => {
             s("kind", "bounded".into());
-            s("max", ms_out(*max).into());
-            s("default", ms_out(*default).into());
+            s("max", ms_out(*max));
+            s("default", ms_out(*default));
         }
         PolicySpec::Capacity { max_leases, inner } => {
             s("kind", "capacity".into());
@@ -98,14 +98,14 @@ pub fn policy_out(p: &PolicySpec) -> JsValue {
         PolicySpec::ResourceAware { capacity, max, min } => {
             s("kind", "resourceAware".into());
             s("capacity", (*capacity as f64).into());
-            s("max", ms_out(*max).into());
-            s("min", ms_out(*min).into());
+            s("max", ms_out(*max));
+            s("min", ms_out(*min));
         }
         PolicySpec::Adaptive(c) => {
             s("kind", "adaptive".into());
             s("renewalsPerSecond", c.renewals_per_second.into());
-            s("min", ms_out(c.min).into());
-            s("max", ms_out(c.max).into());
+            s("min", ms_out(c.min));
+            s("max", ms_out(c.max));
             s("grantors", c.grantors.into());
         }
     }

@@ -4,8 +4,9 @@
 //! `{id, landlord, body: {op, ...}}` for a reply, with op names as on the wire (`grant`,
 //! `renew`, `cancel`, `renew_all`, `cancel_all`; `granted`, `renewed`, `cancelled`,
 //! `renewed_all`, `cancelled_all`, `error`), bytes as `Uint8Array`, durations as numbers
-//! (`Infinity` = FOREVER), errors as `{code, message}` and batch outcomes as
-//! `{ok: true, value}` / `{ok: false, error}`. Ids are numbers, or bigints past the safe range.
+//! (`Infinity` = FOREVER), errors as `{code, message}` and batch results as in JSON:
+//! `{duration}` or `{error}` (renewed_all), `{}` or `{error}` (cancelled_all). Ids and times
+//! are numbers, or bigints past the safe range.
 
 use js_sys::{Array, Object, Uint8Array};
 use leasehold::wire::{Outcome, WireError};
@@ -69,8 +70,7 @@ pub fn request_in(v: &JsValue) -> Result<Request, JsValue> {
             let arr = array_in(&get(&b, "items")?, "renew_all items")?;
             let mut items = Vec::with_capacity(arr.length() as usize);
             for it in arr.iter() {
-                let pair = array_in(&it, "each renew_all item ([cookie, duration])")?;
-                items.push((cookie_in(&pair.get(0))?, ms_in(&pair.get(1), "duration")?));
+                items.push(item_in(&it)?);
             }
             RequestBody::RenewAll { items }
         }
@@ -97,12 +97,12 @@ pub fn request_out(r: &Request) -> JsValue {
         RequestBody::Grant { resource, duration } => {
             op(&b, "grant");
             set(&b, &"resource".into(), &Uint8Array::from(&resource[..]));
-            set(&b, &"duration".into(), &ms_out(*duration).into());
+            set(&b, &"duration".into(), &ms_out(*duration));
         }
         RequestBody::Renew { cookie, duration } => {
             op(&b, "renew");
             set(&b, &"cookie".into(), &cookie_out(*cookie));
-            set(&b, &"duration".into(), &ms_out(*duration).into());
+            set(&b, &"duration".into(), &ms_out(*duration));
         }
         RequestBody::Cancel { cookie } => {
             op(&b, "cancel");
@@ -111,9 +111,14 @@ pub fn request_out(r: &Request) -> JsValue {
         RequestBody::RenewAll { items } => {
             op(&b, "renew_all");
             let arr = Array::new();
-            for (c, d) in items {
-                arr.push(&Array::of2(&cookie_out(*c), &ms_out(*d).into()));
-            }
+            KEYS.with(|k| {
+                for (c, d) in items {
+                    let it = obj();
+                    set(&it, &k.cookie, &cookie_out(*c));
+                    set(&it, &k.duration, &ms_out(*d));
+                    arr.push(&it);
+                }
+            });
             set(&b, &"items".into(), &arr);
         }
         RequestBody::CancelAll { cookies } => {
@@ -152,20 +157,15 @@ fn wire_error_in(v: &JsValue) -> Result<WireError, JsValue> {
     Ok(WireError { code, message })
 }
 
-fn outcome_out<T>(o: &Outcome<T>, f: impl FnOnce(&T) -> JsValue) -> JsValue {
+fn outcome_out<T>(o: &Outcome<T>, f: impl FnOnce(&T) -> Option<JsValue>) -> JsValue {
     let r = obj();
     KEYS.with(|k| match o {
         Outcome::Ok(t) => {
-            set(&r, &k.ok, &JsValue::TRUE);
-            let v = f(t);
-            if !v.is_undefined() {
-                set(&r, &k.value, &v);
+            if let Some(v) = f(t) {
+                set(&r, &k.duration, &v);
             }
         }
-        Outcome::Err(e) => {
-            set(&r, &k.ok, &JsValue::FALSE);
-            set(&r, &k.error, &wire_error_out(e));
-        }
+        Outcome::Err(e) => set(&r, &k.error, &wire_error_out(e)),
     });
     r.into()
 }
@@ -174,11 +174,11 @@ fn outcome_in<T>(
     v: &JsValue,
     f: impl FnOnce(&JsValue) -> Result<T, JsValue>,
 ) -> Result<Outcome<T>, JsValue> {
-    let ok = get(v, "ok")?;
-    match ok.as_bool() {
-        Some(true) => Ok(Outcome::Ok(f(&get(v, "value")?)?)),
-        Some(false) => Ok(Outcome::Err(wire_error_in(&get(v, "error")?)?)),
-        None => Err(type_error("a batch outcome needs ok: true or false")),
+    let e = get(v, "error")?;
+    if e.is_undefined() {
+        Ok(Outcome::Ok(f(&get(v, "duration")?)?))
+    } else {
+        Ok(Outcome::Err(wire_error_in(&e)?))
     }
 }
 
@@ -190,18 +190,18 @@ pub fn reply_out(r: &Reply) -> JsValue {
         ReplyBody::Granted { cookie, duration } => {
             op(&b, "granted");
             set(&b, &"cookie".into(), &cookie_out(*cookie));
-            set(&b, &"duration".into(), &ms_out(*duration).into());
+            set(&b, &"duration".into(), &ms_out(*duration));
         }
         ReplyBody::Renewed { duration } => {
             op(&b, "renewed");
-            set(&b, &"duration".into(), &ms_out(*duration).into());
+            set(&b, &"duration".into(), &ms_out(*duration));
         }
         ReplyBody::Cancelled => op(&b, "cancelled"),
         ReplyBody::RenewedAll { results } => {
             op(&b, "renewed_all");
             let arr = Array::new();
             for o in results {
-                arr.push(&outcome_out(o, |d| ms_out(*d).into()));
+                arr.push(&outcome_out(o, |d| Some(ms_out(*d))));
             }
             set(&b, &"results".into(), &arr);
         }
@@ -209,13 +209,14 @@ pub fn reply_out(r: &Reply) -> JsValue {
             op(&b, "cancelled_all");
             let arr = Array::new();
             for o in results {
-                arr.push(&outcome_out(o, |_| JsValue::UNDEFINED));
+                arr.push(&outcome_out(o, |_| None));
             }
             set(&b, &"results".into(), &arr);
         }
         ReplyBody::Error(e) => {
             op(&b, "error");
-            set(&b, &"error".into(), &wire_error_out(e));
+            set(&b, &"code".into(), &JsValue::from(e.code));
+            set(&b, &"message".into(), &e.message.as_str().into());
         }
     }
     let o = obj();
@@ -249,7 +250,7 @@ pub fn reply_in(v: &JsValue) -> Result<Reply, JsValue> {
                 .map(|o| outcome_in(&o, |_| Ok(())))
                 .collect::<Result<_, _>>()?,
         },
-        "error" => ReplyBody::Error(wire_error_in(&get(&b, "error")?)?),
+        "error" => ReplyBody::Error(wire_error_in(&b)?),
         op => {
             return Err(range_error(format!(
                 "unknown reply op {op:?} (granted, renewed, cancelled, renewed_all, cancelled_all, error)"

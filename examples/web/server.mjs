@@ -59,7 +59,7 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
     const r = reply.body;
     if (q.op === 'grant') {
       if (r.op === 'granted') emit('granted', r.cookie, { holder: new TextDecoder().decode(q.resource), duration: r.duration });
-      else emit('denied', null, { holder: new TextDecoder().decode(q.resource), code: r.error.code });
+      else emit('denied', null, { holder: new TextDecoder().decode(q.resource), code: r.code });
     } else if (q.op === 'renew' && r.op === 'renewed') {
       emit('renewed', q.cookie, { duration: r.duration });
     } else if (q.op === 'renew_all' && r.op === 'renewed_all') {
