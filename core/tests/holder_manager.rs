@@ -500,3 +500,35 @@ fn config_validation() {
     let bad = RenewalManagerConfig { max_clock_drift_ppm: 1_000_000, ..Default::default() };
     assert!(bad.validate().is_err());
 }
+
+#[test]
+fn heavy_rescheduling_keeps_timers_exact() {
+    // Thousands of changes leave stale timers behind; the manager must still wake exactly when
+    // needed and report each lease once.
+    let mut m = RenewalManager::new(exact());
+    let ls: Vec<Lease> = (0..3).map(|c| lease(L1, c, 60_000)).collect();
+    for l in &ls {
+        m.renew_until(*l, 500_000, 60_000, 0).unwrap();
+    }
+    for i in 0..20_000i64 {
+        let l = &ls[(i % 3) as usize];
+        m.set_expiration(l, 100_000 + (i * 7_919) % 400_000, 0).unwrap();
+    }
+    m.set_expiration(&ls[0], 30_000, 0).unwrap();
+    m.set_expiration(&ls[1], 200_000, 0).unwrap();
+    m.remove(&ls[2]).unwrap();
+    assert_eq!(m.poll_timeout(), Some(30_000), "lease 0's desired expiration comes first");
+    let mut reached = Vec::new();
+    while let Some(t) = m.poll_timeout() {
+        for tx in due(&mut m, t) {
+            let asked = items(&tx)[0].1;
+            m.handle_reply(&renewed(&tx, asked), t + 10);
+        }
+        for e in events(&mut m) {
+            if let RenewalEvent::DesiredExpirationReached { lease } = e {
+                reached.push((t, lease.cookie()));
+            }
+        }
+    }
+    assert_eq!(reached, vec![(30_000, Cookie(0)), (200_000, Cookie(1))]);
+}

@@ -1,7 +1,8 @@
 //! The renewal manager: keeps leases alive until their desired expiration (seed 000, 3.1;
 //! seed 002, `LeaseRenewalManager`; seed 003, LR.2), as a sans-I/O state machine.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
 
 use crate::error::{LeaseError, Result};
 use crate::holder::grant::{body_name, capped, checked_granted, local_expiration};
@@ -188,9 +189,19 @@ enum State {
 
 type Key = (LandlordId, Cookie);
 
+/// Where an entry lives: its cell, and the cell's generation when the entry was put there (so a
+/// stale reference to a reused cell is recognised).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Slot {
+    idx: u32,
+    gen: u32,
+}
+
 #[derive(Debug)]
 struct Entry {
     lease: Lease,
+    /// Index of its landlord in `peers`.
+    peer: u32,
     /// `sent + granted` without the clock-drift margin: if it reaches the desired expiration,
     /// the landlord holds the lease until then and no renewal is needed.
     raw_expiration: Millis,
@@ -202,9 +213,11 @@ struct Entry {
     /// When a request for it was last sent.
     last_sent: Millis,
     state: State,
+    /// When it must be sent (only while idle and a renewal is wanted).
     send_at: Option<Millis>,
     /// When it may join another lease's batch (while `send_at` is set; never after it).
     join_at: Millis,
+    /// When it ends: min(desired, actual expiration), unless FOREVER.
     end_at: Option<Millis>,
     failures: u32,
     last_error: Option<LeaseError>,
@@ -217,16 +230,24 @@ impl Entry {
     }
 }
 
+struct Cell {
+    gen: u32,
+    entry: Option<Entry>,
+}
+
+/// A min-heap of times and slots. Entries are never removed in place: a changed time pushes a
+/// new entry, and stale ones are recognised (and dropped) when they come to the top.
+type Timers = BinaryHeap<Reverse<(Millis, Slot)>>;
+
 struct Peer {
-    /// Idle leases by the time they must be sent.
-    sends: BTreeSet<(Millis, Cookie)>,
-    /// The same leases by the time they may join a batch.
-    joins: BTreeSet<(Millis, Cookie)>,
+    id: LandlordId,
+    /// Idle leases of this landlord by the time they may join a batch.
+    joins: Timers,
     rtt: RttEstimator,
 }
 
 enum Kind {
-    Renew(Vec<(Cookie, Duration)>),
+    Renew(Vec<(Slot, Duration)>),
     Cancel(Vec<Cookie>),
 }
 
@@ -279,10 +300,15 @@ struct InFlight {
 /// ```
 pub struct RenewalManager {
     config: RenewalManagerConfig,
-    leases: HashMap<Key, Entry>,
-    peers: HashMap<LandlordId, Peer>,
-    send_index: BTreeSet<(Millis, LandlordId)>,
-    ends: BTreeSet<(Millis, LandlordId, Cookie)>,
+    cells: Vec<Cell>,
+    free: Vec<u32>,
+    index: HashMap<Key, Slot>,
+    peers: Vec<Peer>,
+    peer_index: HashMap<LandlordId, u32>,
+    /// Idle leases by the time they must be sent.
+    sends: Timers,
+    /// Leases by the time they end.
+    ends: Timers,
     timeouts: BTreeSet<(Millis, u64)>,
     inflight: HashMap<u64, InFlight>,
     ready: VecDeque<u64>,
@@ -332,10 +358,13 @@ impl RenewalManager {
         let next_id = c.first_request_id;
         RenewalManager {
             config: c,
-            leases: HashMap::new(),
-            peers: HashMap::new(),
-            send_index: BTreeSet::new(),
-            ends: BTreeSet::new(),
+            cells: Vec::new(),
+            free: Vec::new(),
+            index: HashMap::new(),
+            peers: Vec::new(),
+            peer_index: HashMap::new(),
+            sends: BinaryHeap::new(),
+            ends: BinaryHeap::new(),
             timeouts: BTreeSet::new(),
             inflight: HashMap::new(),
             ready: VecDeque::new(),
@@ -388,46 +417,43 @@ impl RenewalManager {
         now: Millis,
     ) -> Result<()> {
         check_renew_duration(renew_duration, desired_expiration)?;
-        let k = key(&lease);
-        if self.leases.contains_key(&k) {
-            self.drop_entry(k);
+        if let Some(old) = self.index.get(&key(&lease)).copied() {
+            self.remove_entry(old);
         }
         let period = if lease.expiration() == FOREVER {
             FOREVER
         } else {
             lease.expiration().saturating_sub(now).max(0)
         };
-        self.peer(lease.landlord());
-        self.leases.insert(
-            k,
-            Entry {
-                lease,
-                raw_expiration: lease.expiration(),
-                desired: desired_expiration,
-                renew_duration,
-                period,
-                granted_at: now,
-                last_sent: now,
-                state: State::Idle,
-                send_at: None,
-                join_at: 0,
-                end_at: None,
-                failures: 0,
-                last_error: None,
-            },
-        );
-        self.schedule(k, now);
+        let peer = self.peer_idx(lease.landlord());
+        let s = self.insert_entry(Entry {
+            lease,
+            peer,
+            raw_expiration: lease.expiration(),
+            desired: desired_expiration,
+            renew_duration,
+            period,
+            granted_at: now,
+            last_sent: now,
+            state: State::Idle,
+            send_at: None,
+            join_at: 0,
+            end_at: None,
+            failures: 0,
+            last_error: None,
+        });
+        self.schedule(s, now);
+        self.clean();
         Ok(())
     }
 
     /// Stops managing `lease` (it is not cancelled) and gives back the manager's copy, with its
     /// current actual expiration. An unmanaged lease is [`LeaseError::UnknownLease`].
     pub fn remove(&mut self, lease: &Lease) -> Result<Lease> {
-        let k = key(lease);
-        if !self.leases.contains_key(&k) {
-            return Err(LeaseError::UnknownLease);
-        }
-        Ok(self.drop_entry(k).lease)
+        let s = self.index.get(&key(lease)).copied().ok_or(LeaseError::UnknownLease)?;
+        let e = self.remove_entry(s);
+        self.clean();
+        Ok(e.lease)
     }
 
     /// Stops managing `lease` and queues a cancel request for it (several cancels for one
@@ -438,56 +464,61 @@ impl RenewalManager {
         Ok(())
     }
 
+    fn entry_of(&self, lease: &Lease) -> Option<&Entry> {
+        self.index.get(&key(lease)).and_then(|s| self.get(*s))
+    }
+
     /// The desired expiration of `lease`.
     pub fn expiration(&self, lease: &Lease) -> Result<Millis> {
-        self.leases.get(&key(lease)).map(|e| e.desired).ok_or(LeaseError::UnknownLease)
+        self.entry_of(lease).map(|e| e.desired).ok_or(LeaseError::UnknownLease)
     }
 
     /// Sets the desired expiration of `lease` (same rule for an [`ANY`] renew duration as
     /// [`RenewalManager::renew_until`]).
     pub fn set_expiration(&mut self, lease: &Lease, desired: Millis, now: Millis) -> Result<()> {
-        let k = key(lease);
-        let e = self.leases.get_mut(&k).ok_or(LeaseError::UnknownLease)?;
+        let s = self.index.get(&key(lease)).copied().ok_or(LeaseError::UnknownLease)?;
+        let e = self.get_mut(s).ok_or(LeaseError::UnknownLease)?;
         check_renew_duration(e.renew_duration, desired)?;
         e.desired = desired;
-        self.schedule(k, now);
+        self.schedule(s, now);
+        self.clean();
         Ok(())
     }
 
     /// The manager's copy of `lease`, with its current actual expiration.
     pub fn lease(&self, lease: &Lease) -> Option<Lease> {
-        self.leases.get(&key(lease)).map(|e| e.lease)
+        self.entry_of(lease).map(|e| e.lease)
     }
 
     /// The renew duration of `lease`.
     pub fn renew_duration(&self, lease: &Lease) -> Result<Duration> {
-        self.leases.get(&key(lease)).map(|e| e.renew_duration).ok_or(LeaseError::UnknownLease)
+        self.entry_of(lease).map(|e| e.renew_duration).ok_or(LeaseError::UnknownLease)
     }
 
     /// When `lease` will next be sent for renewal, if one is scheduled (none while a request
     /// for it is in flight, or when its actual expiration already covers the desired one).
     pub fn next_renewal(&self, lease: &Lease) -> Option<Millis> {
-        self.leases.get(&key(lease)).and_then(|e| e.send_at)
+        self.entry_of(lease).and_then(|e| e.send_at)
     }
 
     /// The round-trip estimate for `landlord`, once the manager has dealt with it.
     pub fn rtt(&self, landlord: LandlordId) -> Option<&RttEstimator> {
-        self.peers.get(&landlord).map(|p| &p.rtt)
+        self.peer_index.get(&landlord).map(|&i| &self.peers[i as usize].rtt)
     }
 
     /// Number of leases managed.
     pub fn len(&self) -> usize {
-        self.leases.len()
+        self.index.len()
     }
 
     /// No leases managed.
     pub fn is_empty(&self) -> bool {
-        self.leases.is_empty()
+        self.index.is_empty()
     }
 
     /// The leases managed, with their current actual expirations (in no particular order).
     pub fn leases(&self) -> impl Iterator<Item = &Lease> + '_ {
-        self.leases.values().map(|e| &e.lease)
+        self.cells.iter().filter_map(|c| c.entry.as_ref().map(|e| &e.lease))
     }
 
     /// The counters.
@@ -499,8 +530,8 @@ impl RenewalManager {
     /// scheduled.
     pub fn poll_timeout(&self) -> Option<Millis> {
         [
-            self.ends.first().map(|t| t.0),
-            self.send_index.first().map(|t| t.0),
+            self.ends.peek().map(|t| t.0 .0),
+            self.sends.peek().map(|t| t.0 .0),
             self.timeouts.first().map(|t| t.0),
         ]
         .into_iter()
@@ -519,19 +550,21 @@ impl RenewalManager {
             if let Some(rec) = self.inflight.remove(&id) {
                 self.stats.timeouts += 1;
                 let waited = now.saturating_sub(rec.sent_at.unwrap_or(now));
-                self.peer(rec.landlord).rtt.timed_out();
+                let p = self.peer_idx(rec.landlord);
+                self.peers[p as usize].rtt.timed_out();
                 let err = LeaseError::Indefinite(format!("no reply within {waited} ms"));
                 self.fail_request(id, rec, err, now);
             }
         }
-        while let Some(&(t, l, c)) = self.ends.first() {
+        while let Some(&Reverse((t, s))) = self.ends.peek() {
             if t > now {
                 break;
             }
-            self.ends.pop_first();
-            let Some(e) = self.leases.get_mut(&(l, c)) else { continue };
-            e.end_at = None;
-            let e = self.drop_entry((l, c));
+            self.ends.pop();
+            if !matches!(self.get(s), Some(e) if e.end_at == Some(t)) {
+                continue;
+            }
+            let e = self.remove_entry(s);
             if e.covers_desired() {
                 self.stats.desired_reached += 1;
                 self.events.push_back(RenewalEvent::DesiredExpirationReached { lease: e.lease });
@@ -544,12 +577,8 @@ impl RenewalManager {
                 });
             }
         }
-        while let Some(&(t, l)) = self.send_index.first() {
-            if t > now {
-                break;
-            }
-            self.make_batch(l, now);
-        }
+        self.make_batches(now);
+        self.clean();
     }
 
     /// The next request to send, stamped with `now` as its send time (the local expiration of
@@ -562,7 +591,8 @@ impl RenewalManager {
             } else {
                 RequestBody::CancelAll { cookies: cookies.clone() }
             };
-            let timeout_at = now.saturating_add(self.peer(landlord).rtt.request_timeout());
+            let p = self.peer_idx(landlord) as usize;
+            let timeout_at = now.saturating_add(self.peers[p].rtt.request_timeout());
             self.inflight.insert(
                 id,
                 InFlight { landlord, kind: Kind::Cancel(cookies), sent_at: Some(now), timeout_at },
@@ -573,13 +603,14 @@ impl RenewalManager {
             return Some(Transmit { landlord, request: Request { id, body } });
         }
         while let Some(id) = self.ready.pop_front() {
-            let Some(rec) = self.inflight.get_mut(&id) else { continue };
+            let Some(mut rec) = self.inflight.remove(&id) else { continue };
             let Kind::Renew(items) = &mut rec.kind else { continue };
             let landlord = rec.landlord;
             let mut kept = Vec::with_capacity(items.len());
+            let mut wire = Vec::with_capacity(items.len());
             let mut first_exp = FOREVER;
-            for &(cookie, _) in items.iter() {
-                let Some(e) = self.leases.get_mut(&(landlord, cookie)) else { continue };
+            for &(s, _) in items.iter() {
+                let Some(e) = self.get_mut(s) else { continue };
                 if e.state != State::InFlight(id) {
                     continue;
                 }
@@ -593,29 +624,28 @@ impl RenewalManager {
                     if e.renew_duration == ANY { ANY } else { e.renew_duration.min(remaining) };
                 e.last_sent = now;
                 first_exp = first_exp.min(e.lease.expiration());
-                kept.push((cookie, requested));
+                kept.push((s, requested));
+                wire.push((e.lease.cookie(), requested));
             }
             if kept.is_empty() {
-                self.inflight.remove(&id);
                 continue;
             }
-            let body = if kept.len() == 1 {
-                RequestBody::Renew { cookie: kept[0].0, duration: kept[0].1 }
+            let body = if wire.len() == 1 {
+                RequestBody::Renew { cookie: wire[0].0, duration: wire[0].1 }
             } else {
-                RequestBody::RenewAll { items: kept.clone() }
+                RequestBody::RenewAll { items: wire }
             };
             *items = kept;
-            rec.sent_at = Some(now);
             // Wait out the (backed-off) time-out, but never beyond half of what the first lease
             // has left, so that a lost request still leaves room for another try.
-            let timeout = match self.peers.get(&landlord) {
-                Some(p) => {
-                    p.rtt.request_timeout().min(p.rtt.rto().max(first_exp.saturating_sub(now) / 2))
-                }
-                None => self.config.max_rto,
-            };
+            let pi = self.peer_idx(landlord) as usize;
+            let rtt = &self.peers[pi].rtt;
+            let timeout =
+                rtt.request_timeout().min(rtt.rto().max(first_exp.saturating_sub(now) / 2));
+            rec.sent_at = Some(now);
             rec.timeout_at = now.saturating_add(timeout);
             self.timeouts.insert((rec.timeout_at, id));
+            self.inflight.insert(id, rec);
             self.stats.requests_sent += 1;
             self.stats.renew_requests += 1;
             return Some(Transmit { landlord, request: Request { id, body } });
@@ -639,7 +669,8 @@ impl RenewalManager {
         let rec = self.inflight.remove(&reply.id).expect("checked");
         self.timeouts.remove(&(rec.timeout_at, reply.id));
         let sent_at = rec.sent_at.expect("checked");
-        self.peer(rec.landlord).rtt.sample(now.saturating_sub(sent_at));
+        let p = self.peer_idx(rec.landlord) as usize;
+        self.peers[p].rtt.sample(now.saturating_sub(sent_at));
         let items = match rec.kind {
             Kind::Renew(items) => items,
             Kind::Cancel(cookies) => {
@@ -672,9 +703,10 @@ impl RenewalManager {
                 vec![Err(err); n]
             }
         };
-        for ((cookie, requested), result) in items.into_iter().zip(results) {
-            self.apply((rec.landlord, cookie), reply.id, sent_at, requested, result, now);
+        for ((s, requested), result) in items.into_iter().zip(results) {
+            self.apply(s, reply.id, sent_at, requested, result, now);
         }
+        self.clean();
     }
 
     /// The host reports that request `request_id` failed in transport (or timed out by the
@@ -688,6 +720,7 @@ impl RenewalManager {
         let rec = self.inflight.remove(&request_id).expect("checked");
         self.timeouts.remove(&(rec.timeout_at, request_id));
         self.fail_request(request_id, rec, error, now);
+        self.clean();
     }
 
     /// The next event for the host.
@@ -698,21 +731,23 @@ impl RenewalManager {
     fn fail_request(&mut self, id: u64, rec: InFlight, error: LeaseError, now: Millis) {
         let Kind::Renew(items) = rec.kind else { return };
         let sent_at = rec.sent_at.unwrap_or(now);
-        for (cookie, requested) in items {
-            self.apply((rec.landlord, cookie), id, sent_at, requested, Err(error.clone()), now);
+        for (s, requested) in items {
+            self.apply(s, id, sent_at, requested, Err(error.clone()), now);
         }
     }
 
     fn apply(
         &mut self,
-        k: Key,
+        s: Slot,
         id: u64,
         sent_at: Millis,
         requested: Duration,
         result: Result<Duration>,
         now: Millis,
     ) {
-        let Some(e) = self.leases.get_mut(&k) else { return };
+        let drift = self.config.max_clock_drift_ppm;
+        let report = self.config.report_renewals;
+        let Some(e) = self.get_mut(s) else { return };
         if e.state != State::InFlight(id) {
             return;
         }
@@ -720,27 +755,28 @@ impl RenewalManager {
         match result.and_then(checked_granted) {
             Ok(granted) => {
                 let granted = capped(requested, granted);
-                let exp = local_expiration(sent_at, granted, self.config.max_clock_drift_ppm);
+                let exp = local_expiration(sent_at, granted, drift);
                 e.lease.set_expiration(exp);
                 e.raw_expiration = time::expiration_after(sent_at, granted);
                 e.period = if exp == FOREVER { FOREVER } else { exp.saturating_sub(sent_at) };
                 e.granted_at = sent_at;
                 e.failures = 0;
                 e.last_error = None;
+                let lease = e.lease;
                 self.stats.leases_renewed += 1;
-                if self.config.report_renewals {
-                    self.events.push_back(RenewalEvent::Renewed { lease: e.lease });
+                if report {
+                    self.events.push_back(RenewalEvent::Renewed { lease });
                 }
-                self.schedule(k, now);
+                self.schedule(s, now);
             }
             Err(error) if !error.is_definite() => {
                 e.failures = e.failures.saturating_add(1);
                 e.last_error = Some(error);
                 self.stats.indefinite_failures += 1;
-                self.schedule(k, now);
+                self.schedule(s, now);
             }
             Err(error) => {
-                let e = self.drop_entry(k);
+                let e = self.remove_entry(s);
                 self.stats.failures += 1;
                 self.events.push_back(RenewalEvent::RenewalFailed {
                     lease: e.lease,
@@ -757,23 +793,70 @@ impl RenewalManager {
         id
     }
 
-    fn peer(&mut self, landlord: LandlordId) -> &mut Peer {
+    fn peer_idx(&mut self, landlord: LandlordId) -> u32 {
+        if let Some(&i) = self.peer_index.get(&landlord) {
+            return i;
+        }
         let c = &self.config;
-        self.peers.entry(landlord).or_insert_with(|| Peer {
-            sends: BTreeSet::new(),
-            joins: BTreeSet::new(),
+        let i = self.peers.len() as u32;
+        self.peers.push(Peer {
+            id: landlord,
+            joins: BinaryHeap::new(),
             rtt: RttEstimator::new(c.initial_rtt, c.min_rto, c.max_rto),
-        })
+        });
+        self.peer_index.insert(landlord, i);
+        i
     }
 
-    /// Recomputes when `k` ends and when it is next sent.
-    fn schedule(&mut self, k: Key, now: Millis) {
-        let cfg = &self.config;
-        let rto = match self.peers.get(&k.0) {
-            Some(p) => p.rtt.rto(),
-            None => cfg.max_rto,
+    fn get(&self, s: Slot) -> Option<&Entry> {
+        let c = self.cells.get(s.idx as usize)?;
+        if c.gen == s.gen {
+            c.entry.as_ref()
+        } else {
+            None
+        }
+    }
+
+    fn get_mut(&mut self, s: Slot) -> Option<&mut Entry> {
+        let c = self.cells.get_mut(s.idx as usize)?;
+        if c.gen == s.gen {
+            c.entry.as_mut()
+        } else {
+            None
+        }
+    }
+
+    fn insert_entry(&mut self, e: Entry) -> Slot {
+        let k = key(&e.lease);
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.cells.push(Cell { gen: 0, entry: None });
+                (self.cells.len() - 1) as u32
+            }
         };
-        let Some(e) = self.leases.get(&k) else { return };
+        let cell = &mut self.cells[idx as usize];
+        cell.entry = Some(e);
+        let s = Slot { idx, gen: cell.gen };
+        self.index.insert(k, s);
+        s
+    }
+
+    /// Takes the entry out; every timer and request still naming its slot becomes stale.
+    fn remove_entry(&mut self, s: Slot) -> Entry {
+        let cell = &mut self.cells[s.idx as usize];
+        let e = cell.entry.take().expect("caller checked the entry exists");
+        cell.gen = cell.gen.wrapping_add(1);
+        self.free.push(s.idx);
+        self.index.remove(&key(&e.lease));
+        e
+    }
+
+    /// Recomputes when the lease in `s` ends and when it is next sent.
+    fn schedule(&mut self, s: Slot, now: Millis) {
+        let cfg = &self.config;
+        let Some(e) = self.get(s) else { return };
+        let rto = self.peers[e.peer as usize].rtt.rto();
         let exp = e.lease.expiration();
         let end = e.desired.min(exp);
         let send = if e.state != State::Idle || exp == FOREVER || e.covers_desired() {
@@ -810,112 +893,126 @@ impl RenewalManager {
             let used = (e.period.max(0) as f64 * cfg.batch_join_after) as i64;
             at.saturating_sub(cfg.batch_window).max(e.granted_at.saturating_add(used)).min(at)
         });
-        self.set_end(k, if end == FOREVER { None } else { Some(end) });
-        self.set_send(k, send.zip(join));
-    }
-
-    fn set_end(&mut self, k: Key, at: Option<Millis>) {
-        let Some(e) = self.leases.get_mut(&k) else { return };
-        if e.end_at == at {
-            return;
+        let peer = e.peer as usize;
+        let end = if end == FOREVER { None } else { Some(end) };
+        // Direct field access, so the heaps can be pushed to while the entry is borrowed.
+        let e = self.cells[s.idx as usize].entry.as_mut().expect("checked");
+        if e.end_at != end {
+            e.end_at = end;
+            if let Some(t) = end {
+                self.ends.push(Reverse((t, s)));
+            }
         }
-        if let Some(old) = e.end_at {
-            self.ends.remove(&(old, k.0, k.1));
-        }
-        if let Some(t) = at {
-            self.ends.insert((t, k.0, k.1));
-        }
-        e.end_at = at;
-    }
-
-    fn set_send(&mut self, k: Key, at: Option<(Millis, Millis)>) {
-        let Some(e) = self.leases.get_mut(&k) else { return };
         let old = e.send_at.map(|t| (t, e.join_at));
-        if old == at {
-            return;
-        }
-        e.send_at = at.map(|a| a.0);
-        if let Some((_, j)) = at {
-            e.join_at = j;
-        }
-        let Some(p) = self.peers.get_mut(&k.0) else { return };
-        let first_before = p.sends.first().map(|s| s.0);
-        if let Some((t, j)) = old {
-            p.sends.remove(&(t, k.1));
-            p.joins.remove(&(j, k.1));
-        }
-        if let Some((t, j)) = at {
-            p.sends.insert((t, k.1));
-            p.joins.insert((j, k.1));
-        }
-        let first_after = p.sends.first().map(|s| s.0);
-        if first_before != first_after {
-            if let Some(t) = first_before {
-                self.send_index.remove(&(t, k.0));
-            }
-            if let Some(t) = first_after {
-                self.send_index.insert((t, k.0));
+        let new = send.zip(join);
+        if old != new {
+            e.send_at = send;
+            if let Some((t, j)) = new {
+                e.join_at = j;
+                self.sends.push(Reverse((t, s)));
+                self.peers[peer].joins.push(Reverse((j, s)));
             }
         }
     }
 
-    fn drop_entry(&mut self, k: Key) -> Entry {
-        self.set_end(k, None);
-        self.set_send(k, None);
-        self.leases.remove(&k).expect("caller checked the entry exists")
+    /// Drops stale timers from the tops of the heaps (so `poll_timeout` is exact), and rebuilds
+    /// the heaps when stale entries outnumber live ones.
+    fn clean(&mut self) {
+        while let Some(&Reverse((t, s))) = self.ends.peek() {
+            if matches!(self.get(s), Some(e) if e.end_at == Some(t)) {
+                break;
+            }
+            self.ends.pop();
+        }
+        while let Some(&Reverse((t, s))) = self.sends.peek() {
+            if matches!(self.get(s), Some(e) if e.state == State::Idle && e.send_at == Some(t)) {
+                break;
+            }
+            self.sends.pop();
+        }
+        let live = self.index.len();
+        if self.ends.len() + self.sends.len() > 4 * live + 4_096 {
+            self.rebuild();
+        }
     }
 
-    /// Takes the leases of `landlord` due now, then those allowed to join early (due within
-    /// the batch window and past `batch_join_after` of their grant), into one request of at
-    /// most `max_batch` leases. No lease is looked at that does not join.
-    fn make_batch(&mut self, landlord: LandlordId, now: Millis) {
-        let id = self.new_id();
+    fn rebuild(&mut self) {
+        let mut ends = Vec::new();
+        let mut sends = Vec::new();
+        for p in &mut self.peers {
+            p.joins.clear();
+        }
+        for (i, c) in self.cells.iter().enumerate() {
+            let Some(e) = &c.entry else { continue };
+            let s = Slot { idx: i as u32, gen: c.gen };
+            if let Some(t) = e.end_at {
+                ends.push(Reverse((t, s)));
+            }
+            if let (State::Idle, Some(t)) = (e.state, e.send_at) {
+                sends.push(Reverse((t, s)));
+                self.peers[e.peer as usize].joins.push(Reverse((e.join_at, s)));
+            }
+        }
+        self.ends = BinaryHeap::from(ends);
+        self.sends = BinaryHeap::from(sends);
+    }
+
+    /// Turns due leases into requests: per landlord, the leases due now, then those allowed to
+    /// join early (due within the batch window and past `batch_join_after` of their grant), at
+    /// most `max_batch` per request. Early joiners never open a request of their own.
+    fn make_batches(&mut self, now: Millis) {
         let max = self.config.max_batch;
-        let Some(p) = self.peers.get_mut(&landlord) else { return };
-        let first_before = p.sends.first().map(|s| s.0);
-        let mut batch: Vec<Cookie> = Vec::new();
-        while batch.len() < max {
-            match p.sends.first() {
-                Some(&(t, c)) if t <= now => {
-                    p.sends.pop_first();
-                    let j = self.leases.get(&(landlord, c)).map_or(t, |e| e.join_at);
-                    p.joins.remove(&(j, c));
-                    batch.push(c);
-                }
-                _ => break,
+        // Open batches: (peer, request id, slots), in the order they were opened.
+        let mut open: Vec<(u32, u64, Vec<(Slot, Duration)>)> = Vec::new();
+        let mut by_peer: HashMap<u32, usize> = HashMap::new();
+        while let Some(&Reverse((t, s))) = self.sends.peek() {
+            if t > now {
+                break;
             }
-        }
-        while batch.len() < max {
-            match p.joins.first() {
-                Some(&(j, c)) if j <= now => {
-                    p.joins.pop_first();
-                    let t = self.leases.get(&(landlord, c)).and_then(|e| e.send_at).unwrap_or(j);
-                    p.sends.remove(&(t, c));
-                    batch.push(c);
+            self.sends.pop();
+            let peer = match self.get(s) {
+                Some(e) if e.state == State::Idle && e.send_at == Some(t) => e.peer,
+                _ => continue,
+            };
+            let pos = match by_peer.get(&peer) {
+                Some(&i) if open[i].2.len() < max => i,
+                _ => {
+                    let id = self.new_id();
+                    open.push((peer, id, Vec::new()));
+                    by_peer.insert(peer, open.len() - 1);
+                    open.len() - 1
                 }
-                _ => break,
-            }
+            };
+            let id = open[pos].1;
+            open[pos].2.push((s, 0));
+            let e = self.get_mut(s).expect("checked");
+            e.send_at = None;
+            e.state = State::InFlight(id);
         }
-        for c in &batch {
-            if let Some(e) = self.leases.get_mut(&(landlord, *c)) {
+        for &pos in by_peer.values() {
+            let (peer, id) = (open[pos].0, open[pos].1);
+            while open[pos].2.len() < max {
+                let Some(&Reverse((j, s))) = self.peers[peer as usize].joins.peek() else { break };
+                if j > now {
+                    break;
+                }
+                self.peers[peer as usize].joins.pop();
+                let Some(e) = self.get_mut(s) else { continue };
+                if e.state != State::Idle || e.send_at.is_none() || e.join_at != j {
+                    continue;
+                }
                 e.send_at = None;
                 e.state = State::InFlight(id);
+                open[pos].2.push((s, 0));
             }
         }
-        let first_after = p.sends.first().map(|s| s.0);
-        if first_before != first_after {
-            if let Some(t) = first_before {
-                self.send_index.remove(&(t, landlord));
-            }
-            if let Some(t) = first_after {
-                self.send_index.insert((t, landlord));
-            }
+        for (peer, id, items) in open {
+            let landlord = self.peers[peer as usize].id;
+            self.inflight.insert(
+                id,
+                InFlight { landlord, kind: Kind::Renew(items), sent_at: None, timeout_at: 0 },
+            );
+            self.ready.push_back(id);
         }
-        let items = batch.into_iter().map(|c| (c, 0)).collect();
-        self.inflight.insert(
-            id,
-            InFlight { landlord, kind: Kind::Renew(items), sent_at: None, timeout_at: 0 },
-        );
-        self.ready.push_back(id);
     }
 }
