@@ -246,8 +246,11 @@ struct Peer {
     rtt: RttEstimator,
 }
 
+/// The leases of a renewal request and the durations asked (filled in when it is sent).
+type Items = Vec<(Slot, Duration)>;
+
 enum Kind {
-    Renew(Vec<(Slot, Duration)>),
+    Renew(Items),
     Cancel(Vec<Cookie>),
 }
 
@@ -963,7 +966,7 @@ impl RenewalManager {
     fn make_batches(&mut self, now: Millis) {
         let max = self.config.max_batch;
         // Open batches: (peer, request id, slots), in the order they were opened.
-        let mut open: Vec<(u32, u64, Vec<(Slot, Duration)>)> = Vec::new();
+        let mut open: Vec<(u32, u64, Items)> = Vec::new();
         let mut by_peer: HashMap<u32, usize> = HashMap::new();
         while let Some(&Reverse((t, s))) = self.sends.peek() {
             if t > now {
