@@ -278,8 +278,12 @@ struct InFlight {
 ///   `attempts` tries, each waiting out a doubling time-out (from the measured
 ///   `srtt + 4 rttvar` of its landlord), fit before the actual expiration; never before the
 ///   middle of the grant.
-/// - Leases of one landlord due within `batch_window` share one `renew_all` request; a lone
-///   lease goes as `renew`.
+/// - When a lease falls due, the leases of its landlord due within `batch_window` (and past
+///   `batch_join_after` of their grant) go in the same `renew_all` request, up to `max_batch`;
+///   a lone lease goes as `renew`. Leases with equal durations thus settle into one request per
+///   round.
+/// - Cost per lease per round does not grow with the number of leases beyond a heap's
+///   `log n`: entries live in a slab and timers in heaps whose stale entries are dropped lazily.
 /// - The local expiration counts from the time the request was handed out by `poll_transmit`
 ///   (its send time), less the clock-drift margin.
 /// - Definite errors drop the lease with [`RenewalEvent::RenewalFailed`]. Indefinite ones
