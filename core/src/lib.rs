@@ -8,10 +8,12 @@
 //! - [`Lease`] and its serial formats ([`serial`]), [`LeaseError`] and its codes.
 //! - [`policy`]: how long a landlord grants (fixed, bounded, capacity, resource-aware, adaptive).
 //! - [`Landlord`]: the grantor, with expiry, batching, snapshot and the [`wire`] protocol.
+//! - [`event`]: event registrations, sequence numbers, gaps and handbacks.
 #![deny(missing_docs)]
 
 pub mod codec;
 pub mod error;
+pub mod event;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
@@ -20,6 +22,7 @@ pub mod time;
 pub mod wire;
 
 pub use error::{ErrorCode, LeaseError, LeaseFailure, Result};
+pub use event::{Delivery, EventId, EventRegistration, EventSource, EventTable, GapTracker, RemoteEvent};
 pub use landlord::{Expired, Grant, Landlord, LandlordConfig};
 pub use lease::{Cookie, LandlordId, Lease, SerialFormat};
 pub use policy::{LeasePolicy, PolicyContext, PolicySpec};
