@@ -7,6 +7,8 @@
 //! - [`time`]: [`FOREVER`], [`ANY`], saturating time arithmetic.
 //! - [`Lease`] and its serial formats ([`serial`]), [`LeaseError`] and its codes.
 //! - [`policy`]: how long a landlord grants (fixed, bounded, capacity, resource-aware, adaptive).
+//! - [`holder`]: the holder side: [`LeaseMap`], [`RenewalManager`], grant helpers.
+//! - [`simnet`]: a virtual-time network to drive landlords and holders in tests and simulations.
 //! - [`Landlord`]: the grantor, with expiry, batching, snapshot and the [`wire`] protocol.
 //! - [`event`]: event registrations, sequence numbers, gaps and handbacks.
 #![deny(missing_docs)]
@@ -14,15 +16,20 @@
 pub mod codec;
 pub mod error;
 pub mod event;
+pub mod holder;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
 pub mod serial;
+pub mod simnet;
 pub mod time;
 pub mod wire;
 
 pub use error::{ErrorCode, LeaseError, LeaseFailure, Result};
 pub use event::{Delivery, EventId, EventRegistration, EventSource, EventTable, GapTracker, RemoteEvent};
+pub use holder::{
+    LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit,
+};
 pub use landlord::{Expired, Grant, Landlord, LandlordConfig};
 pub use lease::{Cookie, LandlordId, Lease, SerialFormat};
 pub use policy::{LeasePolicy, PolicyContext, PolicySpec};
