@@ -20,7 +20,7 @@ pub mod time;
 pub mod wire;
 
 pub use error::{ErrorCode, LeaseError, LeaseFailure, Result};
-pub use landlord::{Expired, Grant, Landlord, LandlordConfig};
+pub use landlord::{Expired, Grant, Landlord, LandlordConfig, LandlordSnapshot};
 pub use lease::{Cookie, LandlordId, Lease, SerialFormat};
 pub use policy::{LeasePolicy, PolicyContext, PolicySpec};
 pub use time::{Duration, Millis, ANY, FOREVER};
