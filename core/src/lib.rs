@@ -34,7 +34,7 @@ pub use event::{
 pub use holder::{
     LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit,
 };
-pub use landlord::{Expired, Grant, Landlord, LandlordConfig};
+pub use landlord::{Expired, Grant, Landlord, LandlordConfig, LandlordSnapshot};
 pub use lease::{Cookie, LandlordId, Lease, SerialFormat};
 pub use policy::{LeasePolicy, PolicyContext, PolicySpec};
 pub use service::{RenewalService, RenewalServiceConfig, SetEvent, SetEventKind, SetId};
