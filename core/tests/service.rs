@@ -647,3 +647,109 @@ fn leases_of_one_landlord_are_batched_across_sets() {
     assert!(batches >= 5, "renewals of both sets go out together: {batches}");
     assert!(w.alive(&x) && w.alive(&y));
 }
+
+#[test]
+fn snapshot_and_restore_lose_nothing() {
+    use leasehold::event::{Delivery, GapTracker, DEFAULT_RESTORE_JUMP};
+    use leasehold::service::ServiceSnapshot;
+
+    let mut w = World::new();
+    let (a, a_lease) = w.svc.create_set(HOUR, 0).unwrap();
+    let (b, _) = w.svc.create_set(2 * HOUR, 0).unwrap();
+    let warn = w.svc.set_expiration_warning_listener(a, 10 * MIN, b"warn".to_vec(), 0).unwrap();
+    let fail = w.svc.set_renewal_failure_listener(a, b"fail".to_vec(), 0).unwrap();
+    let mut rx = GapTracker::new();
+    rx.expect(fail.event_id, fail.sequence);
+    rx.expect(warn.event_id, warn.sequence);
+    let x = w.grant(1, MIN);
+    let y = w.grant(2, MIN);
+    let doomed = w.grant(1, MIN);
+    w.svc.add(a, x, 40 * MIN, MIN, 0).unwrap();
+    w.svc.add(b, x, FOREVER, 2 * MIN, 0).unwrap();
+    w.svc.add(a, y, FOREVER, ANY, 0).unwrap();
+    w.svc.add(a, doomed, FOREVER, MIN, 0).unwrap();
+    w.lls.get_mut(&LandlordId(1)).unwrap().cancel(doomed.cookie(), 0).unwrap();
+    w.advance(5 * MIN);
+    assert_eq!(w.failures().len(), 1);
+    let e = &w.events[0].1;
+    assert_eq!(rx.observe(e.event_id, e.sequence), Delivery::InOrder);
+
+    // Snapshot, carried as JSON; the old service dies.
+    let text = w.svc.snapshot(w.now).to_json();
+    let snap = ServiceSnapshot::from_json(&text).unwrap();
+    assert_eq!(snap.taken_at(), 5 * MIN);
+    let down_until = w.now + 2 * SEC;
+    let config = RenewalServiceConfig::new(SERVICE, [9; 32]);
+    w.svc = RenewalService::restore(config, snap, down_until).unwrap();
+    w.now = down_until;
+
+    assert_eq!(w.svc.sets(), vec![a, b]);
+    assert_eq!(w.svc.leases(a, w.now).unwrap().len(), 2);
+    assert_eq!(w.svc.leases(b, w.now).unwrap(), vec![x]);
+    assert_eq!(w.svc.membership(a, &x, w.now).unwrap().unwrap().expiration, 40 * MIN);
+    assert_eq!(w.svc.manager().expiration(&x), Ok(FOREVER));
+    assert_eq!(w.svc.manager().renew_duration(&x), Ok(2 * MIN));
+    let regs = w.svc.registrations(a, w.now).unwrap();
+    assert_eq!(
+        regs.iter().map(|r| r.event_id).collect::<Vec<_>>(),
+        vec![warn.event_id, fail.event_id]
+    );
+    assert_eq!(regs[1].sequence, 1 + DEFAULT_RESTORE_JUMP);
+    // The set lease kept its time left (the landlord's rule) and renews over the wire.
+    let sl = w.svc.set_lease(a, w.now).unwrap();
+    assert_eq!(sl.cookie(), a_lease.cookie());
+    assert_eq!(sl.expiration(), HOUR + 2 * SEC);
+
+    // Renewals go on; a later failure reads as a gap; the warning comes once.
+    w.advance(30 * MIN);
+    assert!(w.alive(&x) && w.alive(&y));
+    w.lls.get_mut(&LandlordId(2)).unwrap().cancel(y.cookie(), w.now).unwrap();
+    w.advance(55 * MIN);
+    let f = w.failures();
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!(f[1].2, y);
+    let later =
+        w.events.iter().find(|(_, e)| e.event_id == fail.event_id && e.sequence > 1).unwrap();
+    assert_eq!(later.1.handback, b"fail");
+    assert!(matches!(rx.observe(later.1.event_id, later.1.sequence), Delivery::Gap { .. }));
+    let ws = w.warnings();
+    assert_eq!(ws.len(), 1);
+    assert_eq!(ws[0].0, HOUR + 2 * SEC - 10 * MIN);
+    assert_eq!(ws[0].1.handback, b"warn");
+    assert!(w.alive(&x), "x stays in b, forever");
+    assert!(w.svc.leases(a, w.now).unwrap().is_empty());
+}
+
+#[test]
+fn bad_snapshots_are_refused() {
+    use leasehold::service::ServiceSnapshot;
+
+    let mut w = World::new();
+    let (set, _) = w.svc.create_set(HOUR, 0).unwrap();
+    let l = w.grant(1, MIN);
+    w.svc.add(set, l, FOREVER, MIN, 0).unwrap();
+    let text = w.svc.snapshot(0).to_json();
+    assert!(matches!(ServiceSnapshot::from_json("{"), Err(LeaseError::Decode(_))));
+    assert!(matches!(
+        ServiceSnapshot::from_json(&text.replacen("\"version\":1", "\"version\":2", 1))
+            .map(|s| RenewalService::restore(RenewalServiceConfig::new(SERVICE, [9; 32]), s, 0)
+                .map(|_| ())),
+        Ok(Err(LeaseError::Decode(_)))
+    ));
+    let snap = ServiceSnapshot::from_json(&text).unwrap();
+    let other = RenewalServiceConfig::new(LandlordId(0x77), [9; 32]);
+    assert!(invalid(RenewalService::restore(other, snap, 0).map(|_| ())));
+    // A membership naming a client lease the snapshot does not hold.
+    let cookie = format!("{}", l.cookie());
+    let broken = text.replacen(
+        &format!("\"cookie\":\"{cookie}\",\"expiration\""),
+        "\"cookie\":\"00000000000000000000000000000001\",\"expiration\"",
+        1,
+    );
+    assert_ne!(broken, text);
+    let s = ServiceSnapshot::from_json(&broken).unwrap();
+    assert!(matches!(
+        RenewalService::restore(RenewalServiceConfig::new(SERVICE, [9; 32]), s, 0),
+        Err(LeaseError::Decode(_))
+    ));
+}

@@ -48,6 +48,7 @@
 //! ([`RenewalService::handle_failure`]).
 
 mod set;
+mod snapshot;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -62,6 +63,7 @@ use crate::wire::{Encoding, Outcome, Reply, ReplyBody, Request, RequestBody, Wir
 
 pub use set::{check_membership, check_min_warning, Membership, SetId};
 use set::{key_of, ClientKey, SetState, Warning};
+pub use snapshot::{ServiceSnapshot, SNAPSHOT_VERSION};
 
 /// Two hours: the longest set lease the default policy grants (Norm's default).
 pub const DEFAULT_MAX_SET_LEASE: Duration = 2 * 60 * 60 * 1000;
@@ -382,12 +384,13 @@ impl RenewalService {
     }
 
     /// The host reports that the listener of `event_id` answered "unknown event": that
-    /// registration alone ends (the set and its other registration stay). Returns whether it
-    /// was active.
+    /// registration alone ends (the set and its other registration stay), and its events not
+    /// yet handed out are dropped. Returns whether it was active.
     pub fn unknown_event(&mut self, event_id: EventId) -> bool {
         let Some(reg) = self.events.remove(event_id) else {
             return false;
         };
+        self.out.retain(|e| e.event_id != event_id);
         let set = SetId(reg.source.object);
         if let Some(s) = self.sets.get_mut(&set) {
             if s.failure == Some(event_id) {
