@@ -46,6 +46,41 @@
 //! [`RenewalService::poll_transmit`] hands out to the client leases' landlords, and feeds back
 //! replies ([`RenewalService::handle_reply`]) or transport failures
 //! ([`RenewalService::handle_failure`]).
+//!
+//! ```
+//! use leasehold::policy::Bounded;
+//! use leasehold::service::{RenewalService, RenewalServiceConfig};
+//! use leasehold::{Landlord, LandlordConfig, LandlordId, Lease, ANY};
+//! const MIN: i64 = 60_000;
+//!
+//! // A landlord somewhere, and a one-minute lease it granted to a client.
+//! let mut printer: Landlord =
+//!     Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Bounded::new(MIN, MIN).unwrap());
+//! let g = printer.grant(b"printer".to_vec(), MIN, 0).unwrap();
+//! let lease = Lease::new(LandlordId(1), g.cookie, g.expiration);
+//!
+//! // The client hands it to a renewal service for half an hour, a minute at a time.
+//! let mut svc = RenewalService::new(RenewalServiceConfig::new(LandlordId(99), [2; 32])).unwrap();
+//! let (set, set_lease) = svc.create_set(ANY, 0).unwrap();
+//! assert_eq!(set_lease.expiration(), 60 * MIN); // the default policy grants an hour for ANY
+//! svc.add(set, lease, 30 * MIN, MIN, 0).unwrap();
+//!
+//! // The host's loop: timers, and the renewal requests carried to the landlord and back.
+//! let mut now = 0;
+//! while let Some(t) = svc.poll_timeout() {
+//!     if t > 20 * MIN {
+//!         break;
+//!     }
+//!     now = now.max(t);
+//!     svc.handle_timeout(now);
+//!     printer.handle_timeout(now);
+//!     while let Some(tx) = svc.poll_transmit(now) {
+//!         let reply = printer.handle_request(&tx.request, now);
+//!         svc.handle_reply(&reply, now);
+//!     }
+//! }
+//! assert!(printer.get(lease.cookie(), now).is_some(), "renewed for 20 minutes so far");
+//! ```
 
 mod set;
 mod snapshot;
