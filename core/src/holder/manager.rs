@@ -27,8 +27,10 @@ pub struct RenewalManagerConfig {
     pub min_rto: Duration,
     /// Largest request time-out. Default 60 s.
     pub max_rto: Duration,
-    /// Round trips (each `srtt + 4 rttvar`) the manager keeps in hand before an actual
-    /// expiration, so one request and retries fit before the lease lapses. Default 3.
+    /// Attempts that must fit between a renewal and the actual expiration, each waiting out a
+    /// time-out that doubles (`rto`, `2 rto`, `4 rto`, ..., with `rto = srtt + 4 rttvar`
+    /// measured per landlord): the manager renews at least `(2^attempts - 1) rto` before the
+    /// actual expiration. Default 3 (`7 rto`).
     pub attempts: u32,
     /// A lease is renewed when `1 / renew_divisor` of its grant is left (or the round-trip
     /// margin, if that is more; never before the middle of the grant). Default 8.
@@ -84,8 +86,8 @@ impl RenewalManagerConfig {
                 self.min_rto, self.max_rto
             ));
         }
-        if self.attempts == 0 {
-            return bad("attempts must be at least 1".into());
+        if self.attempts == 0 || self.attempts > 30 {
+            return bad(format!("attempts must be 1 to 30, got {}", self.attempts));
         }
         if self.renew_divisor < 2 {
             return bad(format!("renew_divisor must be at least 2, got {}", self.renew_divisor));
@@ -185,6 +187,8 @@ struct Entry {
     /// Length of the current grant on the holder's clock, and when it started.
     period: Duration,
     granted_at: Millis,
+    /// When a request for it was last sent.
+    last_sent: Millis,
     state: State,
     send_at: Option<Millis>,
     end_at: Option<Millis>,
@@ -235,8 +239,9 @@ struct InFlight {
 ///   [`FOREVER`] desired expiration), else min(renew duration, remaining desired duration).
 ///   All arithmetic saturates, so `renew_for(.., FOREVER, ..)` is simply perpetual.
 /// - A renewal is sent when `1 / renew_divisor` of the grant is left, or earlier so that
-///   `attempts` time-outs (measured `srtt + 4 rttvar` per landlord) fit before the actual
-///   expiration; never before the middle of the grant.
+///   `attempts` tries, each waiting out a doubling time-out (from the measured
+///   `srtt + 4 rttvar` of its landlord), fit before the actual expiration; never before the
+///   middle of the grant.
 /// - Leases of one landlord due within `batch_window` share one `renew_all` request; a lone
 ///   lease goes as `renew`.
 /// - The local expiration counts from the time the request was handed out by `poll_transmit`
@@ -306,7 +311,7 @@ impl RenewalManager {
         c.initial_rtt = c.initial_rtt.max(0);
         c.min_rto = c.min_rto.max(1);
         c.max_rto = c.max_rto.max(c.min_rto);
-        c.attempts = c.attempts.max(1);
+        c.attempts = c.attempts.clamp(1, 30);
         c.renew_divisor = c.renew_divisor.max(2);
         c.max_retry_interval = c.max_retry_interval.max(c.min_rto);
         c.max_clock_drift_ppm = c.max_clock_drift_ppm.min(999_999);
@@ -388,6 +393,7 @@ impl RenewalManager {
                 renew_duration,
                 period,
                 granted_at: now,
+                last_sent: now,
                 state: State::Idle,
                 send_at: None,
                 end_at: None,
@@ -556,6 +562,7 @@ impl RenewalManager {
             let Kind::Renew(items) = &mut rec.kind else { continue };
             let landlord = rec.landlord;
             let mut kept = Vec::with_capacity(items.len());
+            let mut first_exp = FOREVER;
             for &(cookie, _) in items.iter() {
                 let Some(e) = self.leases.get_mut(&(landlord, cookie)) else { continue };
                 if e.state != State::InFlight(id) {
@@ -569,6 +576,8 @@ impl RenewalManager {
                 }
                 let requested =
                     if e.renew_duration == ANY { ANY } else { e.renew_duration.min(remaining) };
+                e.last_sent = now;
+                first_exp = first_exp.min(e.lease.expiration());
                 kept.push((cookie, requested));
             }
             if kept.is_empty() {
@@ -582,8 +591,12 @@ impl RenewalManager {
             };
             *items = kept;
             rec.sent_at = Some(now);
+            // Wait out the (backed-off) time-out, but never beyond half of what the first lease
+            // has left, so that a lost request still leaves room for another try.
             let timeout = match self.peers.get(&landlord) {
-                Some(p) => p.rtt.request_timeout(),
+                Some(p) => {
+                    p.rtt.request_timeout().min(p.rtt.rto().max(first_exp.saturating_sub(now) / 2))
+                }
                 None => self.config.max_rto,
             };
             rec.timeout_at = now.saturating_add(timeout);
@@ -750,12 +763,19 @@ impl RenewalManager {
         let send = if e.state != State::Idle || exp == FOREVER || e.covers_desired() {
             None
         } else if e.failures > 0 {
-            // Indefinite failure: exponential back-off, never more than half of what is left,
-            // never less than min_rto; nothing once the actual expiration would come first.
+            // Indefinite failure: exponential back-off counted from the failed attempt's send
+            // time (after a time-out, that wait is already over), never more than half of
+            // what is left, at least min_rto after the last attempt; nothing once the actual
+            // expiration would come first.
             let shift = (e.failures - 1).min(40);
             let backoff = rto.saturating_mul(1i64 << shift).min(cfg.max_retry_interval);
             let left = exp.saturating_sub(now);
-            let at = now.saturating_add(backoff.min(left / 2).max(cfg.min_rto));
+            let at = e
+                .last_sent
+                .saturating_add(backoff)
+                .min(now.saturating_add(left / 2))
+                .max(e.last_sent.saturating_add(cfg.min_rto))
+                .max(now);
             if at < exp {
                 Some(at)
             } else {
@@ -763,7 +783,7 @@ impl RenewalManager {
             }
         } else {
             let period = e.period.max(0);
-            let margin = rto.saturating_mul(cfg.attempts as i64);
+            let margin = rto.saturating_mul((1i64 << cfg.attempts.min(30)) - 1);
             let lead = (period / cfg.renew_divisor as i64).max(margin).min(period / 2);
             Some(exp.saturating_sub(lead).max(now))
         };
