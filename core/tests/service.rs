@@ -272,6 +272,9 @@ fn renews_until_the_membership_then_leaves_silently() {
         assert!(w.alive(&l), "client lease alive at minute {m}");
         assert_eq!(w.svc.leases(set, w.now).unwrap().len(), 1);
     }
+    // One more step to just before the membership ends.
+    w.advance(membership - 1);
+    assert!(w.alive(&l));
     let renewals = w.renewals(&l);
     assert!(renewals.len() >= 10, "{renewals:?}");
     for &(t, d) in &renewals {
