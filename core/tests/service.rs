@@ -756,3 +756,36 @@ fn bad_snapshots_are_refused() {
         Err(LeaseError::Decode(_))
     ));
 }
+
+#[test]
+fn a_lease_that_simply_expires_fails_without_an_error() {
+    let mut w = World::new();
+    let (set, _) = w.svc.create_set(HOUR, 0).unwrap();
+    w.svc.set_renewal_failure_listener(set, vec![], 0).unwrap();
+    let l = w.grant(1, MIN);
+    w.advance(2 * MIN);
+    // Handed over too late: it expired before the service could renew it.
+    w.svc.add(set, l, FOREVER, MIN, w.now).unwrap();
+    w.advance(3 * MIN);
+    let f = w.failures();
+    assert_eq!(f.len(), 1);
+    assert_eq!((f[0].1, f[0].2, f[0].3.clone()), (set, l, None));
+    assert!(w.renewals(&l).is_empty());
+    assert!(w.svc.leases(set, w.now).unwrap().is_empty());
+}
+
+#[test]
+fn a_lease_longer_than_its_membership_is_not_renewed_and_leaves_silently() {
+    let mut w = World::new();
+    let (set, _) = w.svc.create_set(HOUR, 0).unwrap();
+    w.svc.set_renewal_failure_listener(set, vec![], 0).unwrap();
+    let l = w.grant(1, 10 * MIN);
+    w.svc.add(set, l, 3 * MIN, MIN, 0).unwrap();
+    w.advance(3 * MIN - 1);
+    assert_eq!(w.svc.leases(set, w.now).unwrap(), vec![l], "stays until its desired expiration");
+    w.advance(3 * MIN);
+    assert!(w.svc.leases(set, w.now).unwrap().is_empty());
+    w.advance(20 * MIN);
+    assert!(w.renewals(&l).is_empty());
+    assert!(w.events.is_empty());
+}
