@@ -24,7 +24,10 @@
 //! changed, reached or dropped, the governing one is worked out again; a lease that no set
 //! holds any more is taken out of the manager (never cancelled). Each set's membership
 //! expiration is tracked by the service's own timer, so a lease leaves a set silently at that
-//! set's desired expiration even while another set keeps it renewed.
+//! set's desired expiration even while another set keeps it renewed. When the manager reports
+//! that a grant already reaches the governing desired expiration (LR: a lease whose actual
+//! expiration is past its desired one is not renewed), the lease stays listed in its sets,
+//! unrenewed, until each membership ends.
 //!
 //! A renewal failure the manager reports (a definite error after exactly one attempt, or the
 //! lease's actual expiration reached, after retrying indefinite errors up to it) removes the
