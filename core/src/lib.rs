@@ -37,6 +37,8 @@ pub use holder::{
 pub use landlord::{Expired, Grant, Landlord, LandlordConfig, LandlordSnapshot};
 pub use lease::{Cookie, LandlordId, Lease, SerialFormat};
 pub use policy::{LeasePolicy, PolicyContext, PolicySpec};
-pub use service::{RenewalService, RenewalServiceConfig, SetEvent, SetEventKind, SetId};
+pub use service::{
+    RenewalService, RenewalServiceConfig, RenewalSet, SetEvent, SetEventKind, SetId,
+};
 pub use time::{Duration, Millis, ANY, FOREVER};
 pub use wire::{Encoding, Limits, Reply, ReplyBody, Request, RequestBody};

@@ -789,3 +789,24 @@ fn a_lease_longer_than_its_membership_is_not_renewed_and_leaves_silently() {
     assert!(w.renewals(&l).is_empty());
     assert!(w.events.is_empty());
 }
+
+#[test]
+fn the_set_handle_speaks_lease_renewal_set() {
+    let mut w = World::new();
+    let (id, sl) = w.svc.create_set(HOUR, 0).unwrap();
+    let l = w.grant(1, MIN);
+    let mut set = w.svc.set(id);
+    assert_eq!(set.id(), id);
+    assert_eq!(set.lease(0), Some(sl));
+    set.renew_for(l, FOREVER, MIN, 0).unwrap();
+    assert_eq!(set.leases(0).unwrap(), vec![l]);
+    assert_eq!(set.membership(&l, 0).unwrap().unwrap().renew_duration, MIN);
+    let warn = set.set_expiration_warning_listener(MIN, vec![1], 0).unwrap();
+    let fail = set.set_renewal_failure_listener(vec![2], 0).unwrap();
+    assert_ne!(warn.event_id, fail.event_id);
+    set.clear_expiration_warning_listener(0).unwrap();
+    set.clear_renewal_failure_listener(0).unwrap();
+    assert_eq!(set.remove(&l, 0).unwrap(), Some(l));
+    assert!(w.svc.registrations(id, 0).unwrap().is_empty());
+    assert_eq!(w.svc.set(SetId(42)).leases(0), Err(LeaseError::UnknownLease));
+}

@@ -85,6 +85,7 @@
 //! assert!(printer.get(lease.cookie(), now).is_some(), "renewed for 20 minutes so far");
 //! ```
 
+mod handle;
 mod set;
 mod snapshot;
 
@@ -99,6 +100,7 @@ use crate::policy::PolicySpec;
 use crate::time::{self, Duration, Millis};
 use crate::wire::{Encoding, Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
 
+pub use handle::RenewalSet;
 pub use set::{check_membership, check_min_warning, Membership, SetId};
 use set::{key_of, ClientKey, SetState, Warning};
 pub use snapshot::{ServiceSnapshot, SNAPSHOT_VERSION};
@@ -248,6 +250,11 @@ impl RenewalService {
         self.next_set += 1;
         self.sets.insert(id, SetState::new(grant.cookie));
         Ok((id, Lease::new(self.landlord.id(), grant.cookie, grant.expiration)))
+    }
+
+    /// A handle on one set, with the methods of Jini's `LeaseRenewalSet`.
+    pub fn set(&mut self, id: SetId) -> RenewalSet<'_> {
+        RenewalSet::new(self, id)
     }
 
     /// The sets alive, in creation order (a set past its lease's expiration counts until
