@@ -810,3 +810,11 @@ fn the_set_handle_speaks_lease_renewal_set() {
     assert!(w.svc.registrations(id, 0).unwrap().is_empty());
     assert_eq!(w.svc.set(SetId(42)).leases(0), Err(LeaseError::UnknownLease));
 }
+
+#[test]
+fn the_service_can_move_between_threads() {
+    fn send<T: Send>() {}
+    send::<RenewalService>();
+    send::<leasehold::service::ServiceSnapshot>();
+    send::<SetEvent>();
+}
