@@ -8,10 +8,12 @@
 //! - [`Lease`] and its serial formats ([`serial`]), [`LeaseError`] and its codes.
 //! - [`policy`]: how long a landlord grants (fixed, bounded, capacity, resource-aware, adaptive).
 //! - [`Landlord`]: the grantor, with expiry, batching, snapshot and the [`wire`] protocol.
+//! - [`inverted`]: inverted leasing (the landlord polls, holders answer), seed 004.
 #![deny(missing_docs)]
 
 pub mod codec;
 pub mod error;
+pub mod inverted;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
