@@ -99,7 +99,8 @@ impl Rng {
 
 /// Derives the seed of replication or point `index` from the run's seed (SplitMix64 step).
 pub fn derive_seed(seed: u64, index: u64) -> u64 {
-    let mut z = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x632B_E59B_D9B3_E9B5);
+    let mut z =
+        seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x632B_E59B_D9B3_E9B5);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -215,9 +216,12 @@ pub struct Meter {
     pub bins: Vec<Acc>,
     /// The whole measurement window.
     pub total: Acc,
-    /// Measurement window `[from, to)`.
+    /// Measurement window `[from, to)` of B and the control variable.
     pub from: Millis,
     pub to: Millis,
+    /// Window `[r_from, r_to)` of the failures whose detection delay R is measured.
+    pub r_from: Millis,
+    pub r_to: Millis,
     last: Millis,
     /// Counters of everything, window or not.
     pub counts: Counts,
@@ -267,6 +271,8 @@ impl Meter {
             total: Acc::default(),
             from,
             to,
+            r_from: from,
+            r_to: to,
             last: 0,
             counts: Counts::default(),
         }
@@ -337,7 +343,7 @@ impl Meter {
         predicted: f64,
         paper: f64,
     ) {
-        if !self.in_window(failed_at) {
+        if failed_at < self.r_from || failed_at >= self.r_to {
             return;
         }
         self.total.record_r(measured, predicted, paper);

@@ -69,6 +69,19 @@ pub struct RunStats {
     pub holders: usize,
     pub counts: Counts,
     pub wall_s: f64,
+    /// Processor time of the whole process while the runs ran (Linux), seconds.
+    pub cpu_s: Option<f64>,
+}
+
+/// User + system time of this process so far, from /proc/self/stat (Linux; clock ticks of
+/// 1/100 s, the kernel's USER_HZ on every mainstream architecture).
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
 
 impl RunStats {
@@ -76,26 +89,31 @@ impl RunStats {
         let c = &self.counts;
         let msgs = c.renewals + c.grants;
         let hh = c.holder_ms / 3.6e6;
-        format!(
-            "{name}: {} runs, {} leaseholders, {:.0} leaseholder-hours of virtual time, {} exchanges, {} events in {:.2} s wall\n\
-             {name}: {:.0} leaseholders/s, {:.0} leaseholder-hours/s, {:.2} M exchanges/s, {:.2} M events/s (wall time)",
-            self.runs,
-            self.holders,
-            hh,
-            msgs,
-            c.events,
-            self.wall_s,
-            self.holders as f64 / self.wall_s,
-            hh / self.wall_s,
-            msgs as f64 / self.wall_s / 1e6,
-            c.events as f64 / self.wall_s / 1e6,
-        )
+        let mut s = format!(
+            "{name}: {} runs, {} leaseholders, {:.0} leaseholder-hours of virtual time, {} request-reply exchanges, {} events\n",
+            self.runs, self.holders, hh, msgs, c.events,
+        );
+        let mut per = |what: &str, secs: f64| {
+            s += &format!(
+                "{name}: {secs:.2} s {what}: {:.0} leaseholders/s, {:.0} leaseholder-hours/s, {:.2} M exchanges/s, {:.2} M events/s\n",
+                self.holders as f64 / secs,
+                hh / secs,
+                msgs as f64 / secs / 1e6,
+                c.events as f64 / secs / 1e6,
+            );
+        };
+        per("wall", self.wall_s);
+        if let Some(cpu) = self.cpu_s.filter(|&t| t > 0.0) {
+            per("CPU (all threads)", cpu);
+        }
+        s.trim_end().to_string()
     }
 }
 
 /// Runs scenarios on `threads` threads; results come back in input order (deterministic).
 fn run_all(label: &str, jobs: &[Scenario], c: &Common) -> Result<(Vec<Meter>, RunStats), String> {
     let start = Instant::now();
+    let cpu_start = cpu_seconds();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Meter, String>>>> =
@@ -134,6 +152,7 @@ fn run_all(label: &str, jobs: &[Scenario], c: &Common) -> Result<(Vec<Meter>, Ru
         meters.push(m);
     }
     stats.wall_s = start.elapsed().as_secs_f64();
+    stats.cpu_s = cpu_seconds().zip(cpu_start).map(|(b, a)| b - a);
     Ok((meters, stats))
 }
 
@@ -169,6 +188,8 @@ fn base(c: &Common, scheme: Scheme, seed: u64) -> Scenario {
         join_spread: 1,
         growth: None,
         churn: None,
+        churn_from: 0,
+        r_window: None,
         shrink: None,
         window: (0, 0),
         end: 0,
@@ -201,6 +222,8 @@ pub struct Fig3 {
     pub n: Vec<usize>,
     pub leases_s: Vec<f64>,
     pub plot_leases_s: Vec<f64>,
+    /// Length of the failure-free stretch in which B is measured, in lease periods.
+    pub b_periods: f64,
     /// Mean time between failures, in lease periods.
     pub mtbf_periods: f64,
     /// Failures to observe per point.
@@ -215,14 +238,20 @@ pub fn fig3(f: &Fig3, c: &Common) -> Result<Figure, String> {
         for (ni, &n) in f.n.iter().enumerate() {
             let l = ms(l_s);
             let mtbf = (f.mtbf_periods * l as f64) as Duration;
-            let measure = (f.failures * mtbf as f64 / n as f64).ceil() as Duration;
-            let from = 2 * l;
-            let mut sc = base(c, Scheme::Fixed { lease: l }, derive_seed(c.seed, (li * 1000 + ni) as u64));
+            // B: a failure-free stretch after every holder has joined and renewed once.
+            let b_from = 2 * l;
+            let b_to = b_from + (f.b_periods * l as f64) as Duration;
+            // R: then holders fail and rejoin until about `failures` failures have happened.
+            let r_len = (f.failures * mtbf as f64 / n as f64).ceil() as Duration;
+            let mut sc =
+                base(c, Scheme::Fixed { lease: l }, derive_seed(c.seed, (li * 1000 + ni) as u64));
             sc.initial = n;
             sc.join_spread = l;
             sc.churn = Some(Churn { mtbf, downtime: ms(f.downtime_s) });
-            sc.window = (from, from + measure);
-            sc.end = from + measure + l + 10 * c.latency + 1_000;
+            sc.churn_from = b_to;
+            sc.window = (b_from, b_to);
+            sc.r_window = Some((b_to, b_to + r_len));
+            sc.end = b_to + r_len + l + 10 * c.latency + 1_000;
             jobs.push(sc);
         }
     }
@@ -363,17 +392,10 @@ pub fn fig3(f: &Fig3, c: &Common) -> Result<Figure, String> {
         });
     }
     let caption = format!(
-        "Fig. 3 reproduced: fixed L_G, S_R = {} B, S_G = {} B, failures every {} lease periods on average, seed {}",
-        c.sizes.request, c.sizes.grant, f.mtbf_periods, c.seed
+        "Fig. 3 reproduced: fixed L_G, S_R = {} B, S_G = {} B; B over {} failure-free lease periods, R over {} failures per point; seed {}",
+        c.sizes.request, c.sizes.grant, f.b_periods, f.failures, c.seed
     );
-    Ok(Figure {
-        name: "fig3",
-        csv,
-        svg: svg::render(&caption, &[pb, pr]),
-        table,
-        checks,
-        stats,
-    })
+    Ok(Figure { name: "fig3", csv, svg: svg::render(&caption, &[pb, pr]), table, checks, stats })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -397,7 +419,12 @@ impl Adaptivity {
         })
     }
     fn inverted(&self) -> Scheme {
-        Scheme::Inverted { g: self.g, min: ms(self.l_min_s), max: max_ms(self.l_max_s), extra: self.extra }
+        Scheme::Inverted {
+            g: self.g,
+            min: ms(self.l_min_s),
+            max: max_ms(self.l_max_s),
+            extra: self.extra,
+        }
     }
     /// The control variable the analysis predicts for n holders: max(N/G, L_MIN), s.
     fn control(&self, n: f64) -> f64 {
@@ -444,7 +471,8 @@ pub fn fig4(f: &Fig4, c: &Common) -> Result<Figure, String> {
     let mut jobs = Vec::new();
     for (si, scheme) in [a.adaptive(), a.inverted()].into_iter().enumerate() {
         for r in 0..f.reps {
-            let mut sc = base(c, scheme, derive_seed(c.seed, (1 << 40) + (si * 100_000 + r) as u64));
+            let mut sc =
+                base(c, scheme, derive_seed(c.seed, (1 << 40) + (si * 100_000 + r) as u64));
             sc.initial = f.n_from;
             sc.join_spread = ms(a.l_min_s);
             sc.growth = Some((f.n_to - f.n_from, warm, warm + grow));
@@ -531,8 +559,18 @@ pub fn fig4(f: &Fig4, c: &Common) -> Result<Figure, String> {
         x_label: "leaseholders N (growing)".into(),
         y_label: "B (bytes/s)".into(),
         series: vec![
-            Series { name: "Adaptive".into(), color: COLORS[0], style: Style::Measured, points: pts(0, |p| (p.0, p.1)) },
-            Series { name: "Inverted".into(), color: COLORS[1], style: Style::Measured, points: pts(1, |p| (p.0, p.1)) },
+            Series {
+                name: "Adaptive".into(),
+                color: COLORS[0],
+                style: Style::Measured,
+                points: pts(0, |p| (p.0, p.1)),
+            },
+            Series {
+                name: "Inverted".into(),
+                color: COLORS[1],
+                style: Style::Measured,
+                points: pts(1, |p| (p.0, p.1)),
+            },
             Series {
                 name: "G(S_R+S_G)".into(),
                 color: "#555",
@@ -546,8 +584,18 @@ pub fn fig4(f: &Fig4, c: &Common) -> Result<Figure, String> {
         x_label: "leaseholders N (growing)".into(),
         y_label: "L_G (Adaptive) or D (Inverted), s".into(),
         series: vec![
-            Series { name: "Adaptive L_G".into(), color: COLORS[0], style: Style::Measured, points: pts(0, |p| (p.0, p.2)) },
-            Series { name: "Inverted D".into(), color: COLORS[1], style: Style::Measured, points: pts(1, |p| (p.0, p.2)) },
+            Series {
+                name: "Adaptive L_G".into(),
+                color: COLORS[0],
+                style: Style::Measured,
+                points: pts(0, |p| (p.0, p.2)),
+            },
+            Series {
+                name: "Inverted D".into(),
+                color: COLORS[1],
+                style: Style::Measured,
+                points: pts(1, |p| (p.0, p.2)),
+            },
             Series {
                 name: "max(N/G, L_MIN)".into(),
                 color: "#555",
@@ -572,7 +620,8 @@ pub fn fig5(f: &Fig5, c: &Common) -> Result<Figure, String> {
     let mut jobs = Vec::new();
     for (si, scheme) in [a.adaptive(), a.inverted()].into_iter().enumerate() {
         for r in 0..f.reps {
-            let mut sc = base(c, scheme, derive_seed(c.seed, (2 << 40) + (si * 100_000 + r) as u64));
+            let mut sc =
+                base(c, scheme, derive_seed(c.seed, (2 << 40) + (si * 100_000 + r) as u64));
             sc.initial = f.n_from;
             sc.join_spread = ms(a.l_min_s);
             sc.shrink = Some((warm, warm + shrink));
@@ -673,8 +722,18 @@ pub fn fig5(f: &Fig5, c: &Common) -> Result<Figure, String> {
         x_label: "leaseholders N (shrinking from the right)".into(),
         y_label: "B (bytes/s)".into(),
         series: vec![
-            Series { name: "Adaptive".into(), color: COLORS[0], style: Style::Measured, points: pts(0, |p| (p.0, p.1)) },
-            Series { name: "Inverted".into(), color: COLORS[1], style: Style::Measured, points: pts(1, |p| (p.0, p.1)) },
+            Series {
+                name: "Adaptive".into(),
+                color: COLORS[0],
+                style: Style::Measured,
+                points: pts(0, |p| (p.0, p.1)),
+            },
+            Series {
+                name: "Inverted".into(),
+                color: COLORS[1],
+                style: Style::Measured,
+                points: pts(1, |p| (p.0, p.1)),
+            },
             Series {
                 name: "G(S_R+S_G)".into(),
                 color: "#555",
@@ -688,11 +747,36 @@ pub fn fig5(f: &Fig5, c: &Common) -> Result<Figure, String> {
         x_label: "leaseholders N (shrinking from the right)".into(),
         y_label: "R (s, failure to detection)".into(),
         series: vec![
-            Series { name: "Adaptive".into(), color: COLORS[0], style: Style::Measured, points: pts(0, |p| (p.0, p.2)) },
-            Series { name: "Inverted".into(), color: COLORS[1], style: Style::Measured, points: pts(1, |p| (p.0, p.2)) },
-            Series { name: "L_G/2".into(), color: COLORS[0], style: Style::Analysis, points: pts(0, |p| (p.0, p.4)) },
-            Series { name: "paper: R = D".into(), color: COLORS[1], style: Style::Analysis, points: pts(1, |p| (p.0, p.3)) },
-            Series { name: "D + A/2".into(), color: COLORS[2], style: Style::Analysis, points: pts(1, |p| (p.0, p.4)) },
+            Series {
+                name: "Adaptive".into(),
+                color: COLORS[0],
+                style: Style::Measured,
+                points: pts(0, |p| (p.0, p.2)),
+            },
+            Series {
+                name: "Inverted".into(),
+                color: COLORS[1],
+                style: Style::Measured,
+                points: pts(1, |p| (p.0, p.2)),
+            },
+            Series {
+                name: "L_G/2".into(),
+                color: COLORS[0],
+                style: Style::Analysis,
+                points: pts(0, |p| (p.0, p.4)),
+            },
+            Series {
+                name: "paper: R = D".into(),
+                color: COLORS[1],
+                style: Style::Analysis,
+                points: pts(1, |p| (p.0, p.3)),
+            },
+            Series {
+                name: "D + A/2".into(),
+                color: COLORS[2],
+                style: Style::Analysis,
+                points: pts(1, |p| (p.0, p.4)),
+            },
         ],
     };
     let caption = format!(

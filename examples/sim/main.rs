@@ -125,12 +125,19 @@ struct Fig3Args {
     /// Lease periods drawn in the SVG (all are in the CSV and checked).
     #[arg(long, value_delimiter = ',', default_values_t = [15.0, 60.0, 120.0])]
     plot_leases: Vec<f64>,
-    /// Mean time between failures of a holder, in lease periods. Each rejoin costs one extra
-    /// request-grant pair, which adds 1/(2 MTBF) to B, so keep it large.
-    #[arg(long, default_value_t = 50.0, allow_negative_numbers = true)]
+    /// B is measured over a failure-free stretch of this many lease periods, after every
+    /// holder has joined (rejoins after failures cost extra request-grant pairs, L_G/(2 MTBF)
+    /// of B, which the paper's formula leaves out).
+    #[arg(long, default_value_t = 40.0, allow_negative_numbers = true)]
+    b_periods: f64,
+    /// Then holders fail (and rejoin) with this mean time between failures, in lease periods;
+    /// each failure time is uniform on 0..2 MTBF after the holder (re)joined.
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     mtbf_periods: f64,
-    /// Failures to observe per point (sets the run length: failures x MTBF / N).
-    #[arg(long, default_value_t = 2500.0, allow_negative_numbers = true)]
+    /// Failures to observe per point for R (sets the run length: failures x MTBF / N). R of
+    /// one failure is spread uniformly over 0..L_G, so the mean of 3000 has a standard error
+    /// of 1.05%.
+    #[arg(long, default_value_t = 3000.0, allow_negative_numbers = true)]
     failures: f64,
     /// Mean downtime of a failed holder before it rejoins, seconds (uniform on 0..2x).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
@@ -290,6 +297,7 @@ fn fig3_settings(a: &Fig3Args) -> Result<Fig3, String> {
         n: (n_from..=n_to).step_by(n_step).collect(),
         leases_s,
         plot_leases_s: a.plot_leases.clone(),
+        b_periods: positive("b-periods", a.b_periods)?,
         mtbf_periods: positive("mtbf-periods", a.mtbf_periods)?,
         failures: positive("failures", a.failures)?,
         downtime_s: a.downtime,
@@ -301,7 +309,9 @@ fn fig4_settings(a: &Fig4Args) -> Result<Fig4, String> {
     let n_from = count("n-from", a.n_from, 1)?;
     let n_to = count("n-to", a.n_to, 1)?;
     if n_to <= n_from {
-        return Err(format!("--n-to ({n_to}) must be above --n-from ({n_from}) for a growing system"));
+        return Err(format!(
+            "--n-to ({n_to}) must be above --n-from ({n_from}) for a growing system"
+        ));
     }
     Ok(Fig4 { a: ad, n_from, n_to, grow_s: positive("grow-time", a.grow_time)?, reps, bin })
 }

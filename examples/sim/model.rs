@@ -13,15 +13,17 @@
 
 use std::collections::HashMap;
 
-use leasehold::holder::{grant_request, lease_from_reply, RenewalEvent, RenewalManager, RenewalManagerConfig};
+use leasehold::holder::{
+    grant_request, lease_from_reply, RenewalEvent, RenewalManager, RenewalManagerConfig,
+};
 use leasehold::inverted::{
     expected_detection, Admission, Confirm, ListenerConfig, ListenerEvent, ListenerTransmit,
     MessageSizes, Poll, PollListener, Poller, PollerConfig,
 };
 use leasehold::policy::{Adaptive, AdaptiveConfig, Fixed};
 use leasehold::{
-    Duration, Landlord, LandlordConfig, LandlordId, LeasePolicy, Millis, Reply, ReplyBody,
-    Request, Result, ANY, FOREVER,
+    Duration, Landlord, LandlordConfig, LandlordId, LeasePolicy, Millis, Reply, ReplyBody, Request,
+    Result, ANY, FOREVER,
 };
 
 use crate::engine::{derive_seed, Meter, Queue, Rng};
@@ -49,7 +51,7 @@ pub struct ManagerKnobs {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Churn {
     /// Mean time between failures of one holder; failure times are uniform on `0..2 MTBF`
-    /// after each (re)join.
+    /// after each (re)join (or after `Scenario::churn_from`, if later).
     pub mtbf: Duration,
     /// Mean downtime before rejoining; uniform on `0..2 mean`.
     pub downtime: Duration,
@@ -70,6 +72,10 @@ pub struct Scenario {
     pub growth: Option<(usize, Millis, Millis)>,
     /// Failures with rejoin (steady N).
     pub churn: Option<Churn>,
+    /// No churn failure happens before this time (a failure-free stretch to measure B in).
+    pub churn_from: Millis,
+    /// Window of the failures whose R is measured (default: `window`).
+    pub r_window: Option<(Millis, Millis)>,
     /// Every initial holder fails once, at a uniformly distributed time in `[from, to)`, and
     /// does not rejoin (shrinking N).
     pub shrink: Option<(Millis, Millis)>,
@@ -87,6 +93,14 @@ pub struct Scenario {
 impl Scenario {
     fn max_n(&self) -> usize {
         self.initial + self.growth.map_or(0, |g| g.0)
+    }
+    fn meter(&self) -> Meter {
+        let mut m = Meter::new(self.bin_width, self.max_n(), self.window.0, self.window.1);
+        if let Some((from, to)) = self.r_window {
+            m.r_from = from;
+            m.r_to = to;
+        }
+        m
     }
 }
 
@@ -211,7 +225,13 @@ pub fn run_leasing(sc: &Scenario) -> Result<Meter> {
     let slots = schedule_population(sc, &mut rng, &mut q, Ev::Join, |h| Ev::Fail(h, None));
     let mgr = RenewalManager::try_new(manager_config(sc))?;
     let holders = (0..slots)
-        .map(|_| Holder { st: St::Down, inc: 0, mgr: RenewalManager::new(mgr.config().clone()), timer: None, granted: 0 })
+        .map(|_| Holder {
+            st: St::Down,
+            inc: 0,
+            mgr: RenewalManager::new(mgr.config().clone()),
+            timer: None,
+            granted: 0,
+        })
         .collect();
     let mut sim = Leasing {
         sc,
@@ -222,7 +242,7 @@ pub fn run_leasing(sc: &Scenario) -> Result<Meter> {
         holders,
         live: 0,
         failures: HashMap::new(),
-        meter: Meter::new(sc.bin_width, sc.max_n(), sc.window.0, sc.window.1),
+        meter: sc.meter(),
     };
     sim.run();
     sim.meter.counts.events = sim.q.processed;
@@ -278,7 +298,8 @@ impl Leasing<'_> {
         self.live += 1;
         self.meter.counts.joins += 1;
         if let Some(c) = sc.churn {
-            let at = self.rng.between(now, now + 2 * c.mtbf);
+            let from = now.max(sc.churn_from);
+            let at = self.rng.between(from, from + 2 * c.mtbf);
             self.q.push(at, Ev::Fail(h, Some(inc)));
         }
         let resource = Tag::new(h, inc).0.to_le_bytes().to_vec();
@@ -368,8 +389,7 @@ impl Leasing<'_> {
         }
         let mut lost = false;
         while let Some(ev) = self.holders[h].mgr.poll_event() {
-            if let RenewalEvent::RenewalFailed { ref lease, ref error, .. } = ev {
-                if std::env::var("SIM_DEBUG").is_ok() { eprintln!("DEBUG h{h} t{now} lost {lease:?} {error:?} live={}", self.ll.len()); }
+            if let RenewalEvent::RenewalFailed { .. } = ev {
                 lost = true;
             }
         }
@@ -411,7 +431,6 @@ impl Leasing<'_> {
                     let h = (e.resource.0 >> 32) as usize;
                     let inc = e.resource.0 as u32;
                     if self.holders[h].inc == inc && self.holders[h].st == St::Up {
-                        if std::env::var("SIM_DEBUG").is_ok() { eprintln!("DEBUG expired live h{h} t{now} {e:?}"); }
                         self.meter.counts.lost += 1;
                     }
                     // Otherwise: granted to a holder that died while joining; nobody waits.
@@ -479,10 +498,12 @@ pub fn run_inverted(sc: &Scenario) -> Result<Meter> {
         rng,
         poller: Poller::new(config, 0)?,
         p_timer: None,
-        holders: (0..slots).map(|_| Listener { live: false, inc: 0, l: None, timer: None }).collect(),
+        holders: (0..slots)
+            .map(|_| Listener { live: false, inc: 0, l: None, timer: None })
+            .collect(),
         live: 0,
         failures: HashMap::new(),
-        meter: Meter::new(sc.bin_width, sc.max_n(), sc.window.0, sc.window.1),
+        meter: sc.meter(),
     };
     sim.arm_poller();
     sim.run();
@@ -521,7 +542,8 @@ impl Inverted<'_> {
                 }
                 IEv::PollArrives(poll) => {
                     for h in 0..self.holders.len() {
-                        if let (true, Some(l)) = (self.holders[h].live, self.holders[h].l.as_mut()) {
+                        if let (true, Some(l)) = (self.holders[h].live, self.holders[h].l.as_mut())
+                        {
                             l.handle_poll(&poll, now);
                             self.flush(h, now);
                         }
@@ -540,10 +562,9 @@ impl Inverted<'_> {
             return;
         }
         let seed = derive_seed(sc.seed, (h as u64) << 32 | (self.holders[h].inc as u64 + 1));
-        let mut l = PollListener::new(
-            ListenerConfig { seed, guard: 2 * sc.latency + 1, sizes: sc.sizes },
-        )
-        .expect("the guard is positive");
+        let mut l =
+            PollListener::new(ListenerConfig { seed, guard: 2 * sc.latency + 1, sizes: sc.sizes })
+                .expect("the guard is positive");
         l.join(now);
         let holder = &mut self.holders[h];
         holder.inc += 1;
@@ -554,7 +575,8 @@ impl Inverted<'_> {
         self.live += 1;
         self.meter.counts.joins += 1;
         if let Some(c) = sc.churn {
-            let at = self.rng.between(now, now + 2 * c.mtbf);
+            let from = now.max(sc.churn_from);
+            let at = self.rng.between(from, from + 2 * c.mtbf);
             self.q.push(at, IEv::Fail(h, Some(inc)));
         }
         self.flush(h, now);
@@ -569,7 +591,12 @@ impl Inverted<'_> {
             let (d, a) = self.poller.last_poll().map_or((0, 0), |p| (p.duration, p.extra));
             self.failures.insert(
                 Tag::new(h, holder.inc),
-                Failure { at: now, n: self.live, predicted: expected_detection(d, a), paper: d as f64 },
+                Failure {
+                    at: now,
+                    n: self.live,
+                    predicted: expected_detection(d, a),
+                    paper: d as f64,
+                },
             );
         }
         holder.live = false;

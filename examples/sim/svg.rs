@@ -160,11 +160,8 @@ fn panel(out: &mut String, p: &Panel, ox: f64) {
         if s.style == Style::Measured {
             for q in &path {
                 let (cx, cy) = q.split_once(',').expect("formatted as x,y");
-                let _ = writeln!(
-                    out,
-                    r#"<circle cx="{cx}" cy="{cy}" r="2.6" fill="{}"/>"#,
-                    s.color
-                );
+                let _ =
+                    writeln!(out, r#"<circle cx="{cx}" cy="{cy}" r="2.6" fill="{}"/>"#, s.color);
             }
         }
     }
