@@ -11,7 +11,7 @@ use leasehold::{Duration, FOREVER};
 
 use crate::engine::{derive_seed, Acc, Counts, Meter};
 use crate::model::{self, Churn, ManagerKnobs, Scenario, Scheme};
-use crate::svg::{self, Panel, Series, Style, COLORS};
+use crate::svg::{self, Corner, Panel, Series, Style, COLORS};
 
 /// Settings shared by every figure.
 #[derive(Debug, Clone)]
@@ -283,7 +283,9 @@ pub fn fig3(f: &Fig3, c: &Common) -> Result<Figure, String> {
         ],
     );
     let mut checks = Vec::new();
-    let mut by_lease: Vec<(f64, Vec<(f64, f64, f64, f64)>)> = Vec::new();
+    // Per lease period: (N, B, R, paper's B) for each N.
+    type Points = Vec<(f64, f64, f64, f64)>;
+    let mut by_lease: Vec<(f64, Points)> = Vec::new();
     for (li, &l_s) in f.leases_s.iter().enumerate() {
         let mut pts = Vec::new();
         for (ni, &n) in f.n.iter().enumerate() {
@@ -357,12 +359,16 @@ pub fn fig3(f: &Fig3, c: &Common) -> Result<Figure, String> {
         x_label: "leaseholders N".into(),
         y_label: "B (bytes/s)".into(),
         series: vec![],
+        legend: Corner::TopLeft,
+        headroom: 1.0,
     };
     let mut pr = Panel {
         title: "Responsiveness R against system size".into(),
         x_label: "leaseholders N".into(),
         y_label: "R (s, failure to detection)".into(),
         series: vec![],
+        legend: Corner::TopLeft,
+        headroom: 1.6,
     };
     for (i, (l, pts)) in plotted.iter().enumerate() {
         let col = COLORS[i % COLORS.len()];
@@ -555,6 +561,8 @@ pub fn fig4(f: &Fig4, c: &Common) -> Result<Figure, String> {
     let pts = |i: usize, f: fn(&(f64, f64, f64)) -> (f64, f64)| series[i].iter().map(f).collect();
     let ns: Vec<f64> = series[0].iter().map(|p| p.0).collect();
     let pb = Panel {
+        legend: Corner::BottomRight,
+        headroom: 1.0,
         title: "Bandwidth B as N grows".into(),
         x_label: "leaseholders N (growing)".into(),
         y_label: "B (bytes/s)".into(),
@@ -580,6 +588,8 @@ pub fn fig4(f: &Fig4, c: &Common) -> Result<Figure, String> {
         ],
     };
     let pc = Panel {
+        legend: Corner::TopLeft,
+        headroom: 1.0,
         title: "Control variable as N grows".into(),
         x_label: "leaseholders N (growing)".into(),
         y_label: "L_G (Adaptive) or D (Inverted), s".into(),
@@ -718,6 +728,8 @@ pub fn fig5(f: &Fig5, c: &Common) -> Result<Figure, String> {
     type P = (f64, f64, f64, f64, f64);
     let pts = |i: usize, f: fn(&P) -> (f64, f64)| series[i].iter().map(f).collect();
     let pb = Panel {
+        legend: Corner::BottomRight,
+        headroom: 1.0,
         title: "Bandwidth B as N shrinks".into(),
         x_label: "leaseholders N (shrinking from the right)".into(),
         y_label: "B (bytes/s)".into(),
@@ -743,6 +755,8 @@ pub fn fig5(f: &Fig5, c: &Common) -> Result<Figure, String> {
         ],
     };
     let pr = Panel {
+        legend: Corner::TopLeft,
+        headroom: 1.0,
         title: "Responsiveness R as N shrinks".into(),
         x_label: "leaseholders N (shrinking from the right)".into(),
         y_label: "R (s, failure to detection)".into(),

@@ -272,7 +272,7 @@ fn adaptivity(a: &AdaptArgs, default_reps: i64) -> Result<(Adaptivity, usize, us
 fn range_f(name: &str, from: f64, to: f64, step: f64) -> Result<Vec<f64>, String> {
     positive(&format!("{name}-from"), from)?;
     positive(&format!("{name}-step"), step)?;
-    if !(to >= from) || to.is_infinite() {
+    if to.is_nan() || to < from || to.is_infinite() {
         return Err(format!("--{name}-to ({to}) must be at least --{name}-from ({from})"));
     }
     let k = ((to - from) / step + 1e-9).floor() as usize;

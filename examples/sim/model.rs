@@ -729,3 +729,78 @@ pub fn run(sc: &Scenario) -> Result<Meter> {
         _ => run_leasing(sc),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(scheme: Scheme, n: usize) -> Scenario {
+        Scenario {
+            scheme,
+            sizes: MessageSizes::default(),
+            latency: 5,
+            seed: 3,
+            initial: n,
+            join_spread: 15_000,
+            growth: None,
+            churn: Some(Churn { mtbf: 30_000, downtime: 0 }),
+            churn_from: 30_000 + 600_000,
+            r_window: Some((630_000, 1_830_000)),
+            shrink: None,
+            window: (30_000, 630_000),
+            end: 1_900_000,
+            bin_width: 0,
+            knobs: ManagerKnobs { renew_divisor: 1000, attempts: 1, min_rto: 50 },
+            retry_after_denial: 10_000,
+        }
+    }
+
+    #[test]
+    fn fixed_leasing_follows_the_analysis_and_is_deterministic() {
+        let sc = scenario(Scheme::Fixed { lease: 15_000 }, 20);
+        let m = run(&sc).unwrap();
+        let b = m.total.bandwidth();
+        let paper = 20.0 / 15.0 * 160.0;
+        assert!((b / paper - 1.0).abs() < 0.02, "B {b} vs {paper}");
+        let r = m.total.r_s();
+        assert!(m.total.r_n > 500.0, "{} failures detected", m.total.r_n);
+        assert!((r / 7.5 - 1.0).abs() < 0.08, "R {r}");
+        assert_eq!(m.counts.lost, 0);
+        let again = run(&sc).unwrap();
+        assert_eq!((again.total.bytes, again.total.r_sum), (m.total.bytes, m.total.r_sum));
+    }
+
+    #[test]
+    fn inverted_leasing_detects_failures_after_d_plus_a_half() {
+        let scheme = Scheme::Inverted { g: 1.0, min: 10_000, max: FOREVER, extra: 0.2 };
+        // Failures long after joining: a holder admitted during a round is first polled in the
+        // next one, so a failure right after joining takes longer to detect than D + A/2.
+        let mut sc = scenario(scheme, 20);
+        sc.churn = Some(Churn { mtbf: 240_000, downtime: 0 });
+        sc.r_window = Some((630_000, 8_000_000));
+        sc.end = 8_100_000;
+        let m = run(&sc).unwrap();
+        assert_eq!(m.counts.lost, 0);
+        // Without failures (the B window) D = max(20 / 1, 10) s = 20 s, A = 4 s.
+        assert!((m.total.ctrl_s() - 20.0).abs() < 0.1, "D {}", m.total.ctrl_s());
+        // With failures, dead holders count until cancelled, so D is a little longer; each
+        // failure is compared with the D + A/2 of the round it happened in.
+        let (r, pred, paper) = (m.total.r_s(), m.total.r_pred_s(), m.total.r_paper_s());
+        assert!(m.total.r_n > 500.0, "{} failures", m.total.r_n);
+        assert!((22.0..24.0).contains(&pred), "D + A/2 = {pred}");
+        assert!((pred / paper - 1.1).abs() < 1e-9, "A = 0.2 D");
+        assert!((r / pred - 1.0).abs() < 0.06, "R {r} vs D + A/2 {pred}");
+    }
+
+    #[test]
+    fn adaptive_leasing_keeps_below_its_bandwidth_ceiling() {
+        let c = AdaptiveConfig { renewals_per_second: 1.0, min: 5_000, max: FOREVER, grantors: 1 };
+        let mut sc = scenario(Scheme::Adaptive(c), 40);
+        sc.churn = None;
+        let m = run(&sc).unwrap();
+        let ceiling = 1.0 * 160.0;
+        assert!(m.total.bandwidth() <= ceiling * 1.02, "B {}", m.total.bandwidth());
+        assert!(m.total.bandwidth() >= ceiling * 0.95, "B {}", m.total.bandwidth());
+        assert!((m.total.ctrl_s() - 40.0).abs() < 0.5, "L_G {}", m.total.ctrl_s());
+    }
+}

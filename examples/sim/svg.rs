@@ -18,11 +18,21 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// Where a panel's legend goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corner {
+    TopLeft,
+    BottomRight,
+}
+
 pub struct Panel {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
     pub series: Vec<Series>,
+    pub legend: Corner,
+    /// The y axis reaches at least this many times the largest value (room for the legend).
+    pub headroom: f64,
 }
 
 const W: f64 = 560.0;
@@ -85,7 +95,8 @@ fn esc(s: &str) -> String {
 fn panel(out: &mut String, p: &Panel, ox: f64) {
     let pts = || p.series.iter().flat_map(|s| s.points.iter());
     let (x0, x1) = bounds(pts().map(|q| q.0));
-    let (y0, y1) = bounds(pts().map(|q| q.1));
+    let y_top = pts().map(|q| q.1).filter(|v| v.is_finite()).fold(0.0f64, f64::max);
+    let (y0, y1) = bounds(pts().map(|q| q.1).chain([y_top * p.headroom.max(1.0)]));
     let (pw, ph) = (W - ML - MR, H - MT - MB);
     let sx = |x: f64| ox + ML + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| MT + ph - (y - y0) / (y1 - y0) * ph;
@@ -168,15 +179,17 @@ fn panel(out: &mut String, p: &Panel, ox: f64) {
     // Legend, top left inside the plot.
     let lw = 14.0 + 7.2 * p.series.iter().map(|s| s.name.len()).max().unwrap_or(0) as f64 + 30.0;
     let lh = 8.0 + 17.0 * p.series.len() as f64;
+    let (bx, by) = match p.legend {
+        Corner::TopLeft => (ox + ML + 8.0, MT + 8.0),
+        Corner::BottomRight => (ox + ML + pw - 8.0 - lw, MT + ph - 8.0 - lh),
+    };
     let _ = writeln!(
         out,
-        r##"<rect x="{:.1}" y="{:.1}" width="{lw:.1}" height="{lh:.1}" fill="white" fill-opacity="0.85" stroke="#999"/>"##,
-        ox + ML + 8.0,
-        MT + 8.0
+        r##"<rect x="{bx:.1}" y="{by:.1}" width="{lw:.1}" height="{lh:.1}" fill="white" fill-opacity="0.85" stroke="#999"/>"##
     );
     for (i, s) in p.series.iter().enumerate() {
-        let y = MT + 8.0 + 14.0 + 17.0 * i as f64;
-        let x = ox + ML + 16.0;
+        let y = by + 14.0 + 17.0 * i as f64;
+        let x = bx + 8.0;
         let dash = if s.style == Style::Analysis { r#" stroke-dasharray="6 4""# } else { "" };
         let _ = writeln!(
             out,
