@@ -14,9 +14,13 @@ use crate::wire::{Limits, Reply, ReplyBody, Request, RequestBody};
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenewalManagerConfig {
     /// When a lease falls due, other leases of the same landlord due within this window join
-    /// its request (a lease joins early only once it is past the middle of its current grant,
-    /// so batching never more than doubles its renewal rate). Default 5 minutes, as River.
+    /// its request, if they are past `batch_join_after` of their current grant. Default 5
+    /// minutes, as River.
     pub batch_window: Duration,
+    /// The fraction of its current grant a lease must have used before it may join a batch
+    /// early (0 to 1). It bounds over-eager renewals: a lease is never renewed more than
+    /// `1 / batch_join_after` times per grant length. Default 0.25.
+    pub batch_join_after: f64,
     /// Most leases in one request. `1` turns batching off. Default: the wire's default
     /// [`Limits::max_batch`] (10 000).
     pub max_batch: usize,
@@ -27,8 +31,10 @@ pub struct RenewalManagerConfig {
     pub min_rto: Duration,
     /// Largest request time-out. Default 60 s.
     pub max_rto: Duration,
-    /// Round trips (each `srtt + 4 rttvar`) the manager keeps in hand before an actual
-    /// expiration, so one request and retries fit before the lease lapses. Default 3.
+    /// Attempts that must fit between a renewal and the actual expiration, each waiting out a
+    /// time-out that doubles (`rto`, `2 rto`, `4 rto`, ..., with `rto = srtt + 4 rttvar`
+    /// measured per landlord): the manager renews at least `(2^attempts - 1) rto` before the
+    /// actual expiration. Default 3 (`7 rto`).
     pub attempts: u32,
     /// A lease is renewed when `1 / renew_divisor` of its grant is left (or the round-trip
     /// margin, if that is more; never before the middle of the grant). Default 8.
@@ -51,6 +57,7 @@ impl Default for RenewalManagerConfig {
     fn default() -> Self {
         RenewalManagerConfig {
             batch_window: 5 * 60_000,
+            batch_join_after: 0.25,
             max_batch: Limits::default().max_batch,
             initial_rtt: 1_000,
             min_rto: 200,
@@ -72,6 +79,12 @@ impl RenewalManagerConfig {
         if self.batch_window < 0 {
             return bad(format!("batch_window must be >= 0, got {}", self.batch_window));
         }
+        if !(0.0..=1.0).contains(&self.batch_join_after) {
+            return bad(format!(
+                "batch_join_after must be within 0 and 1, got {}",
+                self.batch_join_after
+            ));
+        }
         if self.max_batch == 0 {
             return bad("max_batch must be at least 1".into());
         }
@@ -84,8 +97,8 @@ impl RenewalManagerConfig {
                 self.min_rto, self.max_rto
             ));
         }
-        if self.attempts == 0 {
-            return bad("attempts must be at least 1".into());
+        if self.attempts == 0 || self.attempts > 30 {
+            return bad(format!("attempts must be 1 to 30, got {}", self.attempts));
         }
         if self.renew_divisor < 2 {
             return bad(format!("renew_divisor must be at least 2, got {}", self.renew_divisor));
@@ -129,7 +142,8 @@ pub enum RenewalEvent {
         /// Why, if known.
         error: Option<LeaseError>,
     },
-    /// The desired expiration came; the manager no longer holds the lease (it is not cancelled).
+    /// The desired expiration came (or, with a clock-drift margin, the end of a last grant
+    /// that reaches it); the manager no longer holds the lease (it is not cancelled).
     DesiredExpirationReached {
         /// The lease, with its actual expiration.
         lease: Lease,
@@ -185,8 +199,12 @@ struct Entry {
     /// Length of the current grant on the holder's clock, and when it started.
     period: Duration,
     granted_at: Millis,
+    /// When a request for it was last sent.
+    last_sent: Millis,
     state: State,
     send_at: Option<Millis>,
+    /// When it may join another lease's batch (while `send_at` is set; never after it).
+    join_at: Millis,
     end_at: Option<Millis>,
     failures: u32,
     last_error: Option<LeaseError>,
@@ -197,15 +215,13 @@ impl Entry {
     fn covers_desired(&self) -> bool {
         self.raw_expiration >= self.desired
     }
-
-    /// Past the middle of its current grant: may join a batch early.
-    fn past_half(&self, now: Millis) -> bool {
-        now >= self.granted_at.saturating_add(self.period / 2)
-    }
 }
 
 struct Peer {
+    /// Idle leases by the time they must be sent.
     sends: BTreeSet<(Millis, Cookie)>,
+    /// The same leases by the time they may join a batch.
+    joins: BTreeSet<(Millis, Cookie)>,
     rtt: RttEstimator,
 }
 
@@ -235,8 +251,9 @@ struct InFlight {
 ///   [`FOREVER`] desired expiration), else min(renew duration, remaining desired duration).
 ///   All arithmetic saturates, so `renew_for(.., FOREVER, ..)` is simply perpetual.
 /// - A renewal is sent when `1 / renew_divisor` of the grant is left, or earlier so that
-///   `attempts` time-outs (measured `srtt + 4 rttvar` per landlord) fit before the actual
-///   expiration; never before the middle of the grant.
+///   `attempts` tries, each waiting out a doubling time-out (from the measured
+///   `srtt + 4 rttvar` of its landlord), fit before the actual expiration; never before the
+///   middle of the grant.
 /// - Leases of one landlord due within `batch_window` share one `renew_all` request; a lone
 ///   lease goes as `renew`.
 /// - The local expiration counts from the time the request was handed out by `poll_transmit`
@@ -302,11 +319,13 @@ impl RenewalManager {
     pub fn new(config: RenewalManagerConfig) -> RenewalManager {
         let mut c = config;
         c.batch_window = c.batch_window.max(0);
+        c.batch_join_after =
+            if c.batch_join_after.is_nan() { 0.25 } else { c.batch_join_after.clamp(0.0, 1.0) };
         c.max_batch = c.max_batch.max(1);
         c.initial_rtt = c.initial_rtt.max(0);
         c.min_rto = c.min_rto.max(1);
         c.max_rto = c.max_rto.max(c.min_rto);
-        c.attempts = c.attempts.max(1);
+        c.attempts = c.attempts.clamp(1, 30);
         c.renew_divisor = c.renew_divisor.max(2);
         c.max_retry_interval = c.max_retry_interval.max(c.min_rto);
         c.max_clock_drift_ppm = c.max_clock_drift_ppm.min(999_999);
@@ -388,8 +407,10 @@ impl RenewalManager {
                 renew_duration,
                 period,
                 granted_at: now,
+                last_sent: now,
                 state: State::Idle,
                 send_at: None,
+                join_at: 0,
                 end_at: None,
                 failures: 0,
                 last_error: None,
@@ -556,6 +577,7 @@ impl RenewalManager {
             let Kind::Renew(items) = &mut rec.kind else { continue };
             let landlord = rec.landlord;
             let mut kept = Vec::with_capacity(items.len());
+            let mut first_exp = FOREVER;
             for &(cookie, _) in items.iter() {
                 let Some(e) = self.leases.get_mut(&(landlord, cookie)) else { continue };
                 if e.state != State::InFlight(id) {
@@ -569,6 +591,8 @@ impl RenewalManager {
                 }
                 let requested =
                     if e.renew_duration == ANY { ANY } else { e.renew_duration.min(remaining) };
+                e.last_sent = now;
+                first_exp = first_exp.min(e.lease.expiration());
                 kept.push((cookie, requested));
             }
             if kept.is_empty() {
@@ -582,8 +606,12 @@ impl RenewalManager {
             };
             *items = kept;
             rec.sent_at = Some(now);
+            // Wait out the (backed-off) time-out, but never beyond half of what the first lease
+            // has left, so that a lost request still leaves room for another try.
             let timeout = match self.peers.get(&landlord) {
-                Some(p) => p.rtt.request_timeout(),
+                Some(p) => {
+                    p.rtt.request_timeout().min(p.rtt.rto().max(first_exp.saturating_sub(now) / 2))
+                }
                 None => self.config.max_rto,
             };
             rec.timeout_at = now.saturating_add(timeout);
@@ -733,6 +761,7 @@ impl RenewalManager {
         let c = &self.config;
         self.peers.entry(landlord).or_insert_with(|| Peer {
             sends: BTreeSet::new(),
+            joins: BTreeSet::new(),
             rtt: RttEstimator::new(c.initial_rtt, c.min_rto, c.max_rto),
         })
     }
@@ -750,12 +779,19 @@ impl RenewalManager {
         let send = if e.state != State::Idle || exp == FOREVER || e.covers_desired() {
             None
         } else if e.failures > 0 {
-            // Indefinite failure: exponential back-off, never more than half of what is left,
-            // never less than min_rto; nothing once the actual expiration would come first.
+            // Indefinite failure: exponential back-off counted from the failed attempt's send
+            // time (after a time-out, that wait is already over), never more than half of
+            // what is left, at least min_rto after the last attempt; nothing once the actual
+            // expiration would come first.
             let shift = (e.failures - 1).min(40);
             let backoff = rto.saturating_mul(1i64 << shift).min(cfg.max_retry_interval);
             let left = exp.saturating_sub(now);
-            let at = now.saturating_add(backoff.min(left / 2).max(cfg.min_rto));
+            let at = e
+                .last_sent
+                .saturating_add(backoff)
+                .min(now.saturating_add(left / 2))
+                .max(e.last_sent.saturating_add(cfg.min_rto))
+                .max(now);
             if at < exp {
                 Some(at)
             } else {
@@ -763,12 +799,19 @@ impl RenewalManager {
             }
         } else {
             let period = e.period.max(0);
-            let margin = rto.saturating_mul(cfg.attempts as i64);
+            let margin = rto.saturating_mul((1i64 << cfg.attempts.min(30)) - 1);
             let lead = (period / cfg.renew_divisor as i64).max(margin).min(period / 2);
             Some(exp.saturating_sub(lead).max(now))
         };
+        let join = send.map(|at| {
+            if e.failures > 0 {
+                return at;
+            }
+            let used = (e.period.max(0) as f64 * cfg.batch_join_after) as i64;
+            at.saturating_sub(cfg.batch_window).max(e.granted_at.saturating_add(used)).min(at)
+        });
         self.set_end(k, if end == FOREVER { None } else { Some(end) });
-        self.set_send(k, send);
+        self.set_send(k, send.zip(join));
     }
 
     fn set_end(&mut self, k: Key, at: Option<Millis>) {
@@ -785,20 +828,25 @@ impl RenewalManager {
         e.end_at = at;
     }
 
-    fn set_send(&mut self, k: Key, at: Option<Millis>) {
+    fn set_send(&mut self, k: Key, at: Option<(Millis, Millis)>) {
         let Some(e) = self.leases.get_mut(&k) else { return };
-        if e.send_at == at {
+        let old = e.send_at.map(|t| (t, e.join_at));
+        if old == at {
             return;
         }
-        let old = e.send_at;
-        e.send_at = at;
+        e.send_at = at.map(|a| a.0);
+        if let Some((_, j)) = at {
+            e.join_at = j;
+        }
         let Some(p) = self.peers.get_mut(&k.0) else { return };
         let first_before = p.sends.first().map(|s| s.0);
-        if let Some(t) = old {
+        if let Some((t, j)) = old {
             p.sends.remove(&(t, k.1));
+            p.joins.remove(&(j, k.1));
         }
-        if let Some(t) = at {
+        if let Some((t, j)) = at {
             p.sends.insert((t, k.1));
+            p.joins.insert((j, k.1));
         }
         let first_after = p.sends.first().map(|s| s.0);
         if first_before != first_after {
@@ -817,28 +865,39 @@ impl RenewalManager {
         self.leases.remove(&k).expect("caller checked the entry exists")
     }
 
-    /// Takes the leases of `landlord` due now, and those due within the batch window that are
-    /// past the middle of their grant, into one request (up to `max_batch`).
+    /// Takes the leases of `landlord` due now, then those allowed to join early (due within
+    /// the batch window and past `batch_join_after` of their grant), into one request of at
+    /// most `max_batch` leases. No lease is looked at that does not join.
     fn make_batch(&mut self, landlord: LandlordId, now: Millis) {
         let id = self.new_id();
-        let horizon = now.saturating_add(self.config.batch_window);
         let max = self.config.max_batch;
         let Some(p) = self.peers.get_mut(&landlord) else { return };
         let first_before = p.sends.first().map(|s| s.0);
-        let mut batch = Vec::new();
-        for &(t, cookie) in p.sends.range(..=(horizon, Cookie(u128::MAX))) {
-            if batch.len() >= max {
-                break;
-            }
-            let joins =
-                t <= now || self.leases.get(&(landlord, cookie)).is_some_and(|e| e.past_half(now));
-            if joins {
-                batch.push((t, cookie));
+        let mut batch: Vec<Cookie> = Vec::new();
+        while batch.len() < max {
+            match p.sends.first() {
+                Some(&(t, c)) if t <= now => {
+                    p.sends.pop_first();
+                    let j = self.leases.get(&(landlord, c)).map_or(t, |e| e.join_at);
+                    p.joins.remove(&(j, c));
+                    batch.push(c);
+                }
+                _ => break,
             }
         }
-        for &(t, cookie) in &batch {
-            p.sends.remove(&(t, cookie));
-            if let Some(e) = self.leases.get_mut(&(landlord, cookie)) {
+        while batch.len() < max {
+            match p.joins.first() {
+                Some(&(j, c)) if j <= now => {
+                    p.joins.pop_first();
+                    let t = self.leases.get(&(landlord, c)).and_then(|e| e.send_at).unwrap_or(j);
+                    p.sends.remove(&(t, c));
+                    batch.push(c);
+                }
+                _ => break,
+            }
+        }
+        for c in &batch {
+            if let Some(e) = self.leases.get_mut(&(landlord, *c)) {
                 e.send_at = None;
                 e.state = State::InFlight(id);
             }
@@ -852,7 +911,7 @@ impl RenewalManager {
                 self.send_index.insert((t, landlord));
             }
         }
-        let items = batch.into_iter().map(|(_, c)| (c, 0)).collect();
+        let items = batch.into_iter().map(|c| (c, 0)).collect();
         self.inflight.insert(
             id,
             InFlight { landlord, kind: Kind::Renew(items), sent_at: None, timeout_at: 0 },
