@@ -28,7 +28,7 @@ use model::ManagerKnobs;
 /// point is off by more than the tolerance. Progress and speed go to stderr; everything on
 /// stdout and in the files is the same for the same seed and parameters.
 #[derive(Parser, Debug)]
-#[command(name = "sim", version, about, long_about)]
+#[command(name = "sim", version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -158,7 +158,7 @@ struct AdaptArgs {
     /// A as a fraction of D (Inverted).
     #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
     extra: f64,
-    /// Independent replications averaged per point.
+    /// Independent replications averaged per point [default: 20 for fig4, 200 for fig5].
     #[arg(long, allow_negative_numbers = true)]
     reps: Option<i64>,
     /// Width of a bin of N, in leaseholders.
