@@ -123,24 +123,26 @@ fn forever_never_overflows() {
     m.renew_for(l, FOREVER, 60_000, now).unwrap();
     assert_eq!(m.expiration(&l), Ok(FOREVER));
     let l2 = lease(L1, 2, now + 60_000);
+    // A huge finite duration saturates without wrapping (and stays finite, as in core::time).
     m.renew_for(l2, FOREVER - 1, FOREVER, now).unwrap();
-    assert_eq!(m.expiration(&l2), Ok(FOREVER));
+    assert_eq!(m.expiration(&l2), Ok(FOREVER - 1));
     let (t, sent) = next(&mut m);
     assert!(t > now && t < now + 60_000);
     let mut asked = items(&sent[0]);
     asked.sort();
-    assert_eq!(asked, vec![(Cookie(1), 60_000), (Cookie(2), FOREVER)]);
-    // Even at the end of time nothing wraps: a huge grant saturates to FOREVER.
+    assert_eq!(asked, vec![(Cookie(1), 60_000), (Cookie(2), FOREVER - 1 - t)]);
+    // Even at the end of time nothing wraps: a huge finite grant saturates, and stays finite.
     m.handle_reply(&renewed(&sent[0], FOREVER - 1), t + 1);
-    assert_eq!(m.lease(&l2).unwrap().expiration(), FOREVER);
+    assert_eq!(m.lease(&l2).unwrap().expiration(), FOREVER - 1);
     assert_eq!(m.lease(&l).unwrap().expiration(), t + 60_000, "capped to what was asked");
     let mut m = RenewalManager::new(exact());
     let far = lease(L1, 3, i64::MAX - 10);
     m.renew_for(far, FOREVER, 1_000, i64::MAX - 20).unwrap();
     let (t, sent) = next(&mut m);
     m.handle_reply(&renewed(&sent[0], 1_000), t + 1);
-    assert_eq!(m.lease(&far).unwrap().expiration(), FOREVER);
-    assert_eq!(m.poll_timeout(), None);
+    assert_eq!(m.lease(&far).unwrap().expiration(), FOREVER - 1);
+    let next = m.poll_timeout().unwrap();
+    assert!(next > t && next < FOREVER - 1, "the next renewal is still ahead: {next}");
 }
 
 #[test]

@@ -19,7 +19,8 @@ pub fn grant_request(id: u64, resource: Vec<u8>, duration: Duration) -> Request 
 }
 
 /// The holder's lease from a landlord's reply to a grant request sent at `sent_at` (holder's
-/// clock): expiration = `sent_at` + granted duration, saturating ([`FOREVER`] stays [`FOREVER`]).
+/// clock): expiration = `sent_at` + granted duration, saturating ([`FOREVER`] stays [`FOREVER`];
+/// a finite grant stays finite).
 ///
 /// An error reply gives its error; a reply of another kind or with a negative duration is a
 /// [`LeaseError::Decode`] error.
@@ -125,8 +126,9 @@ mod tests {
     fn forever_and_saturation() {
         let r = reply(ReplyBody::Granted { cookie: Cookie(5), duration: FOREVER });
         assert_eq!(lease_from_reply(&r, 1 << 40).unwrap().expiration(), FOREVER);
+        // A finite grant never turns into a perpetual lease by arithmetic.
         let r = reply(ReplyBody::Granted { cookie: Cookie(5), duration: FOREVER - 1 });
-        assert_eq!(lease_from_reply(&r, 1 << 40).unwrap().expiration(), FOREVER);
+        assert_eq!(lease_from_reply(&r, 1 << 40).unwrap().expiration(), FOREVER - 1);
         assert_eq!(local_expiration(i64::MIN, 5, 0), i64::MIN + 5);
     }
 
