@@ -16,30 +16,32 @@ bad() { failed=$((failed + 1)); echo "  FAILED: $1"; }
 
 # 1. Self-checks on a small sweep. Each run prints "sim: P passed, F failed" for its checks.
 run_checks() {
-  local name="$1"; shift
+  local label="$1" name="$2"; shift 2
   local out
-  out="$("$sim" --quiet --out "$tmp/$name" "$@" 2>"$tmp/$name.err")"
+  out="$("$sim" --quiet --out "$tmp/$label" "$@" 2>"$tmp/$label.err")"
   local rc=$?
   echo "$out" | grep -E "^(fig[345]:|  FAILED)" | grep -v "^fig[345]: [a-z]" || true
   local line p f
   line="$(echo "$out" | grep -E '^sim: [0-9]+ passed, [0-9]+ failed$' | tail -1)"
   if [ -z "$line" ]; then
-    bad "$name: no summary line (exit $rc): $(tail -3 "$tmp/$name.err")"
+    bad "$label: no summary line (exit $rc): $(tail -3 "$tmp/$label.err")"
     return
   fi
   p="$(echo "$line" | awk '{print $2}')"
   f="$(echo "$line" | awk '{print $4}')"
   passed=$((passed + p))
   failed=$((failed + f))
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then bad "$name: exit status $rc"; fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then bad "$label: exit status $rc"; fi
   for ext in csv svg; do
-    [ -s "$tmp/$name/$name.$ext" ] && ok "$name wrote $name.$ext" || bad "$name did not write $name.$ext"
+    [ -s "$tmp/$label/$name.$ext" ] && ok "$label wrote $name.$ext" || bad "$label did not write $name.$ext"
   done
 }
 echo "== self-checks against the paper's analysis (small sweep)"
-run_checks fig3 fig3 --n-from 10 --n-to 200 --n-step 95 --lease-from 15 --lease-to 120 --lease-step 105
-run_checks fig4 fig4 --reps 4
-run_checks fig5 fig5 --reps 60 --bin 25
+run_checks fig3 fig3 fig3 --n-from 10 --n-to 200 --n-step 95 --lease-from 15 --lease-to 120 --lease-step 105
+run_checks fig4 fig4 fig4 --reps 4
+run_checks fig5 fig5 fig5 --reps 60 --bin 25
+# With A = 0 the check of inverted leasing is the paper's own R = D.
+run_checks fig5-a0 fig5 fig5 --reps 60 --bin 25 --extra 0
 
 # 2. A fixed seed gives byte-identical output, whatever the number of threads.
 echo "== determinism"
@@ -65,7 +67,7 @@ expect_error() {
   local err rc
   err="$("$sim" --quiet --out "$tmp/err" "$@" 2>&1 >/dev/null)"
   rc=$?
-  if [ "$rc" -ne 0 ] && echo "$err" | grep -q -- "$want"; then
+  if [ "$rc" -ne 0 ] && grep -q -- "$want" <<<"$err"; then
     ok "sim $* -> exit $rc: $(echo "$err" | head -1)"
   else
     bad "sim $* -> exit $rc, expected an error naming '$want', got: $err"
@@ -88,7 +90,7 @@ missing=""
 for flag in seed out threads quiet tolerance latency-ms request-size grant-size poll-size response-size \
   confirm-size renew-divisor attempts min-rto-ms n-from n-to n-step lease-from lease-to lease-step \
   plot-leases b-periods mtbf-periods failures downtime g l-min l-max extra reps bin grow-time shrink-time; do
-  echo "$help" | grep -q -- "--$flag" || missing="$missing --$flag"
+  grep -q -- "--$flag" <<<"$help" || missing="$missing --$flag"
 done
 [ -z "$missing" ] && ok "--help documents every parameter" || bad "--help misses:$missing"
 
