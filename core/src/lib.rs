@@ -7,19 +7,26 @@
 //! - [`time`]: [`FOREVER`], [`ANY`], saturating time arithmetic.
 //! - [`Lease`] and its serial formats ([`serial`]), [`LeaseError`] and its codes.
 //! - [`policy`]: how long a landlord grants (fixed, bounded, capacity, resource-aware, adaptive).
+//! - [`holder`]: the holder side: [`LeaseMap`], [`RenewalManager`], grant helpers.
+//! - [`simnet`]: a virtual-time network to drive landlords and holders in tests and simulations.
 //! - [`Landlord`]: the grantor, with expiry, batching, snapshot and the [`wire`] protocol.
 #![deny(missing_docs)]
 
 pub mod codec;
 pub mod error;
+pub mod holder;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
 pub mod serial;
+pub mod simnet;
 pub mod time;
 pub mod wire;
 
 pub use error::{ErrorCode, LeaseError, LeaseFailure, Result};
+pub use holder::{
+    LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit,
+};
 pub use landlord::{Expired, Grant, Landlord, LandlordConfig};
 pub use lease::{Cookie, LandlordId, Lease, SerialFormat};
 pub use policy::{LeasePolicy, PolicyContext, PolicySpec};
