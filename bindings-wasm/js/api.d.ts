@@ -5,6 +5,10 @@ import type { Landlord, LeaseEntry } from './leasehold_wasm.js';
 export {
   Lease,
   Landlord,
+  LeaseMap,
+  RenewalManager,
+  grantRequest,
+  leaseFromReply,
   encodeRequest,
   decodeRequest,
   encodeReply,
@@ -24,6 +28,11 @@ export type {
   WireError,
   Request,
   Reply,
+  RenewalManagerOptions,
+  RttEstimate,
+  RenewalStats,
+  Transmit,
+  RenewalEvent,
 } from './leasehold_wasm.js';
 export * from './errors.js';
 
@@ -89,6 +98,43 @@ export declare class LandlordDriver implements Disposable {
   renew(cookie: string, duration: number): number;
   cancel(cookie: string): unknown;
   /** Stops the timer; no timer of the driver is left. */
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+/** A transport: sends one encoded request and resolves to the encoded reply. */
+export type Transport = (
+  body: Uint8Array | string,
+  landlord: string | undefined,
+) => Promise<Uint8Array | ArrayBuffer | string>;
+
+/** A transport over HTTP fetch (POST to `url`). */
+export declare function fetchTransport(
+  url: string | URL,
+  options?: { fetch?: typeof fetch; headers?: Record<string, string>; encoding?: import('./leasehold_wasm.js').Encoding },
+): Transport;
+
+/** Runs a RenewalManager on setTimeout with a Promise-returning transport. */
+export declare class RenewalDriver implements Disposable {
+  constructor(
+    manager: import('./leasehold_wasm.js').RenewalManager,
+    options: DriverOptions & {
+      transport: Transport;
+      encoding?: import('./leasehold_wasm.js').Encoding;
+      onEvent?: (event: import('./leasehold_wasm.js').RenewalEvent) => void;
+    },
+  );
+  readonly manager: import('./leasehold_wasm.js').RenewalManager;
+  readonly closed: boolean;
+  now(): number;
+  /** Asks a landlord for a lease through the transport; resolves to it (counted from the send time). */
+  grant(resource: Uint8Array | string, duration: number, landlord?: string): Promise<import('./leasehold_wasm.js').Lease>;
+  renewFor(lease: import('./leasehold_wasm.js').Lease, duration: number, renewDuration: number): void;
+  renewUntil(lease: import('./leasehold_wasm.js').Lease, desiredExpiration: number, renewDuration: number): void;
+  cancel(lease: import('./leasehold_wasm.js').Lease): void;
+  remove(lease: import('./leasehold_wasm.js').Lease): import('./leasehold_wasm.js').Lease;
+  /** Sends what is due, delivers events, re-arms the timer. */
+  pump(): void;
   close(): void;
   [Symbol.dispose](): void;
 }

@@ -9,6 +9,7 @@ use leasehold::policy::PolicySpec;
 use wasm_bindgen::prelude::*;
 
 pub mod convert;
+pub mod holder;
 pub mod landlord;
 pub mod lease;
 pub mod wire;
@@ -74,6 +75,27 @@ export interface Reply {
     | { op: "cancelled_all"; results: Array<{} | { error: WireError }> }
     | { op: "error"; code: number; message: string };
 }
+/** Options of `new RenewalManager(...)` (all optional; durations in ms). */
+export interface RenewalManagerOptions {
+  batchWindow?: number; maxBatch?: number; initialRtt?: number; minRto?: number; maxRto?: number;
+  attempts?: number; renewDivisor?: number; maxRetryInterval?: number; maxClockDriftPpm?: number;
+  firstRequestId?: number | bigint; reportRenewals?: boolean;
+}
+/** A landlord's round-trip estimate, ms. */
+export interface RttEstimate { srtt: number; rttvar: number; rto: number; requestTimeout: number; samples: number; }
+/** Counters of a RenewalManager. */
+export interface RenewalStats {
+  requestsSent: number; renewRequests: number; cancelRequests: number; leasesRenewed: number;
+  failures: number; desiredReached: number; indefiniteFailures: number; timeouts: number;
+  leasesCancelled: number; repliesIgnored: number;
+}
+/** A request the host must send to `landlord`. */
+export interface Transmit { landlord: string; request: Request; }
+/** What a RenewalManager reports. */
+export type RenewalEvent =
+  | { type: "renewed"; lease: Lease }
+  | { type: "desiredExpirationReached"; lease: Lease }
+  | { type: "renewalFailed"; lease: Lease; desiredExpiration: number; error?: Error & { code: number } };
 "#;
 
 /// Describes a policy the way `new Landlord({policy})` takes it.
