@@ -7,6 +7,7 @@ export {
   Landlord,
   LeaseMap,
   RenewalManager,
+  RenewalService,
   grantRequest,
   leaseFromReply,
   encodeRequest,
@@ -33,6 +34,9 @@ export type {
   RenewalStats,
   Transmit,
   RenewalEvent,
+  RenewalServiceOptions,
+  EventRegistration,
+  SetEvent,
 } from './leasehold_wasm.js';
 export * from './errors.js';
 
@@ -41,6 +45,28 @@ declare module './leasehold_wasm.js' {
     /** Every lease held, like `entries()`. */
     [Symbol.iterator](): Iterator<LeaseEntry>;
   }
+  interface RenewalService {
+    /** A handle on one set. */
+    set(id: number): RenewalSet;
+  }
+}
+
+type L = import('./leasehold_wasm.js').Lease;
+/** A handle on one set of a RenewalService (Jini LeaseRenewalSet). */
+export declare class RenewalSet {
+  constructor(service: import('./leasehold_wasm.js').RenewalService, id: number);
+  readonly id: number;
+  readonly service: import('./leasehold_wasm.js').RenewalService;
+  lease(now: number): L | undefined;
+  renewFor(lease: L, membershipDuration: number, renewDuration: number, now: number): void;
+  remove(lease: L, now: number): L | undefined;
+  leases(now: number): L[];
+  membership(lease: L, now: number): { expiration: number; renewDuration: number } | undefined;
+  setExpirationWarningListener(minWarning: number, handback: Uint8Array | string, now: number): import('./leasehold_wasm.js').EventRegistration;
+  setRenewalFailureListener(handback: Uint8Array | string, now: number): import('./leasehold_wasm.js').EventRegistration;
+  clearExpirationWarningListener(now: number): void;
+  clearRenewalFailureListener(now: number): void;
+  registrations(now: number): import('./leasehold_wasm.js').EventRegistration[];
 }
 
 /** `Lease.FOREVER`: never ends. `Infinity` in JavaScript (`i64::MAX` in the core); round-trips exactly. */
@@ -117,14 +143,14 @@ export declare function fetchTransport(
 /** Runs a RenewalManager on setTimeout with a Promise-returning transport. */
 export declare class RenewalDriver implements Disposable {
   constructor(
-    manager: import('./leasehold_wasm.js').RenewalManager,
+    manager: import('./leasehold_wasm.js').RenewalManager | import('./leasehold_wasm.js').RenewalService,
     options: DriverOptions & {
       transport: Transport;
       encoding?: import('./leasehold_wasm.js').Encoding;
-      onEvent?: (event: import('./leasehold_wasm.js').RenewalEvent) => void;
+      onEvent?: (event: import('./leasehold_wasm.js').RenewalEvent | import('./leasehold_wasm.js').SetEvent) => void;
     },
   );
-  readonly manager: import('./leasehold_wasm.js').RenewalManager;
+  readonly manager: import('./leasehold_wasm.js').RenewalManager | import('./leasehold_wasm.js').RenewalService;
   readonly closed: boolean;
   now(): number;
   /** Asks a landlord for a lease through the transport; resolves to it (counted from the send time). */

@@ -23,6 +23,7 @@ export const {
   Landlord,
   LeaseMap,
   RenewalManager,
+  RenewalService,
   grantRequest,
   leaseFromReply,
   encodeRequest,
@@ -61,6 +62,60 @@ export function __install() {
   Landlord.prototype[Symbol.iterator] = function () {
     return this.entries()[Symbol.iterator]();
   };
+  RenewalService.prototype.set = function (id) {
+    return new RenewalSet(this, id);
+  };
+}
+
+/**
+ * A handle on one set of a RenewalService (Jini `LeaseRenewalSet`): the same calls with the set
+ * filled in. Get one with `service.set(id)`.
+ */
+export class RenewalSet {
+  #service;
+  #id;
+  constructor(service, id) {
+    if (!(service instanceof RenewalService)) throw new TypeError('RenewalSet needs a RenewalService');
+    this.#service = service;
+    this.#id = id;
+  }
+  get id() {
+    return this.#id;
+  }
+  get service() {
+    return this.#service;
+  }
+  /** The set's own lease at `now`, or undefined once the set is gone. */
+  lease(now) {
+    return this.#service.setLease(this.#id, now);
+  }
+  renewFor(lease, membershipDuration, renewDuration, now) {
+    return this.#service.add(this.#id, lease, membershipDuration, renewDuration, now);
+  }
+  remove(lease, now) {
+    return this.#service.remove(this.#id, lease, now);
+  }
+  leases(now) {
+    return this.#service.leases(this.#id, now);
+  }
+  membership(lease, now) {
+    return this.#service.membership(this.#id, lease, now);
+  }
+  setExpirationWarningListener(minWarning, handback, now) {
+    return this.#service.setExpirationWarningListener(this.#id, minWarning, handback, now);
+  }
+  setRenewalFailureListener(handback, now) {
+    return this.#service.setRenewalFailureListener(this.#id, handback, now);
+  }
+  clearExpirationWarningListener(now) {
+    return this.#service.clearExpirationWarningListener(this.#id, now);
+  }
+  clearRenewalFailureListener(now) {
+    return this.#service.clearRenewalFailureListener(this.#id, now);
+  }
+  registrations(now) {
+    return this.#service.registrations(this.#id, now);
+  }
 }
 
 function defaultNow() {
@@ -190,7 +245,7 @@ export function fetchTransport(url, { fetch: f = globalThis.fetch, headers = {},
 }
 
 /**
- * Runs a RenewalManager on setTimeout with a Promise-returning transport
+ * Runs a RenewalManager (or a RenewalService, which has the same loop) on setTimeout with a Promise-returning transport
  * `(body: Uint8Array | string, landlord: string) => Promise<Uint8Array | ArrayBuffer | string>`
  * (fetch, WebSocket, postMessage, ...). Sends what the manager hands out when it asks, feeds
  * replies and failures back, and delivers events to `onEvent`. `close()` (or `using`) stops it;
@@ -207,7 +262,9 @@ export class RenewalDriver {
   #grantId = 2 ** 52; // grant requests get ids of their own, far above the manager's
 
   constructor(manager, { transport, encoding = 'binary', now = defaultNow, onEvent, onError, keepAlive = false } = {}) {
-    if (!(manager instanceof RenewalManager)) throw new TypeError('RenewalDriver needs a RenewalManager');
+    if (!(manager instanceof RenewalManager || manager instanceof RenewalService)) {
+      throw new TypeError('RenewalDriver needs a RenewalManager or a RenewalService');
+    }
     if (typeof transport !== 'function') throw new TypeError('RenewalDriver needs a transport function returning a Promise');
     if (encoding !== 'binary' && encoding !== 'json') throw new RangeError('encoding must be "binary" or "json"');
     this.#manager = manager;
@@ -243,7 +300,7 @@ export class RenewalDriver {
     const request = grantRequest(id, resource, duration);
     const sentAt = this.#now();
     const reply = decodeReply(asBytes(await this.#transport(encodeRequest(request, this.#encoding), landlord)), this.#encoding);
-    return leaseFromReply(reply, sentAt, this.#manager.config.maxClockDriftPpm);
+    return leaseFromReply(reply, sentAt, this.#manager.config?.maxClockDriftPpm ?? 0);
   }
 
   /** Renews `lease` until `duration` ms from now, asking for `renewDuration` each time. */

@@ -176,7 +176,7 @@ pub fn lease_from_reply(
     Ok(Lease::wrap(js(holder::lease_from_reply_with_drift(&reply, sent, ppm))?))
 }
 
-fn config_in(v: &JsValue) -> Result<RenewalManagerConfig, JsValue> {
+pub(crate) fn config_in(v: &JsValue) -> Result<RenewalManagerConfig, JsValue> {
     let mut c = RenewalManagerConfig::default();
     if v.is_undefined() || v.is_null() {
         return Ok(c);

@@ -1,6 +1,7 @@
 //! `Landlord`: the grantor, with every built-in policy, expiry and the wire protocol.
 
 use js_sys::{Array, Uint8Array};
+use leasehold::landlord::{LandlordSnapshot, SnapshotLease};
 use leasehold::policy::{AdaptiveConfig, PolicySpec};
 use leasehold::{Expired, Landlord as CoreLandlord, LandlordConfig, Limits};
 use wasm_bindgen::prelude::*;
@@ -10,6 +11,7 @@ use crate::lease::Lease;
 use crate::wire::{reply_out, request_in};
 
 /// What a lease is for: any JavaScript value, or the bytes of a grant that came over the wire.
+#[derive(Clone)]
 pub enum Resource {
     /// Given by JavaScript.
     Js(JsValue),
@@ -163,7 +165,7 @@ pub fn limits_out(l: &Limits) -> JsValue {
     o.into()
 }
 
-fn random_seed() -> Result<[u8; 32], JsValue> {
+pub(crate) fn random_seed() -> Result<[u8; 32], JsValue> {
     let crypto = js_sys::Reflect::get(&js_sys::global(), &"crypto".into())?;
     if crypto.is_undefined() {
         return Err(type_error("no globalThis.crypto: pass options.seed (32 random bytes)"));
@@ -321,7 +323,10 @@ impl Landlord {
     #[wasm_bindgen(js_name = renewAll, unchecked_return_type = "Outcome<number>[]")]
     pub fn renew_all(
         &mut self,
-        #[wasm_bindgen(unchecked_param_type = "Array<[string, number] | {cookie: string, duration: number}>")] items: JsValue,
+        #[wasm_bindgen(
+            unchecked_param_type = "Array<[string, number] | {cookie: string, duration: number}>"
+        )]
+        items: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Array, JsValue> {
         let arr = array_in(&items, "renewAll items")?;
@@ -465,5 +470,83 @@ impl Landlord {
         let b = text_or_bytes_in(&bytes, "request")?;
         let now = now_in(&now)?;
         Ok(self.inner.handle_bytes(&b, enc, now))
+    }
+
+    /// Everything this landlord holds at `now`, to restart it without losing a lease:
+    /// `{state, resources}` where `state` is JSON text (it contains the cookie secret: store it
+    /// like a key) and `resources[i]` is the resource of the lease whose `resource` is `i`.
+    #[wasm_bindgen(unchecked_return_type = "{state: string, resources: unknown[]}")]
+    pub fn snapshot(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let snap = self.inner.snapshot(now_in(&now)?);
+        let resources = Array::new();
+        let mut index = |l: SnapshotLease<Resource>| {
+            let i = resources.length();
+            resources.push(&l.resource.into_js());
+            SnapshotLease { cookie: l.cookie, remaining: l.remaining, resource: i }
+        };
+        let indexed = LandlordSnapshot {
+            version: snap.version,
+            config: snap.config,
+            taken_at: snap.taken_at,
+            rng: snap.rng,
+            slots: snap.slots,
+            free: snap.free,
+            leases: snap.leases.into_iter().map(&mut index).collect(),
+            expired: snap.expired.into_iter().map(&mut index).collect(),
+        };
+        let state = serde_json::to_string(&indexed)
+            .map_err(|e| range_error(format!("snapshot does not serialize: {e}")))?;
+        let o = obj();
+        set(&o, &"state".into(), &state.into());
+        set(&o, &"resources".into(), &resources);
+        Ok(o.into())
+    }
+
+    /// Rebuilds a landlord from `snapshot()` at `now`, with `policy` (a policy description):
+    /// every lease keeps its cookie and the time it had left.
+    pub fn restore(
+        #[wasm_bindgen(unchecked_param_type = "{state: string, resources: unknown[]}")]
+        snapshot: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "PolicyDescription")] policy: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<Landlord, JsValue> {
+        let state = get(&snapshot, "state")?
+            .as_string()
+            .ok_or_else(|| type_error("snapshot.state must be the JSON text from snapshot()"))?;
+        let resources = array_in(&get(&snapshot, "resources")?, "snapshot.resources")?;
+        let spec = policy_in(&policy)?;
+        let now = now_in(&now)?;
+        let indexed: LandlordSnapshot<u32> = serde_json::from_str(&state).map_err(|e| {
+            lease_error(&leasehold::LeaseError::Decode(format!("bad landlord snapshot: {e}")))
+        })?;
+        let n = resources.length();
+        let mut resolve = |l: SnapshotLease<u32>| -> Result<SnapshotLease<Resource>, JsValue> {
+            if l.resource >= n {
+                return Err(lease_error(&leasehold::LeaseError::Decode(format!(
+                    "bad landlord snapshot: resource {} of {n}",
+                    l.resource
+                ))));
+            }
+            Ok(SnapshotLease {
+                cookie: l.cookie,
+                remaining: l.remaining,
+                resource: Resource::Js(resources.get(l.resource)),
+            })
+        };
+        let snap = LandlordSnapshot {
+            version: indexed.version,
+            config: indexed.config,
+            taken_at: indexed.taken_at,
+            rng: indexed.rng,
+            slots: indexed.slots,
+            free: indexed.free,
+            leases: indexed.leases.into_iter().map(&mut resolve).collect::<Result<_, _>>()?,
+            expired: indexed.expired.into_iter().map(&mut resolve).collect::<Result<_, _>>()?,
+        };
+        let inner = js(CoreLandlord::restore(snap, js(spec.build())?, now))?;
+        Ok(Landlord { inner, policy: spec })
     }
 }

@@ -12,6 +12,7 @@ pub mod convert;
 pub mod holder;
 pub mod landlord;
 pub mod lease;
+pub mod service;
 pub mod wire;
 
 pub use leasehold::{ANY, FOREVER};
@@ -96,6 +97,27 @@ export type RenewalEvent =
   | { type: "renewed"; lease: Lease }
   | { type: "desiredExpirationReached"; lease: Lease }
   | { type: "renewalFailed"; lease: Lease; desiredExpiration: number; error?: Error & { code: number } };
+/** Options of `new RenewalService(...)`. */
+export interface RenewalServiceOptions {
+  /** Landlord id of the set leases (16 hex digits or an integer). */
+  id: string | number | bigint;
+  seed?: Uint8Array; grace?: number; limits?: Partial<Limits>;
+  /** How long sets are leased (default bounded: at most 2 h, 1 h for ANY). */
+  setPolicy?: PolicyDescription;
+  manager?: RenewalManagerOptions;
+  restoreJump?: number;
+}
+/** What registering for events returns (Jini EventRegistration). */
+export interface EventRegistration {
+  eventId: number; source: { service: string; object: number }; lease: Lease; sequence: number;
+}
+/** An event of a renewal set, for its registered listener. */
+export interface SetEvent {
+  eventId: number; source: { service: string; object: number }; sequence: number; handback: Uint8Array;
+  kind:
+    | { type: "expirationWarning"; set: number; expiration: number }
+    | { type: "renewalFailure"; set: number; lease: Lease; error?: Error & { code: number } };
+}
 "#;
 
 /// Describes a policy the way `new Landlord({policy})` takes it.

@@ -5,7 +5,7 @@ import { RenewalManager, RenewalDriver, fetchTransport, FOREVER } from '/pkg/bro
 const rows = new Map(); // cookie -> {tr, events}
 const tbody = document.getElementById('leases');
 const log = document.getElementById('log');
-const SPAN = 6000; // ms shown by the timeline bar
+const SPAN = 7000; // ms shown by the timeline bar
 const counts = { granted: 0, renewed: 0, expired: 0, cancelled: 0 };
 
 function row(cookie, holder) {

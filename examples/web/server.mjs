@@ -31,8 +31,9 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
   const lh = await import(pathToFileURL(join(pkgDir, 'node.js')).href);
   const clients = new Set();
   const history = [];
-  const start = Date.now();
+  let start; // times are shown from the first event
   const emit = (type, cookie, extra = {}) => {
+    start ??= Date.now();
     const ev = { type, cookie, t: Date.now() - start, ...extra };
     history.push(ev);
     const line = `data: ${JSON.stringify(ev)}\n\n`;
