@@ -337,7 +337,7 @@ impl Landlord {
         let now = now_in(&now)?;
         let out = Array::new();
         for r in self.inner.renew_all(&list, now) {
-            out.push(&outcome(r, |d| ms_out(d)));
+            out.push(&outcome(r, ms_out));
         }
         Ok(out)
     }
