@@ -62,6 +62,31 @@ export function __install() {
   Landlord.prototype[Symbol.iterator] = function () {
     return this.entries()[Symbol.iterator]();
   };
+  // Fast paths: arguments of the right JavaScript types go to methods taking plain numbers and
+  // strings; anything else goes to the checked methods, which convert or explain the error.
+  const L = Landlord.prototype;
+  const checkedGrant = L.grant;
+  const checkedRenew = L.renew;
+  const checkedCancel = L.cancel;
+  L.grant = function grant(resource, duration, now) {
+    if (typeof duration !== 'number' || typeof now !== 'number') return checkedGrant.call(this, resource, duration, now);
+    const cookie = this.__grantFast(resource, duration, now);
+    let d = this.__lastGrantDuration();
+    let e = this.__lastGrantExpiration();
+    if (d !== d || e !== e) [d, e] = this.__lastGrantExact();
+    return { cookie, duration: d, expiration: e };
+  };
+  L.renew = function renew(cookie, duration, now) {
+    if (typeof cookie !== 'string' || typeof duration !== 'number' || typeof now !== 'number') {
+      return checkedRenew.call(this, cookie, duration, now);
+    }
+    const d = this.__renewFast(cookie, duration, now);
+    return d === d ? d : this.__lastRenewExact();
+  };
+  L.cancel = function cancel(cookie, now) {
+    if (typeof cookie !== 'string' || typeof now !== 'number') return checkedCancel.call(this, cookie, now);
+    return this.__cancelFast(cookie, now);
+  };
   RenewalService.prototype.set = function (id) {
     return new RenewalSet(this, id);
   };
@@ -162,7 +187,9 @@ export class LandlordDriver {
 
   /** Re-arms the timer after the landlord was changed directly. */
   update() {
-    if (!this.#timer.closed) this.#timer.arm(this.#landlord.pollTimeout());
+    if (this.#timer.closed) return;
+    const t = this.#landlord.__pollTimeoutMs();
+    this.#timer.arm(t === t ? t : undefined);
   }
 
   /** Answers one encoded request (what a transport received) and returns the encoded reply. */
@@ -186,11 +213,10 @@ export class LandlordDriver {
     return d;
   }
 
-  /** Cancels a lease at the driver's clock; see `Landlord.cancel`. */
+  /** Cancels a lease at the driver's clock; see `Landlord.cancel`. (A cancel never makes a
+   * deadline earlier, so the timer needs no re-arming: at worst it wakes once for nothing.) */
   cancel(cookie) {
-    const r = this.#landlord.cancel(cookie, this.#now());
-    this.update();
-    return r;
+    return this.#landlord.cancel(cookie, this.#now());
   }
 
   #tick() {

@@ -180,6 +180,18 @@ pub(crate) fn random_seed() -> Result<[u8; 32], JsValue> {
     Ok(seed)
 }
 
+/// A time for the fast paths: FOREVER is Infinity, NaN marks a value past the safe range (the
+/// wrapper then asks the checked method, which gives an exact bigint).
+fn fast_out(x: i64) -> f64 {
+    if x == leasehold::FOREVER {
+        f64::INFINITY
+    } else if (x as f64).abs() <= MAX_SAFE {
+        x as f64
+    } else {
+        f64::NAN
+    }
+}
+
 fn expired_out(e: Expired<Resource>) -> JsValue {
     let o = obj();
     KEYS.with(|k| {
@@ -198,6 +210,10 @@ fn expired_out(e: Expired<Resource>) -> JsValue {
 pub struct Landlord {
     inner: CoreLandlord<Resource>,
     policy: PolicySpec,
+    /// Duration and expiration of the last `__grantFast`, read by the JavaScript wrapper.
+    last_grant: (i64, i64),
+    /// Result of the last `__renewFast`.
+    last_renew: i64,
 }
 
 #[wasm_bindgen]
@@ -238,7 +254,7 @@ impl Landlord {
         }
         config.limits = limits_in(&get(&options, "limits")?)?;
         let policy = js(spec.build())?;
-        Ok(Landlord { inner: CoreLandlord::new(config, policy), policy: spec })
+        Ok(Landlord { inner: CoreLandlord::new(config, policy), policy: spec, last_grant: (0, 0), last_renew: 0 })
     }
 
     /// This landlord's id, 16 hex digits.
@@ -273,8 +289,8 @@ impl Landlord {
 
     /// Grants a lease on `resource` for at most `duration` ms (`ANY` = -1 lets the policy
     /// choose, `FOREVER` = Infinity). Returns `{cookie, duration, expiration}`.
-    #[wasm_bindgen(unchecked_return_type = "Grant")]
-    pub fn grant(
+    #[wasm_bindgen(js_name = grant, unchecked_return_type = "Grant")]
+    pub fn grant_checked(
         &mut self,
         resource: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
@@ -294,8 +310,8 @@ impl Landlord {
 
     /// Renews a lease for at most `duration` ms from `now`; returns the granted duration.
     /// A denied renewal leaves the lease as it was.
-    #[wasm_bindgen(unchecked_return_type = "number")]
-    pub fn renew(
+    #[wasm_bindgen(js_name = renew, unchecked_return_type = "number")]
+    pub fn renew_checked(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "string")] cookie: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
@@ -308,7 +324,8 @@ impl Landlord {
     }
 
     /// Cancels a lease and returns its resource.
-    pub fn cancel(
+    #[wasm_bindgen(js_name = cancel)]
+    pub fn cancel_checked(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "string")] cookie: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
@@ -415,6 +432,71 @@ impl Landlord {
             }
         });
         out
+    }
+
+    // Fast paths for the package's JavaScript wrapper (api.js), which calls them when the
+    // arguments already have the right JavaScript types and falls back to the checked methods
+    // above otherwise (so every error message stays the same). Numbers arrive as f64 without a
+    // round trip through the JS heap; the checks on their values are the same.
+
+    /// Grant with numeric arguments; returns the cookie, leaves duration and expiration for
+    /// `__lastGrantDuration`/`__lastGrantExpiration`.
+    #[wasm_bindgen(js_name = __grantFast, skip_typescript)]
+    pub fn grant_fast(&mut self, resource: JsValue, duration: f64, now: f64) -> Result<String, JsValue> {
+        let d = ms_from_f64(duration, "duration")?;
+        let now = ms_from_f64(now, "now")?;
+        let g = js(self.inner.grant(Resource::Js(resource), d, now))?;
+        self.last_grant = (g.duration, g.expiration);
+        Ok(g.cookie.to_string())
+    }
+
+    /// Granted duration of the last `__grantFast` (NaN if past the safe range).
+    #[wasm_bindgen(js_name = __lastGrantDuration, skip_typescript)]
+    pub fn last_grant_duration(&self) -> f64 {
+        fast_out(self.last_grant.0)
+    }
+
+    /// Expiration of the last `__grantFast` (NaN if past the safe range).
+    #[wasm_bindgen(js_name = __lastGrantExpiration, skip_typescript)]
+    pub fn last_grant_expiration(&self) -> f64 {
+        fast_out(self.last_grant.1)
+    }
+
+    /// `[duration, expiration]` of the last `__grantFast`, exact (bigints past the safe range).
+    #[wasm_bindgen(js_name = __lastGrantExact, skip_typescript)]
+    pub fn last_grant_exact(&self) -> Array {
+        Array::of2(&ms_out(self.last_grant.0), &ms_out(self.last_grant.1))
+    }
+
+    /// The result of the last `__renewFast`, exact.
+    #[wasm_bindgen(js_name = __lastRenewExact, skip_typescript)]
+    pub fn last_renew_exact(&self) -> JsValue {
+        ms_out(self.last_renew)
+    }
+
+    /// Renew with a string cookie and numeric arguments (NaN if the result is past the safe range).
+    #[wasm_bindgen(js_name = __renewFast, skip_typescript)]
+    pub fn renew_fast(&mut self, cookie: &str, duration: f64, now: f64) -> Result<f64, JsValue> {
+        let c = cookie.parse().map_err(|e: leasehold::LeaseError| range_error(e.detail()))?;
+        let d = ms_from_f64(duration, "duration")?;
+        let now = ms_from_f64(now, "now")?;
+        self.last_renew = js(self.inner.renew(c, d, now))?;
+        Ok(fast_out(self.last_renew))
+    }
+
+    /// Cancel with a string cookie and a numeric `now`.
+    #[wasm_bindgen(js_name = __cancelFast, skip_typescript)]
+    pub fn cancel_fast(&mut self, cookie: &str, now: f64) -> Result<JsValue, JsValue> {
+        let c = cookie.parse().map_err(|e: leasehold::LeaseError| range_error(e.detail()))?;
+        let now = ms_from_f64(now, "now")?;
+        Ok(js(self.inner.cancel(c, now))?.into_js())
+    }
+
+    /// `pollTimeout` as a plain number for the drivers: NaN when nothing is due (a far deadline
+    /// is rounded, which is harmless for a timer).
+    #[wasm_bindgen(js_name = __pollTimeoutMs, skip_typescript)]
+    pub fn poll_timeout_ms(&self) -> f64 {
+        self.inner.poll_timeout().map(|t| t as f64).unwrap_or(f64::NAN)
     }
 
     /// When the host should next call `handleTimeout` (ms), or undefined if nothing will expire.
@@ -547,6 +629,6 @@ impl Landlord {
             expired: indexed.expired.into_iter().map(&mut resolve).collect::<Result<_, _>>()?,
         };
         let inner = js(CoreLandlord::restore(snap, js(spec.build())?, now))?;
-        Ok(Landlord { inner, policy: spec })
+        Ok(Landlord { inner, policy: spec, last_grant: (0, 0), last_renew: 0 })
     }
 }
