@@ -1,0 +1,63 @@
+// The package's TypeScript types compile (strict) for a program using the whole API.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+
+const program = `
+import {
+  Landlord, Lease, LeaseMap, RenewalManager, RenewalService, RenewalSet, LandlordDriver, RenewalDriver,
+  fetchTransport, Policy, FOREVER, ANY, DURATION, ErrorCode, LeaseError, LeaseMapError, UnknownLeaseError,
+  encodeRequest, decodeReply, grantRequest, leaseFromReply, type Grant, type Reply, type SetEvent,
+} from 'leasehold';
+
+const ll = new Landlord({ id: 1, policy: Policy.capacity(10, Policy.bounded(60_000, 30_000)) });
+const g: Grant = ll.grant('r', ANY, 0);
+const d: number = ll.renew(g.cookie, FOREVER, 1);
+for (const e of ll) { const c: string = e.cookie; void c; }
+const lease: Lease = ll.lease(g.cookie, 1)!;
+const s: string = lease.toJson(2);
+lease.serialFormat = DURATION;
+const map = new LeaseMap();
+map.set(lease, 1000);
+const reply: Reply = ll.handleRequest(map.renewAllRequest(1), 3);
+try { map.applyRenewAll(reply, 3); } catch (e) { if (e instanceof LeaseMapError) { const f: LeaseError = e.failures[0].error; void f; } }
+const m = new RenewalManager({ initialRtt: 10 });
+m.renewFor(lease, 10_000, 1000, 3);
+const t = m.pollTransmit(3);
+if (t) { const bytes = encodeRequest(t.request); void bytes; }
+const lr: Lease = leaseFromReply(decodeReply(ll.handleBytes(encodeRequest(grantRequest(9, 'x', 5)) as Uint8Array, 4)), 4);
+const svc = new RenewalService({ id: 2 });
+const { set } = svc.createSet(ANY, 0);
+const rs: RenewalSet = svc.set(set);
+rs.renewFor(lr, FOREVER, 1000, 0);
+const ev: SetEvent | undefined = svc.pollEvent();
+using driver = new LandlordDriver(ll, { onExpired: (e) => console.log(e.cookie) });
+const rd = new RenewalDriver(m, { transport: fetchTransport('http://127.0.0.1:1/'), onEvent: (e) => console.log(e) });
+rd.close();
+const code: number = ErrorCode.UNKNOWN_LEASE;
+const u = new UnknownLeaseError();
+void [d, s, ev, driver, code, u];
+`;
+
+test('the .d.ts files type-check a program using the API (tsc --strict)', () => {
+  const require = createRequire(join(process.cwd(), 'package.json'));
+  let tsc;
+  try {
+    tsc = require.resolve('typescript/bin/tsc');
+  } catch {
+    assert.fail('typescript is not installed next to the tests');
+  }
+  const dir = mkdtempSync(join(process.cwd(), 'ts-'));
+  writeFileSync(join(dir, 'use.ts'), program);
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: {
+      strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext',
+      lib: ['es2022', 'esnext.disposable', 'dom'], skipLibCheck: false, types: [],
+    },
+    files: ['use.ts'],
+  }));
+  execFileSync(process.execPath, [tsc, '-p', dir], { stdio: 'inherit' });
+});
