@@ -34,6 +34,8 @@ pkg=$here/pkg
 rm -rf "$pkg"
 "$wb" --target web --out-dir "$pkg" --out-name leasehold_wasm \
   "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/leasehold_wasm.wasm"
+# Trailing parameters typed "X | undefined" are optional in TypeScript.
+sed -i 's/\([A-Za-z_][A-Za-z0-9_]*\): \([^:,()]*\) | undefined\([,)]\)/\1?: \2\3/g' "$pkg/leasehold_wasm.d.ts"
 cp "$here"/js/*.js "$here"/js/*.d.ts "$pkg"/
 cp "$here/README.md" "$pkg/README.md"
 version=$(awk -F'"' '/^version = / { print $2; exit }' "$root/Cargo.toml")
