@@ -254,7 +254,12 @@ impl Landlord {
         }
         config.limits = limits_in(&get(&options, "limits")?)?;
         let policy = js(spec.build())?;
-        Ok(Landlord { inner: CoreLandlord::new(config, policy), policy: spec, last_grant: (0, 0), last_renew: 0 })
+        Ok(Landlord {
+            inner: CoreLandlord::new(config, policy),
+            policy: spec,
+            last_grant: (0, 0),
+            last_renew: 0,
+        })
     }
 
     /// This landlord's id, 16 hex digits.
@@ -442,7 +447,12 @@ impl Landlord {
     /// Grant with numeric arguments; returns the cookie, leaves duration and expiration for
     /// `__lastGrantDuration`/`__lastGrantExpiration`.
     #[wasm_bindgen(js_name = __grantFast, skip_typescript)]
-    pub fn grant_fast(&mut self, resource: JsValue, duration: f64, now: f64) -> Result<String, JsValue> {
+    pub fn grant_fast(
+        &mut self,
+        resource: JsValue,
+        duration: f64,
+        now: f64,
+    ) -> Result<String, JsValue> {
         let d = ms_from_f64(duration, "duration")?;
         let now = ms_from_f64(now, "now")?;
         let g = js(self.inner.grant(Resource::Js(resource), d, now))?;
