@@ -8,6 +8,7 @@ export {
   LeaseMap,
   RenewalManager,
   RenewalService,
+  GapTracker,
   grantRequest,
   leaseFromReply,
   encodeRequest,

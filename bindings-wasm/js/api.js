@@ -24,6 +24,7 @@ export const {
   LeaseMap,
   RenewalManager,
   RenewalService,
+  GapTracker,
   grantRequest,
   leaseFromReply,
   encodeRequest,

@@ -431,3 +431,73 @@ impl RenewalService {
         crate::policy_out(&self.config.set_policy)
     }
 }
+
+/// The receiving side of events: the last sequence number seen per event id, and gap detection.
+/// `observe` answers `{kind: "first" | "inOrder" | "stale"}` or `{kind: "gap", missed}` (up to
+/// `missed` events may have been lost: resynchronise with the sender).
+#[wasm_bindgen]
+pub struct GapTracker {
+    inner: leasehold::GapTracker,
+}
+
+#[wasm_bindgen]
+impl GapTracker {
+    /// An empty tracker.
+    #[wasm_bindgen(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> GapTracker {
+        GapTracker { inner: leasehold::GapTracker::new() }
+    }
+
+    /// Expects the events of `eventId` after `sequence` (from its EventRegistration).
+    pub fn expect(
+        &mut self,
+        #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] sequence: JsValue,
+    ) -> Result<(), JsValue> {
+        self.inner.expect(id_in(&event_id)?, id_in(&sequence)?);
+        Ok(())
+    }
+
+    /// Classifies an event of `eventId` with `sequence` (and remembers it unless stale).
+    #[wasm_bindgen(
+        unchecked_return_type = "{kind: \"first\" | \"inOrder\" | \"stale\"} | {kind: \"gap\", missed: number}"
+    )]
+    pub fn observe(
+        &mut self,
+        #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] sequence: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let d = self.inner.observe(id_in(&event_id)?, id_in(&sequence)?);
+        let o = obj();
+        let kind = match d {
+            leasehold::Delivery::First => "first",
+            leasehold::Delivery::InOrder => "inOrder",
+            leasehold::Delivery::Stale => "stale",
+            leasehold::Delivery::Gap { missed } => {
+                set(&o, &"missed".into(), &id_out(missed));
+                "gap"
+            }
+        };
+        set(&o, &"kind".into(), &kind.into());
+        Ok(o.into())
+    }
+
+    /// The last sequence number seen for `eventId`, or undefined.
+    #[wasm_bindgen(unchecked_return_type = "number | undefined")]
+    pub fn last(
+        &self,
+        #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        Ok(self.inner.last(id_in(&event_id)?).map(id_out).unwrap_or(JsValue::UNDEFINED))
+    }
+
+    /// Forgets `eventId`.
+    pub fn forget(
+        &mut self,
+        #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
+    ) -> Result<(), JsValue> {
+        self.inner.forget(id_in(&event_id)?);
+        Ok(())
+    }
+}

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Landlord, Lease, LeaseMap, RenewalManager, RenewalService, RenewalSet, Policy, FOREVER, ANY,
+  Landlord, Lease, LeaseMap, RenewalManager, RenewalService, RenewalSet, GapTracker, Policy, FOREVER, ANY,
   LeaseMapError, UnknownLeaseError, InvalidArgumentError, DecodeError, grantRequest, leaseFromReply,
   encodeRequest, decodeReply,
 } from 'leasehold';
@@ -145,6 +145,12 @@ test('RenewalService: leased sets, renewals, expiration-warning and renewal-fail
   assert.equal(new TextDecoder().decode(warn.handback), 'warn-me');
   assert.equal(warn.kind.expiration, 30_000);
   assert.ok(warn.sequence > warnReg.sequence);
+  const tracker = new GapTracker();
+  tracker.expect(warnReg.eventId, warnReg.sequence);
+  assert.deepEqual(tracker.observe(warn.eventId, warn.sequence), { kind: 'inOrder' });
+  assert.deepEqual(tracker.observe(warn.eventId, warn.sequence), { kind: 'stale' });
+  assert.deepEqual(tracker.observe(warn.eventId, warn.sequence + 3), { kind: 'gap', missed: 2 });
+  assert.equal(tracker.last(warn.eventId), warn.sequence + 3);
   const fail = events.find((e) => e.kind.type === 'renewalFailure');
   assert.ok(fail, 'renewal failure sent');
   assert.equal(fail.kind.lease.cookie, doomed.cookie);
