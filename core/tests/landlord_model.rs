@@ -297,7 +297,7 @@ fn run(spec: PolicySpec, grace: Duration, budget: usize, mut now: Millis, ops: V
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn wheel_landlord_matches_the_naive_model(
