@@ -67,6 +67,7 @@ pub struct LandlordConfig {
     /// Secret seed for cookies; supply real entropy (the core has none of its own).
     pub seed: [u8; 32],
     /// Slack after expiry during which a lease is still honoured (clock skew, seed 001).
+    /// A negative value counts as zero.
     pub grace: Duration,
     /// Most units of expiry work per [`Landlord::handle_timeout`] call: each lease expired, or
     /// moved from one timing-wheel level to a lower one, counts one. So it also bounds the
@@ -310,7 +311,7 @@ impl<R> Landlord<R> {
 
     #[inline]
     fn deadline(&self, expiration: Millis) -> Millis {
-        time::expiration_after(expiration, self.config.grace)
+        time::expiration_after(expiration, self.config.grace.max(0))
     }
 
     #[inline]
