@@ -23,7 +23,7 @@ thread_local! {
 ///
 /// Called once by the package's JavaScript entry; without it errors are plain `Error`s with a
 /// `code` property.
-#[wasm_bindgen(js_name = "__setErrorFactory")]
+#[wasm_bindgen(js_name = "__setErrorFactory", skip_typescript)]
 pub fn set_error_factory(factory: Function) {
     ERROR_FACTORY.with(|f| *f.borrow_mut() = Some(factory));
 }
