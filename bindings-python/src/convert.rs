@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use leasehold::{Cookie, Encoding, LandlordId, SerialFormat};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyString, PyType};
@@ -83,7 +84,11 @@ pub fn duration_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     )))
 }
 
-/// A cookie: 32 hex digits.
+/// A cookie: 32 hex digits (either case).
+///
+/// The common case reads the 32 characters straight out of the `str` (no UTF-8 copy, which the
+/// limited API of Python 3.9 would otherwise need); anything else goes through the core's parser
+/// for its error message.
 pub fn cookie_arg(obj: &Bound<'_, PyAny>) -> PyResult<Cookie> {
     let s = obj.cast::<PyString>().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -91,13 +96,51 @@ pub fn cookie_arg(obj: &Bound<'_, PyAny>) -> PyResult<Cookie> {
             type_name(obj)
         ))
     })?;
+    // SAFETY: `s` is a live str; the buffer holds exactly the 32 characters asked for and
+    // PyUnicode_AsUCS4 writes at most `buflen` of them.
+    unsafe {
+        if ffi::PyUnicode_GetLength(s.as_ptr()) == 32 {
+            let mut buf = [0 as ffi::Py_UCS4; 32];
+            if ffi::PyUnicode_AsUCS4(s.as_ptr(), buf.as_mut_ptr(), 32, 0).is_null() {
+                let _ = PyErr::take(obj.py());
+            } else if let Some(v) = hex32(&buf) {
+                return Ok(Cookie(v));
+            }
+        }
+    }
     let text = s.to_cow()?;
     text.parse::<Cookie>().map_err(|e| to_py(obj.py(), &e))
 }
 
-/// The text form of a cookie.
+fn hex32(chars: &[ffi::Py_UCS4; 32]) -> Option<u128> {
+    let mut v: u128 = 0;
+    for &ch in chars {
+        let d = match ch {
+            0x30..=0x39 => ch - 0x30,
+            0x61..=0x66 => ch - 0x61 + 10,
+            0x41..=0x46 => ch - 0x41 + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u128::from(d);
+    }
+    Some(v)
+}
+
+/// The text form of a cookie (32 lower-case hex digits), as the core writes it.
 pub fn cookie_str(cookie: Cookie) -> String {
     cookie.to_string()
+}
+
+/// The text form of a cookie as a Python `str`, without going through the formatter.
+pub fn cookie_py(py: Python<'_>, cookie: Cookie) -> Bound<'_, PyString> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 32];
+    let v = cookie.0;
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = HEX[((v >> (124 - 4 * i)) & 0xf) as usize];
+    }
+    // ASCII hex digits are valid UTF-8.
+    PyString::new(py, std::str::from_utf8(&buf).unwrap_or_default())
 }
 
 /// A landlord id: an int between 0 and 2**64 - 1.

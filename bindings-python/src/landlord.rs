@@ -9,7 +9,8 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::convert::{
-    bytes_arg, cookie_arg, cookie_str, duration_arg, encoding_arg, i64_arg, landlord_arg, usize_arg,
+    bytes_arg, cookie_arg, cookie_py, cookie_str, duration_arg, encoding_arg, i64_arg,
+    landlord_arg, usize_arg,
 };
 use crate::errors::{to_instance, IntoPyResult};
 use crate::lease::PyLease;
@@ -48,8 +49,7 @@ impl Res {
 /// A granted lease, as the landlord answers a grant.
 #[pyclass(frozen, module = "leasehold._native", name = "Grant")]
 pub struct PyGrant {
-    #[pyo3(get)]
-    cookie: String,
+    cookie: leasehold::Cookie,
     #[pyo3(get)]
     duration: i64,
     #[pyo3(get)]
@@ -58,6 +58,10 @@ pub struct PyGrant {
 
 #[pymethods]
 impl PyGrant {
+    #[getter]
+    fn cookie<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
+        cookie_py(py, self.cookie)
+    }
     fn __repr__(&self) -> String {
         format!(
             "Grant(cookie='{}', duration={}, expiration={})",
@@ -182,7 +186,7 @@ impl PyLandlord {
         let now = i64_arg(now, "now")?;
         let res = Res::Obj(resource.clone().unbind());
         let g = self.with(py, |l| l.grant(res, d, now)).py(py)?;
-        Ok(PyGrant { cookie: cookie_str(g.cookie), duration: g.duration, expiration: g.expiration })
+        Ok(PyGrant { cookie: g.cookie, duration: g.duration, expiration: g.expiration })
     }
 
     /// Renews a lease for at most `duration` from `now`; returns the granted duration.
