@@ -10,7 +10,7 @@ from typing import Any, Callable
 import pytest
 
 import leasehold
-from leasehold import ANY, FOREVER, DecodeError, Landlord, Lease, LeaseError, Limits, Policy, Reply, Request
+from leasehold import ANY, FOREVER, DecodeError, Encoding, Landlord, Lease, LeaseError, Limits, Policy, Reply, Request
 
 ALLOWED = (TypeError, ValueError, LeaseError)
 C = "0" * 31 + "1"
@@ -145,11 +145,12 @@ def test_random_bytes_never_crash_decoders() -> None:
             data = bytes(base)
         else:
             data = bytes(base[: rng.randrange(len(base))])
-        for enc in ("binary", "json"):
-            out = Reply.decode(ll.handle_bytes(data, enc, i), enc)  # type: ignore[arg-type]
+        encodings: list[Encoding] = ["binary", "json"]
+        for enc in encodings:
+            out = Reply.decode(ll.handle_bytes(data, enc, i), enc)
             assert out.op in ("granted", "renewed", "cancelled", "renewed_all", "cancelled_all", "error")
-            call(lambda: Request.decode(data, enc))  # type: ignore[arg-type]
-            call(lambda: Reply.decode(data, enc))  # type: ignore[arg-type]
+            call(lambda: Request.decode(data, enc))
+            call(lambda: Reply.decode(data, enc))
         call(lambda: Lease.from_bytes(data, 0))
         call(lambda: Lease.from_json(data, 0))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from ._clock import epoch_ms, monotonic_ms
 from ._errors import (
     DecodeError,
     ErrorCode,
@@ -40,6 +41,7 @@ from ._native import (
     __version__,
 )
 from ._types import Duration, Encoding
+from . import aio, http, threaded  # noqa: E402  (submodules: drivers and the HTTP transport)
 
 
 class SerialFormat(IntEnum):
@@ -77,4 +79,9 @@ __all__ = [
     "SerialFormat",
     "UnknownLeaseError",
     "__version__",
+    "aio",
+    "epoch_ms",
+    "http",
+    "threaded",
+    "monotonic_ms",
 ]
