@@ -90,3 +90,14 @@ pub fn from_instance(obj: &Bound<'_, PyAny>) -> PyResult<LeaseError> {
 pub fn is_definite_code(code: i32) -> bool {
     LeaseError::from_code(code, "").is_definite()
 }
+
+/// The exception instance for a stable error code and its detail message (as on the wire).
+/// Unknown codes give a `DecodeError`, as the core reads them.
+#[pyfunction]
+pub fn error_from_code<'py>(
+    py: Python<'py>,
+    code: i32,
+    detail: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_instance(py, &LeaseError::from_code(code, detail))
+}

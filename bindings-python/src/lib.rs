@@ -31,5 +31,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wire::PyRequest>()?;
     m.add_class::<wire::PyReply>()?;
     m.add_function(wrap_pyfunction!(errors::is_definite_code, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::error_from_code, m)?)?;
     Ok(())
 }

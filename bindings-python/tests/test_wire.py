@@ -37,7 +37,7 @@ def test_request_round_trips(encoding: Encoding) -> None:
 
 def test_json_request_shape() -> None:
     text = Request.renew(9, "0" * 31 + "1", 1000).encode("json").decode()
-    assert text == '{"v":1,"id":9,"body":{"op":"renew","cookie":"%s","duration":1000}}' % ("0" * 31 + "1")
+    assert text == '{"v":1,"id":"9","body":{"op":"renew","cookie":"%s","duration":"1000"}}' % ("0" * 31 + "1")
 
 
 def test_landlord_answers_messages(landlord: Landlord) -> None:

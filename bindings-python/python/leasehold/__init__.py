@@ -39,6 +39,8 @@ from ._native import (
     Reply,
     Request,
     __version__,
+    error_from_code,
+    is_definite_code,
 )
 from ._types import Duration, Encoding
 from . import aio, http, threaded  # noqa: E402  (submodules: drivers and the HTTP transport)
@@ -81,6 +83,8 @@ __all__ = [
     "__version__",
     "aio",
     "epoch_ms",
+    "error_from_code",
+    "is_definite_code",
     "http",
     "threaded",
     "monotonic_ms",

@@ -18,6 +18,7 @@ _Bytes = Union[bytes, bytearray, memoryview]
 _SerialFormat = Union[int, str]
 
 def is_definite_code(code: int) -> bool: ...
+def error_from_code(code: int, detail: str) -> LeaseError: ...
 @final
 class Lease:
     """A lease as its holder sees it: landlord, cookie, expiration (holder's clock), serial format."""
