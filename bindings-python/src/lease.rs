@@ -135,6 +135,13 @@ impl PyLease {
         h.finish()
     }
     fn __repr__(&self) -> String {
+        self.repr()
+    }
+}
+
+impl PyLease {
+    /// The Python repr.
+    pub fn repr(&self) -> String {
         format!(
             "Lease(landlord={}, cookie='{}', expiration={}, serial_format={})",
             self.0.landlord().0,

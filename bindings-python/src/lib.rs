@@ -5,9 +5,11 @@
 
 mod convert;
 mod errors;
+mod holder;
 mod landlord;
 mod lease;
 mod policy;
+mod service;
 mod wire;
 
 use pyo3::prelude::*;
@@ -32,5 +34,16 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wire::PyReply>()?;
     m.add_function(wrap_pyfunction!(errors::is_definite_code, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_from_code, m)?)?;
+    m.add_class::<holder::PyLeaseMap>()?;
+    m.add_class::<holder::PyRenewalManager>()?;
+    m.add_class::<holder::PyRenewalEvent>()?;
+    m.add_class::<holder::PyTransmit>()?;
+    m.add_function(wrap_pyfunction!(holder::lease_from_reply, m)?)?;
+    m.add_function(wrap_pyfunction!(holder::py_local_expiration, m)?)?;
+    m.add_class::<service::PyRenewalService>()?;
+    m.add_class::<service::PyRenewalSet>()?;
+    m.add_class::<service::PySetEvent>()?;
+    m.add_class::<service::PyEventRegistration>()?;
+    m.add_class::<service::PyGapTracker>()?;
     Ok(())
 }

@@ -245,6 +245,13 @@ impl PyRequest {
         }
     }
     fn __repr__(&self) -> String {
+        self.repr()
+    }
+}
+
+impl PyRequest {
+    /// The Python repr: the request's JSON form.
+    pub fn repr(&self) -> String {
         let text = self.0.encode(leasehold::Encoding::Json);
         format!("Request({})", String::from_utf8_lossy(&text))
     }

@@ -86,7 +86,7 @@ async def _read_head(reader: asyncio.StreamReader) -> Tuple[str, dict[str, str]]
     return lines[0], headers
 
 
-async def serve_asyncio(handle: Handler, host: str = "127.0.0.1", port: int = 0) -> asyncio.AbstractServer:
+async def serve_asyncio(handle: Handler, host: str = "127.0.0.1", port: int = 0) -> "asyncio.Server":
     """Serves ``handle`` over HTTP/1.1 with asyncio streams (one request per connection)."""
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
