@@ -31,6 +31,51 @@ impl From<Vec<u8>> for Res {
     }
 }
 
+impl Clone for Res {
+    fn clone(&self) -> Self {
+        match self {
+            Res::Bytes(b) => Res::Bytes(b.clone()),
+            Res::Obj(o) => Python::attach(|py| Res::Obj(o.clone_ref(py))),
+        }
+    }
+}
+
+/// A resource in a snapshot: its bytes, written as lower-case hex.
+struct HexRes(Vec<u8>);
+
+impl serde::Serialize for HexRes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(self.0.len() * 2);
+        for b in &self.0 {
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
+        }
+        s.serialize_str(&out)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for HexRes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        let digit = |c: u8| (c as char).to_digit(16).map(|v| v as u8);
+        let b = s.as_bytes();
+        if b.len() % 2 != 0 {
+            return Err(serde::de::Error::custom("resource hex has an odd length"));
+        }
+        b.chunks(2)
+            .map(|p| match (digit(p[0]), digit(p[1])) {
+                (Some(h), Some(l)) => Ok(h << 4 | l),
+                _ => Err(serde::de::Error::custom("resource is not hex")),
+            })
+            .collect::<Result<Vec<u8>, _>>()
+            .map(HexRes)
+    }
+}
+
+/// Largest snapshot text `Landlord.restore` reads.
+const MAX_SNAPSHOT_TEXT: usize = 1 << 30;
+
 impl Res {
     pub fn to_py(&self, py: Python<'_>) -> Py<PyAny> {
         match self {
@@ -364,6 +409,124 @@ impl PyLandlord {
         let data = bytes_arg(data, "data")?;
         let out = self.with(py, |l| l.handle_bytes(&data, enc, now));
         Ok(PyBytes::new(py, &out))
+    }
+
+    /// Everything the landlord holds at `now`, as JSON text, so that a restart loses nothing.
+    ///
+    /// Resources must become bytes: `bytes` resources (and those granted over the wire) are
+    /// written as they are; any other object needs `encode(resource) -> bytes` (for example
+    /// `pickle.dumps`). The text contains the cookie secret: store it like a key.
+    #[pyo3(signature = (now, encode = None))]
+    fn snapshot<'py>(
+        &self,
+        py: Python<'py>,
+        now: &Bound<'_, PyAny>,
+        encode: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyString>> {
+        let now = i64_arg(now, "now")?;
+        let snap = self.with(py, |l| l.snapshot(now));
+        let to_bytes = |r: Res| -> PyResult<HexRes> {
+            match r {
+                Res::Bytes(b) => Ok(HexRes(b)),
+                Res::Obj(o) => {
+                    let o = o.into_bound(py);
+                    let out = match encode {
+                        Some(f) => f.call1((&o,))?,
+                        None => o,
+                    };
+                    match out.cast::<PyBytes>() {
+                        Ok(b) => Ok(HexRes(b.as_bytes().to_vec())),
+                        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                            "a snapshot needs bytes resources; got {} (pass encode=, e.g. pickle.dumps)",
+                            crate::convert::type_name(&out)
+                        ))),
+                    }
+                }
+            }
+        };
+        let convert = |v: Vec<leasehold::landlord::SnapshotLease<Res>>| -> PyResult<Vec<leasehold::landlord::SnapshotLease<HexRes>>> {
+            v.into_iter()
+                .map(|l| {
+                    Ok(leasehold::landlord::SnapshotLease {
+                        cookie: l.cookie,
+                        remaining: l.remaining,
+                        resource: to_bytes(l.resource)?,
+                    })
+                })
+                .collect()
+        };
+        let out = leasehold::LandlordSnapshot {
+            version: snap.version,
+            config: snap.config,
+            taken_at: snap.taken_at,
+            rng: snap.rng,
+            slots: snap.slots,
+            free: snap.free,
+            leases: convert(snap.leases)?,
+            expired: convert(snap.expired)?,
+        };
+        let text = serde_json::to_string(&out)
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("snapshot: {e}")))?;
+        Ok(pyo3::types::PyString::new(py, &text))
+    }
+
+    /// Rebuilds a landlord from `snapshot()` text at `now`, with `policy` (policies are given
+    /// again). Each lease keeps its cookie and the time it had left. `decode(bytes) -> resource`
+    /// turns resources back into objects; without it they come back as `bytes`.
+    #[staticmethod]
+    #[pyo3(signature = (snapshot, policy, now, decode = None))]
+    fn restore(
+        py: Python<'_>,
+        snapshot: &Bound<'_, PyAny>,
+        policy: PyRef<'_, PyPolicy>,
+        now: &Bound<'_, PyAny>,
+        decode: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let now = i64_arg(now, "now")?;
+        let text = crate::convert::text_arg(snapshot, "snapshot")?;
+        if text.len() > MAX_SNAPSHOT_TEXT {
+            return Err(crate::errors::to_py(
+                py,
+                &leasehold::LeaseError::Decode("snapshot text is over 1 GiB".into()),
+            ));
+        }
+        let snap: leasehold::LandlordSnapshot<HexRes> =
+            serde_json::from_str(&text).map_err(|e| {
+                crate::errors::to_py(
+                    py,
+                    &leasehold::LeaseError::Decode(format!("bad landlord snapshot: {e}")),
+                )
+            })?;
+        let from_bytes = |h: HexRes| -> PyResult<Res> {
+            match decode {
+                Some(f) => Ok(Res::Obj(f.call1((PyBytes::new(py, &h.0),))?.unbind())),
+                None => Ok(Res::Bytes(h.0)),
+            }
+        };
+        let convert = |v: Vec<leasehold::landlord::SnapshotLease<HexRes>>| -> PyResult<Vec<leasehold::landlord::SnapshotLease<Res>>> {
+            v.into_iter()
+                .map(|l| {
+                    Ok(leasehold::landlord::SnapshotLease {
+                        cookie: l.cookie,
+                        remaining: l.remaining,
+                        resource: from_bytes(l.resource)?,
+                    })
+                })
+                .collect()
+        };
+        let back = leasehold::LandlordSnapshot {
+            version: snap.version,
+            config: snap.config,
+            taken_at: snap.taken_at,
+            rng: snap.rng,
+            slots: snap.slots,
+            free: snap.free,
+            leases: convert(snap.leases)?,
+            expired: convert(snap.expired)?,
+        };
+        let built = policy.0.build().py(py)?;
+        let ll = Landlord::restore(back, built, now).py(py)?;
+        Ok(PyLandlord { inner: Mutex::new(ll), policy: policy.clone() })
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

@@ -109,6 +109,18 @@ def test_every_argument_slot_rejects_cleanly(value: Any) -> None:
         lambda: Reply.renewed_all(1, 2, value),
         lambda: Reply.cancelled_all(1, 2, [value]),
         lambda: Reply.failure(1, 2, value),
+        lambda: ll.snapshot(value),
+        lambda: ll.snapshot(0, value),
+        lambda: Landlord.restore(value, Policy.fixed(1), 0),
+        lambda: leasehold.RenewalManager(batch_window=value, max_batch=value),
+        lambda: leasehold.RenewalManager().renew_for(lease, value, value, 0),
+        lambda: leasehold.RenewalManager().handle_failure(value, value, 0),
+        lambda: leasehold.LeaseMap(value),
+        lambda: leasehold.RenewalService(value),
+        lambda: leasehold.RenewalService(1, manager=value),
+        lambda: leasehold.RenewalService.restore(value, 0, 1),
+        lambda: leasehold.GapTracker().observe(value, value),
+        lambda: leasehold.lease_from_reply(value, value),
     ]
     for f in calls:
         call(f)
