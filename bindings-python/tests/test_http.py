@@ -37,6 +37,7 @@ from leasehold import (
 from leasehold.http import apost, post, serve_asyncio, serve_threaded
 
 LEASE_MS = 300
+PROCESS_LEASE_MS = 500  # holder processes: a little longer, so a loaded machine cannot starve them
 
 
 def read_line(proc: "subprocess.Popen[str]", timeout: float) -> str:
@@ -47,7 +48,7 @@ def read_line(proc: "subprocess.Popen[str]", timeout: float) -> str:
 
 
 def test_holder_processes_renew_over_http_and_a_killed_one_expires() -> None:
-    landlord = Landlord(1, Policy.bounded(LEASE_MS, LEASE_MS), seed=os.urandom(32))
+    landlord = Landlord(1, Policy.bounded(PROCESS_LEASE_MS, PROCESS_LEASE_MS), seed=os.urandom(32))
     expired: Dict[str, float] = {}
     expired_event = threading.Event()
 
@@ -64,7 +65,7 @@ def test_holder_processes_renew_over_http_and_a_killed_one_expires() -> None:
             for i in range(3):
                 procs.append(
                     subprocess.Popen(
-                        [sys.executable, str(holder), "--url", url, "--resource", f"holder-{i}", "--lease-ms", str(LEASE_MS)],
+                        [sys.executable, str(holder), "--url", url, "--resource", f"holder-{i}", "--lease-ms", str(PROCESS_LEASE_MS)],
                         stdout=subprocess.PIPE,
                         text=True,
                         cwd=str(repo_root().parent),
@@ -76,7 +77,7 @@ def test_holder_processes_renew_over_http_and_a_killed_one_expires() -> None:
                 assert line.startswith("holding"), line
                 cookies.append(line.split()[1])
             # Several lease periods pass: every lease is still alive because it is being renewed.
-            time.sleep(4 * LEASE_MS / 1000)
+            time.sleep(4 * PROCESS_LEASE_MS / 1000)
             assert expired == {}
             for c in cookies:
                 assert landlord.get(c, driver.now()) is not None
@@ -86,10 +87,10 @@ def test_holder_processes_renew_over_http_and_a_killed_one_expires() -> None:
             procs[0].wait(5)
             assert expired_event.wait(5)
             assert list(expired) == [cookies[0]]
-            assert expired[cookies[0]] - killed_at <= (LEASE_MS + 500) / 1000
+            assert expired[cookies[0]] - killed_at <= (PROCESS_LEASE_MS + 1_500) / 1000
             assert landlord.get(cookies[0], driver.now()) is None
 
-            time.sleep(2 * LEASE_MS / 1000)
+            time.sleep(2 * PROCESS_LEASE_MS / 1000)
             for c in cookies[1:]:
                 assert landlord.get(c, driver.now()) is not None
             for p in procs[1:]:
@@ -155,40 +156,33 @@ def test_asyncio_landlord_and_holders_over_http() -> None:
 
 
 def test_transport_failures_are_indefinite_and_retried() -> None:
-    """A landlord that is down for a while: the manager retries until it answers again."""
-    landlord = Landlord(3, Policy.bounded(2_000, 2_000), seed=os.urandom(32))
-    up = threading.Event()
-    up.set()
-
-    def flaky(message: bytes, encoding: str) -> bytes:
-        if not up.is_set():
-            raise ConnectionError("landlord down")
-        return landlord.handle_bytes(message, "binary", monotonic_ms())
-
+    """The first two sends fail in transport: the manager retries (indefinite) and keeps the lease."""
+    landlord = Landlord(3, Policy.bounded(1_000, 1_000), seed=os.urandom(32))
     calls: List[str] = []
+    renewed = threading.Event()
 
     def transport(_landlord: int, message: bytes) -> bytes:
-        try:
-            out = flaky(message, "binary")
-            calls.append("ok")
-            return out
-        except ConnectionError:
+        if len(calls) < 2:
             calls.append("down")
-            raise
+            raise ConnectionError("landlord down")
+        calls.append("ok")
+        return landlord.handle_bytes(message, "binary", monotonic_ms())
 
-    g = landlord.grant("x", 600, monotonic_ms())
-    lease = Lease.from_grant(3, g.cookie, monotonic_ms() - 1, 600)
+    def on_event(e: RenewalEvent) -> None:
+        events.append(e)
+        if e.kind == "renewed":
+            renewed.set()
+
+    g = landlord.grant("x", 1_000, monotonic_ms())
+    lease = Lease.from_grant(3, g.cookie, monotonic_ms() - 1, 1_000)
     manager = RenewalManager(initial_rtt=10, min_rto=50)
     events: List[RenewalEvent] = []
-    with threaded.RenewalDriver(manager, transport, on_event=events.append) as driver:
-        manager.renew_for(lease, 60_000, 600, driver.now())
+    with threaded.RenewalDriver(manager, transport, on_event=on_event) as driver:
+        manager.renew_for(lease, 60_000, 1_000, driver.now())
         driver.wake()
-        up.clear()
-        time.sleep(0.45)
-        up.set()
-        time.sleep(0.6)
-    assert "down" in calls and "ok" in calls
-    assert any(e.kind == "renewed" for e in events)
+        assert renewed.wait(5)
+    assert calls[:3] == ["down", "down", "ok"]
+    assert manager.stats()["indefinite_failures"] >= 2
     assert not any(e.kind == "renewal_failed" for e in events)
     assert landlord.get(g.cookie, monotonic_ms()) is not None
 
