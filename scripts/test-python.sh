@@ -25,8 +25,9 @@ trap 'rm -rf "$run"' EXIT
 cd "$run"
 python -c "import leasehold, sys; assert '$root/bindings-python' not in leasehold.__file__, leasehold.__file__; print('== testing', leasehold.__file__)"
 
-echo "== mypy --strict (package stubs, examples, tests)"
+echo "== mypy --strict (package stubs, examples, tests) and stubtest (stubs match the native module)"
 MYPYPATH= mypy --strict --no-incremental --cache-dir /dev/null -p leasehold
+python -m mypy.stubtest leasehold._native --allowlist "$root/bindings-python/stubtest-allowlist.txt"
 mypy --strict --no-incremental --cache-dir /dev/null "$root/examples/python" "$root/bindings-python/tests"
 
 echo "== pytest"
