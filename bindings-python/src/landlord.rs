@@ -126,6 +126,13 @@ pub struct PyExpired {
     resource: Py<PyAny>,
 }
 
+impl PyExpired {
+    /// An expired lease for Python.
+    pub fn new(cookie: leasehold::Cookie, expiration: i64, resource: Py<PyAny>) -> Self {
+        PyExpired { cookie: cookie_str(cookie), expiration, resource }
+    }
+}
+
 #[pymethods]
 impl PyExpired {
     fn __repr__(&self, py: Python<'_>) -> String {

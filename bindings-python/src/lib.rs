@@ -6,6 +6,7 @@
 mod convert;
 mod errors;
 mod holder;
+mod inverted;
 mod landlord;
 mod lease;
 mod policy;
@@ -45,5 +46,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<service::PySetEvent>()?;
     m.add_class::<service::PyEventRegistration>()?;
     m.add_class::<service::PyGapTracker>()?;
+    m.add_class::<inverted::PyPoller>()?;
+    m.add_class::<inverted::PyPollListener>()?;
+    m.add_class::<inverted::PyPoll>()?;
+    m.add_class::<inverted::PyAdmission>()?;
+    m.add_class::<inverted::PyConfirm>()?;
+    m.add_class::<inverted::PyListenerTransmit>()?;
+    m.add_class::<inverted::PyListenerEvent>()?;
+    m.add_function(wrap_pyfunction!(inverted::inverted_bandwidth, m)?)?;
+    m.add_function(wrap_pyfunction!(inverted::expected_detection, m)?)?;
     Ok(())
 }

@@ -24,6 +24,15 @@ from ._errors import (
 )
 from ._native import (
     ABSOLUTE,
+    Admission,
+    Confirm,
+    ListenerEvent,
+    ListenerTransmit,
+    Poll,
+    PollListener,
+    Poller,
+    expected_detection,
+    inverted_bandwidth,
     ANY,
     DURATION,
     FOREVER,
@@ -65,6 +74,15 @@ class SerialFormat(IntEnum):
 
 
 __all__ = [
+    "Admission",
+    "Confirm",
+    "ListenerEvent",
+    "ListenerTransmit",
+    "Poll",
+    "PollListener",
+    "Poller",
+    "expected_detection",
+    "inverted_bandwidth",
     "ABSOLUTE",
     "ANY",
     "DURATION",
