@@ -9,7 +9,7 @@ use leasehold_core::wire::Limits;
 use crate::error::{guard, guard_void, leasehold_status, text, Fail, Out, Res};
 
 /// `Lease.FOREVER`: a lease or duration that never ends (`INT64_MAX`).
-pub const LEASEHOLD_FOREVER: i64 = 9223372036854775807;
+pub const LEASEHOLD_FOREVER: i64 = i64::MAX;
 /// `Lease.ANY`: a requested duration that lets the landlord choose.
 pub const LEASEHOLD_ANY: i64 = -1;
 

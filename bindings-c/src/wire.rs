@@ -229,7 +229,7 @@ pub unsafe extern "C" fn leasehold_request_id(
 /// # Safety
 /// Pointers are NULL or valid.
 #[no_mangle]
-pub unsafe extern "C" fn leasehold_request_op(
+pub unsafe extern "C" fn leasehold_request_get_op(
     request: *const leasehold_request,
     out: *mut leasehold_request_op,
 ) -> leasehold_status {
@@ -474,7 +474,7 @@ pub unsafe extern "C" fn leasehold_reply_landlord(
 /// # Safety
 /// Pointers are NULL or valid.
 #[no_mangle]
-pub unsafe extern "C" fn leasehold_reply_op(
+pub unsafe extern "C" fn leasehold_reply_get_op(
     reply: *const leasehold_reply,
     out: *mut leasehold_reply_op,
 ) -> leasehold_status {
