@@ -1,19 +1,77 @@
 //! Encoding and decoding of wire messages, JSON and binary, with size limits.
 //!
-//! Binary layout, version 1 (integers big-endian):
-//! - header: magic `0x4C`, version `1`, kind (`0x10` request, `0x11` reply), then the `u64` id;
-//!   a reply then has the `u64` landlord id;
-//! - then an op byte and the op's fields. A cookie is 16 bytes, a duration an `i64`, a count
-//!   a `u32`, bytes and strings a `u32` length then the bytes. An error is an `i32` code and a string.
+//! Both encodings carry the same messages ([`Request`], [`Reply`]) and are versioned
+//! ([`WIRE_VERSION`], currently 1). Decoding never panics and never allocates more than the
+//! input justifies: the whole message is checked against [`Limits::max_message_bytes`] first,
+//! every count against [`Limits::max_batch`] and against the bytes actually left, every
+//! resource against [`Limits::max_resource_bytes`]. Every failure is a [`LeaseError::Decode`].
 //!
-//! Request ops: 1 grant (duration, resource bytes), 2 renew (cookie, duration), 3 cancel (cookie),
-//! 4 renew_all (count, then cookie and duration each), 5 cancel_all (count, then cookies).
-//! Reply ops: 1 granted (cookie, duration), 2 renewed (duration), 3 cancelled, 4 renewed_all
-//! (count, then per lease `0` and a duration or `1` and an error), 5 cancelled_all (count, then
-//! per lease `0` or `1` and an error), 6 error (an error).
+//! # Binary form, version 1
 //!
-//! JSON: `{"v":1,"id":N,"body":{"op":"renew","cookie":"...","duration":N}}` for a request and
-//! `{"v":1,"id":N,"landlord":"...","body":{...}}` for a reply; keys in that order.
+//! Integers are big-endian; `i64` and `i32` are two's complement. A cookie is 16 bytes, a
+//! duration an `i64` (ms, or FOREVER `0x7fffffffffffffff`, or ANY `0xffffffffffffffff` in a
+//! request), a count a `u32`, a byte string a `u32` length and then the bytes. An error is an
+//! `i32` code ([`crate::ErrorCode`]) and a byte string of UTF-8 text.
+//!
+//! | field | request | reply |
+//! |---|---|---|
+//! | magic | `0x4C` | `0x4C` |
+//! | version | `0x01` | `0x01` |
+//! | kind | `0x10` | `0x11` |
+//! | id | `u64` | `u64` (the request's) |
+//! | landlord | (none) | `u64` |
+//! | op | `u8`, see below | `u8`, see below |
+//!
+//! Request ops and their fields:
+//! - `1` grant: duration, resource (byte string);
+//! - `2` renew: cookie, duration;
+//! - `3` cancel: cookie;
+//! - `4` renew_all: count, then count times (cookie, duration);
+//! - `5` cancel_all: count, then count times cookie.
+//!
+//! Reply ops and their fields:
+//! - `1` granted: cookie, duration;
+//! - `2` renewed: duration;
+//! - `3` cancelled: nothing;
+//! - `4` renewed_all: count, then per lease `0x00` and a duration, or `0x01` and an error;
+//! - `5` cancelled_all: count, then per lease `0x00`, or `0x01` and an error;
+//! - `6` error: an error.
+//!
+//! Nothing may follow the last field.
+//!
+//! # JSON form, version 1
+//!
+//! UTF-8 text, one object, keys in this order when written, no white space:
+//!
+//! ```text
+//! {"v":1,"id":"7","body":{"op":"renew","cookie":"<32 hex>","duration":"30000"}}
+//! {"v":1,"id":"7","landlord":"<16 hex>","body":{"op":"renewed","duration":"30000"}}
+//! ```
+//!
+//! `id` and every duration are 64-bit integers written as decimal strings (exact in
+//! JavaScript); readers also accept JSON integers. Cookies and landlord ids are hex strings,
+//! a grant's resource is hex (any length up to the limit, even digits). Bodies, by `op`:
+//!
+//! - requests: `grant` {`resource`, `duration`}; `renew` {`cookie`, `duration`};
+//!   `cancel` {`cookie`}; `renew_all` {`items`: [{`cookie`, `duration`}...]};
+//!   `cancel_all` {`cookies`: [cookie...]};
+//! - replies: `granted` {`cookie`, `duration`}; `renewed` {`duration`}; `cancelled` {};
+//!   `renewed_all` {`results`: [{`duration`} or {`error`}...]};
+//!   `cancelled_all` {`results`: [{} or {`error`}...]}; `error` {`code`, `message`}.
+//!
+//! An error object is `{"code":N,"message":"..."}`. Unknown keys anywhere are rejected.
+//!
+//! ```
+//! use leasehold::wire::{Encoding, Limits, Request, RequestBody};
+//! use leasehold::{Cookie, FOREVER};
+//! let req = Request { id: 7, body: RequestBody::Renew { cookie: Cookie(1), duration: FOREVER } };
+//! let text = req.encode(Encoding::Json);
+//! assert_eq!(
+//!     std::str::from_utf8(&text).unwrap(),
+//!     r#"{"v":1,"id":"7","body":{"op":"renew","cookie":"00000000000000000000000000000001","duration":"9223372036854775807"}}"#
+//! );
+//! assert_eq!(Request::decode(&text, Encoding::Json, &Limits::default()).unwrap(), req);
+//! ```
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +89,7 @@ const KIND_REPLY: u8 = 0x11;
 #[serde(deny_unknown_fields)]
 struct RequestJson {
     v: u32,
+    #[serde(with = "crate::time::dec::u64")]
     id: u64,
     body: RequestBody,
 }
@@ -39,6 +98,7 @@ struct RequestJson {
 #[serde(deny_unknown_fields)]
 struct ReplyJson {
     v: u32,
+    #[serde(with = "crate::time::dec::u64")]
     id: u64,
     landlord: LandlordId,
     body: ReplyBody,
@@ -156,20 +216,25 @@ impl<'a> R<'a> {
     fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
     fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().unwrap()))
+        Ok(u32::from_be_bytes(self.array()?))
     }
     fn i32(&mut self) -> Result<i32> {
-        Ok(i32::from_be_bytes(self.take(4)?.try_into().unwrap()))
+        Ok(i32::from_be_bytes(self.array()?))
     }
     fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+        Ok(u64::from_be_bytes(self.array()?))
     }
     fn i64(&mut self) -> Result<i64> {
-        Ok(i64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+        Ok(i64::from_be_bytes(self.array()?))
     }
     fn cookie(&mut self) -> Result<Cookie> {
-        Ok(Cookie(u128::from_be_bytes(self.take(16)?.try_into().unwrap())))
+        Ok(Cookie(u128::from_be_bytes(self.array()?)))
     }
     fn bytes(&mut self, max: usize, what: &str) -> Result<&'a [u8]> {
         let n = self.u32()? as usize;

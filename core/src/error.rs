@@ -27,6 +27,20 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// The stable snake_case name of the code (`"unknown_lease"`, ...), as in the shared
+    /// vectors (`core/tests/vectors/errors.json`); bindings may use it for error class names.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorCode::Ok => "ok",
+            ErrorCode::UnknownLease => "unknown_lease",
+            ErrorCode::LeaseDenied => "lease_denied",
+            ErrorCode::LeaseMap => "lease_map",
+            ErrorCode::InvalidArgument => "invalid_argument",
+            ErrorCode::Decode => "decode",
+            ErrorCode::Indefinite => "indefinite",
+        }
+    }
+
     /// The code for a number, if it is one.
     pub fn from_i32(code: i32) -> Option<ErrorCode> {
         Some(match code {
@@ -95,6 +109,9 @@ impl LeaseError {
     /// Rebuilds an error from its code and message (the wire form of a single error).
     ///
     /// Unknown codes read as [`LeaseError::Decode`], so a newer peer never crashes an older one.
+    /// A [`LeaseError::LeaseMap`] does not travel as one error: batch replies carry each lease's
+    /// own outcome instead ([`crate::wire::ReplyBody::RenewedAll`]), and the holder rebuilds the
+    /// per-lease failures from those. Code 3 alone therefore reads back as an empty `LeaseMap`.
     pub fn from_code(code: i32, message: &str) -> LeaseError {
         let m = message.to_string();
         match ErrorCode::from_i32(code) {

@@ -1,9 +1,19 @@
 //! Grant policies: how long a landlord grants, and whom it denies.
 //!
-//! A policy sees the requested duration (already checked: zero or more, [`FOREVER`] or
-//! [`ANY`]) and the landlord's state, and answers a granted duration or a denial. The landlord
-//! enforces the rules every policy shares: a grant never exceeds the request (unless ANY was
-//! asked), and the arithmetic saturates.
+//! A policy sees the requested duration (already checked by the landlord with
+//! [`time::check_requested`]: zero or more, [`FOREVER`] or [`ANY`]) and the landlord's state,
+//! and answers a granted duration or a denial. The built-in policies keep the rules every
+//! policy shares ([`cap_to_request`]): a grant never exceeds the request (unless ANY was
+//! asked), is never negative (even if called directly with an unchecked request), and all
+//! arithmetic saturates.
+//!
+//! | policy | new lease | renewal |
+//! |---|---|---|
+//! | [`Fixed`] | min(request, duration); ANY gets duration | never shortens unless asked ([`never_shorten`]) |
+//! | [`Bounded`] | min(request, max); ANY gets default; 0 allowed | never shortens unless asked |
+//! | [`Capacity`] | denied at `max_leases` live, else the inner policy | the inner policy, never denied for capacity |
+//! | [`ResourceAware`] | offer falls from max to min with occupancy; denied when full | offer at the others' occupancy, never shortens unless asked |
+//! | [`Adaptive`] | L_G = N / G (N counts the new lease), raised to L_MIN, denied above L_MAX | L_G recomputed (may shorten), L_MAX above N_MAX, never denied |
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +25,9 @@ use crate::time::{self, Duration, Millis, ANY, FOREVER};
 pub struct PolicyContext {
     /// The landlord's `now`.
     pub now: Millis,
-    /// Leases currently held by the landlord, not counting the one being granted.
+    /// Leases currently held by the landlord. In [`LeasePolicy::grant`] this does not count the
+    /// lease being granted; in [`LeasePolicy::renew`] it does count the lease being renewed
+    /// (it is held), so a renewal at full capacity sees `live == capacity`.
     pub live: usize,
 }
 
@@ -25,9 +37,10 @@ pub trait LeasePolicy: Send {
     fn grant(&mut self, requested: Duration, ctx: &PolicyContext) -> Result<Duration>;
 
     /// The duration granted for renewing a lease that currently expires at
-    /// `current_expiration`. The default asks [`LeasePolicy::grant`] for a duration (renewals
-    /// are never denied for capacity: the lease already counts) and then keeps the lease as
-    /// long as it was unless the holder asked for a shorter one ([`never_shorten`]).
+    /// `current_expiration`. The default asks [`LeasePolicy::grant`] for a duration as if the
+    /// renewed lease were a new one (with `live - 1` others held, so a policy that denies at
+    /// capacity does not deny a lease that already counts) and then keeps the lease as long as
+    /// it was unless the holder asked for a shorter one ([`never_shorten`]).
     fn renew(
         &mut self,
         requested: Duration,
@@ -64,17 +77,20 @@ pub fn never_shorten(
     if asked_exp > current_expiration {
         keep
     } else {
-        requested
+        // Never negative, even for a request no landlord would pass on (checked ones are >= 0).
+        requested.max(0)
     }
 }
 
-/// The granted duration for a request and a policy's offer: never more than asked (ANY takes the offer).
+/// The granted duration for a request and a policy's offer: never more than asked (ANY takes
+/// the offer), never negative (a negative offer, from a policy built with bad settings, is 0).
 #[inline]
 pub fn cap_to_request(requested: Duration, offer: Duration) -> Duration {
+    let offer = offer.max(0);
     if requested == ANY {
         offer
     } else {
-        requested.min(offer)
+        requested.min(offer).max(0)
     }
 }
 
@@ -87,7 +103,7 @@ fn invalid(msg: String) -> LeaseError {
 }
 
 /// Grants every request the same duration (or less, if less was asked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Fixed {
     /// The duration offered.
     pub duration: Duration,
@@ -110,7 +126,7 @@ impl LeasePolicy for Fixed {
 }
 
 /// `LeaseDurationPolicy` of the reference: ANY gets `default`, anything else min(request, max).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Bounded {
     /// Longest grant.
     pub max: Duration,
@@ -135,7 +151,7 @@ impl Bounded {
 
 impl LeasePolicy for Bounded {
     fn grant(&mut self, requested: Duration, _ctx: &PolicyContext) -> Result<Duration> {
-        Ok(if requested == ANY { self.default } else { requested.min(self.max) })
+        Ok(if requested == ANY { self.default.max(0) } else { cap_to_request(requested, self.max) })
     }
 }
 
@@ -173,7 +189,7 @@ impl<P: LeasePolicy> LeasePolicy for Capacity<P> {
 ///
 /// The offer falls linearly from `max` when empty to `min` when `capacity` leases are live;
 /// new leases beyond `capacity` are denied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ResourceAware {
     /// Leases the resource can hold.
     pub capacity: usize,
@@ -199,7 +215,8 @@ impl ResourceAware {
         let frac = (live.min(self.capacity) as f64) / (self.capacity as f64);
         let span = (self.max as f64) - (self.min as f64);
         let d = (self.max as f64) - span * frac;
-        (d as i64).clamp(self.min, self.max)
+        // Not `clamp`: that panics if a hand-built value has min > max.
+        (d as i64).min(self.max).max(self.min)
     }
 }
 
@@ -258,7 +275,7 @@ impl AdaptiveConfig {
 }
 
 /// The adaptive policy of Bowers, Mills and Rose: L_G = N / G, denied above L_MAX, clamped to L_MIN.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Adaptive {
     config: AdaptiveConfig,
 }
@@ -295,16 +312,24 @@ impl Adaptive {
         self.config.renewals_per_second / self.config.grantors as f64
     }
 
-    /// The lease period for `n` leaseholders: `Ok(L_G)` in ms, or `Err` if above L_MAX.
+    /// The lease period for `n` leaseholders: `Ok(L_G)` in ms, or `Err` if above L_MAX
+    /// (never, if L_MAX is FOREVER).
+    ///
+    /// L_G = N / G_local is rounded up to a whole millisecond (so the renewal rate stays within
+    /// the budget), then raised to L_MIN.
     pub fn period(&self, n: usize) -> Result<Duration> {
         let lg = (n as f64) * 1000.0 / self.local_rate();
-        if lg > self.config.max as f64 {
+        if self.config.max != FOREVER && lg > self.config.max as f64 {
             return Err(denied(format!(
                 "{n} leaseholders need a {lg:.0} ms lease period, above L_MAX {} ms",
                 self.config.max
             )));
         }
-        Ok((lg.ceil() as i64).max(self.config.min))
+        // Round up, but do not let a floating-point residue (10000.000000000002) add a ms.
+        let near = lg.round();
+        let ms = if (lg - near).abs() < 1e-6 { near } else { lg.ceil() };
+        // With L_MAX = FOREVER a huge N gets the longest finite period, never FOREVER.
+        Ok((ms as i64).min(FOREVER - 1).max(self.config.min))
     }
 
     /// N_MAX = L_MAX * G: most leaseholders this grantor accepts.
@@ -325,7 +350,7 @@ impl Adaptive {
 impl LeasePolicy for Adaptive {
     fn grant(&mut self, requested: Duration, ctx: &PolicyContext) -> Result<Duration> {
         // The new lease counts: N is the holders after this grant.
-        let lg = self.period(ctx.live + 1)?;
+        let lg = self.period(ctx.live.saturating_add(1))?;
         Ok(cap_to_request(requested, lg))
     }
     fn renew(
@@ -405,3 +430,27 @@ impl LeasePolicy for Box<dyn LeasePolicy> {
         (**self).renew(requested, cur, ctx)
     }
 }
+
+/// Deserializing a policy checks its settings exactly as its constructor does.
+macro_rules! validated_deserialize {
+    ($t:ident { $($f:ident: $ft:ty),* } => $build:expr) => {
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(
+                d: D,
+            ) -> std::result::Result<Self, D::Error> {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    $($f: $ft),*
+                }
+                let Raw { $($f),* } = Raw::deserialize(d)?;
+                let build: fn($($ft),*) -> Result<$t> = $build;
+                build($($f),*).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+validated_deserialize!(Fixed { duration: Duration } => Fixed::new);
+validated_deserialize!(Bounded { max: Duration, default: Duration } => Bounded::new);
+validated_deserialize!(ResourceAware { capacity: usize, max: Duration, min: Duration } => ResourceAware::new);
+validated_deserialize!(Adaptive { config: AdaptiveConfig } => Adaptive::new);

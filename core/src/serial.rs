@@ -1,30 +1,70 @@
 //! The serial forms of a lease: canonical JSON and compact binary, both versioned.
 //!
-//! In DURATION format the stored time is what was left at `now` when written, and reading
-//! it back adds the reader's `now`: hosts whose clocks differ by hours still agree on how
-//! long the lease has left. [`FOREVER`] is stored as [`FOREVER`] and read back exactly.
-//! In ABSOLUTE format the stored time is the expiration itself.
+//! # Time in a serialized lease
 //!
-//! Binary layout, version 1 (36 bytes, integers big-endian):
+//! In DURATION format (the default, [`SerialFormat::Duration`]) the stored time is what was
+//! left at the writer's `now`, and reading it back adds the reader's `now`: hosts whose clocks
+//! differ by hours still agree on how long the lease has left. A lease already past its
+//! expiration stores a negative time left and reads back as expired. [`FOREVER`] is stored as
+//! [`FOREVER`] and read back exactly, whatever the two clocks say; any other stored time reads
+//! back as a finite expiration (at most `FOREVER - 1`), so a lease never becomes perpetual by
+//! crossing hosts. In ABSOLUTE format the stored time is the expiration itself (epoch ms), read
+//! back unchanged. Nothing in a serialized lease is a request, so `-1` ([`crate::ANY`]) has no
+//! special meaning here: it is a lease that expired 1 ms before it was written.
+//!
+//! # Binary form, version 1
+//!
+//! Exactly 36 bytes, integers big-endian:
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 1 | magic `0x4C` (`L`) |
-//! | 1 | 1 | version `1` |
+//! | 1 | 1 | version `0x01` |
 //! | 2 | 1 | kind `0x01` (lease) |
-//! | 3 | 1 | serial format: 1 DURATION, 2 ABSOLUTE |
-//! | 4 | 8 | landlord id |
-//! | 12 | 16 | cookie |
-//! | 28 | 8 | time left (DURATION) or expiration (ABSOLUTE), signed |
+//! | 3 | 1 | serial format: `1` DURATION, `2` ABSOLUTE |
+//! | 4 | 8 | landlord id, unsigned |
+//! | 12 | 16 | cookie, unsigned |
+//! | 28 | 8 | time left (DURATION) or expiration (ABSOLUTE), two's complement |
 //!
-//! JSON, version 1: `{"v":1,"format":"duration","landlord":"<16 hex>","cookie":"<32 hex>","duration":N}`
-//! or with `"format":"absolute"` and `"expiration":N`, keys in exactly that order, no spaces.
+//! # JSON form, version 1
+//!
+//! One object, keys in this order, no white space:
+//!
+//! ```text
+//! {"v":1,"format":"duration","landlord":"<16 hex>","cookie":"<32 hex>","duration":"<i64>"}
+//! {"v":1,"format":"absolute","landlord":"<16 hex>","cookie":"<32 hex>","expiration":"<i64>"}
+//! ```
+//!
+//! Ids are lower-case hex with leading zeros. The 64-bit time is a decimal *string*, so that
+//! JavaScript and other readers whose numbers are doubles read it exactly (`FOREVER` is
+//! `"9223372036854775807"`). Readers also accept upper-case hex, keys in any order, white
+//! space, and the time as a JSON integer; they reject unknown or duplicate keys, a missing or
+//! extra time field, any other version or format, and text longer than [`LEASE_JSON_MAX`].
+//!
+//! Every failure to read is a [`LeaseError::Decode`]; no input makes the reader panic.
+//!
+//! ```
+//! use leasehold::{Cookie, LandlordId, Lease, FOREVER};
+//! let lease = Lease::new(LandlordId(1), Cookie(2), 10_000);
+//! let text = lease.to_json(4_000); // 6 s left on the writer's clock
+//! assert_eq!(
+//!     text,
+//!     r#"{"v":1,"format":"duration","landlord":"0000000000000001","cookie":"00000000000000000000000000000002","duration":"6000"}"#
+//! );
+//! // A reader whose clock says 1 000 000 sees 6 s left too.
+//! assert_eq!(Lease::from_json(&text, 1_000_000).unwrap().expiration(), 1_006_000);
+//! // FOREVER crosses clocks unchanged.
+//! let forever = Lease::new(LandlordId(1), Cookie(2), FOREVER);
+//! assert_eq!(Lease::from_bytes(&forever.to_bytes(5), -77).unwrap().expiration(), FOREVER);
+//! ```
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LeaseError, Result};
 use crate::lease::{Cookie, LandlordId, Lease, SerialFormat};
-use crate::time::{self, Millis, FOREVER};
+#[cfg(doc)]
+use crate::time::FOREVER;
+use crate::time::{self, Millis};
 
 /// Current version of both serial forms.
 pub const SERIAL_VERSION: u8 = 1;
@@ -44,9 +84,9 @@ struct LeaseJson {
     format: SerialFormat,
     landlord: LandlordId,
     cookie: Cookie,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::time::dec::opt_i64")]
     duration: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::time::dec::opt_i64")]
     expiration: Option<i64>,
 }
 
@@ -61,11 +101,8 @@ fn stored_time(lease: &Lease, now: Millis) -> i64 {
 /// The expiration of a lease read at `now` from its stored time.
 fn read_time(format: SerialFormat, stored: i64, now: Millis) -> Millis {
     match format {
-        SerialFormat::Duration => time::expiration_after(now, stored).min(if stored == FOREVER {
-            FOREVER
-        } else {
-            FOREVER - 1
-        }),
+        // FOREVER stays FOREVER; anything else saturates below it.
+        SerialFormat::Duration => time::expiration_after(now, stored),
         SerialFormat::Absolute => stored,
     }
 }
@@ -158,9 +195,15 @@ impl Lease {
         }
         let format = SerialFormat::from_i32(bytes[3] as i32)
             .map_err(|_| LeaseError::Decode(format!("bad serial format {}", bytes[3])))?;
-        let landlord = LandlordId(u64::from_be_bytes(bytes[4..12].try_into().unwrap()));
-        let cookie = Cookie(u128::from_be_bytes(bytes[12..28].try_into().unwrap()));
-        let stored = i64::from_be_bytes(bytes[28..36].try_into().unwrap());
+        let mut landlord = [0u8; 8];
+        landlord.copy_from_slice(&bytes[4..12]);
+        let mut cookie = [0u8; 16];
+        cookie.copy_from_slice(&bytes[12..28]);
+        let mut stored = [0u8; 8];
+        stored.copy_from_slice(&bytes[28..36]);
+        let (landlord, cookie) =
+            (LandlordId(u64::from_be_bytes(landlord)), Cookie(u128::from_be_bytes(cookie)));
+        let stored = i64::from_be_bytes(stored);
         Ok(Lease::new(landlord, cookie, read_time(format, stored, now)).with_serial_format(format))
     }
 }

@@ -6,7 +6,14 @@
 //! clocks never need to agree: the holder adds a granted duration to the time it sent the request.
 //!
 //! Both encodings are versioned and decoding enforces [`Limits`], so hostile input cannot
-//! exhaust memory or panic.
+//! exhaust memory or panic. The byte layouts and JSON shapes are specified in [`crate::codec`];
+//! `core/tests/vectors/wire.json` has an example of every message in both encodings, which
+//! every binding's tests check.
+//!
+//! Errors travel as a [`WireError`]: the stable numeric code of [`crate::ErrorCode`] and the
+//! message ([`LeaseError::detail`], empty for an unknown lease). A code unknown to the reader is
+//! kept as it is in the `WireError` and reads as [`LeaseError::Decode`]. Batch replies carry one
+//! [`Outcome`] per lease, in request order, rather than a single lease-map error.
 
 use serde::{Deserialize, Serialize};
 
@@ -96,6 +103,7 @@ pub enum RequestBody {
         #[serde(with = "hex_bytes")]
         resource: Vec<u8>,
         /// Requested duration.
+        #[serde(with = "crate::time::dec::i64")]
         duration: Duration,
     },
     /// Extends one lease by `duration` from the landlord's now.
@@ -103,6 +111,7 @@ pub enum RequestBody {
         /// The lease.
         cookie: Cookie,
         /// Requested duration.
+        #[serde(with = "crate::time::dec::i64")]
         duration: Duration,
     },
     /// Ends one lease.
@@ -113,6 +122,7 @@ pub enum RequestBody {
     /// Renews several leases in one message; each gets its own result.
     RenewAll {
         /// Leases and their requested durations.
+        #[serde(with = "renew_items")]
         items: Vec<(Cookie, Duration)>,
     },
     /// Cancels several leases in one message; each gets its own result.
@@ -123,8 +133,10 @@ pub enum RequestBody {
 }
 
 /// One lease's outcome inside a batch reply: the granted duration, or an error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+///
+/// In JSON, `{"duration":"<i64>"}` or `{"error":{"code":N,"message":"..."}}` for a renewal,
+/// `{}` or `{"error":{...}}` for a cancellation.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome<T> {
     /// Success.
     Ok(T),
@@ -171,11 +183,13 @@ pub enum ReplyBody {
         /// The new lease's cookie.
         cookie: Cookie,
         /// Granted duration.
+        #[serde(with = "crate::time::dec::i64")]
         duration: Duration,
     },
     /// The lease was renewed for `duration` from the landlord's now.
     Renewed {
         /// Granted duration.
+        #[serde(with = "crate::time::dec::i64")]
         duration: Duration,
     },
     /// The lease was cancelled.
@@ -194,24 +208,113 @@ pub enum ReplyBody {
     Error(WireError),
 }
 
+/// The JSON form of a batch outcome (private; see [`Outcome`]).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutcomeJson {
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::time::dec::opt_i64")]
+    duration: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<WireError>,
+}
+
+impl Serialize for Outcome<Duration> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Outcome::Ok(d) => OutcomeJson { duration: Some(*d), error: None },
+            Outcome::Err(e) => OutcomeJson { duration: None, error: Some(e.clone()) },
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Outcome<Duration> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        match OutcomeJson::deserialize(d)? {
+            OutcomeJson { duration: Some(d), error: None } => Ok(Outcome::Ok(d)),
+            OutcomeJson { duration: None, error: Some(e) } => Ok(Outcome::Err(e)),
+            _ => Err(serde::de::Error::custom(
+                "a renewal outcome has exactly one of \"duration\" and \"error\"",
+            )),
+        }
+    }
+}
+
+impl Serialize for Outcome<()> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Outcome::Ok(()) => OutcomeJson { duration: None, error: None },
+            Outcome::Err(e) => OutcomeJson { duration: None, error: Some(e.clone()) },
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Outcome<()> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        match OutcomeJson::deserialize(d)? {
+            OutcomeJson { duration: None, error: None } => Ok(Outcome::Ok(())),
+            OutcomeJson { duration: None, error: Some(e) } => Ok(Outcome::Err(e)),
+            _ => Err(serde::de::Error::custom("a cancellation outcome has no \"duration\"")),
+        }
+    }
+}
+
+/// `renew_all` items in JSON: `[{"cookie":"<32 hex>","duration":"<i64>"}, ...]`.
+mod renew_items {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::lease::Cookie;
+    use crate::time::Duration;
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Item {
+        cookie: Cookie,
+        #[serde(with = "crate::time::dec::i64")]
+        duration: Duration,
+    }
+
+    pub fn serialize<S: Serializer>(items: &[(Cookie, Duration)], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(items.iter().map(|&(cookie, duration)| Item { cookie, duration }))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<(Cookie, Duration)>, D::Error> {
+        let items = Vec::<Item>::deserialize(d)?;
+        Ok(items.into_iter().map(|i| (i.cookie, i.duration)).collect())
+    }
+}
+
+/// Opaque bytes as hex text (lower case when written, either case when read).
 pub(crate) mod hex_bytes {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut out = String::with_capacity(b.len() * 2);
         for x in b {
-            out.push_str(&format!("{x:02x}"));
+            out.push(DIGITS[(x >> 4) as usize] as char);
+            out.push(DIGITS[(x & 15) as usize] as char);
         }
         s.serialize_str(&out)
     }
 
+    fn nibble(c: u8) -> Option<u8> {
+        (c as char).to_digit(16).map(|d| d as u8)
+    }
+
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        if s.len() % 2 != 0 || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
-            return Err(serde::de::Error::custom("resource must be an even number of hex digits"));
+        let bad = || serde::de::Error::custom("resource must be an even number of hex digits");
+        if s.len() % 2 != 0 {
+            return Err(bad());
         }
-        Ok((0..s.len() / 2)
-            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
-            .collect())
+        s.as_bytes()
+            .chunks_exact(2)
+            .map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?))
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(bad)
     }
 }
