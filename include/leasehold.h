@@ -1082,14 +1082,15 @@ enum leasehold_status leasehold_reply_cookie(const struct leasehold_reply *reply
 enum leasehold_status leasehold_reply_duration(const struct leasehold_reply *reply, int64_t *out);
 
 /**
- * The error of an ERROR reply: its status and (optionally, pass NULL to skip) its message, to
- * free with `leasehold_string_free`. `INVALID_ARGUMENT` for other ops.
+ * The error of an ERROR reply: its code as sent (the `leasehold_status` numbers for the known
+ * ones; a newer peer may send others) and, optionally (pass NULL to skip), its message, to free
+ * with `leasehold_string_free`. `INVALID_ARGUMENT` for other ops.
  *
  * # Safety
  * Pointers are NULL or valid.
  */
 enum leasehold_status leasehold_reply_error(const struct leasehold_reply *reply,
-                                            enum leasehold_status *out_status,
+                                            int32_t *out_code,
                                             char **out_message);
 
 /**

@@ -538,28 +538,29 @@ fn error_parts(e: &WireError) -> (leasehold_status, String) {
     (leasehold_status::from_i32(e.code), e.message.clone())
 }
 
-/// The error of an ERROR reply: its status and (optionally, pass NULL to skip) its message, to
-/// free with `leasehold_string_free`. `INVALID_ARGUMENT` for other ops.
+/// The error of an ERROR reply: its code as sent (the `leasehold_status` numbers for the known
+/// ones; a newer peer may send others) and, optionally (pass NULL to skip), its message, to free
+/// with `leasehold_string_free`. `INVALID_ARGUMENT` for other ops.
 ///
 /// # Safety
 /// Pointers are NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_reply_error(
     reply: *const leasehold_reply,
-    out_status: *mut leasehold_status,
+    out_code: *mut i32,
     out_message: *mut *mut c_char,
 ) -> leasehold_status {
     guard(|| {
-        let st = Out::new(out_status, "out_status")?;
+        let code = Out::new(out_code, "out_code")?;
         let msg = Out::optional(out_message);
-        let (s, m) = match &unsafe { arg(reply, "reply") }?.inner.body {
-            ReplyBody::Error(e) => error_parts(e),
+        let (c, m) = match &unsafe { arg(reply, "reply") }?.inner.body {
+            ReplyBody::Error(e) => (e.code, e.message.clone()),
             _ => return Err(wrong_op("error")),
         };
         if let Some(msg) = msg {
             unsafe { msg.write(c_string(m)?) };
         }
-        unsafe { st.write(s) };
+        unsafe { code.write(c) };
         Ok(())
     })
 }

@@ -130,9 +130,9 @@ void test_hostile(void) {
     leasehold_reply_op op;
     OK(leasehold_reply_get_op(rep, &op));
     CHECK(op == LEASEHOLD_REPLY_ERROR);
-    leasehold_status st;
-    OK(leasehold_reply_error(rep, &st, NULL));
-    CHECK(st == LEASEHOLD_STATUS_DECODE);
+    int32_t code = 0;
+    OK(leasehold_reply_error(rep, &code, NULL));
+    CHECK(code == LEASEHOLD_STATUS_DECODE);
     leasehold_reply_free(rep);
     const char *five = "{\"v\":1,\"id\":1,\"body\":{\"op\":\"cancel_all\",\"cookies\":["
                        "\"00000000000000000000000000000001\",\"00000000000000000000000000000002\","

@@ -143,9 +143,9 @@ void test_wire(void) {
         rep = roundtrip_reply(rep, enc);
         OK(leasehold_reply_get_op(rep, &rop));
         CHECK(rop == LEASEHOLD_REPLY_ERROR);
-        leasehold_status st;
-        OK(leasehold_reply_error(rep, &st, &msg));
-        CHECK(st == LEASEHOLD_STATUS_UNKNOWN_LEASE);
+        int32_t code = 0;
+        OK(leasehold_reply_error(rep, &code, &msg));
+        CHECK(code == LEASEHOLD_STATUS_UNKNOWN_LEASE);
         leasehold_string_free(msg);
         FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_reply_duration(rep, &d));
         leasehold_reply_free(rep);
@@ -159,8 +159,8 @@ void test_wire(void) {
     uint8_t *data = NULL;
     size_t len = 0;
     OK(leasehold_request_encode(req, LEASEHOLD_ENCODING_JSON, &data, &len));
-    const char *want = "{\"v\":1,\"id\":42,\"body\":{\"op\":\"renew\",\"cookie\":"
-                       "\"abababababababababababababababab\",\"duration\":-1}}";
+    const char *want = "{\"v\":1,\"id\":\"42\",\"body\":{\"op\":\"renew\",\"cookie\":"
+                       "\"abababababababababababababababab\",\"duration\":\"-1\"}}";
     CHECK(len == strlen(want) && memcmp(data, want, len) == 0);
     leasehold_bytes_free(data, len);
     OK(leasehold_request_encode(req, LEASEHOLD_ENCODING_BINARY, &data, &len));
