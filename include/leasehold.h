@@ -399,6 +399,15 @@ const char *leasehold_last_error_message(void);
 const char *leasehold_status_name(int32_t status);
 
 /**
+ * Whether an error code is definite (LR.2): retrying cannot help. Only
+ * `LEASEHOLD_STATUS_INDEFINITE` is not; `OK` and unknown numbers give `INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_status_is_definite(int32_t code, bool *out);
+
+/**
  * A configuration with landlord id `id` and the secret cookie seed (`seed_len` must be
  * `LEASEHOLD_SEED_SIZE`; supply real entropy). Defaults: no grace, 10 000 expiries per
  * `handle_timeout`, default limits.

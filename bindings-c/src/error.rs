@@ -271,6 +271,30 @@ pub extern "C" fn leasehold_status_name(status: i32) -> *const c_char {
     leasehold_status::from_i32(status).name().as_ptr()
 }
 
+/// Whether an error code is definite (LR.2): retrying cannot help. Only
+/// `LEASEHOLD_STATUS_INDEFINITE` is not; `OK` and unknown numbers give `INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_status_is_definite(
+    code: i32,
+    out: *mut bool,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        match ErrorCode::from_i32(code) {
+            Some(ErrorCode::Ok) | None => {
+                Err(Fail::invalid(format!("{code} is not an error code of the core")))
+            }
+            Some(_) => {
+                unsafe { out.write(LeaseError::from_code(code, "").is_definite()) };
+                Ok(())
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

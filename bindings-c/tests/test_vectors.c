@@ -384,6 +384,14 @@ static void error_vectors(const json *doc) {
         int same = want && strlen(want) == strlen(got);
         for (size_t k = 0; same && want[k]; k++) same = tolower((unsigned char)got[k]) == want[k];
         VCHECK(same, want);
+        const json *definite = json_get(c, "definite");
+        bool is_definite = false;
+        if (code == 0) {
+            FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_status_is_definite(code, &is_definite));
+        } else {
+            OK(leasehold_status_is_definite(code, &is_definite));
+            VCHECK(definite && definite->kind == J_BOOL && is_definite == (definite->boolean != 0), want);
+        }
         vectors_checked++;
     }
 }
