@@ -2,11 +2,11 @@
 # Per-call cost of renewing a lease through the C binding against the same call in Rust.
 # Same workload on both sides: a landlord (Bounded 60 s / 30 s) holding LEASES leases, renewed
 # round-robin CALLS times per run; the best of RUNS runs is reported.
-# Usage: scripts/bench-c.sh [LEASES] [CALLS] [RUNS]   (defaults 10000 2000000 5)
+# Usage: scripts/bench-c.sh [LEASES] [CALLS] [RUNS]   (defaults 10000 1000000 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LEASES=${1:-10000}
-CALLS=${2:-2000000}
+CALLS=${2:-1000000}
 RUNS=${3:-5}
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 export CARGO_TARGET_DIR=$TARGET
