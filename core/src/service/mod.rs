@@ -1,0 +1,799 @@
+//! The lease renewal service (seed 003, LR; Jini's `LeaseRenewalService`, River's Norm).
+//!
+//! Clients hand their leases to a [`RenewalService`], grouped into renewal *sets*. A set is
+//! itself leased: [`RenewalService::create_set`] grants it a lease from the service's own
+//! [`Landlord`] under a configurable policy (by default bounded: at most 2 h, 1 h for ANY),
+//! and the client renews or cancels that lease like any other, through the wire protocol
+//! ([`RenewalService::handle_request`]). When the set's lease expires or is cancelled the set is
+//! destroyed, its event registrations end, and none of its client leases is renewed again
+//! (unless another set still holds it).
+//!
+//! # Memberships and the renewal manager
+//!
+//! Each client lease in a set has a [`Membership`]: the desired expiration (when it leaves the
+//! set silently) and the renewal duration. The renewing itself is done by one holder-side
+//! [`RenewalManager`], so the rules of when to renew, what to ask for (the renewal duration
+//! until the remaining membership is shorter, then the remainder; ANY passed on as ANY),
+//! batching per landlord, retries of indefinite failures and the detection of expiries live in
+//! one place.
+//!
+//! The manager knows each client lease once, while the same lease may sit in several sets.
+//! The service keeps every membership itself and tells the manager the *governing* one: the
+//! membership with the latest desired expiration (ties go to the lowest [`SetId`]), whose
+//! desired expiration and renewal duration the manager uses. Whenever a membership is added,
+//! changed, reached or dropped, the governing one is worked out again; a lease that no set
+//! holds any more is taken out of the manager (never cancelled). Each set's membership
+//! expiration is tracked by the service's own timer, so a lease leaves a set silently at that
+//! set's desired expiration even while another set keeps it renewed. When the manager reports
+//! that a grant already reaches the governing desired expiration (LR: a lease whose actual
+//! expiration is past its desired one is not renewed), the lease stays listed in its sets,
+//! unrenewed, until each membership ends.
+//!
+//! A renewal failure the manager reports (a definite error after exactly one attempt, or the
+//! lease's actual expiration reached, after retrying indefinite errors up to it) removes the
+//! lease from every set that holds it, and each of those sets with a renewal-failure listener
+//! gets one [`SetEventKind::RenewalFailure`] event.
+//!
+//! # Events
+//!
+//! Each set may have one expiration-warning and one renewal-failure registration
+//! ([`crate::event`]): event ids unique among the active registrations, sequence numbers
+//! strictly increasing per id, handbacks returned byte for byte, covered by the set's lease.
+//! Events come out of [`RenewalService::poll_event`]; the host delivers them, and reports a
+//! listener that answered "unknown event" with [`RenewalService::unknown_event`].
+//!
+//! # Driving it
+//!
+//! Like every active part of leasehold it is a sans-I/O state machine: the host calls
+//! [`RenewalService::handle_timeout`] when [`RenewalService::poll_timeout`] says, sends what
+//! [`RenewalService::poll_transmit`] hands out to the client leases' landlords, and feeds back
+//! replies ([`RenewalService::handle_reply`]) or transport failures
+//! ([`RenewalService::handle_failure`]).
+//!
+//! ```
+//! use leasehold::policy::Bounded;
+//! use leasehold::service::{RenewalService, RenewalServiceConfig};
+//! use leasehold::{Landlord, LandlordConfig, LandlordId, Lease, ANY};
+//! const MIN: i64 = 60_000;
+//!
+//! // A landlord somewhere, and a one-minute lease it granted to a client.
+//! let mut printer: Landlord =
+//!     Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Bounded::new(MIN, MIN).unwrap());
+//! let g = printer.grant(b"printer".to_vec(), MIN, 0).unwrap();
+//! let lease = Lease::new(LandlordId(1), g.cookie, g.expiration);
+//!
+//! // The client hands it to a renewal service for half an hour, a minute at a time.
+//! let mut svc = RenewalService::new(RenewalServiceConfig::new(LandlordId(99), [2; 32])).unwrap();
+//! let (set, set_lease) = svc.create_set(ANY, 0).unwrap();
+//! assert_eq!(set_lease.expiration(), 60 * MIN); // the default policy grants an hour for ANY
+//! svc.add(set, lease, 30 * MIN, MIN, 0).unwrap();
+//!
+//! // The host's loop: timers, and the renewal requests carried to the landlord and back.
+//! let mut now = 0;
+//! while let Some(t) = svc.poll_timeout() {
+//!     if t > 20 * MIN {
+//!         break;
+//!     }
+//!     now = now.max(t);
+//!     svc.handle_timeout(now);
+//!     printer.handle_timeout(now);
+//!     while let Some(tx) = svc.poll_transmit(now) {
+//!         let reply = printer.handle_request(&tx.request, now);
+//!         svc.handle_reply(&reply, now);
+//!     }
+//! }
+//! assert!(printer.get(lease.cookie(), now).is_some(), "renewed for 20 minutes so far");
+//! ```
+
+mod handle;
+mod set;
+mod snapshot;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use crate::error::{LeaseError, Result};
+use crate::event::{EventId, EventRegistration, EventSource, EventTable, RemoteEvent};
+use crate::holder::{RenewalEvent, RenewalManager, RenewalManagerConfig, Transmit};
+use crate::landlord::{Landlord, LandlordConfig};
+use crate::lease::{Cookie, LandlordId, Lease};
+use crate::policy::PolicySpec;
+use crate::time::{self, Duration, Millis};
+use crate::wire::{Encoding, Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
+
+pub use handle::RenewalSet;
+pub use set::{check_membership, check_min_warning, Membership, SetId};
+use set::{key_of, ClientKey, SetState, Warning};
+pub use snapshot::{ServiceSnapshot, SNAPSHOT_VERSION};
+
+/// Two hours: the longest set lease the default policy grants (Norm's default).
+pub const DEFAULT_MAX_SET_LEASE: Duration = 2 * 60 * 60 * 1000;
+/// One hour: the set lease the default policy grants for ANY (Norm's default).
+pub const DEFAULT_SET_LEASE: Duration = 60 * 60 * 1000;
+
+/// How a renewal service is set up.
+#[derive(Debug, Clone)]
+pub struct RenewalServiceConfig {
+    /// The internal landlord that grants set leases: its id (the `landlord` of every set lease,
+    /// and the `service` of every event source), cookie seed, grace and limits.
+    pub landlord: LandlordConfig,
+    /// How long set leases are granted. Default: bounded, max 2 h, default 1 h.
+    pub set_policy: PolicySpec,
+    /// The renewal manager that renews the client leases.
+    pub manager: RenewalManagerConfig,
+    /// How far event sequence numbers jump on restore
+    /// ([`crate::event::DEFAULT_RESTORE_JUMP`] by default).
+    pub restore_jump: u64,
+}
+
+impl RenewalServiceConfig {
+    /// Defaults for a service whose set leases carry landlord id `id`; `seed` must be real
+    /// entropy (it makes the set lease cookies unguessable).
+    pub fn new(id: LandlordId, seed: [u8; 32]) -> RenewalServiceConfig {
+        RenewalServiceConfig {
+            landlord: LandlordConfig::new(id, seed),
+            set_policy: PolicySpec::Bounded {
+                max: DEFAULT_MAX_SET_LEASE,
+                default: DEFAULT_SET_LEASE,
+            },
+            manager: RenewalManagerConfig::default(),
+            restore_jump: crate::event::DEFAULT_RESTORE_JUMP,
+        }
+    }
+}
+
+/// What an event of a renewal set reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetEventKind {
+    /// The set's lease expires at `expiration` (the registration's `min_warning` or less from
+    /// now): renew it or lose the set.
+    ExpirationWarning {
+        /// The set.
+        set: SetId,
+        /// When the set's lease expires.
+        expiration: Millis,
+    },
+    /// A client lease could not be renewed and has left the set: a definite error on a renewal
+    /// attempt, or its actual expiration reached before its desired one.
+    RenewalFailure {
+        /// The set.
+        set: SetId,
+        /// The client lease, with its last known expiration.
+        lease: Lease,
+        /// The last error of a renewal attempt; `None` when the lease simply expired.
+        error: Option<LeaseError>,
+    },
+}
+
+impl SetEventKind {
+    /// The set the event is about.
+    pub fn set(&self) -> SetId {
+        match self {
+            SetEventKind::ExpirationWarning { set, .. }
+            | SetEventKind::RenewalFailure { set, .. } => *set,
+        }
+    }
+}
+
+/// An event of a renewal set, as the host delivers it to the registered listener.
+pub type SetEvent = RemoteEvent<SetEventKind>;
+
+/// The lease renewal service: renewal sets, their leases, memberships and events.
+pub struct RenewalService {
+    config: RenewalServiceConfig,
+    landlord: Landlord<SetId>,
+    manager: RenewalManager,
+    next_set: u64,
+    sets: BTreeMap<SetId, SetState>,
+    /// Which sets hold each client lease.
+    holders: BTreeMap<ClientKey, BTreeSet<SetId>>,
+    /// The last known copy of each client lease (the manager's copy wins while it has one).
+    clients: BTreeMap<ClientKey, Lease>,
+    /// Client leases the manager reported as covered up to their desired expiration (no
+    /// renewal needed until then): the memberships up to that time stay without the manager.
+    covered: BTreeMap<ClientKey, Millis>,
+    /// Membership expirations, earliest first.
+    memberships_due: BTreeSet<(Millis, SetId, ClientKey)>,
+    /// Pending expiration warnings, earliest first.
+    warnings_due: BTreeSet<(Millis, SetId)>,
+    events: EventTable,
+    out: VecDeque<SetEvent>,
+}
+
+impl RenewalService {
+    /// A service with no sets.
+    pub fn new(config: RenewalServiceConfig) -> Result<RenewalService> {
+        let policy = config.set_policy.build()?;
+        let landlord = Landlord::new(config.landlord.clone(), policy);
+        let manager = RenewalManager::new(config.manager.clone());
+        Ok(RenewalService {
+            config,
+            landlord,
+            manager,
+            next_set: 1,
+            sets: BTreeMap::new(),
+            holders: BTreeMap::new(),
+            clients: BTreeMap::new(),
+            covered: BTreeMap::new(),
+            memberships_due: BTreeSet::new(),
+            warnings_due: BTreeSet::new(),
+            events: EventTable::new(),
+            out: VecDeque::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RenewalServiceConfig {
+        &self.config
+    }
+
+    /// The id of the service's landlord: every set lease carries it.
+    pub fn id(&self) -> LandlordId {
+        self.landlord.id()
+    }
+
+    /// The renewal manager that renews the client leases (read-only).
+    pub fn manager(&self) -> &RenewalManager {
+        &self.manager
+    }
+
+    /// Creates a set whose lease lasts (at most) `lease_duration` (positive, [`time::FOREVER`]
+    /// or [`time::ANY`]; the policy decides). Returns the set and its lease.
+    pub fn create_set(&mut self, lease_duration: Duration, now: Millis) -> Result<(SetId, Lease)> {
+        if lease_duration == 0 {
+            return Err(LeaseError::InvalidArgument(
+                "a set lease duration must be positive, FOREVER or ANY, got 0 ms".into(),
+            ));
+        }
+        time::check_requested(lease_duration)?;
+        let id = SetId(self.next_set);
+        let grant = self.landlord.grant(id, lease_duration, now)?;
+        self.next_set += 1;
+        self.sets.insert(id, SetState::new(grant.cookie));
+        Ok((id, Lease::new(self.landlord.id(), grant.cookie, grant.expiration)))
+    }
+
+    /// A handle on one set, with the methods of Jini's `LeaseRenewalSet`.
+    pub fn set(&mut self, id: SetId) -> RenewalSet<'_> {
+        RenewalSet::new(self, id)
+    }
+
+    /// The sets alive, in creation order (a set past its lease's expiration counts until
+    /// [`RenewalService::handle_timeout`] destroys it).
+    pub fn sets(&self) -> Vec<SetId> {
+        self.sets.keys().copied().collect()
+    }
+
+    /// The set's own lease as the service sees it at `now`; `None` for a set that is gone.
+    pub fn set_lease(&self, set: SetId, now: Millis) -> Option<Lease> {
+        let s = self.sets.get(&set)?;
+        self.landlord.lease(s.cookie, now)
+    }
+
+    /// The set whose lease is `lease`, if it is alive at `now`.
+    pub fn set_of(&self, lease: &Lease, now: Millis) -> Option<SetId> {
+        if lease.landlord() != self.landlord.id() {
+            return None;
+        }
+        self.landlord.get(lease.cookie(), now).map(|(_, s)| *s)
+    }
+
+    fn live_set(&self, set: SetId, now: Millis) -> Result<&SetState> {
+        match self.sets.get(&set) {
+            Some(s) if self.landlord.get(s.cookie, now).is_some() => Ok(s),
+            _ => Err(LeaseError::UnknownLease),
+        }
+    }
+
+    /// Puts `lease` into `set` (Norm's `renewFor`), or updates its membership if it is there:
+    /// it is renewed until `membership_duration` from `now` has passed, asking for
+    /// `renew_duration` each time (less when less membership remains).
+    ///
+    /// Rules (LR): `renew_duration` is [`time::ANY`] only with a [`time::FOREVER`]
+    /// membership, otherwise positive or [`time::FOREVER`], else [`LeaseError::InvalidArgument`];
+    /// a membership of zero or less is accepted and the lease leaves the set at once, without an
+    /// event; a set lease of this same service is an invalid argument. An unknown or expired set
+    /// is [`LeaseError::UnknownLease`].
+    pub fn add(
+        &mut self,
+        set: SetId,
+        lease: Lease,
+        membership_duration: Duration,
+        renew_duration: Duration,
+        now: Millis,
+    ) -> Result<()> {
+        self.live_set(set, now)?;
+        if lease.landlord() == self.landlord.id() {
+            return Err(LeaseError::InvalidArgument(
+                "a set lease of this renewal service cannot be put into one of its sets".into(),
+            ));
+        }
+        check_membership(membership_duration, renew_duration)?;
+        let key = key_of(&lease);
+        let expiration = if membership_duration < 0 {
+            now.saturating_add(membership_duration)
+        } else {
+            time::expiration_after(now, membership_duration)
+        };
+        // The caller's copy is newer than anything we hold unless the manager renewed it since.
+        if !self.manager_has(&lease) {
+            self.clients.insert(key, lease);
+        } else {
+            self.clients.entry(key).or_insert(lease);
+        }
+        self.drop_membership(set, key);
+        if expiration > now {
+            let m = Membership { expiration, renew_duration };
+            self.sets.get_mut(&set).expect("checked").members.insert(key, m);
+            self.holders.entry(key).or_default().insert(set);
+            if expiration != time::FOREVER {
+                self.memberships_due.insert((expiration, set, key));
+            }
+        }
+        self.resync(key, now)
+    }
+
+    /// Takes `lease` out of `set` without cancelling it (Norm's `remove`): the lease as last
+    /// known, or `None` if the set did not hold it. An unknown set is
+    /// [`LeaseError::UnknownLease`].
+    pub fn remove(&mut self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Lease>> {
+        self.live_set(set, now)?;
+        let key = key_of(lease);
+        let held = self.sets.get(&set).expect("checked").members.contains_key(&key);
+        if !held {
+            return Ok(None);
+        }
+        let current = self.client_lease(key);
+        self.drop_membership(set, key);
+        self.resync(key, now)?;
+        Ok(current)
+    }
+
+    /// The client leases in `set`, each as last known (after the latest renewal).
+    pub fn leases(&self, set: SetId, now: Millis) -> Result<Vec<Lease>> {
+        let s = self.live_set(set, now)?;
+        Ok(s.members.keys().filter_map(|k| self.client_lease(*k)).collect())
+    }
+
+    /// The membership of `lease` in `set`, if the set holds it.
+    pub fn membership(&self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Membership>> {
+        let s = self.live_set(set, now)?;
+        Ok(s.members.get(&key_of(lease)).copied())
+    }
+
+    /// Registers for the set's expiration-warning event, due `min_warning` before the set's
+    /// lease expires (at once if less time is left); replaces an earlier registration of the
+    /// set, keeping its event id and numbering. `min_warning` must not be negative.
+    pub fn set_expiration_warning_listener(
+        &mut self,
+        set: SetId,
+        min_warning: Duration,
+        handback: Vec<u8>,
+        now: Millis,
+    ) -> Result<EventRegistration> {
+        check_min_warning(min_warning)?;
+        self.live_set(set, now)?;
+        let source = self.source(set);
+        let existing = self.sets[&set].warning.map(|w| w.event_id);
+        let event_id = match existing {
+            Some(id) => {
+                self.events.set_handback(id, handback)?;
+                id
+            }
+            None => self.events.register(source, handback),
+        };
+        self.unschedule_warning(set);
+        self.sets.get_mut(&set).expect("checked").warning =
+            Some(Warning { event_id, min_warning, sent_for: None, due: None });
+        self.arm_warning(set, now);
+        self.registration(set, event_id, now)
+    }
+
+    /// Registers for the set's renewal-failure events; replaces an earlier registration of the
+    /// set, keeping its event id and numbering.
+    pub fn set_renewal_failure_listener(
+        &mut self,
+        set: SetId,
+        handback: Vec<u8>,
+        now: Millis,
+    ) -> Result<EventRegistration> {
+        self.live_set(set, now)?;
+        let source = self.source(set);
+        let event_id = match self.sets[&set].failure {
+            Some(id) => {
+                self.events.set_handback(id, handback)?;
+                id
+            }
+            None => self.events.register(source, handback),
+        };
+        self.sets.get_mut(&set).expect("checked").failure = Some(event_id);
+        self.registration(set, event_id, now)
+    }
+
+    /// Ends the set's expiration-warning registration, if any.
+    pub fn clear_expiration_warning_listener(&mut self, set: SetId, now: Millis) -> Result<()> {
+        self.live_set(set, now)?;
+        self.unschedule_warning(set);
+        if let Some(w) = self.sets.get_mut(&set).expect("checked").warning.take() {
+            self.events.remove(w.event_id);
+        }
+        Ok(())
+    }
+
+    /// Ends the set's renewal-failure registration, if any.
+    pub fn clear_renewal_failure_listener(&mut self, set: SetId, now: Millis) -> Result<()> {
+        self.live_set(set, now)?;
+        if let Some(id) = self.sets.get_mut(&set).expect("checked").failure.take() {
+            self.events.remove(id);
+        }
+        Ok(())
+    }
+
+    /// The host reports that the listener of `event_id` answered "unknown event": that
+    /// registration alone ends (the set and its other registration stay), and its events not
+    /// yet handed out are dropped. Returns whether it was active.
+    pub fn unknown_event(&mut self, event_id: EventId) -> bool {
+        let Some(reg) = self.events.remove(event_id) else {
+            return false;
+        };
+        self.out.retain(|e| e.event_id != event_id);
+        let set = SetId(reg.source.object);
+        if let Some(s) = self.sets.get_mut(&set) {
+            if s.failure == Some(event_id) {
+                s.failure = None;
+            }
+            if s.warning.map(|w| w.event_id) == Some(event_id) {
+                self.unschedule_warning(set);
+                self.sets.get_mut(&set).expect("present").warning = None;
+            }
+        }
+        true
+    }
+
+    /// The active event registrations of `set` (expiration warning first, then failure).
+    pub fn registrations(&self, set: SetId, now: Millis) -> Result<Vec<EventRegistration>> {
+        let s = self.live_set(set, now)?;
+        let ids = s.warning.map(|w| w.event_id).into_iter().chain(s.failure);
+        ids.map(|id| self.registration(set, id, now)).collect()
+    }
+
+    /// Answers a request about set leases (renew, cancel, renew_all, cancel_all) from a client
+    /// of the service. A cancelled set is destroyed at once. Grant requests are refused: sets
+    /// are made with [`RenewalService::create_set`].
+    pub fn handle_request(&mut self, request: &Request, now: Millis) -> Reply {
+        let body = match &request.body {
+            RequestBody::Grant { .. } => {
+                ReplyBody::Error(WireError::from(&LeaseError::InvalidArgument(
+                    "a renewal service makes set leases with create_set, not grant".into(),
+                )))
+            }
+            RequestBody::Renew { cookie, duration } => {
+                match self.renew_set_lease(*cookie, *duration, now) {
+                    Ok(d) => ReplyBody::Renewed { duration: d },
+                    Err(e) => ReplyBody::Error(WireError::from(&e)),
+                }
+            }
+            RequestBody::Cancel { cookie } => match self.cancel_set_lease(*cookie, now) {
+                Ok(()) => ReplyBody::Cancelled,
+                Err(e) => ReplyBody::Error(WireError::from(&e)),
+            },
+            RequestBody::RenewAll { items } => ReplyBody::RenewedAll {
+                results: items
+                    .iter()
+                    .map(|&(c, d)| Outcome::from(self.renew_set_lease(c, d, now)))
+                    .collect(),
+            },
+            RequestBody::CancelAll { cookies } => ReplyBody::CancelledAll {
+                results: cookies
+                    .iter()
+                    .map(|&c| Outcome::from(self.cancel_set_lease(c, now)))
+                    .collect(),
+            },
+        };
+        Reply { id: request.id, landlord: self.landlord.id(), body }
+    }
+
+    /// Decodes a request about set leases, answers it, and encodes the reply in the same
+    /// encoding; an undecodable request gets an error reply with id 0.
+    pub fn handle_bytes(&mut self, bytes: &[u8], encoding: Encoding, now: Millis) -> Vec<u8> {
+        let reply = match Request::decode(bytes, encoding, &self.landlord.config().limits) {
+            Ok(req) => self.handle_request(&req, now),
+            Err(e) => Reply {
+                id: 0,
+                landlord: self.landlord.id(),
+                body: ReplyBody::Error(WireError::from(&e)),
+            },
+        };
+        reply.encode(encoding)
+    }
+
+    fn renew_set_lease(
+        &mut self,
+        cookie: Cookie,
+        duration: Duration,
+        now: Millis,
+    ) -> Result<Duration> {
+        let granted = self.landlord.renew(cookie, duration, now)?;
+        if let Some((_, set)) = self.landlord.get(cookie, now) {
+            let set = *set;
+            self.arm_warning(set, now);
+        }
+        Ok(granted)
+    }
+
+    fn cancel_set_lease(&mut self, cookie: Cookie, now: Millis) -> Result<()> {
+        let set = self.landlord.cancel(cookie, now)?;
+        self.destroy_set(set, now);
+        Ok(())
+    }
+
+    /// When the host should next call [`RenewalService::handle_timeout`].
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        [
+            self.landlord.poll_timeout(),
+            self.memberships_due.first().map(|d| d.0),
+            self.warnings_due.first().map(|d| d.0),
+            self.manager.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Advances time to `now`: destroys sets whose lease expired, removes client leases whose
+    /// membership expiration is reached (silently), issues due expiration warnings, and lets the
+    /// manager renew and detect expiries. Sets go first, so no client lease of a set that
+    /// expired by `now` is renewed for it.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        self.landlord.handle_timeout(now);
+        while let Some(expired) = self.landlord.poll_expired() {
+            self.destroy_set(expired.resource, now);
+        }
+        while let Some(&(due, set, key)) = self.memberships_due.first() {
+            if due > now {
+                break;
+            }
+            self.memberships_due.pop_first();
+            self.drop_membership(set, key);
+            // Only this lease changes; a failure here leaves the manager as it was.
+            let _ = self.resync(key, now);
+        }
+        while let Some(&(due, set)) = self.warnings_due.first() {
+            if due > now {
+                break;
+            }
+            self.warnings_due.pop_first();
+            self.fire_warning(set, now);
+        }
+        self.manager.handle_timeout(now);
+        self.drain_manager(now);
+    }
+
+    /// The next renewal request to send to a client lease's landlord.
+    pub fn poll_transmit(&mut self, now: Millis) -> Option<Transmit> {
+        self.manager.poll_transmit(now)
+    }
+
+    /// A landlord's reply to a request from [`RenewalService::poll_transmit`].
+    pub fn handle_reply(&mut self, reply: &Reply, now: Millis) {
+        self.manager.handle_reply(reply, now);
+        self.drain_manager(now);
+    }
+
+    /// The request `request_id` got no reply: `error` says why (an indefinite error is retried).
+    pub fn handle_failure(&mut self, request_id: u64, error: LeaseError, now: Millis) {
+        self.manager.handle_failure(request_id, error, now);
+        self.drain_manager(now);
+    }
+
+    /// The next event to deliver to a set's listener.
+    pub fn poll_event(&mut self) -> Option<SetEvent> {
+        self.out.pop_front()
+    }
+
+    // ---- internals ----
+
+    fn source(&self, set: SetId) -> EventSource {
+        EventSource { service: self.landlord.id(), object: set.0 }
+    }
+
+    fn registration(
+        &self,
+        set: SetId,
+        event_id: EventId,
+        now: Millis,
+    ) -> Result<EventRegistration> {
+        let lease = self.set_lease(set, now).ok_or(LeaseError::UnknownLease)?;
+        self.events.registration(event_id, lease).ok_or(LeaseError::UnknownLease)
+    }
+
+    fn manager_has(&self, lease: &Lease) -> bool {
+        self.manager.lease(lease).is_some()
+    }
+
+    /// The current copy of a client lease: the manager's while it renews it, else the last known.
+    fn client_lease(&self, key: ClientKey) -> Option<Lease> {
+        let stored = *self.clients.get(&key)?;
+        Some(self.manager.lease(&stored).unwrap_or(stored))
+    }
+
+    /// Removes `key` from `set` (no event, no manager update).
+    fn drop_membership(&mut self, set: SetId, key: ClientKey) {
+        let Some(s) = self.sets.get_mut(&set) else { return };
+        if let Some(m) = s.members.remove(&key) {
+            self.memberships_due.remove(&(m.expiration, set, key));
+        }
+        if let Some(h) = self.holders.get_mut(&key) {
+            h.remove(&set);
+            if h.is_empty() {
+                self.holders.remove(&key);
+            }
+        }
+    }
+
+    /// The governing membership of a client lease among the sets holding it at `now`: the latest
+    /// desired expiration, ties to the lowest set id.
+    fn governing(&self, key: ClientKey, now: Millis) -> Option<Membership> {
+        let mut best: Option<Membership> = None;
+        for set in self.holders.get(&key).into_iter().flatten() {
+            let m = self.sets[set].members[&key];
+            if m.expiration <= now {
+                continue;
+            }
+            match best {
+                Some(b) if b.expiration >= m.expiration => {}
+                _ => best = Some(m),
+            }
+        }
+        best
+    }
+
+    /// Tells the manager what the sets now want of a client lease: renew it under the governing
+    /// membership, or stop renewing it (never cancelling) when no set holds it.
+    fn resync(&mut self, key: ClientKey, now: Millis) -> Result<()> {
+        let Some(lease) = self.client_lease(key) else { return Ok(()) };
+        let governing = self.governing(key, now);
+        let covered = self.covered.get(&key).copied();
+        match governing {
+            // The landlord already holds it to the end of every membership: nothing to renew.
+            Some(m) if !self.manager_has(&lease) && covered.is_some_and(|c| m.expiration <= c) => {
+                Ok(())
+            }
+            Some(m) => {
+                self.covered.remove(&key);
+                self.clients.insert(key, lease);
+                // Keep the manager's entry (and any renewal in flight) when only the desired
+                // expiration moves; replace it when the renew duration changes.
+                let same_renew = self.manager.renew_duration(&lease).ok() == Some(m.renew_duration);
+                if same_renew {
+                    if self.manager.expiration(&lease).ok() != Some(m.expiration) {
+                        self.manager.set_expiration(&lease, m.expiration, now)?;
+                    }
+                    Ok(())
+                } else {
+                    self.manager.renew_until(lease, m.expiration, m.renew_duration, now)
+                }
+            }
+            None => {
+                if self.manager_has(&lease) {
+                    let _ = self.manager.remove(&lease);
+                }
+                if !self.holders.contains_key(&key) {
+                    self.clients.remove(&key);
+                    self.covered.remove(&key);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn drain_manager(&mut self, now: Millis) {
+        while let Some(ev) = self.manager.poll_event() {
+            match ev {
+                RenewalEvent::Renewed { lease } => {
+                    let key = key_of(&lease);
+                    if self.clients.contains_key(&key) {
+                        self.clients.insert(key, lease);
+                    }
+                }
+                RenewalEvent::RenewalFailed { lease, error, .. } => {
+                    self.renewal_failed(lease, error)
+                }
+                RenewalEvent::DesiredExpirationReached { lease } => {
+                    // The manager stops when the grant reaches the governing desired expiration
+                    // (its local copy may end a few ms earlier, by its clock-drift margin). The
+                    // memberships stay until their own expirations, without renewals.
+                    let key = key_of(&lease);
+                    if !self.holders.contains_key(&key) {
+                        continue;
+                    }
+                    self.clients.insert(key, lease);
+                    if let Some(m) = self.governing(key, now) {
+                        self.covered.insert(key, m.expiration);
+                    }
+                }
+            }
+        }
+    }
+
+    fn renewal_failed(&mut self, lease: Lease, error: Option<LeaseError>) {
+        let key = key_of(&lease);
+        let sets: Vec<SetId> = self.holders.get(&key).into_iter().flatten().copied().collect();
+        for set in sets {
+            self.drop_membership(set, key);
+            if let Some(event_id) = self.sets[&set].failure {
+                let kind = SetEventKind::RenewalFailure { set, lease, error: error.clone() };
+                if let Some(e) = self.events.next_event(event_id, kind) {
+                    self.out.push_back(e);
+                }
+            }
+        }
+        self.clients.remove(&key);
+        self.covered.remove(&key);
+    }
+
+    fn unschedule_warning(&mut self, set: SetId) {
+        if let Some(w) = self.sets.get_mut(&set).and_then(|s| s.warning.as_mut()) {
+            if let Some(due) = w.due.take() {
+                self.warnings_due.remove(&(due, set));
+            }
+        }
+    }
+
+    /// Schedules (or sends at once) the warning for the set's current expiration.
+    fn arm_warning(&mut self, set: SetId, now: Millis) {
+        self.unschedule_warning(set);
+        let Some(s) = self.sets.get(&set) else { return };
+        let Some(w) = s.warning else { return };
+        let Some((expiration, _)) = self.landlord.get(s.cookie, now) else { return };
+        if w.sent_for == Some(expiration) {
+            return;
+        }
+        let Some(due) = w.due_for(expiration) else { return };
+        if due <= now {
+            self.fire_warning(set, now);
+        } else {
+            self.sets.get_mut(&set).expect("present").warning.as_mut().expect("present").due =
+                Some(due);
+            self.warnings_due.insert((due, set));
+        }
+    }
+
+    fn fire_warning(&mut self, set: SetId, now: Millis) {
+        let Some(s) = self.sets.get(&set) else { return };
+        let Some(w) = s.warning else { return };
+        let Some((expiration, _)) = self.landlord.get(s.cookie, now) else { return };
+        if w.sent_for == Some(expiration) {
+            return;
+        }
+        let w = self.sets.get_mut(&set).expect("present").warning.as_mut().expect("present");
+        w.sent_for = Some(expiration);
+        w.due = None;
+        let kind = SetEventKind::ExpirationWarning { set, expiration };
+        if let Some(e) = self.events.next_event(w.event_id, kind) {
+            self.out.push_back(e);
+        }
+    }
+
+    /// Destroys a set: its registrations end and its client leases leave it; those no other set
+    /// holds are taken out of the manager (not cancelled).
+    fn destroy_set(&mut self, set: SetId, now: Millis) {
+        self.unschedule_warning(set);
+        let Some(s) = self.sets.remove(&set) else { return };
+        if let Some(w) = s.warning {
+            self.events.remove(w.event_id);
+        }
+        if let Some(id) = s.failure {
+            self.events.remove(id);
+        }
+        for (key, m) in s.members {
+            self.memberships_due.remove(&(m.expiration, set, key));
+            if let Some(h) = self.holders.get_mut(&key) {
+                h.remove(&set);
+                if h.is_empty() {
+                    self.holders.remove(&key);
+                }
+            }
+            let _ = self.resync(key, now);
+        }
+    }
+}
