@@ -104,6 +104,24 @@ typedef enum leasehold_status {
 } leasehold_status;
 
 /**
+ * What a renewal event reports.
+ */
+typedef enum leasehold_renewal_event_kind {
+    /**
+     * The lease could not be kept until its desired expiration; the manager dropped it.
+     */
+    LEASEHOLD_RENEWAL_FAILED = 1,
+    /**
+     * The desired expiration came; the manager dropped the lease (it is not cancelled).
+     */
+    LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED = 2,
+    /**
+     * A renewal succeeded; `lease` has the new actual expiration.
+     */
+    LEASEHOLD_RENEWAL_RENEWED = 3,
+} leasehold_renewal_event_kind;
+
+/**
  * What a request asks (the numbers are the binary op codes).
  */
 typedef enum leasehold_request_op {
@@ -172,10 +190,23 @@ typedef struct leasehold_landlord leasehold_landlord;
 typedef struct leasehold_landlord_config leasehold_landlord_config;
 
 /**
+ * Leases of one landlord with a renewal duration each (Jini `LeaseMap`), renewed or cancelled
+ * together in one request (opaque). Free with `leasehold_lease_map_free`.
+ */
+typedef struct leasehold_lease_map leasehold_lease_map;
+
+/**
  * A grant policy (opaque). Immutable once made: one policy may be shared by several threads
  * and used for several landlords. Free with `leasehold_policy_free`.
  */
 typedef struct leasehold_policy leasehold_policy;
+
+/**
+ * Keeps leases alive until their desired expirations (opaque), as a sans-I/O state machine:
+ * the host sends what `poll_transmit` hands out, feeds replies to `handle_reply`, runs the timer
+ * `poll_timeout` asks for, and reads `poll_event`. Free with `leasehold_renewal_manager_free`.
+ */
+typedef struct leasehold_renewal_manager leasehold_renewal_manager;
 
 /**
  * A reply message (opaque, immutable). Free with `leasehold_reply_free`.
@@ -215,6 +246,199 @@ typedef struct leasehold_cookie {
      */
     uint8_t bytes[16];
 } leasehold_cookie;
+
+/**
+ * A lease as its holder sees it. A plain value: copy it freely, nothing to free.
+ *
+ * Functions taking a lease check `serial_format` and answer `INVALID_ARGUMENT` for a value
+ * other than `LEASEHOLD_SERIAL_DURATION` or `LEASEHOLD_SERIAL_ABSOLUTE`.
+ */
+typedef struct leasehold_lease {
+    /**
+     * The landlord that granted it.
+     */
+    uint64_t landlord;
+    /**
+     * The landlord's key for it.
+     */
+    struct leasehold_cookie cookie;
+    /**
+     * When it expires, in ms on the holder's clock (`LEASEHOLD_FOREVER` if never).
+     */
+    int64_t expiration;
+    /**
+     * `LEASEHOLD_SERIAL_DURATION` or `LEASEHOLD_SERIAL_ABSOLUTE`.
+     */
+    int32_t serial_format;
+} leasehold_lease;
+
+/**
+ * Visits one lease of a map with its renewal duration. Return 0 to go on, non-zero to stop.
+ */
+typedef int32_t (*leasehold_lease_map_visit_fn)(void *user_data,
+                                                const struct leasehold_lease *lease,
+                                                int64_t duration);
+
+/**
+ * Called once per lease that failed in a batch: `user_data` as given, the lease's cookie, its
+ * error code (a `leasehold_status` number) and message (borrowed for the call only).
+ */
+typedef void (*leasehold_failure_fn)(void *user_data,
+                                     struct leasehold_cookie cookie,
+                                     int32_t code,
+                                     const char *message);
+
+/**
+ * How a renewal manager schedules, batches and retries (all times in ms). Start from
+ * `leasehold_renewal_manager_config_default` and change what you need.
+ */
+typedef struct leasehold_renewal_manager_config {
+    /**
+     * Leases of one landlord due within this window join one request (default 5 minutes).
+     */
+    int64_t batch_window;
+    /**
+     * Fraction (0 to 1) of its grant a lease must have used before it joins a batch early
+     * (default 0.25).
+     */
+    double batch_join_after;
+    /**
+     * Most leases in one request; 1 turns batching off (default 10 000).
+     */
+    size_t max_batch;
+    /**
+     * Round-trip estimate before anything is measured (default 1 s).
+     */
+    int64_t initial_rtt;
+    /**
+     * Smallest request time-out and gap between attempts (default 200 ms).
+     */
+    int64_t min_rto;
+    /**
+     * Largest request time-out (default 60 s).
+     */
+    int64_t max_rto;
+    /**
+     * Attempts that must fit before the actual expiration, time-outs doubling (default 3).
+     */
+    uint32_t attempts;
+    /**
+     * Renew when 1/renew_divisor of the grant is left (default 8).
+     */
+    uint32_t renew_divisor;
+    /**
+     * Longest wait between retries after indefinite failures (default 60 s).
+     */
+    int64_t max_retry_interval;
+    /**
+     * Clock-rate difference allowed for, in parts per million (default 100).
+     */
+    uint32_t max_clock_drift_ppm;
+    /**
+     * Id of the first request; ids then count up (default 1).
+     */
+    uint64_t first_request_id;
+    /**
+     * Whether every successful renewal is reported as a RENEWED event (default true).
+     */
+    bool report_renewals;
+} leasehold_renewal_manager_config;
+
+/**
+ * Visits one managed lease. Return 0 to go on, non-zero to stop.
+ */
+typedef int32_t (*leasehold_lease_visit_fn)(void *user_data, const struct leasehold_lease *lease);
+
+/**
+ * Counters of a renewal manager.
+ */
+typedef struct leasehold_renewal_stats {
+    /**
+     * Requests handed out (renewals and cancels).
+     */
+    uint64_t requests_sent;
+    /**
+     * Of those, renewal requests.
+     */
+    uint64_t renew_requests;
+    /**
+     * Of those, cancel requests.
+     */
+    uint64_t cancel_requests;
+    /**
+     * Successful renewals of single leases.
+     */
+    uint64_t leases_renewed;
+    /**
+     * RENEWAL_FAILED events.
+     */
+    uint64_t failures;
+    /**
+     * DESIRED_EXPIRATION_REACHED events.
+     */
+    uint64_t desired_reached;
+    /**
+     * Indefinite per-lease failures that were retried.
+     */
+    uint64_t indefinite_failures;
+    /**
+     * Requests that got no reply within their time-out.
+     */
+    uint64_t timeouts;
+    /**
+     * Cancels the landlord confirmed.
+     */
+    uint64_t leases_cancelled;
+    /**
+     * Replies ignored (unknown or stale id, other landlord).
+     */
+    uint64_t replies_ignored;
+} leasehold_renewal_stats;
+
+/**
+ * An event of a renewal manager. From `leasehold_renewal_manager_poll_event`, `error_message`
+ * is the caller's to free with `leasehold_string_free`; inside a driver callback it is borrowed
+ * for the call.
+ */
+typedef struct leasehold_renewal_event {
+    /**
+     * What happened.
+     */
+    enum leasehold_renewal_event_kind kind;
+    /**
+     * The lease, with its (last) actual expiration.
+     */
+    struct leasehold_lease lease;
+    /**
+     * When the holder wanted it to end (RENEWAL_FAILED only, else 0).
+     */
+    int64_t desired_expiration;
+    /**
+     * Why it failed, as a status number (RENEWAL_FAILED with a known error), else 0.
+     */
+    int32_t error_code;
+    /**
+     * The error's message, or NULL.
+     */
+    char *error_message;
+} leasehold_renewal_event;
+
+/**
+ * Hands one request to the host's transport: `user_data` as given, the landlord to send it
+ * to, the request id, and the encoded request (borrowed for the call). Return 0 if it was
+ * sent (or queued); non-zero reports an indefinite failure of that request to the manager.
+ */
+typedef int32_t (*leasehold_transmit_fn)(void *user_data,
+                                         uint64_t landlord,
+                                         uint64_t request_id,
+                                         const uint8_t *data,
+                                         size_t len);
+
+/**
+ * Delivers one renewal event to the host (borrowed for the call).
+ */
+typedef void (*leasehold_renewal_event_fn)(void *user_data,
+                                           const struct leasehold_renewal_event *event);
 
 /**
  * The answer to a grant.
@@ -261,31 +485,6 @@ typedef struct leasehold_batch_result {
      */
     int64_t duration;
 } leasehold_batch_result;
-
-/**
- * A lease as its holder sees it. A plain value: copy it freely, nothing to free.
- *
- * Functions taking a lease check `serial_format` and answer `INVALID_ARGUMENT` for a value
- * other than `LEASEHOLD_SERIAL_DURATION` or `LEASEHOLD_SERIAL_ABSOLUTE`.
- */
-typedef struct leasehold_lease {
-    /**
-     * The landlord that granted it.
-     */
-    uint64_t landlord;
-    /**
-     * The landlord's key for it.
-     */
-    struct leasehold_cookie cookie;
-    /**
-     * When it expires, in ms on the holder's clock (`LEASEHOLD_FOREVER` if never).
-     */
-    int64_t expiration;
-    /**
-     * `LEASEHOLD_SERIAL_DURATION` or `LEASEHOLD_SERIAL_ABSOLUTE`.
-     */
-    int32_t serial_format;
-} leasehold_lease;
 
 /**
  * Visits one lease of a landlord: `user_data` as given, the lease's cookie, expiration and
@@ -406,6 +605,449 @@ const char *leasehold_status_name(int32_t status);
  * `out` is NULL or writable.
  */
 enum leasehold_status leasehold_status_is_definite(int32_t code, bool *out);
+
+/**
+ * The holder's lease from a landlord's reply to a grant request it sent at `sent_at` (holder's
+ * clock): expiration = `sent_at` + granted, shortened for clocks whose rates may differ by up to
+ * `max_drift_ppm` parts per million (0: exactly `sent_at` + granted). An ERROR reply gives its
+ * error as the status; a reply of another kind is `DECODE`.
+ *
+ * # Safety
+ * `reply` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_lease_from_reply(const struct leasehold_reply *reply,
+                                                 int64_t sent_at,
+                                                 uint32_t max_drift_ppm,
+                                                 struct leasehold_lease *out);
+
+/**
+ * The local expiration of a lease granted `granted` ms in reply to a request sent at
+ * `sent_at`, allowing for `max_drift_ppm` of clock-rate difference (FOREVER stays FOREVER).
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_local_expiration(int64_t sent_at,
+                                                 int64_t granted,
+                                                 uint32_t max_drift_ppm,
+                                                 int64_t *out);
+
+/**
+ * An empty map, bound to the landlord of the first lease inserted.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_lease_map_new(struct leasehold_lease_map **out);
+
+/**
+ * An empty map for the leases of `landlord`.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_lease_map_new_for_landlord(uint64_t landlord,
+                                                           struct leasehold_lease_map **out);
+
+/**
+ * Frees a lease map. NULL is ignored.
+ *
+ * # Safety
+ * `map` was made by libleasehold and not freed before.
+ */
+void leasehold_lease_map_free(struct leasehold_lease_map *map);
+
+/**
+ * The landlord whose leases the map holds: `*out_has` is false until it is known.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_lease_map_landlord(const struct leasehold_lease_map *map,
+                                                   bool *out_has,
+                                                   uint64_t *out_landlord);
+
+/**
+ * Jini `canContainKey`: whether `lease` can batch with the leases of the map.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_lease_map_can_contain(const struct leasehold_lease_map *map,
+                                                      const struct leasehold_lease *lease,
+                                                      bool *out);
+
+/**
+ * Adds (or replaces) `lease` with the duration to renew it for. A lease of another landlord or
+ * a negative duration other than ANY is `INVALID_ARGUMENT` and leaves the map unchanged.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_lease_map_insert(struct leasehold_lease_map *map,
+                                                 const struct leasehold_lease *lease,
+                                                 int64_t duration);
+
+/**
+ * Removes `lease` (`UNKNOWN_LEASE` if absent), giving back, optionally, the stored copy and its
+ * renewal duration (pass NULL to skip either).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_lease_map_remove(struct leasehold_lease_map *map,
+                                                 const struct leasehold_lease *lease,
+                                                 struct leasehold_lease *out_lease,
+                                                 int64_t *out_duration);
+
+/**
+ * The stored copy of `lease` (with its current expiration) and its renewal duration;
+ * `UNKNOWN_LEASE` if absent. Either output may be NULL.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_lease_map_get(const struct leasehold_lease_map *map,
+                                              const struct leasehold_lease *lease,
+                                              struct leasehold_lease *out_lease,
+                                              int64_t *out_duration);
+
+/**
+ * Number of leases in the map.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_lease_map_len(const struct leasehold_lease_map *map, size_t *out);
+
+/**
+ * Calls `visit` for every lease (in cookie order) until it returns non-zero. `visit` must not
+ * call back into this map.
+ *
+ * # Safety
+ * `map` is NULL or live; `visit` is NULL or a valid function.
+ */
+enum leasehold_status leasehold_lease_map_for_each(const struct leasehold_lease_map *map,
+                                                   leasehold_lease_map_visit_fn visit,
+                                                   void *user_data);
+
+/**
+ * One request renewing every lease of the map for its duration (Jini `renewAll`), with id `id`.
+ * The map remembers which leases it names, for `leasehold_lease_map_apply_renew_all`.
+ *
+ * # Safety
+ * `map` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_lease_map_renew_all_request(struct leasehold_lease_map *map,
+                                                            uint64_t id,
+                                                            struct leasehold_request **out);
+
+/**
+ * One request cancelling every lease of the map (Jini `cancelAll`), with id `id`.
+ *
+ * # Safety
+ * `map` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_lease_map_cancel_all_request(struct leasehold_lease_map *map,
+                                                             uint64_t id,
+                                                             struct leasehold_request **out);
+
+/**
+ * Applies the reply to the map's renew_all request, sent at `sent_at` (holder's clock).
+ * Renewed leases take `sent_at` + granted. Leases that failed are removed and reported through
+ * `on_failure` (optional), and the call returns `LEASE_MAP`. A whole-request error reply, or a
+ * reply that does not match the request, changes nothing and is returned as its error.
+ *
+ * # Safety
+ * `map` and `reply` are NULL or live; `on_failure` is NULL or a valid function.
+ */
+enum leasehold_status leasehold_lease_map_apply_renew_all(struct leasehold_lease_map *map,
+                                                          const struct leasehold_reply *reply,
+                                                          int64_t sent_at,
+                                                          leasehold_failure_fn on_failure,
+                                                          void *user_data);
+
+/**
+ * Applies the reply to the map's cancel_all request. Leases whose cancel failed are removed
+ * and reported through `on_failure` (optional), and the call returns `LEASE_MAP`; cancelled
+ * leases stay in the map, as in Jini.
+ *
+ * # Safety
+ * `map` and `reply` are NULL or live; `on_failure` is NULL or a valid function.
+ */
+enum leasehold_status leasehold_lease_map_apply_cancel_all(struct leasehold_lease_map *map,
+                                                           const struct leasehold_reply *reply,
+                                                           leasehold_failure_fn on_failure,
+                                                           void *user_data);
+
+/**
+ * The default settings.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_manager_config_default(struct leasehold_renewal_manager_config *out);
+
+/**
+ * A renewal manager with `config` (NULL: the defaults); settings out of range are
+ * `INVALID_ARGUMENT` naming the first bad one.
+ *
+ * # Safety
+ * `config` is NULL or valid; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_manager_new(const struct leasehold_renewal_manager_config *config,
+                                                    struct leasehold_renewal_manager **out);
+
+/**
+ * Frees a renewal manager (its leases are not cancelled). NULL is ignored.
+ *
+ * # Safety
+ * `manager` was made by libleasehold and not freed before.
+ */
+void leasehold_renewal_manager_free(struct leasehold_renewal_manager *manager);
+
+/**
+ * The settings in force.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_config_get(const struct leasehold_renewal_manager *manager,
+                                                           struct leasehold_renewal_manager_config *out);
+
+/**
+ * Renews `lease` until `duration` from `now` (FOREVER: forever), asking for `renew_duration`
+ * each time. `lease->expiration` is its actual expiration. A managed lease is replaced.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_renew_for(struct leasehold_renewal_manager *manager,
+                                                          const struct leasehold_lease *lease,
+                                                          int64_t duration,
+                                                          int64_t renew_duration,
+                                                          int64_t now);
+
+/**
+ * Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration` each
+ * time: positive, FOREVER, or ANY with a FOREVER desired expiration.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_renew_until(struct leasehold_renewal_manager *manager,
+                                                            const struct leasehold_lease *lease,
+                                                            int64_t desired_expiration,
+                                                            int64_t renew_duration,
+                                                            int64_t now);
+
+/**
+ * Stops managing `lease` (it is not cancelled); `*out_lease` (optional) is the manager's copy
+ * with its current actual expiration. `UNKNOWN_LEASE` if not managed.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_remove(struct leasehold_renewal_manager *manager,
+                                                       const struct leasehold_lease *lease,
+                                                       struct leasehold_lease *out_lease);
+
+/**
+ * Stops managing `lease` and queues a cancel request for it (handed out by `poll_transmit`).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_cancel(struct leasehold_renewal_manager *manager,
+                                                       const struct leasehold_lease *lease,
+                                                       int64_t now);
+
+/**
+ * The desired expiration of a managed lease.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_expiration(const struct leasehold_renewal_manager *manager,
+                                                           const struct leasehold_lease *lease,
+                                                           int64_t *out);
+
+/**
+ * Sets the desired expiration of a managed lease.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_set_expiration(struct leasehold_renewal_manager *manager,
+                                                               const struct leasehold_lease *lease,
+                                                               int64_t desired_expiration,
+                                                               int64_t now);
+
+/**
+ * The manager's copy of a lease, with its current actual expiration (`UNKNOWN_LEASE` if not
+ * managed).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_lease(const struct leasehold_renewal_manager *manager,
+                                                      const struct leasehold_lease *lease,
+                                                      struct leasehold_lease *out);
+
+/**
+ * The renew duration of a managed lease.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_renew_duration(const struct leasehold_renewal_manager *manager,
+                                                               const struct leasehold_lease *lease,
+                                                               int64_t *out);
+
+/**
+ * When a managed lease will next be sent for renewal: `*out_has` is false if none is
+ * scheduled (a request is in flight, or the actual expiration covers the desired one).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_next_renewal(const struct leasehold_renewal_manager *manager,
+                                                             const struct leasehold_lease *lease,
+                                                             bool *out_has,
+                                                             int64_t *out_at);
+
+/**
+ * Number of leases managed.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_len(const struct leasehold_renewal_manager *manager,
+                                                    size_t *out);
+
+/**
+ * Calls `visit` for every managed lease (current actual expirations, no particular order)
+ * until it returns non-zero. `visit` must not call back into this manager.
+ *
+ * # Safety
+ * `manager` is NULL or live; `visit` is NULL or a valid function.
+ */
+enum leasehold_status leasehold_renewal_manager_for_each(const struct leasehold_renewal_manager *manager,
+                                                         leasehold_lease_visit_fn visit,
+                                                         void *user_data);
+
+/**
+ * The counters.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_stats(const struct leasehold_renewal_manager *manager,
+                                                      struct leasehold_renewal_stats *out);
+
+/**
+ * When the host should next call `leasehold_renewal_manager_handle_timeout`: `*out_has` is
+ * false if nothing is scheduled.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_poll_timeout(const struct leasehold_renewal_manager *manager,
+                                                             bool *out_has,
+                                                             int64_t *out_at);
+
+/**
+ * Advances the manager to `now`: schedules renewals that fell due, times out requests,
+ * reports leases whose desired expiration came.
+ *
+ * # Safety
+ * `manager` is NULL or live.
+ */
+enum leasehold_status leasehold_renewal_manager_handle_timeout(struct leasehold_renewal_manager *manager,
+                                                               int64_t now);
+
+/**
+ * The next request to send: `*out_found` says whether there is one; if so `*out_landlord` is
+ * where it goes and `*out_request` the request (free with `leasehold_request_free`). Its
+ * `now` is the send time the manager counts from: send it right away.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_poll_transmit(struct leasehold_renewal_manager *manager,
+                                                              int64_t now,
+                                                              bool *out_found,
+                                                              uint64_t *out_landlord,
+                                                              struct leasehold_request **out_request);
+
+/**
+ * Takes a landlord's reply (to a request the manager handed out) at `now`. Replies it does not
+ * expect are counted and ignored.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_handle_reply(struct leasehold_renewal_manager *manager,
+                                                             const struct leasehold_reply *reply,
+                                                             int64_t now);
+
+/**
+ * Decodes an encoded reply (default limits) and takes it as `handle_reply` does. Bytes that
+ * do not decode give `DECODE` and change nothing (the request then times out and is retried).
+ *
+ * # Safety
+ * `manager` is NULL or live; `data` is NULL or points to `len` bytes.
+ */
+enum leasehold_status leasehold_renewal_manager_handle_reply_bytes(struct leasehold_renewal_manager *manager,
+                                                                   const uint8_t *data,
+                                                                   size_t len,
+                                                                   int32_t encoding,
+                                                                   int64_t now);
+
+/**
+ * Reports that request `request_id` failed in transport at `now`: `code` is a status number
+ * (`LEASEHOLD_STATUS_INDEFINITE` for a retryable failure such as a lost connection) and
+ * `message` (`message_len` bytes of UTF-8, may be empty) says why.
+ *
+ * # Safety
+ * `manager` is NULL or live; `message` is NULL or points to `message_len` bytes.
+ */
+enum leasehold_status leasehold_renewal_manager_handle_failure(struct leasehold_renewal_manager *manager,
+                                                               uint64_t request_id,
+                                                               int32_t code,
+                                                               const char *message,
+                                                               size_t message_len,
+                                                               int64_t now);
+
+/**
+ * The next event: `*out_found` says whether there was one; if so `*out` is filled and its
+ * `error_message` (if not NULL) is the caller's to free with `leasehold_string_free`.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_poll_event(struct leasehold_renewal_manager *manager,
+                                                           struct leasehold_renewal_event *out,
+                                                           bool *out_found);
+
+/**
+ * One turn of the C driver at `now`: `handle_timeout(now)`, then every request that is due
+ * goes to `transmit` (encoded in `encoding`), then every event to `on_event` (optional: NULL
+ * drops them), all on the calling thread. Then `*out_has` / `*out_next` say when to call again
+ * (or as soon as a reply arrives: pass it to `handle_reply_bytes`, then drive again).
+ *
+ * # Safety
+ * `manager` is NULL or live; the callbacks are NULL or valid functions that do not call back
+ * into this manager; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_manager_drive(struct leasehold_renewal_manager *manager,
+                                                      int64_t now,
+                                                      int32_t encoding,
+                                                      leasehold_transmit_fn transmit,
+                                                      leasehold_renewal_event_fn on_event,
+                                                      void *user_data,
+                                                      bool *out_has,
+                                                      int64_t *out_next);
 
 /**
  * A configuration with landlord id `id` and the secret cookie seed (`seed_len` must be
@@ -646,6 +1288,34 @@ enum leasehold_status leasehold_landlord_handle_bytes(struct leasehold_landlord 
                                                       int64_t now,
                                                       uint8_t **out_reply,
                                                       size_t *out_reply_len);
+
+/**
+ * Everything the landlord holds at `now` (leases with their time left, the expired ones not yet
+ * polled, the cookie generator's position), as JSON text to store and give back to
+ * `leasehold_landlord_restore`. It contains the cookie secret: store it like a key. Free `*out`
+ * with `leasehold_string_free`.
+ *
+ * # Safety
+ * `landlord` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_landlord_snapshot(const struct leasehold_landlord *landlord,
+                                                  int64_t now,
+                                                  char **out);
+
+/**
+ * A landlord rebuilt at `now` from a snapshot (`len` bytes of JSON) and `policy` (policies are
+ * code, not data: supply it again; it is copied). Every lease keeps its cookie and the time it
+ * had left, counted from `now`; no cookie is ever issued twice. A snapshot of another version or
+ * an inconsistent one is `DECODE`.
+ *
+ * # Safety
+ * `json` is NULL or points to `len` bytes; `policy` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_landlord_restore(const char *json,
+                                                 size_t len,
+                                                 const struct leasehold_policy *policy,
+                                                 int64_t now,
+                                                 struct leasehold_landlord **out);
 
 /**
  * A lease of `landlord` with `cookie`, granted `granted` ms by a reply to a request the holder

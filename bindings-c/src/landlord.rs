@@ -1,14 +1,16 @@
 //! The grantor: a landlord issuing, renewing, cancelling and expiring leases on resources
 //! (opaque byte strings), and answering the wire protocol.
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 
 use leasehold_core::lease::{Cookie, LandlordId};
 use leasehold_core::wire::Limits;
-use leasehold_core::{Landlord, LandlordConfig};
+use leasehold_core::{Landlord, LandlordConfig, LandlordSnapshot};
 
-use crate::common::{give_bytes, leasehold_cookie, leasehold_limits};
-use crate::error::{arg, arg_mut, guard, guard_void, leasehold_status, slice, Fail, Out, Res};
+use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits};
+use crate::error::{
+    arg, arg_mut, guard, guard_void, leasehold_status, slice, text, Fail, Out, Res,
+};
 use crate::lease::leasehold_lease;
 use crate::policy::leasehold_policy;
 
@@ -630,6 +632,59 @@ pub unsafe extern "C" fn leasehold_landlord_handle_bytes(
         let b = unsafe { slice(request, len, "request") }?;
         let reply = l.inner.handle_bytes(b, enc, now);
         unsafe { give_bytes(reply, d, n) };
+        Ok(())
+    })
+}
+
+// ---------- snapshot and restore ----------
+
+/// Everything the landlord holds at `now` (leases with their time left, the expired ones not yet
+/// polled, the cookie generator's position), as JSON text to store and give back to
+/// `leasehold_landlord_restore`. It contains the cookie secret: store it like a key. Free `*out`
+/// with `leasehold_string_free`.
+///
+/// # Safety
+/// `landlord` is NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_landlord_snapshot(
+    landlord: *const leasehold_landlord,
+    now: i64,
+    out: *mut *mut c_char,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let l = unsafe { arg(landlord, "landlord") }?;
+        let s = serde_json::to_string(&l.inner.snapshot(now))
+            .map_err(|e| Fail::invalid(format!("snapshot is not representable as JSON: {e}")))?;
+        unsafe { out.write(c_string(s)?) };
+        Ok(())
+    })
+}
+
+/// A landlord rebuilt at `now` from a snapshot (`len` bytes of JSON) and `policy` (policies are
+/// code, not data: supply it again; it is copied). Every lease keeps its cookie and the time it
+/// had left, counted from `now`; no cookie is ever issued twice. A snapshot of another version or
+/// an inconsistent one is `DECODE`.
+///
+/// # Safety
+/// `json` is NULL or points to `len` bytes; `policy` is NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_landlord_restore(
+    json: *const c_char,
+    len: usize,
+    policy: *const leasehold_policy,
+    now: i64,
+    out: *mut *mut leasehold_landlord,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let s = unsafe { text(json, len, "json") }?;
+        let p = unsafe { arg(policy, "policy") }?;
+        let snap: LandlordSnapshot<Vec<u8>> = serde_json::from_str(s).map_err(|e| {
+            Fail::new(leasehold_status::LEASEHOLD_STATUS_DECODE, format!("landlord snapshot: {e}"))
+        })?;
+        let inner = Landlord::restore(snap, p.spec.build()?, now)?;
+        unsafe { out.write(Box::into_raw(Box::new(leasehold_landlord { inner }))) };
         Ok(())
     })
 }

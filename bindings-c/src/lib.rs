@@ -13,6 +13,7 @@
 
 pub mod common;
 pub mod error;
+pub mod holder;
 pub mod landlord;
 pub mod lease;
 pub mod policy;

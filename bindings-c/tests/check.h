@@ -54,6 +54,7 @@ void test_lease(void);
 void test_policy(void);
 void test_landlord(void);
 void test_wire(void);
+void test_holder(void);
 void test_hostile(void);
 void test_vectors(const char *dir);
 
