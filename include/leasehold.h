@@ -104,6 +104,29 @@ typedef enum leasehold_status {
 } leasehold_status;
 
 /**
+ * What a receiver learns from an event's sequence number.
+ */
+typedef enum leasehold_delivery {
+    /**
+     * The first event seen for this event id, with no expectation set.
+     */
+    LEASEHOLD_DELIVERY_FIRST = 1,
+    /**
+     * Exactly one past the last: nothing was missed.
+     */
+    LEASEHOLD_DELIVERY_IN_ORDER = 2,
+    /**
+     * More than one past the last: up to `missed` events may have been missed (or none,
+     * after a restart of the sender). Resynchronise with the sender.
+     */
+    LEASEHOLD_DELIVERY_GAP = 3,
+    /**
+     * At or below the last number seen: a duplicate or an overtaken event.
+     */
+    LEASEHOLD_DELIVERY_STALE = 4,
+} leasehold_delivery;
+
+/**
  * What a renewal event reports.
  */
 typedef enum leasehold_renewal_event_kind {
@@ -120,6 +143,20 @@ typedef enum leasehold_renewal_event_kind {
      */
     LEASEHOLD_RENEWAL_RENEWED = 3,
 } leasehold_renewal_event_kind;
+
+/**
+ * What a set event reports.
+ */
+typedef enum leasehold_set_event_kind {
+    /**
+     * The set's lease expires at `expiration`: renew it or lose the set.
+     */
+    LEASEHOLD_SET_EXPIRATION_WARNING = 1,
+    /**
+     * A client lease could not be renewed and left the set (`lease`, `error_code`).
+     */
+    LEASEHOLD_SET_RENEWAL_FAILURE = 2,
+} leasehold_set_event_kind;
 
 /**
  * What a request asks (the numbers are the binary op codes).
@@ -178,6 +215,12 @@ typedef enum leasehold_reply_op {
 } leasehold_reply_op;
 
 /**
+ * The receiver side of events (opaque): the last sequence number seen per event id, and gap
+ * detection. Free with `leasehold_gap_tracker_free`.
+ */
+typedef struct leasehold_gap_tracker leasehold_gap_tracker;
+
+/**
  * A landlord (opaque). Free with `leasehold_landlord_free`. Not to be used from two threads at
  * once; it may move between threads.
  */
@@ -209,6 +252,12 @@ typedef struct leasehold_policy leasehold_policy;
 typedef struct leasehold_renewal_manager leasehold_renewal_manager;
 
 /**
+ * The renewal service (opaque). Free with `leasehold_renewal_service_free`. Not to be used
+ * from two threads at once; it may move between threads.
+ */
+typedef struct leasehold_renewal_service leasehold_renewal_service;
+
+/**
  * A reply message (opaque, immutable). Free with `leasehold_reply_free`.
  */
 typedef struct leasehold_reply leasehold_reply;
@@ -217,6 +266,13 @@ typedef struct leasehold_reply leasehold_reply;
  * A request message (opaque, immutable). Free with `leasehold_request_free`.
  */
 typedef struct leasehold_request leasehold_request;
+
+/**
+ * How a renewal service is set up (opaque): the id and seed of its set-lease landlord, the
+ * set-lease policy, the renewal manager's settings, the event restore jump. Copied by
+ * `leasehold_renewal_service_new`; free with `leasehold_service_config_free`.
+ */
+typedef struct leasehold_service_config leasehold_service_config;
 
 /**
  * Bounds enforced when decoding wire messages (and on the batches a landlord accepts from C).
@@ -519,6 +575,133 @@ typedef struct leasehold_expired {
     size_t resource_len;
 } leasehold_expired;
 
+/**
+ * Visits one set id. Return 0 to go on, non-zero to stop.
+ */
+typedef int32_t (*leasehold_set_visit_fn)(void *user_data, uint64_t set);
+
+/**
+ * Visits one lease. Return 0 to go on, non-zero to stop.
+ */
+typedef int32_t (*leasehold_service_lease_visit_fn)(void *user_data,
+                                                    const struct leasehold_lease *lease);
+
+/**
+ * A client lease's place in a set: until when it is renewed, and for how long each time.
+ */
+typedef struct leasehold_membership {
+    /**
+     * The desired expiration (FOREVER for never).
+     */
+    int64_t expiration;
+    /**
+     * The renewal duration (positive, FOREVER, or ANY with a FOREVER membership).
+     */
+    int64_t renew_duration;
+} leasehold_membership;
+
+/**
+ * What sends the events of a registration: a service and an object inside it (for a renewal
+ * service, its landlord id and the set's number).
+ */
+typedef struct leasehold_event_source {
+    /**
+     * The service that generates the events.
+     */
+    uint64_t service;
+    /**
+     * The object inside the service the events are about.
+     */
+    uint64_t object;
+} leasehold_event_source;
+
+/**
+ * What a client gets back when it registers for events (Jini `EventRegistration`).
+ */
+typedef struct leasehold_event_registration {
+    /**
+     * The id every event of this registration carries.
+     */
+    uint64_t event_id;
+    /**
+     * Who sends the events.
+     */
+    struct leasehold_event_source source;
+    /**
+     * The lease that covers the registration: when it ends, so does the registration.
+     */
+    struct leasehold_lease lease;
+    /**
+     * Sequence number of the last event sent before the registration was returned; hand it
+     * to `leasehold_gap_tracker_expect`.
+     */
+    uint64_t sequence;
+} leasehold_event_registration;
+
+/**
+ * Visits one event registration. Return 0 to go on, non-zero to stop.
+ */
+typedef int32_t (*leasehold_registration_visit_fn)(void *user_data,
+                                                   const struct leasehold_event_registration *registration);
+
+/**
+ * An event of a renewal set, to deliver to the registered listener. From
+ * `leasehold_renewal_service_poll_event`, `handback` (free with `leasehold_bytes_free(handback,
+ * handback_len)`) and `error_message` (free with `leasehold_string_free`, may be NULL) are the
+ * caller's; inside a driver callback they are borrowed for the call.
+ */
+typedef struct leasehold_set_event {
+    /**
+     * The registration's event id.
+     */
+    uint64_t event_id;
+    /**
+     * Who sent it (the service's landlord id and the set).
+     */
+    struct leasehold_event_source source;
+    /**
+     * Strictly greater than every earlier sequence number of this event id.
+     */
+    uint64_t sequence;
+    /**
+     * The registration's handback, byte for byte.
+     */
+    uint8_t *handback;
+    /**
+     * Length of `handback`.
+     */
+    size_t handback_len;
+    /**
+     * What happened.
+     */
+    enum leasehold_set_event_kind kind;
+    /**
+     * The set.
+     */
+    uint64_t set;
+    /**
+     * EXPIRATION_WARNING: when the set's lease expires (else 0).
+     */
+    int64_t expiration;
+    /**
+     * RENEWAL_FAILURE: the client lease with its last known expiration (else zeroed).
+     */
+    struct leasehold_lease lease;
+    /**
+     * RENEWAL_FAILURE: the last error as a status number, or 0 if the lease simply expired.
+     */
+    int32_t error_code;
+    /**
+     * The error's message, or NULL.
+     */
+    char *error_message;
+} leasehold_set_event;
+
+/**
+ * Delivers one set event to the host (borrowed for the call).
+ */
+typedef void (*leasehold_set_event_fn)(void *user_data, const struct leasehold_set_event *event);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -605,6 +788,65 @@ const char *leasehold_status_name(int32_t status);
  * `out` is NULL or writable.
  */
 enum leasehold_status leasehold_status_is_definite(int32_t code, bool *out);
+
+/**
+ * A tracker that has seen nothing.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_gap_tracker_new(struct leasehold_gap_tracker **out);
+
+/**
+ * Frees a tracker. NULL is ignored.
+ *
+ * # Safety
+ * `tracker` was made by libleasehold and not freed before.
+ */
+void leasehold_gap_tracker_free(struct leasehold_gap_tracker *tracker);
+
+/**
+ * Sets the last sequence number seen for `event_id` (typically a registration's `sequence`).
+ *
+ * # Safety
+ * `tracker` is NULL or live.
+ */
+enum leasehold_status leasehold_gap_tracker_expect(struct leasehold_gap_tracker *tracker,
+                                                   uint64_t event_id,
+                                                   uint64_t sequence);
+
+/**
+ * Classifies an event of `event_id` numbered `sequence`; `*out_missed` (optional) is the most
+ * events that can have been missed (GAP only, else 0).
+ *
+ * # Safety
+ * `tracker` is NULL or live; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_gap_tracker_observe(struct leasehold_gap_tracker *tracker,
+                                                    uint64_t event_id,
+                                                    uint64_t sequence,
+                                                    enum leasehold_delivery *out,
+                                                    uint64_t *out_missed);
+
+/**
+ * The last sequence number seen for `event_id`: `*out_has` is false if none.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_gap_tracker_last(const struct leasehold_gap_tracker *tracker,
+                                                 uint64_t event_id,
+                                                 bool *out_has,
+                                                 uint64_t *out_sequence);
+
+/**
+ * Forgets `event_id` (its registration ended).
+ *
+ * # Safety
+ * `tracker` is NULL or live.
+ */
+enum leasehold_status leasehold_gap_tracker_forget(struct leasehold_gap_tracker *tracker,
+                                                   uint64_t event_id);
 
 /**
  * The holder's lease from a landlord's reply to a grant request it sent at `sent_at` (holder's
@@ -1534,6 +1776,423 @@ enum leasehold_status leasehold_policy_adaptive_bandwidth_ceiling(const struct l
  * `policy` was made by libleasehold and not freed before.
  */
 void leasehold_policy_free(struct leasehold_policy *policy);
+
+/**
+ * A configuration for a service whose set leases carry landlord id `id`, with the secret
+ * cookie seed (`seed_len` = `LEASEHOLD_SEED_SIZE`). Defaults: set leases bounded at 2 h (1 h
+ * for ANY), default renewal manager settings, restore jump 2^32.
+ *
+ * # Safety
+ * `seed` is NULL or points to `seed_len` bytes; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_service_config_new(uint64_t id,
+                                                   const uint8_t *seed,
+                                                   size_t seed_len,
+                                                   struct leasehold_service_config **out);
+
+/**
+ * Sets the policy granting set leases (copied).
+ *
+ * # Safety
+ * Pointers are NULL or live.
+ */
+enum leasehold_status leasehold_service_config_set_set_policy(struct leasehold_service_config *config,
+                                                              const struct leasehold_policy *policy);
+
+/**
+ * Sets the renewal manager's settings; settings out of range are `INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_service_config_set_manager(struct leasehold_service_config *config,
+                                                           const struct leasehold_renewal_manager_config *manager);
+
+/**
+ * Sets the grace after expiry of set leases, and the decoding limits of set-lease requests
+ * (`limits` NULL: the defaults).
+ *
+ * # Safety
+ * `config` is NULL or live; `limits` is NULL or valid.
+ */
+enum leasehold_status leasehold_service_config_set_landlord(struct leasehold_service_config *config,
+                                                            int64_t grace,
+                                                            const struct leasehold_limits *limits);
+
+/**
+ * Sets how far event sequence numbers jump on restore.
+ *
+ * # Safety
+ * `config` is NULL or live.
+ */
+enum leasehold_status leasehold_service_config_set_restore_jump(struct leasehold_service_config *config,
+                                                                uint64_t jump);
+
+/**
+ * Frees a configuration. NULL is ignored.
+ *
+ * # Safety
+ * `config` was made by libleasehold and not freed before.
+ */
+void leasehold_service_config_free(struct leasehold_service_config *config);
+
+/**
+ * A renewal service with no sets, set up by `config` (copied).
+ *
+ * # Safety
+ * `config` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_service_new(const struct leasehold_service_config *config,
+                                                    struct leasehold_renewal_service **out);
+
+/**
+ * Frees a service (client leases are not cancelled). NULL is ignored.
+ *
+ * # Safety
+ * `service` was made by libleasehold and not freed before.
+ */
+void leasehold_renewal_service_free(struct leasehold_renewal_service *service);
+
+/**
+ * The id of the service's landlord (every set lease carries it).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_id(const struct leasehold_renewal_service *service,
+                                                   uint64_t *out);
+
+/**
+ * Creates a set whose lease lasts at most `lease_duration` (positive, FOREVER or ANY; the set
+ * policy decides): `*out_set` is its id, `*out_lease` its lease.
+ *
+ * # Safety
+ * `service` is NULL or live; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_service_create_set(struct leasehold_renewal_service *service,
+                                                           int64_t lease_duration,
+                                                           int64_t now,
+                                                           uint64_t *out_set,
+                                                           struct leasehold_lease *out_lease);
+
+/**
+ * Calls `visit` for every set alive, in creation order, until it returns non-zero.
+ *
+ * # Safety
+ * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ */
+enum leasehold_status leasehold_renewal_service_for_each_set(const struct leasehold_renewal_service *service,
+                                                             leasehold_set_visit_fn visit,
+                                                             void *user_data);
+
+/**
+ * The set's own lease at `now` (`UNKNOWN_LEASE` for a set that is gone).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_set_lease(const struct leasehold_renewal_service *service,
+                                                          uint64_t set,
+                                                          int64_t now,
+                                                          struct leasehold_lease *out);
+
+/**
+ * The set whose lease is `lease`, if alive at `now` (`UNKNOWN_LEASE` otherwise).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_set_of(const struct leasehold_renewal_service *service,
+                                                       const struct leasehold_lease *lease,
+                                                       int64_t now,
+                                                       uint64_t *out_set);
+
+/**
+ * Adds (or updates) `lease` in `set`: renewed until `membership_duration` from `now`, asking
+ * `renew_duration` each time (Jini `renewFor`). ANY only with a FOREVER membership.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_add(struct leasehold_renewal_service *service,
+                                                    uint64_t set,
+                                                    const struct leasehold_lease *lease,
+                                                    int64_t membership_duration,
+                                                    int64_t renew_duration,
+                                                    int64_t now);
+
+/**
+ * Takes `lease` out of `set` without cancelling it: `*out_removed` says whether the set held
+ * it, and then `*out_lease` (optional) is the lease as last known.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_remove(struct leasehold_renewal_service *service,
+                                                       uint64_t set,
+                                                       const struct leasehold_lease *lease,
+                                                       int64_t now,
+                                                       bool *out_removed,
+                                                       struct leasehold_lease *out_lease);
+
+/**
+ * Calls `visit` for every client lease of `set` (as last known) until it returns non-zero.
+ *
+ * # Safety
+ * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ */
+enum leasehold_status leasehold_renewal_service_for_each_lease(const struct leasehold_renewal_service *service,
+                                                               uint64_t set,
+                                                               int64_t now,
+                                                               leasehold_service_lease_visit_fn visit,
+                                                               void *user_data);
+
+/**
+ * The membership of `lease` in `set`: `*out_found` says whether the set holds it.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_membership(const struct leasehold_renewal_service *service,
+                                                           uint64_t set,
+                                                           const struct leasehold_lease *lease,
+                                                           int64_t now,
+                                                           bool *out_found,
+                                                           struct leasehold_membership *out);
+
+/**
+ * Registers for the set's expiration-warning event, due `min_warning` ms before the set's lease
+ * expires, with `handback` (`handback_len` bytes, copied) returned in every event. Replaces an
+ * earlier registration of the set (same event id and numbering).
+ *
+ * # Safety
+ * `service` is NULL or live; `handback` is NULL or points to `handback_len` bytes; `out` is
+ * NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_service_set_expiration_warning_listener(struct leasehold_renewal_service *service,
+                                                                                uint64_t set,
+                                                                                int64_t min_warning,
+                                                                                const uint8_t *handback,
+                                                                                size_t handback_len,
+                                                                                int64_t now,
+                                                                                struct leasehold_event_registration *out);
+
+/**
+ * Registers for the set's renewal-failure events, with `handback` (copied). Replaces an earlier
+ * registration of the set.
+ *
+ * # Safety
+ * As `leasehold_renewal_service_set_expiration_warning_listener`.
+ */
+enum leasehold_status leasehold_renewal_service_set_renewal_failure_listener(struct leasehold_renewal_service *service,
+                                                                             uint64_t set,
+                                                                             const uint8_t *handback,
+                                                                             size_t handback_len,
+                                                                             int64_t now,
+                                                                             struct leasehold_event_registration *out);
+
+/**
+ * Ends the set's expiration-warning registration, if any.
+ *
+ * # Safety
+ * `service` is NULL or live.
+ */
+enum leasehold_status leasehold_renewal_service_clear_expiration_warning_listener(struct leasehold_renewal_service *service,
+                                                                                  uint64_t set,
+                                                                                  int64_t now);
+
+/**
+ * Ends the set's renewal-failure registration, if any.
+ *
+ * # Safety
+ * `service` is NULL or live.
+ */
+enum leasehold_status leasehold_renewal_service_clear_renewal_failure_listener(struct leasehold_renewal_service *service,
+                                                                               uint64_t set,
+                                                                               int64_t now);
+
+/**
+ * Reports that the listener of `event_id` answered "unknown event": that registration ends.
+ * `*out_was_active` (optional) says whether it was active.
+ *
+ * # Safety
+ * `service` is NULL or live; `out_was_active` is NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_service_unknown_event(struct leasehold_renewal_service *service,
+                                                              uint64_t event_id,
+                                                              bool *out_was_active);
+
+/**
+ * Calls `visit` for every active registration of `set` (warning first, then failure).
+ *
+ * # Safety
+ * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ */
+enum leasehold_status leasehold_renewal_service_for_each_registration(const struct leasehold_renewal_service *service,
+                                                                      uint64_t set,
+                                                                      int64_t now,
+                                                                      leasehold_registration_visit_fn visit,
+                                                                      void *user_data);
+
+/**
+ * Answers a request about set leases (renew, cancel, renew_all, cancel_all); a cancelled set
+ * is destroyed at once. Free `*out` with `leasehold_reply_free`.
+ *
+ * # Safety
+ * `service` and `request` are NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_service_handle_request(struct leasehold_renewal_service *service,
+                                                               const struct leasehold_request *request,
+                                                               int64_t now,
+                                                               struct leasehold_reply **out);
+
+/**
+ * Answers an encoded request about set leases with an encoded reply (free with
+ * `leasehold_bytes_free`); an undecodable request gets an error reply.
+ *
+ * # Safety
+ * `service` is NULL or live; `request` is NULL or points to `len` bytes; outputs writable.
+ */
+enum leasehold_status leasehold_renewal_service_handle_bytes(struct leasehold_renewal_service *service,
+                                                             const uint8_t *request,
+                                                             size_t len,
+                                                             int32_t encoding,
+                                                             int64_t now,
+                                                             uint8_t **out_reply,
+                                                             size_t *out_reply_len);
+
+/**
+ * When the host should next call `leasehold_renewal_service_handle_timeout`.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_poll_timeout(const struct leasehold_renewal_service *service,
+                                                             bool *out_has,
+                                                             int64_t *out_at);
+
+/**
+ * Advances time to `now`: destroys expired sets, ends memberships, issues warnings, renews.
+ *
+ * # Safety
+ * `service` is NULL or live.
+ */
+enum leasehold_status leasehold_renewal_service_handle_timeout(struct leasehold_renewal_service *service,
+                                                               int64_t now);
+
+/**
+ * The next renewal request to send to a client lease's landlord (as
+ * `leasehold_renewal_manager_poll_transmit`).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_poll_transmit(struct leasehold_renewal_service *service,
+                                                              int64_t now,
+                                                              bool *out_found,
+                                                              uint64_t *out_landlord,
+                                                              struct leasehold_request **out_request);
+
+/**
+ * A landlord's reply to a request from `poll_transmit`.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_handle_reply(struct leasehold_renewal_service *service,
+                                                             const struct leasehold_reply *reply,
+                                                             int64_t now);
+
+/**
+ * An encoded reply (default limits) to a request from `poll_transmit`; `DECODE` if it does not
+ * decode (nothing changes).
+ *
+ * # Safety
+ * `service` is NULL or live; `data` is NULL or points to `len` bytes.
+ */
+enum leasehold_status leasehold_renewal_service_handle_reply_bytes(struct leasehold_renewal_service *service,
+                                                                   const uint8_t *data,
+                                                                   size_t len,
+                                                                   int32_t encoding,
+                                                                   int64_t now);
+
+/**
+ * Request `request_id` got no reply: `code` (non-zero status number; INDEFINITE is retried)
+ * and `message` (`message_len` bytes of UTF-8) say why.
+ *
+ * # Safety
+ * `service` is NULL or live; `message` is NULL or points to `message_len` bytes.
+ */
+enum leasehold_status leasehold_renewal_service_handle_failure(struct leasehold_renewal_service *service,
+                                                               uint64_t request_id,
+                                                               int32_t code,
+                                                               const char *message,
+                                                               size_t message_len,
+                                                               int64_t now);
+
+/**
+ * The next event to deliver: `*out_found` says whether there was one; if so `*out` is filled
+ * and its `handback` and `error_message` are the caller's to free.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_poll_event(struct leasehold_renewal_service *service,
+                                                           struct leasehold_set_event *out,
+                                                           bool *out_found);
+
+/**
+ * One turn of the C driver at `now` (as `leasehold_renewal_manager_drive`): handle_timeout,
+ * every due request to `transmit`, every event to `on_event` (optional), then when to call
+ * again in `*out_has` / `*out_next`.
+ *
+ * # Safety
+ * `service` is NULL or live; the callbacks are NULL or valid functions that do not call back
+ * into this service; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_service_drive(struct leasehold_renewal_service *service,
+                                                      int64_t now,
+                                                      int32_t encoding,
+                                                      leasehold_transmit_fn transmit,
+                                                      leasehold_set_event_fn on_event,
+                                                      void *user_data,
+                                                      bool *out_has,
+                                                      int64_t *out_next);
+
+/**
+ * The counters of the service's renewal manager.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_service_stats(const struct leasehold_renewal_service *service,
+                                                      struct leasehold_renewal_stats *out);
+
+/**
+ * Everything the service holds at `now` (sets, memberships, client leases, registrations,
+ * pending events), as JSON text for `leasehold_renewal_service_restore`. It contains the
+ * set-lease secret: store it like a key. Free `*out` with `leasehold_string_free`.
+ *
+ * # Safety
+ * `service` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_service_snapshot(const struct leasehold_renewal_service *service,
+                                                         int64_t now,
+                                                         char **out);
+
+/**
+ * A service rebuilt at `now` from `config` (copied) and a snapshot (`len` bytes of JSON).
+ * Event sequence numbers jump by the configured restore jump, so listeners see a gap. A
+ * snapshot of another version or an inconsistent one is `DECODE`.
+ *
+ * # Safety
+ * `config` is NULL or live; `json` is NULL or points to `len` bytes; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_renewal_service_restore(const struct leasehold_service_config *config,
+                                                        const char *json,
+                                                        size_t len,
+                                                        int64_t now,
+                                                        struct leasehold_renewal_service **out);
 
 /**
  * A grant request: a lease on `resource` (`resource_len` bytes, copied) for `duration` ms.

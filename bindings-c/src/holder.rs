@@ -494,6 +494,21 @@ pub struct leasehold_renewal_stats {
     pub replies_ignored: u64,
 }
 
+pub(crate) fn stats_of(s: leasehold_core::RenewalStats) -> leasehold_renewal_stats {
+    leasehold_renewal_stats {
+        requests_sent: s.requests_sent,
+        renew_requests: s.renew_requests,
+        cancel_requests: s.cancel_requests,
+        leases_renewed: s.leases_renewed,
+        failures: s.failures,
+        desired_reached: s.desired_reached,
+        indefinite_failures: s.indefinite_failures,
+        timeouts: s.timeouts,
+        leases_cancelled: s.leases_cancelled,
+        replies_ignored: s.replies_ignored,
+    }
+}
+
 /// What a renewal event reports.
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -865,20 +880,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_stats(
     guard(|| {
         let out = Out::new(out, "out")?;
         let s = unsafe { arg(manager, "manager") }?.inner.stats();
-        unsafe {
-            out.write(leasehold_renewal_stats {
-                requests_sent: s.requests_sent,
-                renew_requests: s.renew_requests,
-                cancel_requests: s.cancel_requests,
-                leases_renewed: s.leases_renewed,
-                failures: s.failures,
-                desired_reached: s.desired_reached,
-                indefinite_failures: s.indefinite_failures,
-                timeouts: s.timeouts,
-                leases_cancelled: s.leases_cancelled,
-                replies_ignored: s.replies_ignored,
-            })
-        };
+        unsafe { out.write(stats_of(s)) };
         Ok(())
     })
 }

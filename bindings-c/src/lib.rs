@@ -13,10 +13,12 @@
 
 pub mod common;
 pub mod error;
+pub mod event;
 pub mod holder;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
+pub mod service;
 pub mod wire;
 
 pub use error::leasehold_status;

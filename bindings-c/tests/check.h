@@ -55,6 +55,7 @@ void test_policy(void);
 void test_landlord(void);
 void test_wire(void);
 void test_holder(void);
+void test_service(void);
 void test_hostile(void);
 void test_vectors(const char *dir);
 

@@ -11,6 +11,7 @@ int main(int argc, char **argv) {
     test_landlord();
     test_wire();
     test_holder();
+    test_service();
     test_hostile();
     test_vectors(argc > 1 ? argv[1] : "core/tests/vectors");
     printf("tests: %d passed, %d failed\n", check_passed, check_failed);
