@@ -3,7 +3,10 @@
  *
  * The process forks: the child is the landlord (it answers binary requests, drives expiry from
  * its own timer and reports the leases that expire); the parent is the holder (it takes two
- * leases, keeps one alive by renewing it, lets the other lapse, then cancels the first).
+ * leases, hands one to a renewal manager that keeps it alive, lets the other lapse, then has the
+ * manager cancel the first). Both run libleasehold's sans-I/O state machines with the C driver
+ * calls (`_poll_timeout`/`_handle_timeout` and `leasehold_renewal_manager_drive` with a transport
+ * callback) on top of poll(2).
  * Each process uses its own monotonic clock for `now`: the wire carries relative durations, so
  * the clocks never need to agree. Frames are a 4-byte big-endian length and a binary message.
  * Runs for about 1.5 s and exits by itself (hard limit 30 s); exit status 0 means all went as
@@ -199,18 +202,61 @@ static leasehold_lease take_lease(int fd, const char *resource, int64_t duration
                                           duration, &req));
     int64_t sent_at = 0;
     leasehold_reply *reply = call(fd, req, &sent_at);
-    leasehold_cookie cookie;
-    int64_t granted = 0;
-    uint64_t landlord = 0;
-    CALL(who, leasehold_reply_cookie(reply, &cookie));
-    CALL(who, leasehold_reply_duration(reply, &granted));
-    CALL(who, leasehold_reply_landlord(reply, &landlord));
-    leasehold_reply_free(reply);
     leasehold_lease lease;
     /* The holder counts from its send time, so it never outlives the landlord's view. */
-    CALL(who, leasehold_lease_from_grant(landlord, cookie, sent_at, granted, &lease));
-    printf("holder: got a %lld ms lease on \"%s\"\n", (long long)granted, resource);
+    CALL(who, leasehold_lease_from_reply(reply, sent_at, 0, &lease));
+    leasehold_reply_free(reply);
+    printf("holder: got a %lld ms lease on \"%s\"\n", (long long)(lease.expiration - sent_at), resource);
     return lease;
+}
+
+/* The holder's side of the driver: requests go out on the socket, events are counted. */
+struct holder_io {
+    int fd;
+    int renewals, failures;
+};
+
+static int32_t send_request(void *user_data, uint64_t landlord, uint64_t request_id, const uint8_t *data,
+                            size_t len) {
+    struct holder_io *io = (struct holder_io *)user_data;
+    (void)landlord;
+    (void)request_id;
+    return send_frame(io->fd, data, len) == 0 ? 0 : 1; /* non-zero: an indefinite failure */
+}
+
+static void on_event(void *user_data, const leasehold_renewal_event *e) {
+    struct holder_io *io = (struct holder_io *)user_data;
+    if (e->kind == LEASEHOLD_RENEWAL_RENEWED) io->renewals++;
+    if (e->kind == LEASEHOLD_RENEWAL_FAILED) {
+        io->failures++;
+        fprintf(stderr, "holder: renewal failed: %s\n", e->error_message ? e->error_message : "expired");
+    }
+}
+
+/* Runs the renewal manager on this process's clock until `until`, with the socket as transport. */
+static void drive_until(leasehold_renewal_manager *m, struct holder_io *io, int64_t until) {
+    const char *who = "holder";
+    for (;;) {
+        int64_t now = now_ms();
+        if (now >= until) break;
+        bool has = false;
+        int64_t next = 0;
+        CALL(who, leasehold_renewal_manager_drive(m, now, LEASEHOLD_ENCODING_BINARY, send_request, on_event, io,
+                                                  &has, &next));
+        int64_t wait = (has && next < until ? next : until) - now_ms();
+        struct pollfd pfd = {io->fd, POLLIN, 0};
+        if (poll(&pfd, 1, wait > 0 ? (int)wait : 0) > 0) {
+            uint8_t *in = NULL;
+            size_t in_len = 0;
+            if (recv_frame(io->fd, &in, &in_len) != 0) {
+                fprintf(stderr, "holder: the landlord went away\n");
+                exit(1);
+            }
+            CALL(who, leasehold_renewal_manager_handle_reply_bytes(m, in, in_len, LEASEHOLD_ENCODING_BINARY,
+                                                                   now_ms()));
+            free(in);
+        }
+    }
 }
 
 static int run_holder(int fd) {
@@ -219,43 +265,31 @@ static int run_holder(int fd) {
     leasehold_lease scanner = take_lease(fd, "scanner", LEASE_MS / 2);
     (void)scanner; /* never renewed: the landlord expires it */
 
-    int renewals = 0, lapsed = 0;
-    int64_t start = now_ms();
-    while (now_ms() - start < RUN_MS) {
-        int64_t left = 0;
-        CALL(who, leasehold_lease_remaining(&printer, now_ms(), &left));
-        if (left <= 0) lapsed = 1;
-        if (left > LEASE_MS / 2) {
-            int64_t nap = left - LEASE_MS / 2;
-            struct timespec ts = {(time_t)(nap / 1000), (long)(nap % 1000) * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        leasehold_request *req = NULL;
-        CALL(who, leasehold_request_new_renew(next_id++, printer.cookie, LEASE_MS, &req));
-        int64_t sent_at = 0;
-        leasehold_reply *reply = call(fd, req, &sent_at);
-        int64_t granted = 0;
-        leasehold_status st = leasehold_reply_duration(reply, &granted);
-        leasehold_reply_free(reply);
-        if (st != LEASEHOLD_STATUS_OK) {
-            fprintf(stderr, "holder: renewal refused\n");
-            return 1;
-        }
-        printer.expiration = sent_at + granted;
-        renewals++;
-    }
+    /* The renewal manager keeps "printer" alive: it decides when to renew (early enough for a
+     * round trip and retries), the host only carries bytes and runs the clock. */
+    leasehold_renewal_manager_config cfg;
+    CALL(who, leasehold_renewal_manager_config_default(&cfg));
+    cfg.initial_rtt = 5; /* loopback */
+    cfg.min_rto = 20;
+    cfg.max_retry_interval = 100;
+    leasehold_renewal_manager *m = NULL;
+    CALL(who, leasehold_renewal_manager_new(&cfg, &m));
+    CALL(who, leasehold_renewal_manager_renew_for(m, &printer, LEASEHOLD_FOREVER, LEASE_MS, now_ms()));
+    struct holder_io io = {fd, 0, 0};
+    drive_until(m, &io, now_ms() + RUN_MS);
 
-    leasehold_request *req = NULL;
-    CALL(who, leasehold_request_new_cancel(next_id++, printer.cookie, &req));
-    int64_t sent_at = 0;
-    leasehold_reply *reply = call(fd, req, &sent_at);
-    leasehold_reply_op op;
-    CALL(who, leasehold_reply_get_op(reply, &op));
-    leasehold_reply_free(reply);
-    printf("holder: renewed \"printer\" %d times, then %s it\n", renewals,
-           op == LEASEHOLD_REPLY_CANCELLED ? "cancelled" : "failed to cancel");
-    return (renewals >= 3 && !lapsed && op == LEASEHOLD_REPLY_CANCELLED) ? 0 : 1;
+    /* Done: cancel through the manager (it sends the cancel) and wait for the answer. */
+    leasehold_lease current;
+    CALL(who, leasehold_renewal_manager_lease(m, &printer, &current));
+    int64_t left = current.expiration - now_ms();
+    CALL(who, leasehold_renewal_manager_cancel(m, &printer, now_ms()));
+    drive_until(m, &io, now_ms() + LEASE_MS / 3);
+    leasehold_renewal_stats st;
+    CALL(who, leasehold_renewal_manager_stats(m, &st));
+    leasehold_renewal_manager_free(m);
+    printf("holder: renewed \"printer\" %d times (%lld ms left at the end), cancel %s\n", io.renewals,
+           (long long)left, st.leases_cancelled == 1 ? "confirmed" : "NOT confirmed");
+    return (io.renewals >= 3 && io.failures == 0 && left > 0 && st.leases_cancelled == 1) ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
