@@ -533,7 +533,8 @@ typedef struct leasehold_renewal {
  */
 typedef struct leasehold_batch_result {
     /**
-     * `LEASEHOLD_STATUS_OK` or why this lease failed.
+     * `LEASEHOLD_STATUS_OK` or why this lease failed (read from a reply, a code unknown to this
+     * build, sent by a newer peer, reads as `LEASEHOLD_STATUS_DECODE`).
      */
     enum leasehold_status status;
     /**

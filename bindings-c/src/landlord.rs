@@ -60,7 +60,8 @@ pub struct leasehold_renewal {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct leasehold_batch_result {
-    /// `LEASEHOLD_STATUS_OK` or why this lease failed.
+    /// `LEASEHOLD_STATUS_OK` or why this lease failed (read from a reply, a code unknown to this
+    /// build, sent by a newer peer, reads as `LEASEHOLD_STATUS_DECODE`).
     pub status: leasehold_status,
     /// Granted duration in ms when `status` is OK (renewals), else 0.
     pub duration: i64,

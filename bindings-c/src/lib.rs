@@ -22,3 +22,21 @@ pub mod service;
 pub mod wire;
 
 pub use error::leasehold_status;
+
+/// The threading contract of README.md, checked by the compiler: every handle may move between
+/// threads, and the immutable ones may also be read from several threads at once.
+#[allow(dead_code)]
+fn threading_contract() {
+    fn movable<T: Send>() {}
+    fn shareable<T: Send + Sync>() {}
+    movable::<landlord::leasehold_landlord>();
+    movable::<landlord::leasehold_landlord_config>();
+    movable::<holder::leasehold_lease_map>();
+    movable::<holder::leasehold_renewal_manager>();
+    movable::<service::leasehold_service_config>();
+    movable::<service::leasehold_renewal_service>();
+    movable::<event::leasehold_gap_tracker>();
+    shareable::<policy::leasehold_policy>();
+    shareable::<wire::leasehold_request>();
+    shareable::<wire::leasehold_reply>();
+}
