@@ -36,6 +36,11 @@
 #define LEASEHOLD_ENCODING_BINARY 2
 
 /**
+ * How far sequence numbers jump on restore unless told otherwise: 2^32.
+ */
+#define LEASEHOLD_DEFAULT_RESTORE_JUMP 4294967296
+
+/**
  * Length of a landlord's cookie seed in bytes.
  */
 #define LEASEHOLD_SEED_SIZE 32
@@ -215,6 +220,13 @@ typedef enum leasehold_reply_op {
 } leasehold_reply_op;
 
 /**
+ * The sender side of events (opaque), for hosts that issue events of their own: active
+ * registrations with their handbacks and sequence numbers. Free with
+ * `leasehold_event_table_free`.
+ */
+typedef struct leasehold_event_table leasehold_event_table;
+
+/**
  * The receiver side of events (opaque): the last sequence number seen per event id, and gap
  * detection. Free with `leasehold_gap_tracker_free`.
  */
@@ -304,6 +316,48 @@ typedef struct leasehold_cookie {
 } leasehold_cookie;
 
 /**
+ * What sends the events of a registration: a service and an object inside it (for a renewal
+ * service, its landlord id and the set's number).
+ */
+typedef struct leasehold_event_source {
+    /**
+     * The service that generates the events.
+     */
+    uint64_t service;
+    /**
+     * The object inside the service the events are about.
+     */
+    uint64_t object;
+} leasehold_event_source;
+
+/**
+ * An event numbered by an event table: the host attaches its own payload and delivers it with
+ * the handback (caller-owned: free with `leasehold_bytes_free(handback, handback_len)`).
+ */
+typedef struct leasehold_event {
+    /**
+     * The registration's event id.
+     */
+    uint64_t event_id;
+    /**
+     * Who sends it.
+     */
+    struct leasehold_event_source source;
+    /**
+     * One past the previous event of this id.
+     */
+    uint64_t sequence;
+    /**
+     * The registration's handback.
+     */
+    uint8_t *handback;
+    /**
+     * Length of `handback`.
+     */
+    size_t handback_len;
+} leasehold_event;
+
+/**
  * A lease as its holder sees it. A plain value: copy it freely, nothing to free.
  *
  * Functions taking a lease check `serial_format` and answer `INVALID_ARGUMENT` for a value
@@ -327,6 +381,29 @@ typedef struct leasehold_lease {
      */
     int32_t serial_format;
 } leasehold_lease;
+
+/**
+ * What a client gets back when it registers for events (Jini `EventRegistration`).
+ */
+typedef struct leasehold_event_registration {
+    /**
+     * The id every event of this registration carries.
+     */
+    uint64_t event_id;
+    /**
+     * Who sends the events.
+     */
+    struct leasehold_event_source source;
+    /**
+     * The lease that covers the registration: when it ends, so does the registration.
+     */
+    struct leasehold_lease lease;
+    /**
+     * Sequence number of the last event sent before the registration was returned; hand it
+     * to `leasehold_gap_tracker_expect`.
+     */
+    uint64_t sequence;
+} leasehold_event_registration;
 
 /**
  * Visits one lease of a map with its renewal duration. Return 0 to go on, non-zero to stop.
@@ -602,44 +679,6 @@ typedef struct leasehold_membership {
 } leasehold_membership;
 
 /**
- * What sends the events of a registration: a service and an object inside it (for a renewal
- * service, its landlord id and the set's number).
- */
-typedef struct leasehold_event_source {
-    /**
-     * The service that generates the events.
-     */
-    uint64_t service;
-    /**
-     * The object inside the service the events are about.
-     */
-    uint64_t object;
-} leasehold_event_source;
-
-/**
- * What a client gets back when it registers for events (Jini `EventRegistration`).
- */
-typedef struct leasehold_event_registration {
-    /**
-     * The id every event of this registration carries.
-     */
-    uint64_t event_id;
-    /**
-     * Who sends the events.
-     */
-    struct leasehold_event_source source;
-    /**
-     * The lease that covers the registration: when it ends, so does the registration.
-     */
-    struct leasehold_lease lease;
-    /**
-     * Sequence number of the last event sent before the registration was returned; hand it
-     * to `leasehold_gap_tracker_expect`.
-     */
-    uint64_t sequence;
-} leasehold_event_registration;
-
-/**
  * Visits one event registration. Return 0 to go on, non-zero to stop.
  */
 typedef int32_t (*leasehold_registration_visit_fn)(void *user_data,
@@ -848,6 +887,123 @@ enum leasehold_status leasehold_gap_tracker_last(const struct leasehold_gap_trac
  */
 enum leasehold_status leasehold_gap_tracker_forget(struct leasehold_gap_tracker *tracker,
                                                    uint64_t event_id);
+
+/**
+ * An empty table; the first event id handed out is 1.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_event_table_new(struct leasehold_event_table **out);
+
+/**
+ * Frees a table. NULL is ignored.
+ *
+ * # Safety
+ * `table` was made by libleasehold and not freed before.
+ */
+void leasehold_event_table_free(struct leasehold_event_table *table);
+
+/**
+ * A new registration for events of `source` with `handback` (copied); `*out_event_id` is its
+ * id, unique among the active registrations.
+ *
+ * # Safety
+ * `table` is NULL or live; `handback` is NULL or points to `handback_len` bytes.
+ */
+enum leasehold_status leasehold_event_table_register(struct leasehold_event_table *table,
+                                                     struct leasehold_event_source source,
+                                                     const uint8_t *handback,
+                                                     size_t handback_len,
+                                                     uint64_t *out_event_id);
+
+/**
+ * Replaces the handback of an active registration (`INVALID_ARGUMENT` if not active).
+ *
+ * # Safety
+ * As `leasehold_event_table_register`.
+ */
+enum leasehold_status leasehold_event_table_set_handback(struct leasehold_event_table *table,
+                                                         uint64_t event_id,
+                                                         const uint8_t *handback,
+                                                         size_t handback_len);
+
+/**
+ * The sequence number of the last event issued for `event_id`; `*out_active` is false if the
+ * registration is not active.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_event_table_sequence(const struct leasehold_event_table *table,
+                                                     uint64_t event_id,
+                                                     bool *out_active,
+                                                     uint64_t *out_sequence);
+
+/**
+ * Ends a registration; `*out_was_active` (optional) says whether it was active.
+ *
+ * # Safety
+ * `table` is NULL or live; `out_was_active` is NULL or writable.
+ */
+enum leasehold_status leasehold_event_table_remove(struct leasehold_event_table *table,
+                                                   uint64_t event_id,
+                                                   bool *out_was_active);
+
+/**
+ * Active registrations.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_event_table_len(const struct leasehold_event_table *table,
+                                                size_t *out);
+
+/**
+ * Numbers the next event of `event_id` (one past the last); an inactive registration is
+ * `INVALID_ARGUMENT`. `*out` gets the event with a copy of the handback.
+ *
+ * # Safety
+ * `table` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_event_table_next_event(struct leasehold_event_table *table,
+                                                       uint64_t event_id,
+                                                       struct leasehold_event *out);
+
+/**
+ * The registration as handed to a client, covered by `lease` (`INVALID_ARGUMENT` if not
+ * active).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_event_table_registration(const struct leasehold_event_table *table,
+                                                         uint64_t event_id,
+                                                         const struct leasehold_lease *lease,
+                                                         struct leasehold_event_registration *out);
+
+/**
+ * The table as JSON text, to store and give back to `leasehold_event_table_restore`. Free
+ * `*out` with `leasehold_string_free`.
+ *
+ * # Safety
+ * `table` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_event_table_snapshot(const struct leasehold_event_table *table,
+                                                     char **out);
+
+/**
+ * A table restored after a restart from its JSON (`len` bytes): every sequence number moves
+ * forward by `jump` (e.g. `LEASEHOLD_DEFAULT_RESTORE_JUMP`), so no number is issued twice and
+ * receivers see a gap.
+ *
+ * # Safety
+ * `json` is NULL or points to `len` bytes; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_event_table_restore(const char *json,
+                                                    size_t len,
+                                                    uint64_t jump,
+                                                    struct leasehold_event_table **out);
 
 /**
  * The holder's lease from a landlord's reply to a grant request it sent at `sent_at` (holder's

@@ -1,8 +1,12 @@
 //! Distributed events: registrations as a client receives them, and the receiver's gap tracker.
 
-use leasehold_core::event::{Delivery, EventRegistration, EventSource, GapTracker};
+use std::ffi::c_char;
 
-use crate::error::{arg, arg_mut, guard, guard_void, leasehold_status, Out};
+use leasehold_core::event::{Delivery, EventRegistration, EventSource, EventTable, GapTracker};
+use leasehold_core::lease::LandlordId;
+
+use crate::common::c_string;
+use crate::error::{arg, arg_mut, guard, guard_void, leasehold_status, slice, text, Fail, Out};
 use crate::lease::leasehold_lease;
 
 /// What sends the events of a registration: a service and an object inside it (for a renewal
@@ -188,4 +192,280 @@ pub unsafe extern "C" fn leasehold_gap_tracker_forget(
         unsafe { arg_mut(tracker, "tracker") }?.inner.forget(event_id);
         Ok(())
     })
+}
+
+// ---------- the sender side ----------
+
+/// The sender side of events (opaque), for hosts that issue events of their own: active
+/// registrations with their handbacks and sequence numbers. Free with
+/// `leasehold_event_table_free`.
+#[allow(non_camel_case_types)]
+pub struct leasehold_event_table {
+    inner: EventTable,
+}
+
+/// An event numbered by an event table: the host attaches its own payload and delivers it with
+/// the handback (caller-owned: free with `leasehold_bytes_free(handback, handback_len)`).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug)]
+pub struct leasehold_event {
+    /// The registration's event id.
+    pub event_id: u64,
+    /// Who sends it.
+    pub source: leasehold_event_source,
+    /// One past the previous event of this id.
+    pub sequence: u64,
+    /// The registration's handback.
+    pub handback: *mut u8,
+    /// Length of `handback`.
+    pub handback_len: usize,
+}
+
+/// An empty table; the first event id handed out is 1.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_new(
+    out: *mut *mut leasehold_event_table,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let t = Box::new(leasehold_event_table { inner: EventTable::new() });
+        unsafe { out.write(Box::into_raw(t)) };
+        Ok(())
+    })
+}
+
+/// Frees a table. NULL is ignored.
+///
+/// # Safety
+/// `table` was made by libleasehold and not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_free(table: *mut leasehold_event_table) {
+    guard_void(|| {
+        if !table.is_null() {
+            drop(unsafe { Box::from_raw(table) });
+        }
+    })
+}
+
+/// A new registration for events of `source` with `handback` (copied); `*out_event_id` is its
+/// id, unique among the active registrations.
+///
+/// # Safety
+/// `table` is NULL or live; `handback` is NULL or points to `handback_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_register(
+    table: *mut leasehold_event_table,
+    source: leasehold_event_source,
+    handback: *const u8,
+    handback_len: usize,
+    out_event_id: *mut u64,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out_event_id, "out_event_id")?;
+        let t = unsafe { arg_mut(table, "table") }?;
+        let h = unsafe { slice(handback, handback_len, "handback") }?.to_vec();
+        let src = EventSource { service: LandlordId(source.service), object: source.object };
+        unsafe { out.write(t.inner.register(src, h)) };
+        Ok(())
+    })
+}
+
+/// Replaces the handback of an active registration (`INVALID_ARGUMENT` if not active).
+///
+/// # Safety
+/// As `leasehold_event_table_register`.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_set_handback(
+    table: *mut leasehold_event_table,
+    event_id: u64,
+    handback: *const u8,
+    handback_len: usize,
+) -> leasehold_status {
+    guard(|| {
+        let t = unsafe { arg_mut(table, "table") }?;
+        let h = unsafe { slice(handback, handback_len, "handback") }?.to_vec();
+        t.inner.set_handback(event_id, h)?;
+        Ok(())
+    })
+}
+
+/// The sequence number of the last event issued for `event_id`; `*out_active` is false if the
+/// registration is not active.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_sequence(
+    table: *const leasehold_event_table,
+    event_id: u64,
+    out_active: *mut bool,
+    out_sequence: *mut u64,
+) -> leasehold_status {
+    guard(|| {
+        let active = Out::new(out_active, "out_active")?;
+        let seq = Out::new(out_sequence, "out_sequence")?;
+        match unsafe { arg(table, "table") }?.inner.sequence(event_id) {
+            Some(s) => unsafe {
+                active.write(true);
+                seq.write(s);
+            },
+            None => unsafe { active.write(false) },
+        }
+        Ok(())
+    })
+}
+
+/// Ends a registration; `*out_was_active` (optional) says whether it was active.
+///
+/// # Safety
+/// `table` is NULL or live; `out_was_active` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_remove(
+    table: *mut leasehold_event_table,
+    event_id: u64,
+    out_was_active: *mut bool,
+) -> leasehold_status {
+    guard(|| {
+        let was = unsafe { arg_mut(table, "table") }?.inner.remove(event_id).is_some();
+        if let Some(o) = Out::optional(out_was_active) {
+            unsafe { o.write(was) };
+        }
+        Ok(())
+    })
+}
+
+/// Active registrations.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_len(
+    table: *const leasehold_event_table,
+    out: *mut usize,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        unsafe { out.write(arg(table, "table")?.inner.len()) };
+        Ok(())
+    })
+}
+
+/// Numbers the next event of `event_id` (one past the last); an inactive registration is
+/// `INVALID_ARGUMENT`. `*out` gets the event with a copy of the handback.
+///
+/// # Safety
+/// `table` is NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_next_event(
+    table: *mut leasehold_event_table,
+    event_id: u64,
+    out: *mut leasehold_event,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let t = unsafe { arg_mut(table, "table") }?;
+        let e = t.inner.next_event(event_id, ()).ok_or_else(|| {
+            Fail::invalid(format!("no active event registration with id {event_id}"))
+        })?;
+        let b = e.handback.into_boxed_slice();
+        let handback_len = b.len();
+        let handback = Box::into_raw(b).cast::<u8>();
+        unsafe {
+            out.write(leasehold_event {
+                event_id: e.event_id,
+                source: e.source.into(),
+                sequence: e.sequence,
+                handback,
+                handback_len,
+            })
+        };
+        Ok(())
+    })
+}
+
+/// The registration as handed to a client, covered by `lease` (`INVALID_ARGUMENT` if not
+/// active).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_registration(
+    table: *const leasehold_event_table,
+    event_id: u64,
+    lease: *const leasehold_lease,
+    out: *mut leasehold_event_registration,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let t = unsafe { arg(table, "table") }?;
+        let l = unsafe { arg(lease, "lease") }?.to_core()?;
+        let r = t.inner.registration(event_id, l).ok_or_else(|| {
+            Fail::invalid(format!("no active event registration with id {event_id}"))
+        })?;
+        unsafe { out.write(r.into()) };
+        Ok(())
+    })
+}
+
+/// The table as JSON text, to store and give back to `leasehold_event_table_restore`. Free
+/// `*out` with `leasehold_string_free`.
+///
+/// # Safety
+/// `table` is NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_snapshot(
+    table: *const leasehold_event_table,
+    out: *mut *mut c_char,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let t = unsafe { arg(table, "table") }?;
+        let s = serde_json::to_string(&t.inner)
+            .map_err(|e| Fail::invalid(format!("event table is not representable as JSON: {e}")))?;
+        unsafe { out.write(c_string(s)?) };
+        Ok(())
+    })
+}
+
+/// A table restored after a restart from its JSON (`len` bytes): every sequence number moves
+/// forward by `jump` (e.g. `LEASEHOLD_DEFAULT_RESTORE_JUMP`), so no number is issued twice and
+/// receivers see a gap.
+///
+/// # Safety
+/// `json` is NULL or points to `len` bytes; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_event_table_restore(
+    json: *const c_char,
+    len: usize,
+    jump: u64,
+    out: *mut *mut leasehold_event_table,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let s = unsafe { text(json, len, "json") }?;
+        let t: EventTable = serde_json::from_str(s).map_err(|e| {
+            Fail::new(leasehold_status::LEASEHOLD_STATUS_DECODE, format!("event table: {e}"))
+        })?;
+        let t = Box::new(leasehold_event_table { inner: t.restore(jump) });
+        unsafe { out.write(Box::into_raw(t)) };
+        Ok(())
+    })
+}
+
+/// How far sequence numbers jump on restore unless told otherwise: 2^32.
+pub const LEASEHOLD_DEFAULT_RESTORE_JUMP: u64 = 4294967296;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_restore_jump_is_the_cores() {
+        assert_eq!(
+            super::LEASEHOLD_DEFAULT_RESTORE_JUMP,
+            leasehold_core::event::DEFAULT_RESTORE_JUMP
+        );
+    }
 }

@@ -36,6 +36,7 @@ fn threading_contract() {
     movable::<service::leasehold_service_config>();
     movable::<service::leasehold_renewal_service>();
     movable::<event::leasehold_gap_tracker>();
+    movable::<event::leasehold_event_table>();
     shareable::<policy::leasehold_policy>();
     shareable::<wire::leasehold_request>();
     shareable::<wire::leasehold_reply>();
