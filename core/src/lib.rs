@@ -12,12 +12,14 @@
 //! - [`Landlord`]: the grantor, with expiry, batching, snapshot and the [`wire`] protocol.
 //! - [`event`]: event registrations, sequence numbers, gaps and handbacks.
 //! - [`service`]: the lease renewal service: leased renewal sets, warnings and failure events.
+//! - [`inverted`]: inverted leasing (the landlord polls, holders answer), seed 004.
 #![deny(missing_docs)]
 
 pub mod codec;
 pub mod error;
 pub mod event;
 pub mod holder;
+pub mod inverted;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
@@ -42,3 +44,8 @@ pub use service::{
 };
 pub use time::{Duration, Millis, ANY, FOREVER};
 pub use wire::{Encoding, Limits, Reply, ReplyBody, Request, RequestBody};
+
+/// The Rust quickstart of the repository's README, compiled and run as a doc test so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeQuickstart;

@@ -129,7 +129,7 @@ impl Timeline {
             .unwrap_or(1)
             .max(1);
         let (left, top, lane_h, width) = (150.0, 50.0, 34.0, 900.0);
-        let height = top + lane_h * lanes.len() as f64 + 70.0;
+        let height = top + lane_h * lanes.len() as f64 + 80.0;
         let x = |t: i64| left + (t.max(0) as f64) / (end as f64) * width;
         let mut s = String::new();
         let _ = write!(
@@ -178,17 +178,31 @@ impl Timeline {
             );
             // Bars: from each grant/renewal to the next event of the lane or its expiration.
             let evs: Vec<&Entry> = self.entries.iter().filter(|e| &e.who == lane).collect();
+            // A bar runs to the next event that changes the lease (a note or a crash does
+            // not: the landlord still holds the lease); after a crash it is drawn greyed.
             for (k, e) in evs.iter().enumerate() {
                 if let (Kind::Granted | Kind::Renewed, Some(until)) = (e.kind, e.until) {
-                    let stop = evs.get(k + 1).map(|n| n.at.min(until)).unwrap_or(until).min(end);
-                    let _ = writeln!(
-                        s,
-                        r##"<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="#a5d8ff" stroke="#1c7ed6" stroke-width="0.5"/>"##,
-                        x0 = x(e.at),
-                        y0 = y + 8.0,
-                        w = (x(stop) - x(e.at)).max(1.0),
-                        h = lane_h - 16.0
-                    );
+                    let later = &evs[k + 1..];
+                    let stop = later
+                        .iter()
+                        .find(|n| !matches!(n.kind, Kind::Note | Kind::Stopped))
+                        .map(|n| n.at.min(until))
+                        .unwrap_or(until)
+                        .min(end);
+                    let crash = later.iter().find(|n| n.kind == Kind::Stopped).map(|n| n.at);
+                    let mid = crash.filter(|&c| c < stop).unwrap_or(stop);
+                    for (a, b, fill) in [(e.at, mid, "#a5d8ff"), (mid, stop, "#dee2e6")] {
+                        if b > a {
+                            let _ = writeln!(
+                                s,
+                                r##"<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="{fill}" stroke="#1c7ed6" stroke-width="0.5"/>"##,
+                                x0 = x(a),
+                                y0 = y + 8.0,
+                                w = (x(b) - x(a)).max(1.0),
+                                h = lane_h - 16.0
+                            );
+                        }
+                    }
                 }
             }
             for e in &evs {
@@ -207,9 +221,16 @@ impl Timeline {
         }
         // Legend.
         let ly = axis_y + 56.0;
-        for (i, k) in [Kind::Granted, Kind::Renewed, Kind::Cancelled, Kind::Expired, Kind::Denied]
-            .iter()
-            .enumerate()
+        for (i, k) in [
+            Kind::Granted,
+            Kind::Renewed,
+            Kind::Cancelled,
+            Kind::Expired,
+            Kind::Denied,
+            Kind::Stopped,
+        ]
+        .iter()
+        .enumerate()
         {
             let lx = left + 110.0 * i as f64;
             let _ = writeln!(
