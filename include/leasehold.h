@@ -478,6 +478,28 @@ typedef struct leasehold_renewal_manager_config {
 } leasehold_renewal_manager_config;
 
 /**
+ * The round-trip estimate of a renewal manager for one landlord.
+ */
+typedef struct leasehold_rtt {
+    /**
+     * Smoothed round-trip time, ms.
+     */
+    int64_t srtt;
+    /**
+     * Round-trip variation, ms.
+     */
+    int64_t rttvar;
+    /**
+     * Current retransmission time-out, ms.
+     */
+    int64_t rto;
+    /**
+     * Round trips measured.
+     */
+    uint64_t samples;
+} leasehold_rtt;
+
+/**
  * Visits one managed lease. Return 0 to go on, non-zero to stop.
  */
 typedef int32_t (*leasehold_lease_visit_fn)(void *user_data, const struct leasehold_lease *lease);
@@ -1316,6 +1338,18 @@ enum leasehold_status leasehold_renewal_manager_next_renewal(const struct leaseh
                                                              int64_t *out_at);
 
 /**
+ * The round-trip estimate for `landlord`: `*out_has` is false until the manager has dealt
+ * with it.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_renewal_manager_rtt(const struct leasehold_renewal_manager *manager,
+                                                    uint64_t landlord,
+                                                    bool *out_has,
+                                                    struct leasehold_rtt *out);
+
+/**
  * Number of leases managed.
  *
  * # Safety
@@ -1532,6 +1566,24 @@ enum leasehold_status leasehold_landlord_id(const struct leasehold_landlord *lan
  */
 enum leasehold_status leasehold_landlord_len(const struct leasehold_landlord *landlord,
                                              size_t *out);
+
+/**
+ * Expired leases swept by `handle_timeout` and waiting for `leasehold_landlord_poll_expired`.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_landlord_expired_len(const struct leasehold_landlord *landlord,
+                                                     size_t *out);
+
+/**
+ * Heap bytes held by the landlord's tables (not counting the resources themselves).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_landlord_heap_bytes(const struct leasehold_landlord *landlord,
+                                                    size_t *out);
 
 /**
  * Grants a lease on `resource` (`resource_len` bytes, copied; may be empty) for at most

@@ -828,6 +828,52 @@ pub unsafe extern "C" fn leasehold_renewal_manager_next_renewal(
     })
 }
 
+/// The round-trip estimate of a renewal manager for one landlord.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct leasehold_rtt {
+    /// Smoothed round-trip time, ms.
+    pub srtt: i64,
+    /// Round-trip variation, ms.
+    pub rttvar: i64,
+    /// Current retransmission time-out, ms.
+    pub rto: i64,
+    /// Round trips measured.
+    pub samples: u64,
+}
+
+/// The round-trip estimate for `landlord`: `*out_has` is false until the manager has dealt
+/// with it.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_renewal_manager_rtt(
+    manager: *const leasehold_renewal_manager,
+    landlord: u64,
+    out_has: *mut bool,
+    out: *mut leasehold_rtt,
+) -> leasehold_status {
+    guard(|| {
+        let has = Out::new(out_has, "out_has")?;
+        let out = Out::new(out, "out")?;
+        match unsafe { arg(manager, "manager") }?.inner.rtt(LandlordId(landlord)) {
+            Some(r) => unsafe {
+                has.write(true);
+                out.write(leasehold_rtt {
+                    srtt: r.srtt(),
+                    rttvar: r.rttvar(),
+                    rto: r.rto(),
+                    samples: r.samples(),
+                });
+            },
+            None => unsafe { has.write(false) },
+        }
+        Ok(())
+    })
+}
+
 /// Number of leases managed.
 ///
 /// # Safety

@@ -260,6 +260,38 @@ pub unsafe extern "C" fn leasehold_landlord_len(
     })
 }
 
+/// Expired leases swept by `handle_timeout` and waiting for `leasehold_landlord_poll_expired`.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_landlord_expired_len(
+    landlord: *const leasehold_landlord,
+    out: *mut usize,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        unsafe { out.write(arg(landlord, "landlord")?.inner.expired_len()) };
+        Ok(())
+    })
+}
+
+/// Heap bytes held by the landlord's tables (not counting the resources themselves).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_landlord_heap_bytes(
+    landlord: *const leasehold_landlord,
+    out: *mut usize,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        unsafe { out.write(arg(landlord, "landlord")?.inner.heap_bytes()) };
+        Ok(())
+    })
+}
+
 /// Grants a lease on `resource` (`resource_len` bytes, copied; may be empty) for at most
 /// `requested` ms (or `LEASEHOLD_ANY` / `LEASEHOLD_FOREVER`) at `now`.
 ///

@@ -228,6 +228,12 @@ void test_holder(void) {
     CHECK(net.reached == 1 && net.failed == 0);
     OK(leasehold_renewal_manager_len(m, &n));
     CHECK(n == 0);
+    leasehold_rtt rtt;
+    bool has_rtt = false;
+    OK(leasehold_renewal_manager_rtt(m, 0x11, &has_rtt, &rtt));
+    CHECK(has_rtt && rtt.samples >= 9 && rtt.rto >= cfg.min_rto);
+    OK(leasehold_renewal_manager_rtt(m, 0x999, &has_rtt, &rtt));
+    CHECK(!has_rtt);
     leasehold_renewal_stats st;
     OK(leasehold_renewal_manager_stats(m, &st));
     CHECK(st.desired_reached == 1 && st.leases_renewed >= 9 && st.failures == 0);

@@ -148,6 +148,11 @@ void test_landlord(void) {
     OK(leasehold_landlord_poll_expired(ll, &e, &found));
     CHECK(!found);
     advance(ll, 7001);
+    size_t waiting = 0, heap = 0;
+    OK(leasehold_landlord_expired_len(ll, &waiting));
+    CHECK(waiting == 1);
+    OK(leasehold_landlord_heap_bytes(ll, &heap));
+    CHECK(heap > 0);
     OK(leasehold_landlord_poll_expired(ll, &e, &found));
     CHECK(found);
     if (found) {
