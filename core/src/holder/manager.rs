@@ -33,7 +33,7 @@ pub struct RenewalManagerConfig {
     /// Largest request time-out. Default 60 s.
     pub max_rto: Duration,
     /// Attempts that must fit between a renewal and the actual expiration, each waiting out a
-    /// time-out that doubles (`rto`, `2 rto`, `4 rto`, ..., with `rto = srtt + 4 rttvar`
+    /// time-out that doubles (`rto`, `2 rto`, `4 rto`, ..., with `rto = srtt + max(G, 4 rttvar)`
     /// measured per landlord): the manager renews at least `(2^attempts - 1) rto` before the
     /// actual expiration. Default 3 (`7 rto`).
     pub attempts: u32,
@@ -276,7 +276,7 @@ struct InFlight {
 ///   All arithmetic saturates, so `renew_for(.., FOREVER, ..)` is simply perpetual.
 /// - A renewal is sent when `1 / renew_divisor` of the grant is left, or earlier so that
 ///   `attempts` tries, each waiting out a doubling time-out (from the measured
-///   `srtt + 4 rttvar` of its landlord), fit before the actual expiration; never before the
+///   `srtt + max(G, 4 rttvar)` of its landlord), fit before the actual expiration; never before the
 ///   middle of the grant.
 /// - When a lease falls due, the leases of its landlord due within `batch_window` (and past
 ///   `batch_join_after` of their grant) go in the same `renew_all` request, up to `max_batch`;
@@ -291,6 +291,8 @@ struct InFlight {
 ///   `min_rto` apart, until the actual expiration, where the lease is dropped with the last
 ///   error. A reached desired expiration gives [`RenewalEvent::DesiredExpirationReached`].
 ///   After either event no request names the lease again.
+/// - A request times out when no reply has come within its time-out; a reply in the very
+///   millisecond of the time-out is still on time (the time-out fires one millisecond later).
 /// - Replies with an unknown or stale id are ignored.
 ///
 /// ```
@@ -323,6 +325,13 @@ pub struct RenewalManager {
     events: VecDeque<RenewalEvent>,
     next_id: u64,
     stats: RenewalStats,
+}
+
+/// When a request sent at `sent` with time-out `timeout` times out: the first millisecond *after*
+/// `sent + timeout`, so that a reply arriving in the very millisecond of the time-out (which a
+/// host may see after its timer) is on time.
+fn deadline(sent: Millis, timeout: Duration) -> Millis {
+    sent.saturating_add(timeout).saturating_add(1)
 }
 
 fn key(lease: &Lease) -> Key {
@@ -599,7 +608,7 @@ impl RenewalManager {
                 RequestBody::CancelAll { cookies: cookies.clone() }
             };
             let p = self.peer_idx(landlord) as usize;
-            let timeout_at = now.saturating_add(self.peers[p].rtt.request_timeout());
+            let timeout_at = deadline(now, self.peers[p].rtt.request_timeout());
             self.inflight.insert(
                 id,
                 InFlight { landlord, kind: Kind::Cancel(cookies), sent_at: Some(now), timeout_at },
@@ -650,7 +659,7 @@ impl RenewalManager {
             let timeout =
                 rtt.request_timeout().min(rtt.rto().max(first_exp.saturating_sub(now) / 2));
             rec.sent_at = Some(now);
-            rec.timeout_at = now.saturating_add(timeout);
+            rec.timeout_at = deadline(now, timeout);
             self.timeouts.insert((rec.timeout_at, id));
             self.inflight.insert(id, rec);
             self.stats.requests_sent += 1;

@@ -15,4 +15,4 @@ mod rtt;
 pub use grant::{grant_request, lease_from_reply, lease_from_reply_with_drift, local_expiration};
 pub use manager::{RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit};
 pub use map::LeaseMap;
-pub use rtt::RttEstimator;
+pub use rtt::{RttEstimator, CLOCK_GRANULARITY};
