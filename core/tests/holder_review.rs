@@ -89,3 +89,44 @@ fn jitter_free_link_with_min_rto_1_has_no_spurious_timeouts() {
     assert_eq!(m.lease(&l).map(|l| l.expiration() > hour - 10_000), Some(true));
     assert!(events(&mut m).iter().all(|e| matches!(e, RenewalEvent::Renewed { .. })));
 }
+
+#[test]
+fn failed_cancels_are_counted_not_retried() {
+    use leasehold::wire::WireError;
+    use leasehold::LeaseError;
+    let cfg = RenewalManagerConfig { max_clock_drift_ppm: 0, ..Default::default() };
+    let mut m = RenewalManager::new(cfg);
+    let ls: Vec<Lease> = (0..4).map(|c| lease(L1, c, 60_000)).collect();
+    for l in &ls {
+        m.renew_for(*l, FOREVER, 60_000, 0).unwrap();
+    }
+    // 1. Error reply to a lone cancel.
+    m.cancel(&ls[0], 1).unwrap();
+    let t = m.poll_transmit(1).unwrap();
+    let err = WireError::from(&LeaseError::UnknownLease);
+    m.handle_reply(&Reply { id: t.request.id, landlord: L1, body: ReplyBody::Error(err) }, 2);
+    assert_eq!(m.stats().cancel_failures, 1);
+    // 2. A cancel_all with one per-lease error.
+    m.cancel(&ls[1], 3).unwrap();
+    m.cancel(&ls[2], 3).unwrap();
+    let t = m.poll_transmit(3).unwrap();
+    let results = vec![Outcome::Ok(()), Outcome::Err(WireError::from(&LeaseError::UnknownLease))];
+    m.handle_reply(
+        &Reply { id: t.request.id, landlord: L1, body: ReplyBody::CancelledAll { results } },
+        4,
+    );
+    assert_eq!(m.stats().leases_cancelled, 1);
+    assert_eq!(m.stats().cancel_failures, 2);
+    // 3. No reply at all: the time-out counts it, and nothing is sent again.
+    m.cancel(&ls[3], 5).unwrap();
+    let t = m.poll_transmit(5).unwrap();
+    let timeout = m.poll_timeout().unwrap();
+    m.handle_timeout(timeout);
+    assert_eq!(m.stats().cancel_failures, 3);
+    assert_eq!(m.poll_transmit(timeout), None, "a cancel is not retried");
+    // 4. A malformed reply (a renewal's body) counts as failed too; the late reply is ignored.
+    m.handle_reply(&grant_all(&t), timeout + 1);
+    assert_eq!(m.stats().cancel_failures, 3, "stale reply ignored");
+    assert!(m.is_empty());
+    assert!(events(&mut m).is_empty(), "cancels raise no renewal events");
+}

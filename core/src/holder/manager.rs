@@ -177,6 +177,10 @@ pub struct RenewalStats {
     pub timeouts: u64,
     /// Cancels the landlord confirmed.
     pub leases_cancelled: u64,
+    /// Leases whose cancel was not confirmed: an error for the lease (or the whole request),
+    /// a malformed reply, no reply within the time-out, or a transport failure the host
+    /// reported. Cancels are not retried (see [`RenewalManager::cancel`]).
+    pub cancel_failures: u64,
     /// Replies ignored: unknown or stale id, or from another landlord.
     pub replies_ignored: u64,
 }
@@ -474,6 +478,14 @@ impl RenewalManager {
 
     /// Stops managing `lease` and queues a cancel request for it (several cancels for one
     /// landlord go out as one `cancel_all`). The lease is removed whatever the landlord answers.
+    ///
+    /// A cancel is best effort: it is sent once, never retried, and raises no
+    /// [`RenewalEvent`]. If it fails (an error, a malformed reply, no reply within the time-out,
+    /// or a transport failure from [`RenewalManager::handle_failure`]), the landlord still drops
+    /// the lease at its actual expiration, since nobody renews it any more; the failure shows in
+    /// [`RenewalStats::cancel_failures`] (confirmed ones in `leases_cancelled`). A host that must
+    /// know the outcome of one cancel should send it itself (`RequestBody::Cancel`) and read the
+    /// reply.
     pub fn cancel(&mut self, lease: &Lease, _now: Millis) -> Result<()> {
         let removed = self.remove(lease)?;
         self.cancels.entry(removed.landlord()).or_default().push(removed.cookie());
@@ -690,13 +702,15 @@ impl RenewalManager {
         let items = match rec.kind {
             Kind::Renew(items) => items,
             Kind::Cancel(cookies) => {
-                self.stats.leases_cancelled += match &reply.body {
+                let confirmed = match &reply.body {
                     ReplyBody::Cancelled if cookies.len() == 1 => 1,
                     ReplyBody::CancelledAll { results } if results.len() == cookies.len() => {
                         results.iter().filter(|r| r.to_result().is_ok()).count() as u64
                     }
                     _ => 0,
                 };
+                self.stats.leases_cancelled += confirmed;
+                self.stats.cancel_failures += cookies.len() as u64 - confirmed;
                 return;
             }
         };
@@ -745,7 +759,13 @@ impl RenewalManager {
     }
 
     fn fail_request(&mut self, id: u64, rec: InFlight, error: LeaseError, now: Millis) {
-        let Kind::Renew(items) = rec.kind else { return };
+        let items = match rec.kind {
+            Kind::Renew(items) => items,
+            Kind::Cancel(cookies) => {
+                self.stats.cancel_failures += cookies.len() as u64;
+                return;
+            }
+        };
         let sent_at = rec.sent_at.unwrap_or(now);
         for (s, requested) in items {
             self.apply(s, id, sent_at, requested, Err(error.clone()), now);
