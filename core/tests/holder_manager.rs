@@ -123,8 +123,11 @@ fn forever_never_overflows() {
     m.renew_for(l, FOREVER, 60_000, now).unwrap();
     assert_eq!(m.expiration(&l), Ok(FOREVER));
     let l2 = lease(L1, 2, now + 60_000);
-    // A huge finite duration saturates without wrapping (and stays finite, as in core::time).
+    // A duration past the end of time is FOREVER (River's guard), never a wrap-around.
     m.renew_for(l2, FOREVER - 1, FOREVER, now).unwrap();
+    assert_eq!(m.expiration(&l2), Ok(FOREVER));
+    // A huge finite desired expiration stays finite.
+    m.renew_until(l2, FOREVER - 1, FOREVER, now).unwrap();
     assert_eq!(m.expiration(&l2), Ok(FOREVER - 1));
     let (t, sent) = next(&mut m);
     assert!(t > now && t < now + 60_000);

@@ -130,3 +130,33 @@ fn failed_cancels_are_counted_not_retried() {
     assert!(m.is_empty());
     assert!(events(&mut m).is_empty(), "cancels raise no renewal events");
 }
+
+#[test]
+fn renew_for_durations_past_the_end_of_time_mean_forever() {
+    // River's guard: a duration that would reach FOREVER from now is FOREVER (so ANY is allowed
+    // with it); shorter ones stay finite; nothing wraps.
+    use leasehold::{LeaseError, ANY};
+    let now: Millis = 1_700_000_000_000;
+    let mut m = RenewalManager::new(RenewalManagerConfig::default());
+    for (c, d) in [(1, FOREVER), (2, FOREVER - 1), (3, FOREVER - now), (4, FOREVER - now + 1)] {
+        let l = lease(L1, c, now + 60_000);
+        m.renew_for(l, d, 60_000, now).unwrap();
+        assert_eq!(m.expiration(&l), Ok(FOREVER), "duration {d}");
+    }
+    let l = lease(L1, 5, now + 60_000);
+    m.renew_for(l, FOREVER - now - 1, 60_000, now).unwrap();
+    assert_eq!(m.expiration(&l), Ok(FOREVER - 1), "just short of the end of time stays finite");
+    let l = lease(L1, 6, now + 60_000);
+    m.renew_for(l, FOREVER - 1, ANY, now).unwrap();
+    assert_eq!(m.expiration(&l), Ok(FOREVER));
+    assert!(matches!(
+        m.renew_for(lease(L1, 7, now + 60_000), FOREVER - now - 1, ANY, now),
+        Err(LeaseError::InvalidArgument(_))
+    ));
+    // A negative clock reading does not overflow either.
+    let l = lease(L1, 8, 60_000);
+    m.renew_for(l, FOREVER - 1, 60_000, -5).unwrap();
+    assert_eq!(m.expiration(&l), Ok(FOREVER - 6));
+    m.renew_for(l, FOREVER, 60_000, i64::MIN).unwrap();
+    assert_eq!(m.expiration(&l), Ok(FOREVER));
+}

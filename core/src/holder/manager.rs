@@ -406,8 +406,13 @@ impl RenewalManager {
         &self.config
     }
 
-    /// Renews `lease` until `duration` from `now` (saturating: [`FOREVER`] means forever),
-    /// asking for `renew_duration` each time. See [`RenewalManager::renew_until`].
+    /// Renews `lease` until `duration` from `now`, asking for `renew_duration` each time. See
+    /// [`RenewalManager::renew_until`].
+    ///
+    /// As in River, a duration that reaches the end of time (`now + duration >= FOREVER`, which
+    /// includes [`FOREVER`] itself) means a [`FOREVER`] desired expiration; nothing overflows
+    /// (the Jini 1.0 bug of seed 002, where `now + FOREVER` wrapped negative and the lease was
+    /// never renewed, cannot happen).
     pub fn renew_for(
         &mut self,
         lease: Lease,
@@ -420,7 +425,11 @@ impl RenewalManager {
                 "renew_for duration must be >= 0 or FOREVER, got {duration}"
             )));
         }
-        self.renew_until(lease, time::expiration_after(now, duration), renew_duration, now)
+        let desired = match now.checked_add(duration) {
+            Some(t) if t < FOREVER && duration != FOREVER => t,
+            _ => FOREVER,
+        };
+        self.renew_until(lease, desired, renew_duration, now)
     }
 
     /// Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration`
