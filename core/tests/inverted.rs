@@ -207,3 +207,39 @@ fn traffic_matches_the_bandwidth_formula() {
     assert_eq!(s.responses, rounds * n as u64);
     assert_eq!(expected_detection(40_000, 8_000), 44_000.0);
 }
+
+#[test]
+fn with_no_extra_time_an_answer_at_exactly_d_still_counts() {
+    // A = 0 (here because D reaches L_MAX): the next poll is due in the very millisecond the
+    // round's listening time ends. D is inclusive (an answer at exactly D counts, as in the
+    // test above), also when the next poll has already gone out at that instant.
+    let mut p: Poller<u32> = Poller::new(config(3.0, 15_000, 15_000, 0.2), 0).unwrap();
+    let a = p.join(1, 0).unwrap();
+    let b = p.join(2, 0).unwrap();
+    let c = p.join(3, 0).unwrap();
+    p.handle_timeout(0);
+    let poll = p.poll_transmit().unwrap();
+    assert_eq!((poll.duration, poll.extra), (15_000, 0));
+    assert_eq!(p.poll_timeout(), Some(15_000), "the next poll");
+    p.handle_timeout(15_000);
+    let poll2 = p.poll_transmit().unwrap();
+    assert_eq!(poll2.seq, 2);
+    // Answers to round 1 arriving at exactly D, after the host ran its timer.
+    p.respond(a.cookie, poll.seq, 15_000).unwrap();
+    p.respond(c.cookie, poll2.seq, 15_000).unwrap();
+    assert!(p.poll_expired().is_none(), "nobody cancelled before D is over");
+    assert_eq!(p.poll_timeout(), Some(15_001));
+    p.handle_timeout(15_001);
+    let gone: Vec<_> = std::iter::from_fn(|| p.poll_expired()).map(|e| e.cookie).collect();
+    let mut want = vec![b.cookie, c.cookie];
+    let mut gone = gone;
+    want.sort();
+    gone.sort();
+    assert_eq!(gone, want, "b never answered; c answered only the new round");
+    assert!(p.contains(a.cookie) && !p.contains(b.cookie) && !p.contains(c.cookie));
+    // Round 2 goes on: a answers it and stays.
+    p.respond(a.cookie, poll2.seq, 20_000).unwrap();
+    p.handle_timeout(30_001);
+    assert!(p.poll_expired().is_none());
+    assert!(p.contains(a.cookie));
+}
