@@ -533,6 +533,8 @@ pub struct PollListener {
     state: State,
     reply: Option<(Millis, u64)>,
     deadline: Option<Millis>,
+    /// The latest round heard since admission: older or repeated polls are ignored.
+    last_seq: Option<u64>,
     transmits: VecDeque<ListenerTransmit>,
     events: VecDeque<ListenerEvent>,
     stats: TrafficStats,
@@ -553,6 +555,7 @@ impl PollListener {
             state: State::Idle,
             reply: None,
             deadline: None,
+            last_seq: None,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: TrafficStats::default(),
@@ -576,6 +579,7 @@ impl PollListener {
         self.state = State::Joining;
         self.reply = None;
         self.deadline = None;
+        self.last_seq = None;
         self.stats.joins += 1;
         self.stats.sent(self.config.sizes.request);
         self.transmits.push_back(ListenerTransmit::Join);
@@ -592,6 +596,7 @@ impl PollListener {
         self.state = State::Idle;
         self.reply = None;
         self.deadline = None;
+        self.last_seq = None;
         c
     }
 
@@ -618,10 +623,19 @@ impl PollListener {
 
     /// A poll arrived: schedules an answer uniformly within `0..D - guard` and expects the next
     /// poll within `D + A + guard`.
+    ///
+    /// A poll whose round (`seq`) is not newer than the latest one heard since admission, a
+    /// duplicate or one overtaken on the way, is counted and otherwise ignored: each round is
+    /// answered once. (A landlord that restarts its numbering is thus not heard; the listener
+    /// joins again when no newer poll has come within `D + A + guard`.)
     pub fn handle_poll(&mut self, poll: &Poll, now: Millis) {
         self.stats.received(self.config.sizes.poll);
         self.stats.polls += 1;
         let State::Member(_) = self.state else { return };
+        if self.last_seq.is_some_and(|last| poll.seq <= last) {
+            return;
+        }
+        self.last_seq = Some(poll.seq);
         let window = poll.duration.saturating_sub(self.config.guard).max(1) as u64;
         let offset = (self.rng.next_u64() % window) as i64;
         self.reply = Some((now.saturating_add(offset), poll.seq));

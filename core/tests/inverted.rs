@@ -243,3 +243,36 @@ fn with_no_extra_time_an_answer_at_exactly_d_still_counts() {
     assert!(p.poll_expired().is_none());
     assert!(p.contains(a.cookie));
 }
+
+#[test]
+fn duplicated_or_reordered_polls_are_answered_once() {
+    // Multicast may duplicate or reorder polls: each round is answered once, and an old poll
+    // arriving late does not move the answer or the deadline of the newer one.
+    let mut l = PollListener::new(ListenerConfig::new(5)).unwrap();
+    l.join(0);
+    l.poll_transmit();
+    let cookie = leasehold::Cookie(9);
+    l.handle_admission(Ok(Admission { cookie, next_poll_in: 0 }), 0);
+    let poll = |seq| leasehold::inverted::Poll {
+        landlord: LandlordId(1),
+        seq,
+        duration: 10_000,
+        extra: 2_000,
+    };
+    l.handle_poll(&poll(1), 0);
+    let t = l.poll_timeout().unwrap();
+    l.handle_timeout(t);
+    assert_eq!(l.poll_transmit(), Some(ListenerTransmit::Respond { cookie, seq: 1 }));
+    l.handle_poll(&poll(1), t); // a duplicate
+    assert_eq!(l.poll_timeout(), Some(12_001), "only the deadline of round 1 is pending");
+    l.handle_poll(&poll(2), 12_000);
+    let (answer, deadline) = (l.poll_timeout().unwrap(), 24_001);
+    assert!(answer < 22_000);
+    l.handle_poll(&poll(1), 12_500); // round 1 again, late
+    assert_eq!(l.poll_timeout(), Some(answer));
+    l.handle_timeout(answer);
+    assert_eq!(l.poll_transmit(), Some(ListenerTransmit::Respond { cookie, seq: 2 }));
+    assert_eq!(l.poll_transmit(), None);
+    assert_eq!(l.poll_timeout(), Some(deadline));
+    assert_eq!(l.stats().responses, 2);
+}
