@@ -818,3 +818,18 @@ fn the_service_can_move_between_threads() {
     send::<leasehold::service::ServiceSnapshot>();
     send::<SetEvent>();
 }
+
+#[test]
+fn a_snapshot_with_set_numbers_used_up_gives_an_error_not_a_panic() {
+    // A damaged (or hostile) snapshot may claim that every set number is used: creating a set
+    // must then fail cleanly instead of overflowing the counter.
+    let cfg = RenewalServiceConfig::new(SERVICE, [9; 32]);
+    let svc = RenewalService::new(cfg.clone()).unwrap();
+    let text = svc.snapshot(0).to_json();
+    assert!(text.contains("\"next_set\":1"), "{text}");
+    let text = text.replace("\"next_set\":1", &format!("\"next_set\":{}", u64::MAX));
+    let snap = leasehold::service::ServiceSnapshot::from_json(&text).unwrap();
+    let mut svc = RenewalService::restore(cfg, snap, 0).unwrap();
+    assert!(matches!(svc.create_set(MIN, 0), Err(LeaseError::LeaseDenied(_))));
+    assert!(svc.sets().is_empty());
+}
