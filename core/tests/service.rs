@@ -833,3 +833,33 @@ fn a_snapshot_with_set_numbers_used_up_gives_an_error_not_a_panic() {
     assert!(matches!(svc.create_set(MIN, 0), Err(LeaseError::LeaseDenied(_))));
     assert!(svc.sets().is_empty());
 }
+
+#[test]
+fn no_client_lease_is_renewed_for_a_set_whose_expiry_is_still_being_swept() {
+    // The service's landlord sweeps at most `expiry_budget` set leases per call. When many sets
+    // expire at once (here: a host that woke up late, a budget of 1), the client leases of the
+    // sets not yet swept must not be renewed in the meantime.
+    let mut cfg = RenewalServiceConfig::new(SERVICE, [9; 32]);
+    cfg.landlord = cfg.landlord.with_expiry_budget(1);
+    let mut w = World::with_config(cfg);
+    let mut leases = Vec::new();
+    for _ in 0..4 {
+        let (set, _) = w.svc.create_set(MIN, 0).unwrap();
+        let lease = w.grant(1, 10 * MIN);
+        w.svc.add(set, lease, FOREVER, 10 * MIN, 0).unwrap();
+        leases.push(lease);
+    }
+    // The host sleeps through the sets' expiry and the leases' renewal time.
+    let late = 10 * MIN - 10 * SEC;
+    for _ in 0..100 {
+        w.tick(late);
+        if w.svc.sets().is_empty() {
+            break;
+        }
+    }
+    assert!(w.svc.sets().is_empty(), "every expired set is destroyed");
+    for l in &leases {
+        assert_eq!(w.renewals(l), vec![], "renewed for an expired set");
+    }
+    assert!(w.svc.manager().is_empty());
+}

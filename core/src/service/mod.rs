@@ -548,12 +548,15 @@ impl RenewalService {
     /// Advances time to `now`: destroys sets whose lease expired, removes client leases whose
     /// membership expiration is reached (silently), issues due expiration warnings, and lets the
     /// manager renew and detect expiries. Sets go first, so no client lease of a set that
-    /// expired by `now` is renewed for it.
+    /// expired by `now` is renewed for it: while the landlord has expired set leases left to
+    /// sweep (more than its per-call budget expired at once), the manager waits, and
+    /// [`RenewalService::poll_timeout`] asks to be called again at once.
     pub fn handle_timeout(&mut self, now: Millis) {
         self.landlord.handle_timeout(now);
         while let Some(expired) = self.landlord.poll_expired() {
             self.destroy_set(expired.resource, now);
         }
+        let sweeping = self.landlord.poll_timeout().is_some_and(|t| t <= now);
         while let Some(&(due, set, key)) = self.memberships_due.first() {
             if due > now {
                 break;
@@ -569,6 +572,9 @@ impl RenewalService {
             }
             self.warnings_due.pop_first();
             self.fire_warning(set, now);
+        }
+        if sweeping {
+            return;
         }
         self.manager.handle_timeout(now);
         self.drain_manager(now);
