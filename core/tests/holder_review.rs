@@ -160,3 +160,140 @@ fn renew_for_durations_past_the_end_of_time_mean_forever() {
     m.renew_for(l, FOREVER, 60_000, i64::MIN).unwrap();
     assert_eq!(m.expiration(&l), Ok(FOREVER));
 }
+
+/// A tiny deterministic generator (xorshift), so the fuzz below needs no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn hostile_replies_never_panic_and_ended_leases_are_never_named_again() {
+    use leasehold::wire::WireError;
+    use leasehold::LeaseError;
+    use std::collections::BTreeSet;
+    // Renewals, failure events, desired expirations reached, cancels: all must occur.
+    let mut covered = [0u64; 4];
+    for seed in 1..=40u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let cfg = RenewalManagerConfig { min_rto: 1, max_batch: 4, ..Default::default() };
+        let mut m = RenewalManager::new(cfg);
+        let mut now: Millis = 0;
+        for c in 0..12u128 {
+            let ll = LandlordId(1 + (c % 3) as u64);
+            let exp = 1_000 + rng.below(20_000) as i64;
+            let desired = if c % 4 == 0 { FOREVER } else { 5_000 + rng.below(200_000) as i64 };
+            m.renew_until(lease(ll, c, exp), desired, 1 + rng.below(30_000) as i64, 0).unwrap();
+        }
+        let mut sent: Vec<Transmit> = Vec::new();
+        let mut ended: BTreeSet<u128> = BTreeSet::new();
+        for _ in 0..3_000 {
+            let Some(t) = m.poll_timeout() else { break };
+            now = now.max(t).max(now + rng.below(50) as i64);
+            m.handle_timeout(now);
+            while let Some(tx) = m.poll_transmit(now) {
+                let named: Vec<u128> = match &tx.request.body {
+                    RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie } => {
+                        vec![cookie.0]
+                    }
+                    RequestBody::RenewAll { items } => items.iter().map(|(c, _)| c.0).collect(),
+                    RequestBody::CancelAll { cookies } => cookies.iter().map(|c| c.0).collect(),
+                    b => panic!("unexpected {b:?}"),
+                };
+                for c in named {
+                    assert!(!ended.contains(&c), "seed {seed}: lease {c} named after its event");
+                }
+                sent.push(tx);
+            }
+            // Answer some request, rightly or wrongly.
+            if !sent.is_empty() && rng.below(3) > 0 {
+                let i = if rng.below(4) == 0 {
+                    rng.below(sent.len() as u64) as usize
+                } else {
+                    sent.len() - 1
+                };
+                let tx = sent[i].clone();
+                let n = match &tx.request.body {
+                    RequestBody::RenewAll { items } => items.len(),
+                    RequestBody::CancelAll { cookies } => cookies.len(),
+                    _ => 1,
+                };
+                let mut reply = grant_all(&tx);
+                match rng.below(30) {
+                    0 => reply.id = rng.next(),
+                    1 => reply.landlord = LandlordId(rng.below(5)),
+                    2 => {
+                        let k = rng.below(n as u64 + 2) as usize;
+                        let results = (0..k).map(|_| Outcome::Ok(rng.below(40_000) as i64));
+                        reply.body = ReplyBody::RenewedAll { results: results.collect() };
+                    }
+                    3 => reply.body = ReplyBody::Renewed { duration: -(rng.below(5) as i64) },
+                    4 => {
+                        let e = if rng.below(2) == 0 {
+                            LeaseError::UnknownLease
+                        } else {
+                            LeaseError::Indefinite("busy".into())
+                        };
+                        reply.body = ReplyBody::Error(WireError::from(&e));
+                    }
+                    5 => reply.body = ReplyBody::Renewed { duration: FOREVER },
+                    6 => {
+                        reply.body = ReplyBody::Error(WireError { code: 999, message: "?".into() })
+                    }
+                    7 => m.handle_failure(tx.request.id, LeaseError::Indefinite("x".into()), now),
+                    _ => {}
+                }
+                m.handle_reply(&reply, now + rng.below(100) as i64);
+                if rng.below(4) > 0 {
+                    sent.swap_remove(i);
+                }
+            }
+            while let Some(e) = m.poll_event() {
+                match e {
+                    RenewalEvent::RenewalFailed { lease, .. }
+                    | RenewalEvent::DesiredExpirationReached { lease } => {
+                        assert!(ended.insert(lease.cookie().0), "seed {seed}: a second end event");
+                    }
+                    RenewalEvent::Renewed { lease } => {
+                        assert!(
+                            !ended.contains(&lease.cookie().0),
+                            "seed {seed}: {lease:?} renewed after its end at {now}"
+                        )
+                    }
+                }
+            }
+            if rng.below(50) == 0 {
+                let c = rng.below(12) as u128;
+                let l = lease(LandlordId(1 + (c % 3) as u64), c, 0);
+                if m.cancel(&l, now).is_ok() {
+                    ended.insert(c);
+                    // Its cancel request is the one request that may still name it.
+                    let tx = m.poll_transmit(now).expect("the cancel");
+                    assert!(matches!(
+                        tx.request.body,
+                        RequestBody::Cancel { .. } | RequestBody::CancelAll { .. }
+                    ));
+                    sent.push(tx);
+                }
+            }
+        }
+        assert_eq!(m.len() + ended.len(), 12, "seed {seed}: every lease is managed or has ended");
+        let st = m.stats();
+        for (i, n) in [st.leases_renewed, st.failures, st.desired_reached, st.cancel_requests]
+            .into_iter()
+            .enumerate()
+        {
+            covered[i] += n;
+        }
+    }
+    assert!(covered.iter().all(|&n| n > 0), "the fuzz covers every path: {covered:?}");
+}
