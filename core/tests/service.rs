@@ -863,3 +863,24 @@ fn no_client_lease_is_renewed_for_a_set_whose_expiry_is_still_being_swept() {
     }
     assert!(w.svc.manager().is_empty());
 }
+
+#[test]
+fn a_snapshot_whose_sequence_numbers_would_overflow_is_refused() {
+    // Restoring moves sequence numbers forward by the restore jump; a number that cannot move
+    // that far (damaged or hostile snapshot) would leave the registration issuing u64::MAX
+    // again and again, which every receiver drops as stale.
+    let cfg = RenewalServiceConfig::new(SERVICE, [9; 32]);
+    let mut svc = RenewalService::new(cfg.clone()).unwrap();
+    let (set, _) = svc.create_set(HOUR, 0).unwrap();
+    svc.set_renewal_failure_listener(set, b"h".to_vec(), 0).unwrap();
+    let text = svc.snapshot(0).to_json();
+    assert_eq!(text.matches("\"sequence\":0").count(), 1, "{text}");
+    let near_end = u64::MAX - 5;
+    let bad = text.replace("\"sequence\":0", &format!("\"sequence\":{near_end}"));
+    let snap = leasehold::service::ServiceSnapshot::from_json(&bad).unwrap();
+    assert!(matches!(RenewalService::restore(cfg.clone(), snap, 0), Err(LeaseError::Decode(_))));
+    // With room for the jump it restores.
+    let fine = text.replace("\"sequence\":0", &format!("\"sequence\":{}", u64::MAX >> 1));
+    let snap = leasehold::service::ServiceSnapshot::from_json(&fine).unwrap();
+    assert!(RenewalService::restore(cfg, snap, 0).is_ok());
+}
