@@ -67,6 +67,7 @@ pub struct LandlordConfig {
     /// Secret seed for cookies; supply real entropy (the core has none of its own).
     pub seed: [u8; 32],
     /// Slack after expiry during which a lease is still honoured (clock skew, seed 001).
+    /// A negative value counts as zero.
     pub grace: Duration,
     /// Most units of expiry work per [`Landlord::handle_timeout`] call: each lease expired, or
     /// moved from one timing-wheel level to a lower one, counts one. So it also bounds the
@@ -124,15 +125,30 @@ struct Slot<R> {
     expiration: Millis,
     /// Cookie bits 32..64.
     mid: u32,
-    links: Links,
+    /// Wheel list links (see [`Links`]); `next` also chains the free list.
+    prev: u32,
+    next: u32,
+    list: u16,
     /// `None` exactly when the slot is free.
     resource: Option<R>,
 }
 
 impl<R> Node for Slot<R> {
     #[inline]
-    fn links(&mut self) -> &mut Links {
-        &mut self.links
+    fn links(&self) -> Links {
+        Links { prev: self.prev, next: self.next, list: self.list }
+    }
+    #[inline]
+    fn set_links(&mut self, l: Links) {
+        (self.prev, self.next, self.list) = (l.prev, l.next, l.list);
+    }
+    #[inline]
+    fn set_prev(&mut self, prev: u32) {
+        self.prev = prev;
+    }
+    #[inline]
+    fn set_next(&mut self, next: u32) {
+        self.next = next;
     }
 }
 
@@ -295,7 +311,7 @@ impl<R> Landlord<R> {
 
     #[inline]
     fn deadline(&self, expiration: Millis) -> Millis {
-        time::expiration_after(expiration, self.config.grace)
+        time::expiration_after(expiration, self.config.grace.max(0))
     }
 
     #[inline]
@@ -328,7 +344,7 @@ impl<R> Landlord<R> {
     fn slot_of(&self, cookie: Cookie) -> Option<u32> {
         let (hi, mid, idx) = split(cookie);
         let s = self.slots.get(idx as usize)?;
-        (s.links.list != LIST_FREE && s.hi == hi && s.mid == mid).then_some(idx)
+        (s.list != LIST_FREE && s.hi == hi && s.mid == mid).then_some(idx)
     }
 
     /// The slot of a lease still honoured at `now`.
@@ -343,21 +359,20 @@ impl<R> Landlord<R> {
     fn file(&mut self, idx: u32, now: Millis) {
         match self.due_key(self.slots[idx as usize].expiration) {
             Some(k) => self.wheel.insert(&mut self.slots, idx, k, key_of(now)),
-            None => self.slots[idx as usize].links.list = LIST_NONE,
+            None => self.slots[idx as usize].list = LIST_NONE,
         }
     }
 
     fn unfile(&mut self, idx: u32) {
         let s = &self.slots[idx as usize];
-        let key =
-            if s.links.list == LIST_EARLY { self.due_key(s.expiration).unwrap_or(0) } else { 0 };
+        let key = if s.list == LIST_EARLY { self.due_key(s.expiration).unwrap_or(0) } else { 0 };
         self.wheel.remove(&mut self.slots, idx, key);
     }
 
     /// Frees a slot (already unfiled) and hands back its resource.
     fn release(&mut self, idx: u32) -> R {
         let s = &mut self.slots[idx as usize];
-        s.links = Links { prev: NIL, next: self.free, list: LIST_FREE };
+        s.set_links(Links { prev: NIL, next: self.free, list: LIST_FREE });
         self.free = idx;
         self.live -= 1;
         s.resource.take().expect("a live slot holds its resource")
@@ -383,11 +398,11 @@ impl<R> Landlord<R> {
             };
             let (hi, mid) = self.new_tag(old_hi, old_mid);
             let s = &mut self.slots[idx as usize];
-            self.free = s.links.next;
+            self.free = s.next;
             s.hi = hi;
             s.mid = mid;
             s.expiration = expiration;
-            s.links = Links { prev: NIL, next: NIL, list: LIST_NONE };
+            s.set_links(Links { prev: NIL, next: NIL, list: LIST_NONE });
             s.resource = Some(resource);
             idx
         } else {
@@ -397,7 +412,9 @@ impl<R> Landlord<R> {
                 hi,
                 expiration,
                 mid,
-                links: Links { prev: NIL, next: NIL, list: LIST_NONE },
+                prev: NIL,
+                next: NIL,
+                list: LIST_NONE,
                 resource: Some(resource),
             });
             idx
@@ -428,7 +445,7 @@ impl<R> Landlord<R> {
         let ctx = PolicyContext { now, live: self.live };
         let duration = limit(requested, self.policy.renew(requested, old, &ctx)?);
         let expiration = time::expiration_after(now, duration);
-        let list = self.slots[idx as usize].links.list;
+        let list = self.slots[idx as usize].list;
         let lazy = list < LIST_EARLY
             && match (self.due_key(old), self.due_key(expiration)) {
                 (Some(o), Some(n)) => n >= o,
@@ -565,7 +582,7 @@ impl<R> Landlord<R> {
         match self.due_key(self.slots[idx as usize].expiration) {
             Some(k) if k <= t => self.expire(idx),
             Some(k) => self.wheel.insert(&mut self.slots, idx, k, key_of(now)),
-            None => self.slots[idx as usize].links.list = LIST_NONE,
+            None => self.slots[idx as usize].list = LIST_NONE,
         }
     }
 
@@ -605,7 +622,7 @@ impl<R: Clone> Landlord<R> {
         let mut f = self.free;
         while f != NIL {
             free.push(f);
-            f = self.slots[f as usize].links.next;
+            f = self.slots[f as usize].next;
         }
         let leases = self
             .iter()
@@ -689,7 +706,9 @@ impl<R> Landlord<R> {
             hi: 0,
             expiration: 0,
             mid: 0,
-            links: Links { prev: NIL, next: NIL, list: LIST_FREE },
+            prev: NIL,
+            next: NIL,
+            list: LIST_FREE,
             resource: None,
         }));
         // Lowest due key first, so the wheel starts behind every lease.
@@ -714,7 +733,9 @@ impl<R> Landlord<R> {
                 hi,
                 expiration,
                 mid,
-                links: Links { prev: NIL, next: NIL, list: LIST_NONE },
+                prev: NIL,
+                next: NIL,
+                list: LIST_NONE,
                 resource: Some(l.resource),
             };
             ll.live += 1;
@@ -736,7 +757,7 @@ impl<R> Landlord<R> {
             }
         }
         for &f in free.iter().rev() {
-            ll.slots[f as usize].links.next = ll.free;
+            ll.slots[f as usize].next = ll.free;
             ll.free = f;
         }
         ll.wheel = Wheel::new(min_key);
@@ -804,5 +825,16 @@ impl<R: From<Vec<u8>>> Landlord<R> {
             },
         };
         reply.encode(encoding)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_stay_compact() {
+        assert_eq!(std::mem::size_of::<Slot<()>>(), 32);
+        assert_eq!(std::mem::size_of::<Slot<u64>>(), 48);
     }
 }

@@ -44,3 +44,8 @@ pub use service::{
 };
 pub use time::{Duration, Millis, ANY, FOREVER};
 pub use wire::{Encoding, Limits, Reply, ReplyBody, Request, RequestBody};
+
+/// The Rust quickstart of the repository's README, compiled and run as a doc test so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeQuickstart;

@@ -28,6 +28,9 @@ pub struct PolicyContext {
     /// Leases currently held by the landlord. In [`LeasePolicy::grant`] this does not count the
     /// lease being granted; in [`LeasePolicy::renew`] it does count the lease being renewed
     /// (it is held), so a renewal at full capacity sees `live == capacity`.
+    ///
+    /// Leases past their expiration that no `handle_timeout` has swept yet still count: a host
+    /// that calls `handle_timeout` when `poll_timeout` says keeps that lag to one wheel slot.
     pub live: usize,
 }
 

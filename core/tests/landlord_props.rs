@@ -448,3 +448,16 @@ fn one_bad_cookie_never_aborts_a_batch() {
     assert_eq!(r, vec![Ok(1), Err(LeaseError::UnknownLease), Err(LeaseError::UnknownLease), Ok(2)]);
     assert!(ll.is_empty());
 }
+
+#[test]
+fn negative_grace_counts_as_zero() {
+    use leasehold::policy::Bounded;
+    use leasehold::{Landlord, LandlordConfig, LandlordId};
+    let mut config = LandlordConfig::new(LandlordId(3), [5; 32]);
+    config.grace = -1_000;
+    let mut ll: Landlord<()> = Landlord::new(config, Bounded::new(10_000, 10_000).unwrap());
+    let g = ll.grant((), 1_000, 0).unwrap();
+    // Honoured up to and including its expiration, as with no grace at all.
+    assert!(ll.get(g.cookie, 1_000).is_some());
+    assert!(ll.get(g.cookie, 1_001).is_none());
+}

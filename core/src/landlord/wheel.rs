@@ -57,10 +57,17 @@ pub(crate) struct Links {
     pub list: u16,
 }
 
-/// Gives the wheel access to the links of a slab slot.
+/// Gives the wheel access to the links of a slab slot (stored flat in the slot, so that the
+/// slot packs without padding).
 pub(crate) trait Node {
     /// The slot's links.
-    fn links(&mut self) -> &mut Links;
+    fn links(&self) -> Links;
+    /// Sets all links.
+    fn set_links(&mut self, links: Links);
+    /// Sets the previous entry.
+    fn set_prev(&mut self, prev: u32);
+    /// Sets the next entry.
+    fn set_next(&mut self, next: u32);
 }
 
 /// A list that has reached its time, as found by [`Wheel::earliest`].
@@ -134,19 +141,18 @@ impl Wheel {
         }
         if key <= self.elapsed {
             self.early.insert((key, idx));
-            let l = nodes[idx as usize].links();
-            *l = Links { prev: NIL, next: NIL, list: LIST_EARLY };
+            nodes[idx as usize].set_links(Links { prev: NIL, next: NIL, list: LIST_EARLY });
             return;
         }
         let level = level_of(self.elapsed, key);
         let d = digit(key, level);
         let list = level * WIDTH + d;
         let head = self.heads[list];
-        *nodes[idx as usize].links() = Links { prev: NIL, next: head, list: list as u16 };
+        nodes[idx as usize].set_links(Links { prev: NIL, next: head, list: list as u16 });
         if head == NIL {
             self.occupied[level] |= 1 << d;
         } else {
-            nodes[head as usize].links().prev = idx;
+            nodes[head as usize].set_prev(idx);
         }
         self.heads[list] = idx;
         self.filed += 1;
@@ -155,7 +161,7 @@ impl Wheel {
     /// Takes `idx` out of whatever it is filed in. `key` is needed only for the side set (it
     /// must be the key the entry was filed at). Leaves the links tagged [`LIST_NONE`].
     pub fn remove<N: Node>(&mut self, nodes: &mut [N], idx: u32, key: u64) {
-        let Links { prev, next, list } = *nodes[idx as usize].links();
+        let Links { prev, next, list } = nodes[idx as usize].links();
         match list {
             LIST_EARLY => {
                 self.early.remove(&(key, idx));
@@ -169,15 +175,15 @@ impl Wheel {
                         self.occupied[l / WIDTH] &= !(1 << (l % WIDTH));
                     }
                 } else {
-                    nodes[prev as usize].links().next = next;
+                    nodes[prev as usize].set_next(next);
                 }
                 if next != NIL {
-                    nodes[next as usize].links().prev = prev;
+                    nodes[next as usize].set_prev(prev);
                 }
                 self.filed -= 1;
             }
         }
-        *nodes[idx as usize].links() = Links { prev: NIL, next: NIL, list: LIST_NONE };
+        nodes[idx as usize].set_links(Links { prev: NIL, next: NIL, list: LIST_NONE });
     }
 
     /// Takes the first entry of wheel list `list`, tagging it [`LIST_NONE`].
@@ -187,14 +193,13 @@ impl Wheel {
         if idx == NIL {
             return None;
         }
-        let links = nodes[idx as usize].links();
-        let next = links.next;
-        *links = Links { prev: NIL, next: NIL, list: LIST_NONE };
+        let next = nodes[idx as usize].links().next;
+        nodes[idx as usize].set_links(Links { prev: NIL, next: NIL, list: LIST_NONE });
         self.heads[l] = next;
         if next == NIL {
             self.occupied[l / WIDTH] &= !(1 << (l % WIDTH));
         } else {
-            nodes[next as usize].links().prev = NIL;
+            nodes[next as usize].set_prev(NIL);
         }
         self.filed -= 1;
         Some(idx)
@@ -271,8 +276,17 @@ mod tests {
 
     struct N(Links);
     impl Node for N {
-        fn links(&mut self) -> &mut Links {
-            &mut self.0
+        fn links(&self) -> Links {
+            self.0
+        }
+        fn set_links(&mut self, l: Links) {
+            self.0 = l;
+        }
+        fn set_prev(&mut self, p: u32) {
+            self.0.prev = p;
+        }
+        fn set_next(&mut self, n: u32) {
+            self.0.next = n;
         }
     }
 

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Landlord benchmark: grant / renew / cancel / expire and bytes per lease at N = 1e3, 1e5, 1e6
+# live leases, against a bare HashMap (the floor), HashMap + BinaryHeap, and HashMap + tokio
+# DelayQueue, printed as one table. Takes a few minutes on 2 cores.
+# Usage: scripts/bench-landlord.sh [--1e7]   (--1e7 adds N = 1e7: several GB of RAM, ~5 more minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--1e7" ]; then
+  export LEASEHOLD_BENCH_1E7=1
+fi
+cargo bench -p leasehold --bench landlord
