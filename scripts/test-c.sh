@@ -97,6 +97,16 @@ set -e
 [ $rc -eq 0 ] && pass "C tests linked with libleasehold.a" \
   || { cat "$WORK/static.out"; fail "C tests linked with libleasehold.a (exit $rc)"; }
 
+# 4b. The README's C quickstart, as written, under valgrind.
+python3 scripts/lib/readme_block.py c README.md > "$WORK/readme_quickstart.c"
+if gcc -std=c99 "${CWARN[@]}" -Iinclude "$WORK/readme_quickstart.c" -o "$WORK/readme_quickstart" \
+    -L"$LIBDIR" -lleasehold -Wl,-rpath,"$LIBDIR" \
+  && "${VALGRIND[@]}" "$WORK/readme_quickstart"; then
+  pass "README C quickstart compiles with the warnings above and runs clean under valgrind"
+else
+  fail "README C quickstart"
+fi
+
 # 5. The example, built by its Makefile through pkg-config and run; then built again with
 #    AddressSanitizer + UndefinedBehaviorSanitizer (leak checks in both processes, Rust
 #    allocations included) and run again. Sanitizers rather than valgrind here: the example

@@ -30,6 +30,10 @@ MYPYPATH= mypy --strict --no-incremental --cache-dir /dev/null -p leasehold
 python -m mypy.stubtest leasehold._native --allowlist "$root/bindings-python/stubtest-allowlist.txt"
 mypy --strict --no-incremental --cache-dir /dev/null "$root/examples/python" "$root/bindings-python/tests"
 
+echo "== the README's Python quickstart, as written"
+python "$root/scripts/lib/readme_block.py" python "$root/README.md" > "$run/readme_quickstart.py"
+python "$run/readme_quickstart.py"
+
 echo "== pytest"
 LEASEHOLD_ROOT="$root" python -m pytest -p no:cacheprovider -c "$root/bindings-python/pyproject.toml" \
   --rootdir "$root/bindings-python" "$root/bindings-python/tests" "$@"
