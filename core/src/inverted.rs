@@ -260,6 +260,10 @@ pub struct Poller<R> {
     members: HashMap<Cookie, Member<R>>,
     owing: BTreeSet<Cookie>,
     open: Option<Round>,
+    /// A round whose listening time ends in the very millisecond the next poll went out (only
+    /// when A = 0), with the holders that still owe it an answer: it closes one ms later, so
+    /// an answer at exactly D counts as in every other round.
+    closing: Option<(Round, BTreeSet<Cookie>)>,
     next_poll_at: Millis,
     seq: u64,
     last: Option<Poll>,
@@ -279,6 +283,7 @@ impl<R> Poller<R> {
             members: HashMap::new(),
             owing: BTreeSet::new(),
             open: None,
+            closing: None,
             next_poll_at: now,
             seq: 0,
             last: None,
@@ -358,16 +363,17 @@ impl<R> Poller<R> {
     /// gets [`LeaseError::UnknownLease`] and should join again.
     pub fn respond(&mut self, cookie: Cookie, seq: u64, now: Millis) -> Result<Confirm> {
         self.stats.received(self.config.sizes.response);
-        if let Some(r) = self.open {
-            if now > r.close_at {
-                self.close_round(r);
-            }
-        }
+        self.close_due(now);
         if !self.members.contains_key(&cookie) {
             return Err(LeaseError::UnknownLease);
         }
         if self.open.is_some_and(|r| r.seq == seq) {
             self.owing.remove(&cookie);
+        }
+        if let Some((r, owing)) = &mut self.closing {
+            if r.seq == seq {
+                owing.remove(&cookie);
+            }
         }
         self.stats.responses += 1;
         self.stats.sent(self.config.sizes.confirm);
@@ -378,21 +384,41 @@ impl<R> Poller<R> {
     pub fn leave(&mut self, cookie: Cookie, _now: Millis) -> Result<R> {
         let m = self.members.remove(&cookie).ok_or(LeaseError::UnknownLease)?;
         self.owing.remove(&cookie);
+        if let Some((_, owing)) = &mut self.closing {
+            owing.remove(&cookie);
+        }
         Ok(m.resource)
     }
 
-    /// When the host should next call [`Poller::handle_timeout`]: the end of the open round's
-    /// listening time, or the next poll.
+    /// When the host should next call [`Poller::handle_timeout`]: the first millisecond after
+    /// an open round's listening time (answers at exactly D count), or the next poll.
     pub fn poll_timeout(&self) -> Option<Millis> {
-        Some(match self.open {
-            Some(r) => r.close_at.saturating_add(1).min(self.next_poll_at),
-            None => self.next_poll_at,
-        })
+        let ends = [self.open.as_ref(), self.closing.as_ref().map(|c| &c.0)];
+        let ends = ends.into_iter().flatten().map(|r| r.close_at.saturating_add(1));
+        Some(ends.fold(self.next_poll_at, Millis::min))
     }
 
-    fn close_round(&mut self, r: Round) {
-        self.open = None;
-        for cookie in std::mem::take(&mut self.owing) {
+    /// Closes the rounds whose listening time is over at `now`.
+    fn close_due(&mut self, now: Millis) {
+        if let Some((r, owing)) = self.closing.take() {
+            if now > r.close_at {
+                self.close_round(r, owing);
+            } else {
+                self.closing = Some((r, owing));
+            }
+        }
+        if let Some(r) = self.open {
+            if now > r.close_at {
+                self.open = None;
+                let owing = std::mem::take(&mut self.owing);
+                self.close_round(r, owing);
+            }
+        }
+    }
+
+    /// Cancels every holder in `owing` that is still a member.
+    fn close_round(&mut self, r: Round, owing: BTreeSet<Cookie>) {
+        for cookie in owing {
             if let Some(m) = self.members.remove(&cookie) {
                 self.stats.cancelled += 1;
                 self.expired.push_back(Expired {
@@ -407,16 +433,16 @@ impl<R> Poller<R> {
     /// Advances to `now`: closes a round whose listening time has passed (cancelling every
     /// holder that did not answer) and sends the next poll when it is due.
     pub fn handle_timeout(&mut self, now: Millis) {
-        if let Some(r) = self.open {
-            if now > r.close_at {
-                self.close_round(r);
-            }
-        }
+        self.close_due(now);
         if now >= self.next_poll_at {
-            if let Some(r) = self.open {
-                // A poll is due while a round is still open only if D + A < D, which cannot
-                // happen; close it anyway so no holder is ever asked twice at once.
-                self.close_round(r);
+            if let Some(r) = self.open.take() {
+                // The next poll is due in the last millisecond of this round's listening time
+                // (A = 0): the round keeps listening until that millisecond is over.
+                let owing = std::mem::take(&mut self.owing);
+                if let Some((old, old_owing)) = self.closing.replace((r, owing)) {
+                    // Cannot happen (D > 0, so close_due has closed it); closed all the same.
+                    self.close_round(old, old_owing);
+                }
             }
             let (d, a) = self.config.period_for(self.members.len());
             self.seq += 1;
@@ -507,6 +533,8 @@ pub struct PollListener {
     state: State,
     reply: Option<(Millis, u64)>,
     deadline: Option<Millis>,
+    /// The latest round heard since admission: older or repeated polls are ignored.
+    last_seq: Option<u64>,
     transmits: VecDeque<ListenerTransmit>,
     events: VecDeque<ListenerEvent>,
     stats: TrafficStats,
@@ -527,6 +555,7 @@ impl PollListener {
             state: State::Idle,
             reply: None,
             deadline: None,
+            last_seq: None,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: TrafficStats::default(),
@@ -550,6 +579,7 @@ impl PollListener {
         self.state = State::Joining;
         self.reply = None;
         self.deadline = None;
+        self.last_seq = None;
         self.stats.joins += 1;
         self.stats.sent(self.config.sizes.request);
         self.transmits.push_back(ListenerTransmit::Join);
@@ -566,6 +596,7 @@ impl PollListener {
         self.state = State::Idle;
         self.reply = None;
         self.deadline = None;
+        self.last_seq = None;
         c
     }
 
@@ -592,10 +623,19 @@ impl PollListener {
 
     /// A poll arrived: schedules an answer uniformly within `0..D - guard` and expects the next
     /// poll within `D + A + guard`.
+    ///
+    /// A poll whose round (`seq`) is not newer than the latest one heard since admission, a
+    /// duplicate or one overtaken on the way, is counted and otherwise ignored: each round is
+    /// answered once. (A landlord that restarts its numbering is thus not heard; the listener
+    /// joins again when no newer poll has come within `D + A + guard`.)
     pub fn handle_poll(&mut self, poll: &Poll, now: Millis) {
         self.stats.received(self.config.sizes.poll);
         self.stats.polls += 1;
         let State::Member(_) = self.state else { return };
+        if self.last_seq.is_some_and(|last| poll.seq <= last) {
+            return;
+        }
+        self.last_seq = Some(poll.seq);
         let window = poll.duration.saturating_sub(self.config.guard).max(1) as u64;
         let offset = (self.rng.next_u64() % window) as i64;
         self.reply = Some((now.saturating_add(offset), poll.seq));

@@ -45,7 +45,8 @@ pub type NodeId = usize;
 pub struct Clock {
     /// Local time at real time 0.
     pub offset: Millis,
-    /// Local milliseconds per real millisecond (1.01 runs 1% fast). Must be positive.
+    /// Local milliseconds per real millisecond (1.01 runs 1% fast). A rate that is not positive
+    /// and finite reads as 1.
     pub rate: f64,
 }
 
@@ -61,9 +62,18 @@ impl Clock {
         Clock { offset, rate }
     }
 
+    /// The rate in force: `rate`, or 1 if it is not positive and finite.
+    fn effective_rate(&self) -> f64 {
+        if self.rate.is_finite() && self.rate > 0.0 {
+            self.rate
+        } else {
+            1.0
+        }
+    }
+
     /// The local time at real time `real`.
     pub fn local(&self, real: Millis) -> Millis {
-        self.offset.saturating_add((real as f64 * self.rate).floor() as i64)
+        self.offset.saturating_add((real as f64 * self.effective_rate()).floor() as i64)
     }
 
     /// The earliest real time (not before `0`) at which this clock reads `local` or later;
@@ -73,7 +83,7 @@ impl Clock {
         if target <= 0 {
             return Some(0);
         }
-        let guess = (target as f64 / self.rate).ceil();
+        let guess = (target as f64 / self.effective_rate()).ceil();
         if !guess.is_finite() || guess >= (i64::MAX / 4) as f64 {
             return None;
         }
@@ -668,5 +678,16 @@ mod tests {
         }
         assert_eq!(Clock::new(5, 1.0).real_at(i64::MAX), None);
         assert_eq!(Clock::new(0, f64::NAN).rate, 1.0);
+    }
+
+    #[test]
+    fn a_clock_built_with_a_bad_rate_reads_as_rate_one() {
+        // The fields are public, so a clock may bypass Clock::new: a rate that is not positive
+        // and finite must not run time backwards or make real_at loop for ever.
+        for rate in [-1.0, 0.0, f64::NAN, f64::INFINITY] {
+            let c = Clock { offset: 10, rate };
+            assert_eq!(c.local(100), 110, "rate {rate}");
+            assert_eq!(c.real_at(110), Some(100), "rate {rate}");
+        }
     }
 }

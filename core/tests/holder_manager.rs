@@ -123,8 +123,11 @@ fn forever_never_overflows() {
     m.renew_for(l, FOREVER, 60_000, now).unwrap();
     assert_eq!(m.expiration(&l), Ok(FOREVER));
     let l2 = lease(L1, 2, now + 60_000);
-    // A huge finite duration saturates without wrapping (and stays finite, as in core::time).
+    // A duration past the end of time is FOREVER (River's guard), never a wrap-around.
     m.renew_for(l2, FOREVER - 1, FOREVER, now).unwrap();
+    assert_eq!(m.expiration(&l2), Ok(FOREVER));
+    // A huge finite desired expiration stays finite.
+    m.renew_until(l2, FOREVER - 1, FOREVER, now).unwrap();
     assert_eq!(m.expiration(&l2), Ok(FOREVER - 1));
     let (t, sent) = next(&mut m);
     assert!(t > now && t < now + 60_000);
@@ -319,12 +322,12 @@ fn requests_without_reply_time_out_and_are_retried() {
     let (t0, sent0) = next(&mut m);
     let timeout = m.rtt(L1).unwrap().request_timeout();
     let (t1, sent1) = next(&mut m);
-    assert_eq!(t1, t0 + timeout);
+    assert_eq!(t1, t0 + timeout + 1, "a reply at t0 + timeout is still on time");
     assert_eq!(sent1.len(), 1, "the time-out was the wait: retried at once");
     assert_eq!(m.stats().timeouts, 1);
     assert_eq!(m.rtt(L1).unwrap().request_timeout(), 2 * timeout, "Karn back-off");
     let (t2, _) = next(&mut m);
-    assert_eq!(t2, t1 + 2 * timeout, "the retry waits twice as long");
+    assert_eq!(t2, t1 + 2 * timeout + 1, "the retry waits twice as long");
     // The late reply to the first request is ignored; the lease keeps its old expiration.
     m.handle_reply(&renewed(&sent0[0], 60_000), t1 + 1);
     assert_eq!(m.stats().replies_ignored, 1);

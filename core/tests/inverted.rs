@@ -207,3 +207,72 @@ fn traffic_matches_the_bandwidth_formula() {
     assert_eq!(s.responses, rounds * n as u64);
     assert_eq!(expected_detection(40_000, 8_000), 44_000.0);
 }
+
+#[test]
+fn with_no_extra_time_an_answer_at_exactly_d_still_counts() {
+    // A = 0 (here because D reaches L_MAX): the next poll is due in the very millisecond the
+    // round's listening time ends. D is inclusive (an answer at exactly D counts, as in the
+    // test above), also when the next poll has already gone out at that instant.
+    let mut p: Poller<u32> = Poller::new(config(3.0, 15_000, 15_000, 0.2), 0).unwrap();
+    let a = p.join(1, 0).unwrap();
+    let b = p.join(2, 0).unwrap();
+    let c = p.join(3, 0).unwrap();
+    p.handle_timeout(0);
+    let poll = p.poll_transmit().unwrap();
+    assert_eq!((poll.duration, poll.extra), (15_000, 0));
+    assert_eq!(p.poll_timeout(), Some(15_000), "the next poll");
+    p.handle_timeout(15_000);
+    let poll2 = p.poll_transmit().unwrap();
+    assert_eq!(poll2.seq, 2);
+    // Answers to round 1 arriving at exactly D, after the host ran its timer.
+    p.respond(a.cookie, poll.seq, 15_000).unwrap();
+    p.respond(c.cookie, poll2.seq, 15_000).unwrap();
+    assert!(p.poll_expired().is_none(), "nobody cancelled before D is over");
+    assert_eq!(p.poll_timeout(), Some(15_001));
+    p.handle_timeout(15_001);
+    let gone: Vec<_> = std::iter::from_fn(|| p.poll_expired()).map(|e| e.cookie).collect();
+    let mut want = vec![b.cookie, c.cookie];
+    let mut gone = gone;
+    want.sort();
+    gone.sort();
+    assert_eq!(gone, want, "b never answered; c answered only the new round");
+    assert!(p.contains(a.cookie) && !p.contains(b.cookie) && !p.contains(c.cookie));
+    // Round 2 goes on: a answers it and stays.
+    p.respond(a.cookie, poll2.seq, 20_000).unwrap();
+    p.handle_timeout(30_001);
+    assert!(p.poll_expired().is_none());
+    assert!(p.contains(a.cookie));
+}
+
+#[test]
+fn duplicated_or_reordered_polls_are_answered_once() {
+    // Multicast may duplicate or reorder polls: each round is answered once, and an old poll
+    // arriving late does not move the answer or the deadline of the newer one.
+    let mut l = PollListener::new(ListenerConfig::new(5)).unwrap();
+    l.join(0);
+    l.poll_transmit();
+    let cookie = leasehold::Cookie(9);
+    l.handle_admission(Ok(Admission { cookie, next_poll_in: 0 }), 0);
+    let poll = |seq| leasehold::inverted::Poll {
+        landlord: LandlordId(1),
+        seq,
+        duration: 10_000,
+        extra: 2_000,
+    };
+    l.handle_poll(&poll(1), 0);
+    let t = l.poll_timeout().unwrap();
+    l.handle_timeout(t);
+    assert_eq!(l.poll_transmit(), Some(ListenerTransmit::Respond { cookie, seq: 1 }));
+    l.handle_poll(&poll(1), t); // a duplicate
+    assert_eq!(l.poll_timeout(), Some(12_001), "only the deadline of round 1 is pending");
+    l.handle_poll(&poll(2), 12_000);
+    let (answer, deadline) = (l.poll_timeout().unwrap(), 24_001);
+    assert!(answer < 22_000);
+    l.handle_poll(&poll(1), 12_500); // round 1 again, late
+    assert_eq!(l.poll_timeout(), Some(answer));
+    l.handle_timeout(answer);
+    assert_eq!(l.poll_transmit(), Some(ListenerTransmit::Respond { cookie, seq: 2 }));
+    assert_eq!(l.poll_transmit(), None);
+    assert_eq!(l.poll_timeout(), Some(deadline));
+    assert_eq!(l.stats().responses, 2);
+}

@@ -818,3 +818,69 @@ fn the_service_can_move_between_threads() {
     send::<leasehold::service::ServiceSnapshot>();
     send::<SetEvent>();
 }
+
+#[test]
+fn a_snapshot_with_set_numbers_used_up_gives_an_error_not_a_panic() {
+    // A damaged (or hostile) snapshot may claim that every set number is used: creating a set
+    // must then fail cleanly instead of overflowing the counter.
+    let cfg = RenewalServiceConfig::new(SERVICE, [9; 32]);
+    let svc = RenewalService::new(cfg.clone()).unwrap();
+    let text = svc.snapshot(0).to_json();
+    assert!(text.contains("\"next_set\":1"), "{text}");
+    let text = text.replace("\"next_set\":1", &format!("\"next_set\":{}", u64::MAX));
+    let snap = leasehold::service::ServiceSnapshot::from_json(&text).unwrap();
+    let mut svc = RenewalService::restore(cfg, snap, 0).unwrap();
+    assert!(matches!(svc.create_set(MIN, 0), Err(LeaseError::LeaseDenied(_))));
+    assert!(svc.sets().is_empty());
+}
+
+#[test]
+fn no_client_lease_is_renewed_for_a_set_whose_expiry_is_still_being_swept() {
+    // The service's landlord sweeps at most `expiry_budget` set leases per call. When many sets
+    // expire at once (here: a host that woke up late, a budget of 1), the client leases of the
+    // sets not yet swept must not be renewed in the meantime.
+    let mut cfg = RenewalServiceConfig::new(SERVICE, [9; 32]);
+    cfg.landlord = cfg.landlord.with_expiry_budget(1);
+    let mut w = World::with_config(cfg);
+    let mut leases = Vec::new();
+    for _ in 0..4 {
+        let (set, _) = w.svc.create_set(MIN, 0).unwrap();
+        let lease = w.grant(1, 10 * MIN);
+        w.svc.add(set, lease, FOREVER, 10 * MIN, 0).unwrap();
+        leases.push(lease);
+    }
+    // The host sleeps through the sets' expiry and the leases' renewal time.
+    let late = 10 * MIN - 10 * SEC;
+    for _ in 0..100 {
+        w.tick(late);
+        if w.svc.sets().is_empty() {
+            break;
+        }
+    }
+    assert!(w.svc.sets().is_empty(), "every expired set is destroyed");
+    for l in &leases {
+        assert_eq!(w.renewals(l), vec![], "renewed for an expired set");
+    }
+    assert!(w.svc.manager().is_empty());
+}
+
+#[test]
+fn a_snapshot_whose_sequence_numbers_would_overflow_is_refused() {
+    // Restoring moves sequence numbers forward by the restore jump; a number that cannot move
+    // that far (damaged or hostile snapshot) would leave the registration issuing u64::MAX
+    // again and again, which every receiver drops as stale.
+    let cfg = RenewalServiceConfig::new(SERVICE, [9; 32]);
+    let mut svc = RenewalService::new(cfg.clone()).unwrap();
+    let (set, _) = svc.create_set(HOUR, 0).unwrap();
+    svc.set_renewal_failure_listener(set, b"h".to_vec(), 0).unwrap();
+    let text = svc.snapshot(0).to_json();
+    assert_eq!(text.matches("\"sequence\":0").count(), 1, "{text}");
+    let near_end = u64::MAX - 5;
+    let bad = text.replace("\"sequence\":0", &format!("\"sequence\":{near_end}"));
+    let snap = leasehold::service::ServiceSnapshot::from_json(&bad).unwrap();
+    assert!(matches!(RenewalService::restore(cfg.clone(), snap, 0), Err(LeaseError::Decode(_))));
+    // With room for the jump it restores.
+    let fine = text.replace("\"sequence\":0", &format!("\"sequence\":{}", u64::MAX >> 1));
+    let snap = leasehold::service::ServiceSnapshot::from_json(&fine).unwrap();
+    assert!(RenewalService::restore(cfg, snap, 0).is_ok());
+}

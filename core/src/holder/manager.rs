@@ -33,7 +33,7 @@ pub struct RenewalManagerConfig {
     /// Largest request time-out. Default 60 s.
     pub max_rto: Duration,
     /// Attempts that must fit between a renewal and the actual expiration, each waiting out a
-    /// time-out that doubles (`rto`, `2 rto`, `4 rto`, ..., with `rto = srtt + 4 rttvar`
+    /// time-out that doubles (`rto`, `2 rto`, `4 rto`, ..., with `rto = srtt + max(G, 4 rttvar)`
     /// measured per landlord): the manager renews at least `(2^attempts - 1) rto` before the
     /// actual expiration. Default 3 (`7 rto`).
     pub attempts: u32,
@@ -177,6 +177,10 @@ pub struct RenewalStats {
     pub timeouts: u64,
     /// Cancels the landlord confirmed.
     pub leases_cancelled: u64,
+    /// Leases whose cancel was not confirmed: an error for the lease (or the whole request),
+    /// a malformed reply, no reply within the time-out, or a transport failure the host
+    /// reported. Cancels are not retried (see [`RenewalManager::cancel`]).
+    pub cancel_failures: u64,
     /// Replies ignored: unknown or stale id, or from another landlord.
     pub replies_ignored: u64,
 }
@@ -276,7 +280,7 @@ struct InFlight {
 ///   All arithmetic saturates, so `renew_for(.., FOREVER, ..)` is simply perpetual.
 /// - A renewal is sent when `1 / renew_divisor` of the grant is left, or earlier so that
 ///   `attempts` tries, each waiting out a doubling time-out (from the measured
-///   `srtt + 4 rttvar` of its landlord), fit before the actual expiration; never before the
+///   `srtt + max(G, 4 rttvar)` of its landlord), fit before the actual expiration; never before the
 ///   middle of the grant.
 /// - When a lease falls due, the leases of its landlord due within `batch_window` (and past
 ///   `batch_join_after` of their grant) go in the same `renew_all` request, up to `max_batch`;
@@ -291,6 +295,8 @@ struct InFlight {
 ///   `min_rto` apart, until the actual expiration, where the lease is dropped with the last
 ///   error. A reached desired expiration gives [`RenewalEvent::DesiredExpirationReached`].
 ///   After either event no request names the lease again.
+/// - A request times out when no reply has come within its time-out; a reply in the very
+///   millisecond of the time-out is still on time (the time-out fires one millisecond later).
 /// - Replies with an unknown or stale id are ignored.
 ///
 /// ```
@@ -323,6 +329,13 @@ pub struct RenewalManager {
     events: VecDeque<RenewalEvent>,
     next_id: u64,
     stats: RenewalStats,
+}
+
+/// When a request sent at `sent` with time-out `timeout` times out: the first millisecond *after*
+/// `sent + timeout`, so that a reply arriving in the very millisecond of the time-out (which a
+/// host may see after its timer) is on time.
+fn deadline(sent: Millis, timeout: Duration) -> Millis {
+    sent.saturating_add(timeout).saturating_add(1)
 }
 
 fn key(lease: &Lease) -> Key {
@@ -393,8 +406,13 @@ impl RenewalManager {
         &self.config
     }
 
-    /// Renews `lease` until `duration` from `now` (saturating: [`FOREVER`] means forever),
-    /// asking for `renew_duration` each time. See [`RenewalManager::renew_until`].
+    /// Renews `lease` until `duration` from `now`, asking for `renew_duration` each time. See
+    /// [`RenewalManager::renew_until`].
+    ///
+    /// As in River, a duration that reaches the end of time (`now + duration >= FOREVER`, which
+    /// includes [`FOREVER`] itself) means a [`FOREVER`] desired expiration; nothing overflows
+    /// (the Jini 1.0 bug of seed 002, where `now + FOREVER` wrapped negative and the lease was
+    /// never renewed, cannot happen).
     pub fn renew_for(
         &mut self,
         lease: Lease,
@@ -407,7 +425,11 @@ impl RenewalManager {
                 "renew_for duration must be >= 0 or FOREVER, got {duration}"
             )));
         }
-        self.renew_until(lease, time::expiration_after(now, duration), renew_duration, now)
+        let desired = match now.checked_add(duration) {
+            Some(t) if t < FOREVER && duration != FOREVER => t,
+            _ => FOREVER,
+        };
+        self.renew_until(lease, desired, renew_duration, now)
     }
 
     /// Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration`
@@ -465,6 +487,14 @@ impl RenewalManager {
 
     /// Stops managing `lease` and queues a cancel request for it (several cancels for one
     /// landlord go out as one `cancel_all`). The lease is removed whatever the landlord answers.
+    ///
+    /// A cancel is best effort: it is sent once, never retried, and raises no
+    /// [`RenewalEvent`]. If it fails (an error, a malformed reply, no reply within the time-out,
+    /// or a transport failure from [`RenewalManager::handle_failure`]), the landlord still drops
+    /// the lease at its actual expiration, since nobody renews it any more; the failure shows in
+    /// [`RenewalStats::cancel_failures`] (confirmed ones in `leases_cancelled`). A host that must
+    /// know the outcome of one cancel should send it itself (`RequestBody::Cancel`) and read the
+    /// reply.
     pub fn cancel(&mut self, lease: &Lease, _now: Millis) -> Result<()> {
         let removed = self.remove(lease)?;
         self.cancels.entry(removed.landlord()).or_default().push(removed.cookie());
@@ -599,7 +629,7 @@ impl RenewalManager {
                 RequestBody::CancelAll { cookies: cookies.clone() }
             };
             let p = self.peer_idx(landlord) as usize;
-            let timeout_at = now.saturating_add(self.peers[p].rtt.request_timeout());
+            let timeout_at = deadline(now, self.peers[p].rtt.request_timeout());
             self.inflight.insert(
                 id,
                 InFlight { landlord, kind: Kind::Cancel(cookies), sent_at: Some(now), timeout_at },
@@ -650,7 +680,7 @@ impl RenewalManager {
             let timeout =
                 rtt.request_timeout().min(rtt.rto().max(first_exp.saturating_sub(now) / 2));
             rec.sent_at = Some(now);
-            rec.timeout_at = now.saturating_add(timeout);
+            rec.timeout_at = deadline(now, timeout);
             self.timeouts.insert((rec.timeout_at, id));
             self.inflight.insert(id, rec);
             self.stats.requests_sent += 1;
@@ -681,13 +711,15 @@ impl RenewalManager {
         let items = match rec.kind {
             Kind::Renew(items) => items,
             Kind::Cancel(cookies) => {
-                self.stats.leases_cancelled += match &reply.body {
+                let confirmed = match &reply.body {
                     ReplyBody::Cancelled if cookies.len() == 1 => 1,
                     ReplyBody::CancelledAll { results } if results.len() == cookies.len() => {
                         results.iter().filter(|r| r.to_result().is_ok()).count() as u64
                     }
                     _ => 0,
                 };
+                self.stats.leases_cancelled += confirmed;
+                self.stats.cancel_failures += cookies.len() as u64 - confirmed;
                 return;
             }
         };
@@ -736,7 +768,13 @@ impl RenewalManager {
     }
 
     fn fail_request(&mut self, id: u64, rec: InFlight, error: LeaseError, now: Millis) {
-        let Kind::Renew(items) = rec.kind else { return };
+        let items = match rec.kind {
+            Kind::Renew(items) => items,
+            Kind::Cancel(cookies) => {
+                self.stats.cancel_failures += cookies.len() as u64;
+                return;
+            }
+        };
         let sent_at = rec.sent_at.unwrap_or(now);
         for (s, requested) in items {
             self.apply(s, id, sent_at, requested, Err(error.clone()), now);

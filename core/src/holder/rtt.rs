@@ -2,12 +2,22 @@
 
 use crate::time::{Duration, Millis};
 
+/// The clock granularity `G` of RFC 6298, in ms: the time-out is at least this much above the
+/// smoothed round trip, however steady the link.
+///
+/// Round trips are measured as the difference of two millisecond readings of the host's clock,
+/// so a sample can be off by a millisecond either way, and a host's timers fire a little late.
+/// Without this term a link without jitter drives the variation to zero, the time-out to exactly
+/// the round trip, and every reply to the edge of its time-out (spurious time-outs and a retry
+/// per request when `min_rto` is small).
+pub const CLOCK_GRANULARITY: Duration = 5;
+
 /// Smoothed round-trip time and its variation, from request/reply times.
 ///
 /// Before the first sample the estimate is the configured initial round trip, with a variation
 /// of half of it. Each sample `r` then moves the estimate: `rttvar = 3/4 rttvar + 1/4 |srtt - r|`,
-/// `srtt = 7/8 srtt + 1/8 r`. The time-out for one request is `srtt + 4 rttvar`, within
-/// `[min_rto, max_rto]`, doubled for each time-out in a row until a reply is measured again
+/// `srtt = 7/8 srtt + 1/8 r`. The time-out for one request is
+/// `srtt + max(G, 4 rttvar)` (`G` is [`CLOCK_GRANULARITY`]), within `[min_rto, max_rto]`, doubled for each time-out in a row until a reply is measured again
 /// (Karn's back-off).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RttEstimator {
@@ -71,9 +81,10 @@ impl RttEstimator {
         self.samples
     }
 
-    /// The time-out for one request, without back-off: `srtt + 4 rttvar` within the bounds.
+    /// The time-out for one request, without back-off: `srtt + max(G, 4 rttvar)` within the
+    /// bounds (`G` is [`CLOCK_GRANULARITY`]).
     pub fn rto(&self) -> Duration {
-        let rto = (self.srtt + 4.0 * self.rttvar).ceil();
+        let rto = (self.srtt + (4.0 * self.rttvar).max(CLOCK_GRANULARITY as f64)).ceil();
         (rto.min(self.max_rto as f64) as Duration).clamp(self.min_rto, self.max_rto)
     }
 
@@ -96,7 +107,7 @@ mod tests {
             e.sample(100);
         }
         assert_eq!(e.srtt(), 100);
-        assert!(e.rto() <= 101, "rto {}", e.rto());
+        assert_eq!(e.rto(), 100 + CLOCK_GRANULARITY, "a steady link: srtt + G");
         assert_eq!(e.rto().max(50), e.rto());
         e.timed_out();
         e.timed_out();
@@ -109,6 +120,20 @@ mod tests {
         assert_eq!(e.request_timeout(), e.rto());
         e.sample(-5);
         assert_eq!(e.samples(), 51);
+    }
+
+    #[test]
+    fn granularity_keeps_the_timeout_above_a_steady_round_trip() {
+        let mut e = RttEstimator::new(40, 1, 60_000);
+        for _ in 0..10_000 {
+            e.sample(40);
+        }
+        assert_eq!(e.rttvar(), 0);
+        assert_eq!(e.rto(), 40 + CLOCK_GRANULARITY);
+        // A measured zero round trip (same millisecond) still leaves a positive time-out.
+        let mut z = RttEstimator::new(0, 1, 60_000);
+        z.sample(0);
+        assert_eq!(z.rto(), CLOCK_GRANULARITY);
     }
 
     #[test]

@@ -237,7 +237,8 @@ impl RenewalService {
     }
 
     /// Creates a set whose lease lasts (at most) `lease_duration` (positive, [`time::FOREVER`]
-    /// or [`time::ANY`]; the policy decides). Returns the set and its lease.
+    /// or [`time::ANY`]; the policy decides). Returns the set and its lease. The policy may deny
+    /// it ([`LeaseError::LeaseDenied`]), as does a service whose set numbers are all used.
     pub fn create_set(&mut self, lease_duration: Duration, now: Millis) -> Result<(SetId, Lease)> {
         if lease_duration == 0 {
             return Err(LeaseError::InvalidArgument(
@@ -245,9 +246,14 @@ impl RenewalService {
             ));
         }
         time::check_requested(lease_duration)?;
-        let id = SetId(self.next_set);
+        // Set numbers start at 1 and are never reused; a restored counter may be at its end.
+        let number = self.next_set.max(1);
+        let next = number.checked_add(1).ok_or_else(|| {
+            LeaseError::LeaseDenied("every set number of this service has been used".into())
+        })?;
+        let id = SetId(number);
         let grant = self.landlord.grant(id, lease_duration, now)?;
-        self.next_set += 1;
+        self.next_set = next;
         self.sets.insert(id, SetState::new(grant.cookie));
         Ok((id, Lease::new(self.landlord.id(), grant.cookie, grant.expiration)))
     }
@@ -542,12 +548,15 @@ impl RenewalService {
     /// Advances time to `now`: destroys sets whose lease expired, removes client leases whose
     /// membership expiration is reached (silently), issues due expiration warnings, and lets the
     /// manager renew and detect expiries. Sets go first, so no client lease of a set that
-    /// expired by `now` is renewed for it.
+    /// expired by `now` is renewed for it: while the landlord has expired set leases left to
+    /// sweep (more than its per-call budget expired at once), the manager waits, and
+    /// [`RenewalService::poll_timeout`] asks to be called again at once.
     pub fn handle_timeout(&mut self, now: Millis) {
         self.landlord.handle_timeout(now);
         while let Some(expired) = self.landlord.poll_expired() {
             self.destroy_set(expired.resource, now);
         }
+        let sweeping = self.landlord.poll_timeout().is_some_and(|t| t <= now);
         while let Some(&(due, set, key)) = self.memberships_due.first() {
             if due > now {
                 break;
@@ -563,6 +572,9 @@ impl RenewalService {
             }
             self.warnings_due.pop_first();
             self.fire_warning(set, now);
+        }
+        if sweeping {
+            return;
         }
         self.manager.handle_timeout(now);
         self.drain_manager(now);

@@ -264,6 +264,17 @@ impl RenewalService {
         let mut svc = RenewalService::new(config.clone())?;
         svc.landlord = ll;
         svc.next_set = next_set;
+        // Each number must be able to move forward by the jump, or the registration would
+        // issue u64::MAX again and again (every receiver drops repeats as stale).
+        for (id, reg) in events.iter() {
+            if reg.sequence.checked_add(config.restore_jump).is_none() {
+                return Err(bad(format!(
+                    "event registration {id} is at sequence number {}, too close to the end \
+                     for a restore jump of {}",
+                    reg.sequence, config.restore_jump
+                )));
+            }
+        }
         svc.events = events.restore(config.restore_jump);
 
         let mut client_map: BTreeMap<ClientKey, ClientRecord> = BTreeMap::new();

@@ -1,0 +1,587 @@
+//! The holder side: `LeaseMap`, `RenewalManager`, and reading grants from replies.
+
+use std::sync::Mutex;
+
+use leasehold::holder::{
+    lease_from_reply_with_drift, local_expiration, LeaseMap, RenewalEvent, RenewalManager,
+    RenewalManagerConfig, RenewalStats, Transmit,
+};
+use leasehold::LeaseError;
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyDict, PyList};
+
+use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg};
+use crate::errors::{from_instance, to_instance, IntoPyResult};
+use crate::lease::PyLease;
+use crate::wire::{PyReply, PyRequest};
+
+fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> std::sync::MutexGuard<'a, T> {
+    m.lock_py_attached(py).unwrap_or_else(|p| p.into_inner())
+}
+
+fn lease_arg(obj: &Bound<'_, PyAny>) -> PyResult<leasehold::Lease> {
+    obj.cast::<PyLease>().map(|l| l.get().0).map_err(|_| {
+        PyTypeError::new_err(format!("expected a Lease, got {}", crate::convert::type_name(obj)))
+    })
+}
+
+fn ppm_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<u32> {
+    match obj {
+        None => Ok(0),
+        Some(o) => u32::try_from(u64_arg(o, "max_drift_ppm")?)
+            .map_err(|_| PyValueError::new_err("max_drift_ppm is too large")),
+    }
+}
+
+/// The holder's lease from a landlord's reply to a grant request sent at `sent_at` (holder's
+/// clock), shortened for clock drift of up to `max_drift_ppm` parts per million.
+#[pyfunction]
+#[pyo3(signature = (reply, sent_at, max_drift_ppm = None))]
+pub fn lease_from_reply(
+    py: Python<'_>,
+    reply: PyRef<'_, PyReply>,
+    sent_at: &Bound<'_, PyAny>,
+    max_drift_ppm: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyLease> {
+    let sent_at = i64_arg(sent_at, "sent_at")?;
+    lease_from_reply_with_drift(&reply.0, sent_at, ppm_arg(max_drift_ppm)?).py(py).map(PyLease)
+}
+
+/// The local expiration of a lease granted `granted` ms in reply to a request sent at `sent_at`.
+#[pyfunction(name = "local_expiration")]
+#[pyo3(signature = (sent_at, granted, max_drift_ppm = None))]
+pub fn py_local_expiration(
+    sent_at: &Bound<'_, PyAny>,
+    granted: &Bound<'_, PyAny>,
+    max_drift_ppm: Option<&Bound<'_, PyAny>>,
+) -> PyResult<i64> {
+    Ok(local_expiration(
+        i64_arg(sent_at, "sent_at")?,
+        duration_arg(granted, "granted")?,
+        ppm_arg(max_drift_ppm)?,
+    ))
+}
+
+/// Leases of one landlord, each with the duration to renew it for, renewed or cancelled in one
+/// message. A mapping from `Lease` to its renewal duration.
+#[pyclass(frozen, module = "leasehold._native", name = "LeaseMap")]
+pub struct PyLeaseMap(Mutex<LeaseMap>);
+
+#[pymethods]
+impl PyLeaseMap {
+    #[new]
+    #[pyo3(signature = (landlord = None))]
+    fn new(landlord: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        Ok(PyLeaseMap(Mutex::new(match landlord {
+            Some(l) => LeaseMap::for_landlord(landlord_arg(l)?),
+            None => LeaseMap::new(),
+        })))
+    }
+    /// The landlord whose leases the map holds, once known.
+    #[getter]
+    fn landlord(&self, py: Python<'_>) -> Option<u64> {
+        lock(py, &self.0).landlord().map(|l| l.0)
+    }
+    /// Whether `lease` can batch with the leases of this map (Jini `canContainKey`).
+    fn can_contain_key(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> bool {
+        lock(py, &self.0).can_contain_key(&lease.0)
+    }
+    /// Adds (or replaces) `lease` with the duration to renew it for.
+    fn insert(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+        duration: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let d = duration_arg(duration, "duration")?;
+        lock(py, &self.0).insert(lease.0, d).py(py)
+    }
+    /// Removes `lease`; gives back the stored copy and its renewal duration, or None.
+    fn remove(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> Option<(PyLease, i64)> {
+        lock(py, &self.0).remove(&lease.0).map(|(l, d)| (PyLease(l), d))
+    }
+    /// The stored copy of `lease` (with its current expiration) and its renewal duration, or None.
+    fn get(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> Option<(PyLease, i64)> {
+        lock(py, &self.0).get(&lease.0).map(|(l, d)| (PyLease(l), d))
+    }
+    /// The leases (current copies) and their renewal durations, in cookie order.
+    fn items(&self, py: Python<'_>) -> Vec<(PyLease, i64)> {
+        lock(py, &self.0).iter().map(|(l, d)| (PyLease(*l), d)).collect()
+    }
+    /// One request renewing every lease for its duration (Jini `renewAll`).
+    fn renew_all_request(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyRequest> {
+        let id = u64_arg(id, "id")?;
+        Ok(PyRequest(lock(py, &self.0).renew_all_request(id)))
+    }
+    /// One request cancelling every lease (Jini `cancelAll`).
+    fn cancel_all_request(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyRequest> {
+        let id = u64_arg(id, "id")?;
+        Ok(PyRequest(lock(py, &self.0).cancel_all_request(id)))
+    }
+    /// Applies the reply to `renew_all_request`, sent at `sent_at`. Failed leases are removed and
+    /// raised together as `LeaseMapError`; a whole-request error is raised as itself.
+    fn apply_renew_all(
+        &self,
+        py: Python<'_>,
+        reply: PyRef<'_, PyReply>,
+        sent_at: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let sent_at = i64_arg(sent_at, "sent_at")?;
+        lock(py, &self.0).apply_renew_all(&reply.0, sent_at).py(py)
+    }
+    /// Applies the reply to `cancel_all_request`; failed cancels are removed and raised as `LeaseMapError`.
+    fn apply_cancel_all(&self, py: Python<'_>, reply: PyRef<'_, PyReply>) -> PyResult<()> {
+        lock(py, &self.0).apply_cancel_all(&reply.0).py(py)
+    }
+
+    fn __len__(&self, py: Python<'_>) -> usize {
+        lock(py, &self.0).len()
+    }
+    fn __contains__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> bool {
+        match lease.cast::<PyLease>() {
+            Ok(l) => lock(py, &self.0).contains(&l.get().0),
+            Err(_) => false,
+        }
+    }
+    fn __getitem__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let l = lease_arg(lease)?;
+        lock(py, &self.0)
+            .get(&l)
+            .map(|(_, d)| d)
+            .ok_or_else(|| PyKeyError::new_err(lease.clone().unbind()))
+    }
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        lease: &Bound<'_, PyAny>,
+        duration: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let l = lease_arg(lease)?;
+        let d = duration_arg(duration, "duration")?;
+        lock(py, &self.0).insert(l, d).py(py)
+    }
+    fn __delitem__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> PyResult<()> {
+        let l = lease_arg(lease)?;
+        lock(py, &self.0)
+            .remove(&l)
+            .map(|_| ())
+            .ok_or_else(|| PyKeyError::new_err(lease.clone().unbind()))
+    }
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let leases: Vec<PyLease> = lock(py, &self.0).iter().map(|(l, _)| PyLease(*l)).collect();
+        Ok(PyList::new(py, leases)?.into_any().try_iter()?.into_any())
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let m = lock(py, &self.0);
+        match m.landlord() {
+            Some(l) => format!("LeaseMap(landlord={}, leases={})", l.0, m.len()),
+            None => format!("LeaseMap(leases={})", m.len()),
+        }
+    }
+}
+
+/// A request the host must send to `landlord`.
+#[pyclass(frozen, module = "leasehold._native", name = "Transmit")]
+pub struct PyTransmit {
+    #[pyo3(get)]
+    landlord: u64,
+    #[pyo3(get)]
+    request: Py<PyRequest>,
+}
+
+#[pymethods]
+impl PyTransmit {
+    /// The request's id (its reply carries the same).
+    #[getter]
+    fn id(&self, py: Python<'_>) -> u64 {
+        self.request.bind(py).get().0.id
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Transmit(landlord={}, request={})",
+            self.landlord,
+            self.request.bind(py).get().repr()
+        )
+    }
+}
+
+pub fn transmit_to_py(py: Python<'_>, t: Transmit) -> PyResult<PyTransmit> {
+    Ok(PyTransmit { landlord: t.landlord.0, request: Py::new(py, PyRequest(t.request))? })
+}
+
+/// What a renewal manager tells its host: `kind` is "renewal_failed", "desired_expiration_reached"
+/// or "renewed".
+#[pyclass(frozen, module = "leasehold._native", name = "RenewalEvent")]
+pub struct PyRenewalEvent {
+    #[pyo3(get)]
+    kind: &'static str,
+    #[pyo3(get)]
+    lease: PyLease,
+    #[pyo3(get)]
+    desired_expiration: Option<i64>,
+    #[pyo3(get)]
+    error: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PyRenewalEvent {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let err = match &self.error {
+            Some(e) => e.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+            None => "None".into(),
+        };
+        format!("RenewalEvent(kind='{}', lease={}, error={})", self.kind, self.lease.repr(), err)
+    }
+}
+
+pub fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> {
+    Ok(match e {
+        RenewalEvent::RenewalFailed { lease, desired_expiration, error } => PyRenewalEvent {
+            kind: "renewal_failed",
+            lease: PyLease(lease),
+            desired_expiration: Some(desired_expiration),
+            error: match error {
+                Some(err) => Some(to_instance(py, &err)?.unbind()),
+                None => None,
+            },
+        },
+        RenewalEvent::DesiredExpirationReached { lease } => PyRenewalEvent {
+            kind: "desired_expiration_reached",
+            lease: PyLease(lease),
+            desired_expiration: None,
+            error: None,
+        },
+        RenewalEvent::Renewed { lease } => PyRenewalEvent {
+            kind: "renewed",
+            lease: PyLease(lease),
+            desired_expiration: None,
+            error: None,
+        },
+    })
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &RenewalStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("requests_sent", s.requests_sent)?;
+    d.set_item("renew_requests", s.renew_requests)?;
+    d.set_item("cancel_requests", s.cancel_requests)?;
+    d.set_item("leases_renewed", s.leases_renewed)?;
+    d.set_item("failures", s.failures)?;
+    d.set_item("desired_reached", s.desired_reached)?;
+    d.set_item("indefinite_failures", s.indefinite_failures)?;
+    d.set_item("timeouts", s.timeouts)?;
+    d.set_item("leases_cancelled", s.leases_cancelled)?;
+    d.set_item("replies_ignored", s.replies_ignored)?;
+    Ok(d)
+}
+
+fn config_dict<'py>(py: Python<'py>, c: &RenewalManagerConfig) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("batch_window", c.batch_window)?;
+    d.set_item("max_batch", c.max_batch)?;
+    d.set_item("initial_rtt", c.initial_rtt)?;
+    d.set_item("min_rto", c.min_rto)?;
+    d.set_item("max_rto", c.max_rto)?;
+    d.set_item("attempts", c.attempts)?;
+    d.set_item("renew_divisor", c.renew_divisor)?;
+    d.set_item("max_retry_interval", c.max_retry_interval)?;
+    d.set_item("max_clock_drift_ppm", c.max_clock_drift_ppm)?;
+    d.set_item("first_request_id", c.first_request_id)?;
+    d.set_item("report_renewals", c.report_renewals)?;
+    Ok(d)
+}
+
+fn u32_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u32> {
+    u32::try_from(u64_arg(obj, what)?)
+        .map_err(|_| PyValueError::new_err(format!("{what} is too large")))
+}
+
+/// Builds a manager config from keyword settings (unset ones keep the core's defaults).
+#[allow(clippy::too_many_arguments)]
+pub fn manager_config(
+    batch_window: Option<&Bound<'_, PyAny>>,
+    max_batch: Option<&Bound<'_, PyAny>>,
+    initial_rtt: Option<&Bound<'_, PyAny>>,
+    min_rto: Option<&Bound<'_, PyAny>>,
+    max_rto: Option<&Bound<'_, PyAny>>,
+    attempts: Option<&Bound<'_, PyAny>>,
+    renew_divisor: Option<&Bound<'_, PyAny>>,
+    max_retry_interval: Option<&Bound<'_, PyAny>>,
+    max_clock_drift_ppm: Option<&Bound<'_, PyAny>>,
+    first_request_id: Option<&Bound<'_, PyAny>>,
+    report_renewals: Option<bool>,
+) -> PyResult<RenewalManagerConfig> {
+    let mut c = RenewalManagerConfig::default();
+    if let Some(v) = batch_window {
+        c.batch_window = duration_arg(v, "batch_window")?;
+    }
+    if let Some(v) = max_batch {
+        c.max_batch = usize_arg(v, "max_batch")?;
+    }
+    if let Some(v) = initial_rtt {
+        c.initial_rtt = duration_arg(v, "initial_rtt")?;
+    }
+    if let Some(v) = min_rto {
+        c.min_rto = duration_arg(v, "min_rto")?;
+    }
+    if let Some(v) = max_rto {
+        c.max_rto = duration_arg(v, "max_rto")?;
+    }
+    if let Some(v) = attempts {
+        c.attempts = u32_arg(v, "attempts")?;
+    }
+    if let Some(v) = renew_divisor {
+        c.renew_divisor = u32_arg(v, "renew_divisor")?;
+    }
+    if let Some(v) = max_retry_interval {
+        c.max_retry_interval = duration_arg(v, "max_retry_interval")?;
+    }
+    if let Some(v) = max_clock_drift_ppm {
+        c.max_clock_drift_ppm = u32_arg(v, "max_clock_drift_ppm")?;
+    }
+    if let Some(v) = first_request_id {
+        c.first_request_id = u64_arg(v, "first_request_id")?;
+    }
+    if let Some(v) = report_renewals {
+        c.report_renewals = v;
+    }
+    Ok(c)
+}
+
+/// Renews leases until their desired expirations, sans-I/O: the host runs the timer and carries
+/// the messages (or lets `leasehold.aio.RenewalDriver` / `leasehold.threaded.RenewalDriver` do it).
+#[pyclass(frozen, module = "leasehold._native", name = "RenewalManager")]
+pub struct PyRenewalManager(Mutex<RenewalManager>);
+
+#[pymethods]
+impl PyRenewalManager {
+    #[new]
+    #[pyo3(signature = (*, batch_window = None, max_batch = None, initial_rtt = None, min_rto = None,
+        max_rto = None, attempts = None, renew_divisor = None, max_retry_interval = None,
+        max_clock_drift_ppm = None, first_request_id = None, report_renewals = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        batch_window: Option<&Bound<'_, PyAny>>,
+        max_batch: Option<&Bound<'_, PyAny>>,
+        initial_rtt: Option<&Bound<'_, PyAny>>,
+        min_rto: Option<&Bound<'_, PyAny>>,
+        max_rto: Option<&Bound<'_, PyAny>>,
+        attempts: Option<&Bound<'_, PyAny>>,
+        renew_divisor: Option<&Bound<'_, PyAny>>,
+        max_retry_interval: Option<&Bound<'_, PyAny>>,
+        max_clock_drift_ppm: Option<&Bound<'_, PyAny>>,
+        first_request_id: Option<&Bound<'_, PyAny>>,
+        report_renewals: Option<bool>,
+    ) -> PyResult<Self> {
+        let c = manager_config(
+            batch_window,
+            max_batch,
+            initial_rtt,
+            min_rto,
+            max_rto,
+            attempts,
+            renew_divisor,
+            max_retry_interval,
+            max_clock_drift_ppm,
+            first_request_id,
+            report_renewals,
+        )?;
+        Ok(PyRenewalManager(Mutex::new(RenewalManager::try_new(c).py(py)?)))
+    }
+
+    /// The settings in force, as a dict.
+    #[getter]
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = lock(py, &self.0).config().clone();
+        config_dict(py, &c)
+    }
+
+    /// Renews `lease` until `duration` from `now` (FOREVER: forever), asking for `renew_duration` each time.
+    fn renew_for(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+        duration: &Bound<'_, PyAny>,
+        renew_duration: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let d = duration_arg(duration, "duration")?;
+        let r = duration_arg(renew_duration, "renew_duration")?;
+        let now = i64_arg(now, "now")?;
+        lock(py, &self.0).renew_for(lease.0, d, r, now).py(py)
+    }
+
+    /// Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration` each time.
+    fn renew_until(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+        desired_expiration: &Bound<'_, PyAny>,
+        renew_duration: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let d = i64_arg(desired_expiration, "desired_expiration")?;
+        let r = duration_arg(renew_duration, "renew_duration")?;
+        let now = i64_arg(now, "now")?;
+        lock(py, &self.0).renew_until(lease.0, d, r, now).py(py)
+    }
+
+    /// Stops managing `lease` (it is not cancelled); returns the manager's copy.
+    fn remove(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<PyLease> {
+        lock(py, &self.0).remove(&lease.0).py(py).map(PyLease)
+    }
+
+    /// Stops managing `lease` and queues a cancel request for it.
+    fn cancel(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let now = i64_arg(now, "now")?;
+        lock(py, &self.0).cancel(&lease.0, now).py(py)
+    }
+
+    /// The desired expiration of a managed lease.
+    fn expiration(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<i64> {
+        lock(py, &self.0).expiration(&lease.0).py(py)
+    }
+
+    /// Changes the desired expiration of a managed lease.
+    fn set_expiration(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+        desired_expiration: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let d = i64_arg(desired_expiration, "desired_expiration")?;
+        let now = i64_arg(now, "now")?;
+        lock(py, &self.0).set_expiration(&lease.0, d, now).py(py)
+    }
+
+    /// The manager's copy of `lease` (with its actual expiration), or None if not managed.
+    fn lease(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> Option<PyLease> {
+        lock(py, &self.0).lease(&lease.0).map(PyLease)
+    }
+
+    /// The renewal duration of a managed lease.
+    fn renew_duration(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<i64> {
+        lock(py, &self.0).renew_duration(&lease.0).py(py)
+    }
+
+    /// When the next renewal of `lease` is due, if one is scheduled.
+    fn next_renewal(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> Option<i64> {
+        lock(py, &self.0).next_renewal(&lease.0)
+    }
+
+    /// The round-trip estimate for `landlord`: srtt, rttvar, samples, rto, request_timeout.
+    fn rtt<'py>(
+        &self,
+        py: Python<'py>,
+        landlord: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let id = landlord_arg(landlord)?;
+        let est = lock(py, &self.0).rtt(id).copied();
+        match est {
+            None => Ok(None),
+            Some(r) => {
+                let d = PyDict::new(py);
+                d.set_item("srtt", r.srtt())?;
+                d.set_item("rttvar", r.rttvar())?;
+                d.set_item("samples", r.samples())?;
+                d.set_item("rto", r.rto())?;
+                d.set_item("request_timeout", r.request_timeout())?;
+                Ok(Some(d))
+            }
+        }
+    }
+
+    /// The managed leases (copies with their actual expirations).
+    fn leases(&self, py: Python<'_>) -> Vec<PyLease> {
+        lock(py, &self.0).leases().map(|l| PyLease(*l)).collect()
+    }
+
+    fn __len__(&self, py: Python<'_>) -> usize {
+        lock(py, &self.0).len()
+    }
+
+    /// Traffic counters, as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = lock(py, &self.0).stats();
+        stats_dict(py, &s)
+    }
+
+    /// When to call `handle_timeout` next; None if nothing is scheduled.
+    fn poll_timeout(&self, py: Python<'_>) -> Option<i64> {
+        lock(py, &self.0).poll_timeout()
+    }
+
+    /// Advances the manager's timers to `now`.
+    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
+        let now = i64_arg(now, "now")?;
+        lock(py, &self.0).handle_timeout(now);
+        Ok(())
+    }
+
+    /// The next request to send, stamped with `now` as its send time; None when there is none.
+    fn poll_transmit(
+        &self,
+        py: Python<'_>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<PyTransmit>> {
+        let now = i64_arg(now, "now")?;
+        let t = lock(py, &self.0).poll_transmit(now);
+        t.map(|t| transmit_to_py(py, t)).transpose()
+    }
+
+    /// Takes a landlord's reply received at `now` (unknown or stale ids are ignored).
+    fn handle_reply(
+        &self,
+        py: Python<'_>,
+        reply: PyRef<'_, PyReply>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let now = i64_arg(now, "now")?;
+        lock(py, &self.0).handle_reply(&reply.0, now);
+        Ok(())
+    }
+
+    /// Reports that request `request_id` failed in transport with `error` (a `LeaseError`;
+    /// `IndefiniteError` is retried, anything else drops the request's leases).
+    fn handle_failure(
+        &self,
+        py: Python<'_>,
+        request_id: &Bound<'_, PyAny>,
+        error: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let id = u64_arg(request_id, "request_id")?;
+        let err: LeaseError = from_instance(error)?;
+        let now = i64_arg(now, "now")?;
+        lock(py, &self.0).handle_failure(id, err, now);
+        Ok(())
+    }
+
+    /// The next event, or None.
+    fn poll_event(&self, py: Python<'_>) -> PyResult<Option<PyRenewalEvent>> {
+        let e = lock(py, &self.0).poll_event();
+        e.map(|e| event_to_py(py, e)).transpose()
+    }
+
+    /// Every pending event (`poll_event` until None).
+    fn drain_events(&self, py: Python<'_>) -> PyResult<Vec<PyRenewalEvent>> {
+        let all: Vec<RenewalEvent> = {
+            let mut m = lock(py, &self.0);
+            std::iter::from_fn(|| m.poll_event()).collect()
+        };
+        all.into_iter().map(|e| event_to_py(py, e)).collect()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("RenewalManager(leases={})", lock(py, &self.0).len())
+    }
+}

@@ -1,0 +1,623 @@
+//! The renewal service (`RenewalService`, `RenewalSet`) and event registrations.
+
+use std::sync::Mutex;
+
+use leasehold::event::{Delivery, EventRegistration, GapTracker};
+use leasehold::service::{
+    RenewalService, RenewalServiceConfig, ServiceSnapshot, SetEvent, SetEventKind, SetId,
+};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use crate::convert::{
+    bytes_arg, duration_arg, encoding_arg, i64_arg, landlord_arg, text_arg, u64_arg,
+};
+use crate::errors::{from_instance, to_instance, IntoPyResult};
+use crate::holder::{manager_config, transmit_to_py, PyTransmit};
+use crate::landlord::seed_arg;
+use crate::lease::PyLease;
+use crate::policy::PyPolicy;
+use crate::wire::{PyLimits, PyReply, PyRequest};
+
+fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> std::sync::MutexGuard<'a, T> {
+    m.lock_py_attached(py).unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a client gets back when it registers for events (Jini `EventRegistration`).
+#[pyclass(frozen, module = "leasehold._native", name = "EventRegistration")]
+pub struct PyEventRegistration {
+    /// The id every event of this registration carries.
+    #[pyo3(get)]
+    event_id: u64,
+    /// The service that sends the events (its landlord id).
+    #[pyo3(get)]
+    source_service: u64,
+    /// The object inside the service (the set's number).
+    #[pyo3(get)]
+    source_object: u64,
+    /// The lease that covers the registration.
+    #[pyo3(get)]
+    lease: PyLease,
+    /// The sequence number of the last event sent before registering.
+    #[pyo3(get)]
+    sequence: u64,
+}
+
+#[pymethods]
+impl PyEventRegistration {
+    fn __repr__(&self) -> String {
+        format!(
+            "EventRegistration(event_id={}, source=({}, {}), sequence={}, lease={})",
+            self.event_id,
+            self.source_service,
+            self.source_object,
+            self.sequence,
+            self.lease.repr()
+        )
+    }
+}
+
+fn registration(r: EventRegistration) -> PyEventRegistration {
+    PyEventRegistration {
+        event_id: r.event_id,
+        source_service: r.source.service.0,
+        source_object: r.source.object,
+        lease: PyLease(r.lease),
+        sequence: r.sequence,
+    }
+}
+
+/// An event of a renewal set (Jini `RemoteEvent`): kind "expiration_warning" or "renewal_failure".
+#[pyclass(frozen, module = "leasehold._native", name = "SetEvent")]
+pub struct PySetEvent {
+    #[pyo3(get)]
+    event_id: u64,
+    #[pyo3(get)]
+    source_service: u64,
+    #[pyo3(get)]
+    source_object: u64,
+    #[pyo3(get)]
+    sequence: u64,
+    handback: Vec<u8>,
+    #[pyo3(get)]
+    kind: &'static str,
+    /// The set the event is about.
+    #[pyo3(get)]
+    set_id: u64,
+    /// For an expiration warning: when the set's lease expires.
+    #[pyo3(get)]
+    expiration: Option<i64>,
+    /// For a renewal failure: the client lease that left the set.
+    #[pyo3(get)]
+    lease: Option<PyLease>,
+    /// For a renewal failure: the last error, if any.
+    #[pyo3(get)]
+    error: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PySetEvent {
+    /// The registration's handback, exactly as registered.
+    #[getter]
+    fn handback<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.handback)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "SetEvent(kind='{}', set_id={}, event_id={}, sequence={})",
+            self.kind, self.set_id, self.event_id, self.sequence
+        )
+    }
+}
+
+fn set_event(py: Python<'_>, e: SetEvent) -> PyResult<PySetEvent> {
+    let set_id = e.kind.set().0;
+    let (kind, expiration, lease, error) = match e.kind {
+        SetEventKind::ExpirationWarning { expiration, .. } => {
+            ("expiration_warning", Some(expiration), None, None)
+        }
+        SetEventKind::RenewalFailure { lease, error, .. } => (
+            "renewal_failure",
+            None,
+            Some(PyLease(lease)),
+            match error {
+                Some(err) => Some(to_instance(py, &err)?.unbind()),
+                None => None,
+            },
+        ),
+    };
+    Ok(PySetEvent {
+        event_id: e.event_id,
+        source_service: e.source.service.0,
+        source_object: e.source.object,
+        sequence: e.sequence,
+        handback: e.handback,
+        kind,
+        set_id,
+        expiration,
+        lease,
+        error,
+    })
+}
+
+/// The receiver side of events: classifies each event as "first", "in_order", "gap" or "stale".
+#[pyclass(frozen, module = "leasehold._native", name = "GapTracker")]
+pub struct PyGapTracker(Mutex<GapTracker>);
+
+#[pymethods]
+impl PyGapTracker {
+    #[new]
+    fn new() -> Self {
+        PyGapTracker(Mutex::new(GapTracker::new()))
+    }
+    /// Sets the last sequence number seen for `event_id` (from `EventRegistration.sequence`).
+    fn expect(
+        &self,
+        py: Python<'_>,
+        event_id: &Bound<'_, PyAny>,
+        sequence: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let id = u64_arg(event_id, "event_id")?;
+        let seq = u64_arg(sequence, "sequence")?;
+        lock(py, &self.0).expect(id, seq);
+        Ok(())
+    }
+    /// Classifies an event: returns (kind, missed), kind one of "first", "in_order", "gap",
+    /// "stale"; `missed` is the most events a gap can have lost (0 otherwise).
+    fn observe(
+        &self,
+        py: Python<'_>,
+        event_id: &Bound<'_, PyAny>,
+        sequence: &Bound<'_, PyAny>,
+    ) -> PyResult<(&'static str, u64)> {
+        let id = u64_arg(event_id, "event_id")?;
+        let seq = u64_arg(sequence, "sequence")?;
+        Ok(match lock(py, &self.0).observe(id, seq) {
+            Delivery::First => ("first", 0),
+            Delivery::InOrder => ("in_order", 0),
+            Delivery::Gap { missed } => ("gap", missed),
+            Delivery::Stale => ("stale", 0),
+        })
+    }
+    /// The last sequence number recorded for `event_id`.
+    fn last(&self, py: Python<'_>, event_id: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        let id = u64_arg(event_id, "event_id")?;
+        Ok(lock(py, &self.0).last(id))
+    }
+    /// Stops tracking `event_id`.
+    fn forget(&self, py: Python<'_>, event_id: &Bound<'_, PyAny>) -> PyResult<()> {
+        let id = u64_arg(event_id, "event_id")?;
+        lock(py, &self.0).forget(id);
+        Ok(())
+    }
+}
+
+const MANAGER_KEYS: [&str; 11] = [
+    "batch_window",
+    "max_batch",
+    "initial_rtt",
+    "min_rto",
+    "max_rto",
+    "attempts",
+    "renew_divisor",
+    "max_retry_interval",
+    "max_clock_drift_ppm",
+    "first_request_id",
+    "report_renewals",
+];
+
+#[allow(clippy::too_many_arguments)]
+fn service_config(
+    py: Python<'_>,
+    id: &Bound<'_, PyAny>,
+    seed: Option<&Bound<'_, PyAny>>,
+    set_policy: Option<PyRef<'_, PyPolicy>>,
+    grace: Option<&Bound<'_, PyAny>>,
+    limits: Option<PyRef<'_, PyLimits>>,
+    restore_jump: Option<&Bound<'_, PyAny>>,
+    manager: Option<&Bound<'_, PyDict>>,
+) -> PyResult<RenewalServiceConfig> {
+    let mut c = RenewalServiceConfig::new(landlord_arg(id)?, seed_arg(py, seed)?);
+    if let Some(p) = set_policy {
+        c.set_policy = p.0.clone();
+    }
+    if let Some(g) = grace {
+        c.landlord = c.landlord.clone().with_grace(duration_arg(g, "grace")?);
+    }
+    if let Some(l) = limits {
+        c.landlord.limits = l.0;
+    }
+    if let Some(j) = restore_jump {
+        c.restore_jump = u64_arg(j, "restore_jump")?;
+    }
+    if let Some(m) = manager {
+        for k in m.keys() {
+            let k: String = k.extract()?;
+            if !MANAGER_KEYS.contains(&k.as_str()) {
+                return Err(PyTypeError::new_err(format!("unknown renewal manager setting {k:?}")));
+            }
+        }
+        let get = |k: &str| m.get_item(k).ok().flatten();
+        let report = match get("report_renewals") {
+            Some(v) => Some(v.extract::<bool>()?),
+            None => None,
+        };
+        c.manager = manager_config(
+            get("batch_window").as_ref(),
+            get("max_batch").as_ref(),
+            get("initial_rtt").as_ref(),
+            get("min_rto").as_ref(),
+            get("max_rto").as_ref(),
+            get("attempts").as_ref(),
+            get("renew_divisor").as_ref(),
+            get("max_retry_interval").as_ref(),
+            get("max_clock_drift_ppm").as_ref(),
+            get("first_request_id").as_ref(),
+            report,
+        )?;
+        c.manager.validate().py(py)?;
+    }
+    Ok(c)
+}
+
+/// The lease renewal service: renewal sets (themselves leased), their client leases, and events.
+/// Sans-I/O like the renewal manager (drive it with `leasehold.aio.RenewalDriver` or
+/// `leasehold.threaded.RenewalDriver`); set leases are renewed and cancelled through
+/// `handle_request` / `handle_bytes`.
+#[pyclass(frozen, module = "leasehold._native", name = "RenewalService")]
+pub struct PyRenewalService(Mutex<RenewalService>);
+
+impl PyRenewalService {
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut RenewalService) -> T) -> T {
+        f(&mut lock(py, &self.0))
+    }
+}
+
+#[pymethods]
+impl PyRenewalService {
+    #[new]
+    #[pyo3(signature = (id, *, seed = None, set_policy = None, grace = None, limits = None, restore_jump = None, manager = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        seed: Option<&Bound<'_, PyAny>>,
+        set_policy: Option<PyRef<'_, PyPolicy>>,
+        grace: Option<&Bound<'_, PyAny>>,
+        limits: Option<PyRef<'_, PyLimits>>,
+        restore_jump: Option<&Bound<'_, PyAny>>,
+        manager: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let c = service_config(py, id, seed, set_policy, grace, limits, restore_jump, manager)?;
+        Ok(PyRenewalService(Mutex::new(RenewalService::new(c).py(py)?)))
+    }
+
+    /// Rebuilds a service from `snapshot` (JSON from `snapshot()`) at `now`; the settings are
+    /// given again as for the constructor (the id must match the snapshot's).
+    #[staticmethod]
+    #[pyo3(signature = (snapshot, now, id, *, set_policy = None, grace = None, limits = None, restore_jump = None, manager = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn restore(
+        py: Python<'_>,
+        snapshot: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+        id: &Bound<'_, PyAny>,
+        set_policy: Option<PyRef<'_, PyPolicy>>,
+        grace: Option<&Bound<'_, PyAny>>,
+        limits: Option<PyRef<'_, PyLimits>>,
+        restore_jump: Option<&Bound<'_, PyAny>>,
+        manager: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let text = text_arg(snapshot, "snapshot")?;
+        let now = i64_arg(now, "now")?;
+        let snap = ServiceSnapshot::from_json(&text).py(py)?;
+        let zero = PyBytes::new(py, &[0u8; 32]);
+        let c = service_config(
+            py,
+            id,
+            Some(zero.as_any()),
+            set_policy,
+            grace,
+            limits,
+            restore_jump,
+            manager,
+        )?;
+        Ok(PyRenewalService(Mutex::new(RenewalService::restore(c, snap, now).py(py)?)))
+    }
+
+    /// Everything the service holds at `now`, as JSON text (it contains the cookie secret).
+    fn snapshot<'py>(
+        &self,
+        py: Python<'py>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyString>> {
+        let now = i64_arg(now, "now")?;
+        let text = self.with(py, |s| s.snapshot(now).to_json());
+        Ok(PyString::new(py, &text))
+    }
+
+    /// The id of the service's landlord: every set lease carries it.
+    #[getter]
+    fn id(&self, py: Python<'_>) -> u64 {
+        self.with(py, |s| s.id().0)
+    }
+
+    /// Creates a set whose lease lasts at most `lease_duration`; returns the set and its lease.
+    fn create_set(
+        slf: &Bound<'_, Self>,
+        lease_duration: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<(PyRenewalSet, PyLease)> {
+        let py = slf.py();
+        let d = duration_arg(lease_duration, "lease_duration")?;
+        let now = i64_arg(now, "now")?;
+        let (id, lease) = slf.get().with(py, |s| s.create_set(d, now)).py(py)?;
+        Ok((PyRenewalSet { service: slf.clone().unbind(), id: id.0 }, PyLease(lease)))
+    }
+
+    /// The handle of set `id` (whether or not it is still alive).
+    fn set(slf: &Bound<'_, Self>, id: &Bound<'_, PyAny>) -> PyResult<PyRenewalSet> {
+        Ok(PyRenewalSet { service: slf.clone().unbind(), id: u64_arg(id, "set id")? })
+    }
+
+    /// The sets alive, in creation order.
+    fn sets(slf: &Bound<'_, Self>) -> Vec<PyRenewalSet> {
+        let ids = slf.get().with(slf.py(), |s| s.sets());
+        ids.into_iter().map(|id| PyRenewalSet { service: slf.clone().unbind(), id: id.0 }).collect()
+    }
+
+    /// The set whose lease is `lease`, if it is alive at `now`.
+    fn set_of(
+        slf: &Bound<'_, Self>,
+        lease: PyRef<'_, PyLease>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<PyRenewalSet>> {
+        let now = i64_arg(now, "now")?;
+        let id = slf.get().with(slf.py(), |s| s.set_of(&lease.0, now));
+        Ok(id.map(|id| PyRenewalSet { service: slf.clone().unbind(), id: id.0 }))
+    }
+
+    /// The host reports that the listener of `event_id` answered "unknown event"; returns
+    /// whether the registration was active.
+    fn unknown_event(&self, py: Python<'_>, event_id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let id = u64_arg(event_id, "event_id")?;
+        Ok(self.with(py, |s| s.unknown_event(id)))
+    }
+
+    /// Answers a request about set leases (renew, cancel, renew_all, cancel_all).
+    fn handle_request(
+        &self,
+        py: Python<'_>,
+        request: PyRef<'_, PyRequest>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<PyReply> {
+        let now = i64_arg(now, "now")?;
+        Ok(PyReply(self.with(py, |s| s.handle_request(&request.0, now))))
+    }
+
+    /// Decodes a request message, answers it, and returns the encoded reply.
+    fn handle_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'_, PyAny>,
+        encoding: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let enc = encoding_arg(encoding)?;
+        let now = i64_arg(now, "now")?;
+        let data = bytes_arg(data, "data")?;
+        let out = self.with(py, |s| s.handle_bytes(&data, enc, now));
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// The client leases the service renews (copies with their actual expirations).
+    fn managed_leases(&self, py: Python<'_>) -> Vec<PyLease> {
+        self.with(py, |s| s.manager().leases().map(|l| PyLease(*l)).collect())
+    }
+
+    /// When to call `handle_timeout` next.
+    fn poll_timeout(&self, py: Python<'_>) -> Option<i64> {
+        self.with(py, |s| s.poll_timeout())
+    }
+    /// Advances the service's timers (set expiry, memberships, warnings, renewals) to `now`.
+    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
+        let now = i64_arg(now, "now")?;
+        self.with(py, |s| s.handle_timeout(now));
+        Ok(())
+    }
+    /// The next renewal request to send to a client lease's landlord.
+    fn poll_transmit(
+        &self,
+        py: Python<'_>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<PyTransmit>> {
+        let now = i64_arg(now, "now")?;
+        let t = self.with(py, |s| s.poll_transmit(now));
+        t.map(|t| transmit_to_py(py, t)).transpose()
+    }
+    /// Takes a landlord's reply to a renewal request.
+    fn handle_reply(
+        &self,
+        py: Python<'_>,
+        reply: PyRef<'_, PyReply>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let now = i64_arg(now, "now")?;
+        self.with(py, |s| s.handle_reply(&reply.0, now));
+        Ok(())
+    }
+    /// Reports a transport failure of request `request_id`.
+    fn handle_failure(
+        &self,
+        py: Python<'_>,
+        request_id: &Bound<'_, PyAny>,
+        error: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let id = u64_arg(request_id, "request_id")?;
+        let err = from_instance(error)?;
+        let now = i64_arg(now, "now")?;
+        self.with(py, |s| s.handle_failure(id, err, now));
+        Ok(())
+    }
+    /// The next event to deliver to a set's listener.
+    fn poll_event(&self, py: Python<'_>) -> PyResult<Option<PySetEvent>> {
+        let e = self.with(py, |s| s.poll_event());
+        e.map(|e| set_event(py, e)).transpose()
+    }
+    /// Every pending event.
+    fn drain_events(&self, py: Python<'_>) -> PyResult<Vec<PySetEvent>> {
+        let all: Vec<SetEvent> = self.with(py, |s| std::iter::from_fn(|| s.poll_event()).collect());
+        all.into_iter().map(|e| set_event(py, e)).collect()
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        self.with(py, |s| format!("RenewalService(id={}, sets={})", s.id().0, s.sets().len()))
+    }
+}
+
+/// A renewal set of a `RenewalService` (Jini `LeaseRenewalSet`).
+#[pyclass(frozen, module = "leasehold._native", name = "RenewalSet")]
+pub struct PyRenewalSet {
+    service: Py<PyRenewalService>,
+    /// The set's number.
+    #[pyo3(get)]
+    id: u64,
+}
+
+impl PyRenewalSet {
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut RenewalService, SetId) -> T) -> T {
+        let svc = self.service.bind(py).get();
+        let mut g = lock(py, &svc.0);
+        f(&mut g, SetId(self.id))
+    }
+}
+
+#[pymethods]
+impl PyRenewalSet {
+    /// `renewFor`: keeps `lease` renewed for `membership_duration`, `renew_duration` at a time.
+    fn renew_for(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+        membership_duration: &Bound<'_, PyAny>,
+        renew_duration: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let m = duration_arg(membership_duration, "membership_duration")?;
+        let r = duration_arg(renew_duration, "renew_duration")?;
+        let now = i64_arg(now, "now")?;
+        let l = lease.0;
+        self.with(py, |s, id| s.add(id, l, m, r, now)).py(py)
+    }
+    /// Removes `lease` from the set; returns its last known copy, or None if the set did not hold it.
+    fn remove(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<PyLease>> {
+        let now = i64_arg(now, "now")?;
+        let l = lease.0;
+        Ok(self.with(py, |s, id| s.remove(id, &l, now)).py(py)?.map(PyLease))
+    }
+    /// The client leases in the set.
+    fn leases(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<Vec<PyLease>> {
+        let now = i64_arg(now, "now")?;
+        Ok(self.with(py, |s, id| s.leases(id, now)).py(py)?.into_iter().map(PyLease).collect())
+    }
+    /// `(desired_expiration, renew_duration)` of `lease` in this set, or None.
+    fn membership(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<(i64, i64)>> {
+        let now = i64_arg(now, "now")?;
+        let l = lease.0;
+        Ok(self
+            .with(py, |s, id| s.membership(id, &l, now))
+            .py(py)?
+            .map(|m| (m.expiration, m.renew_duration)))
+    }
+    /// The set's own lease, if the set is alive.
+    fn lease(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<Option<PyLease>> {
+        let now = i64_arg(now, "now")?;
+        Ok(self.with(py, |s, id| s.set_lease(id, now)).map(PyLease))
+    }
+    /// Registers for the expiration warning, `min_warning` before the set's lease expires.
+    fn set_expiration_warning_listener(
+        &self,
+        py: Python<'_>,
+        min_warning: &Bound<'_, PyAny>,
+        handback: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<PyEventRegistration> {
+        let w = duration_arg(min_warning, "min_warning")?;
+        let h = bytes_arg(handback, "handback")?.into_owned();
+        let now = i64_arg(now, "now")?;
+        Ok(registration(
+            self.with(py, |s, id| s.set_expiration_warning_listener(id, w, h, now)).py(py)?,
+        ))
+    }
+    /// Registers for renewal-failure events.
+    fn set_renewal_failure_listener(
+        &self,
+        py: Python<'_>,
+        handback: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<PyEventRegistration> {
+        let h = bytes_arg(handback, "handback")?.into_owned();
+        let now = i64_arg(now, "now")?;
+        Ok(registration(self.with(py, |s, id| s.set_renewal_failure_listener(id, h, now)).py(py)?))
+    }
+    /// Ends the expiration-warning registration.
+    fn clear_expiration_warning_listener(
+        &self,
+        py: Python<'_>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let now = i64_arg(now, "now")?;
+        self.with(py, |s, id| s.clear_expiration_warning_listener(id, now)).py(py)
+    }
+    /// Ends the renewal-failure registration.
+    fn clear_renewal_failure_listener(
+        &self,
+        py: Python<'_>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let now = i64_arg(now, "now")?;
+        self.with(py, |s, id| s.clear_renewal_failure_listener(id, now)).py(py)
+    }
+    /// The active event registrations of the set.
+    fn registrations(
+        &self,
+        py: Python<'_>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<PyEventRegistration>> {
+        let now = i64_arg(now, "now")?;
+        Ok(self
+            .with(py, |s, id| s.registrations(id, now))
+            .py(py)?
+            .into_iter()
+            .map(registration)
+            .collect())
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyRenewalSet>() {
+            Ok(o) => {
+                let same = o.get().id == self.id && o.get().service.is(&self.service);
+                Ok(pyo3::types::PyBool::new(py, same).to_owned().into_any().unbind())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __hash__(&self) -> u64 {
+        self.id
+    }
+    fn __repr__(&self) -> String {
+        format!("RenewalSet(id={})", self.id)
+    }
+}
