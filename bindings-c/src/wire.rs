@@ -1,0 +1,652 @@
+//! The wire protocol: request and reply messages, JSON and binary, for any transport.
+
+use std::ffi::c_char;
+
+use leasehold_core::lease::Cookie;
+use leasehold_core::wire::{Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
+
+use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits, limits_or_default};
+use crate::error::{arg, arg_mut, guard, guard_void, leasehold_status, slice, Fail, Out, Res};
+use crate::landlord::{leasehold_batch_result, leasehold_landlord, leasehold_renewal};
+
+/// What a request asks (the numbers are the binary op codes).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum leasehold_request_op {
+    /// A new lease on a resource.
+    LEASEHOLD_REQUEST_GRANT = 1,
+    /// Renew one lease.
+    LEASEHOLD_REQUEST_RENEW = 2,
+    /// Cancel one lease.
+    LEASEHOLD_REQUEST_CANCEL = 3,
+    /// Renew several leases.
+    LEASEHOLD_REQUEST_RENEW_ALL = 4,
+    /// Cancel several leases.
+    LEASEHOLD_REQUEST_CANCEL_ALL = 5,
+}
+
+/// What a reply answers (the numbers are the binary op codes).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum leasehold_reply_op {
+    /// A lease was granted: cookie and duration.
+    LEASEHOLD_REPLY_GRANTED = 1,
+    /// A lease was renewed: duration.
+    LEASEHOLD_REPLY_RENEWED = 2,
+    /// A lease was cancelled.
+    LEASEHOLD_REPLY_CANCELLED = 3,
+    /// Per-lease results of a renew_all.
+    LEASEHOLD_REPLY_RENEWED_ALL = 4,
+    /// Per-lease results of a cancel_all.
+    LEASEHOLD_REPLY_CANCELLED_ALL = 5,
+    /// The whole request failed: an error code and message.
+    LEASEHOLD_REPLY_ERROR = 6,
+}
+
+/// A request message (opaque, immutable). Free with `leasehold_request_free`.
+#[allow(non_camel_case_types)]
+pub struct leasehold_request {
+    pub(crate) inner: Request,
+}
+
+/// A reply message (opaque, immutable). Free with `leasehold_reply_free`.
+#[allow(non_camel_case_types)]
+pub struct leasehold_reply {
+    pub(crate) inner: Reply,
+}
+
+pub(crate) fn give_request(r: Request, out: Out<*mut leasehold_request>) {
+    unsafe { out.write(Box::into_raw(Box::new(leasehold_request { inner: r }))) }
+}
+
+pub(crate) fn give_reply(r: Reply, out: Out<*mut leasehold_reply>) {
+    unsafe { out.write(Box::into_raw(Box::new(leasehold_reply { inner: r }))) }
+}
+
+// ---------- building requests ----------
+
+/// A grant request: a lease on `resource` (`resource_len` bytes, copied) for `duration` ms.
+///
+/// # Safety
+/// `resource` is NULL or points to `resource_len` bytes; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_new_grant(
+    id: u64,
+    resource: *const u8,
+    resource_len: usize,
+    duration: i64,
+    out: *mut *mut leasehold_request,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let r = unsafe { slice(resource, resource_len, "resource") }?.to_vec();
+        give_request(Request { id, body: RequestBody::Grant { resource: r, duration } }, out);
+        Ok(())
+    })
+}
+
+/// A renew request for one lease.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_new_renew(
+    id: u64,
+    cookie: leasehold_cookie,
+    duration: i64,
+    out: *mut *mut leasehold_request,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        give_request(
+            Request { id, body: RequestBody::Renew { cookie: cookie.into(), duration } },
+            out,
+        );
+        Ok(())
+    })
+}
+
+/// A cancel request for one lease.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_new_cancel(
+    id: u64,
+    cookie: leasehold_cookie,
+    out: *mut *mut leasehold_request,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        give_request(Request { id, body: RequestBody::Cancel { cookie: cookie.into() } }, out);
+        Ok(())
+    })
+}
+
+/// A renew_all request for `count` leases (copied).
+///
+/// # Safety
+/// `items` is NULL or points to `count` elements; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_new_renew_all(
+    id: u64,
+    items: *const leasehold_renewal,
+    count: usize,
+    out: *mut *mut leasehold_request,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let items = unsafe { slice(items, count, "items") }?;
+        let items = items.iter().map(|i| (Cookie::from(i.cookie), i.duration)).collect();
+        give_request(Request { id, body: RequestBody::RenewAll { items } }, out);
+        Ok(())
+    })
+}
+
+/// A cancel_all request for `count` leases (copied).
+///
+/// # Safety
+/// `cookies` is NULL or points to `count` elements; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_new_cancel_all(
+    id: u64,
+    cookies: *const leasehold_cookie,
+    count: usize,
+    out: *mut *mut leasehold_request,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let cookies = unsafe { slice(cookies, count, "cookies") }?;
+        let cookies = cookies.iter().map(|&c| Cookie::from(c)).collect();
+        give_request(Request { id, body: RequestBody::CancelAll { cookies } }, out);
+        Ok(())
+    })
+}
+
+/// Decodes a request (`len` bytes in `encoding`), enforcing `limits` (NULL: the defaults).
+///
+/// # Safety
+/// `data` is NULL or points to `len` bytes; `limits` is NULL or valid; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_decode(
+    data: *const u8,
+    len: usize,
+    encoding: i32,
+    limits: *const leasehold_limits,
+    out: *mut *mut leasehold_request,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let enc = crate::common::encoding(encoding)?;
+        let b = unsafe { slice(data, len, "data") }?;
+        let r = Request::decode(b, enc, &unsafe { limits_or_default(limits) })?;
+        give_request(r, out);
+        Ok(())
+    })
+}
+
+/// Encodes a request in `encoding`; free the bytes with `leasehold_bytes_free`.
+///
+/// # Safety
+/// `request` is NULL or live; outputs are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_encode(
+    request: *const leasehold_request,
+    encoding: i32,
+    out_data: *mut *mut u8,
+    out_len: *mut usize,
+) -> leasehold_status {
+    guard(|| {
+        let d = Out::new(out_data, "out_data")?;
+        let n = Out::new(out_len, "out_len")?;
+        let enc = crate::common::encoding(encoding)?;
+        let r = unsafe { arg(request, "request") }?;
+        unsafe { give_bytes(r.inner.encode(enc), d, n) };
+        Ok(())
+    })
+}
+
+/// The request's id (echoed by the reply).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_id(
+    request: *const leasehold_request,
+    out: *mut u64,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        unsafe { out.write(arg(request, "request")?.inner.id) };
+        Ok(())
+    })
+}
+
+/// What the request asks.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_get_op(
+    request: *const leasehold_request,
+    out: *mut leasehold_request_op,
+) -> leasehold_status {
+    use leasehold_request_op as O;
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let op = match unsafe { arg(request, "request") }?.inner.body {
+            RequestBody::Grant { .. } => O::LEASEHOLD_REQUEST_GRANT,
+            RequestBody::Renew { .. } => O::LEASEHOLD_REQUEST_RENEW,
+            RequestBody::Cancel { .. } => O::LEASEHOLD_REQUEST_CANCEL,
+            RequestBody::RenewAll { .. } => O::LEASEHOLD_REQUEST_RENEW_ALL,
+            RequestBody::CancelAll { .. } => O::LEASEHOLD_REQUEST_CANCEL_ALL,
+        };
+        unsafe { out.write(op) };
+        Ok(())
+    })
+}
+
+fn wrong_op(what: &str) -> Fail {
+    Fail::invalid(format!("this message has no {what}"))
+}
+
+/// The cookie of a renew or cancel request (`INVALID_ARGUMENT` for other ops).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_cookie(
+    request: *const leasehold_request,
+    out: *mut leasehold_cookie,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let c = match unsafe { arg(request, "request") }?.inner.body {
+            RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie } => cookie,
+            _ => return Err(wrong_op("single cookie")),
+        };
+        unsafe { out.write(c.into()) };
+        Ok(())
+    })
+}
+
+/// The requested duration of a grant or renew request (`INVALID_ARGUMENT` for other ops).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_duration(
+    request: *const leasehold_request,
+    out: *mut i64,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let d = match unsafe { arg(request, "request") }?.inner.body {
+            RequestBody::Grant { duration, .. } | RequestBody::Renew { duration, .. } => duration,
+            _ => return Err(wrong_op("single duration")),
+        };
+        unsafe { out.write(d) };
+        Ok(())
+    })
+}
+
+/// A copy of the resource of a grant request; free with `leasehold_bytes_free`.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_resource(
+    request: *const leasehold_request,
+    out_data: *mut *mut u8,
+    out_len: *mut usize,
+) -> leasehold_status {
+    guard(|| {
+        let d = Out::new(out_data, "out_data")?;
+        let n = Out::new(out_len, "out_len")?;
+        let r = match &unsafe { arg(request, "request") }?.inner.body {
+            RequestBody::Grant { resource, .. } => resource.clone(),
+            _ => return Err(wrong_op("resource")),
+        };
+        unsafe { give_bytes(r, d, n) };
+        Ok(())
+    })
+}
+
+/// Leases in a renew_all or cancel_all request (0 for the single-lease ops).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_count(
+    request: *const leasehold_request,
+    out: *mut usize,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let n = match &unsafe { arg(request, "request") }?.inner.body {
+            RequestBody::RenewAll { items } => items.len(),
+            RequestBody::CancelAll { cookies } => cookies.len(),
+            _ => 0,
+        };
+        unsafe { out.write(n) };
+        Ok(())
+    })
+}
+
+/// Lease `index` of a renew_all (cookie and duration) or cancel_all (cookie, duration 0) request.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_item(
+    request: *const leasehold_request,
+    index: usize,
+    out: *mut leasehold_renewal,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let item = match &unsafe { arg(request, "request") }?.inner.body {
+            RequestBody::RenewAll { items } => items.get(index).map(|&(c, d)| (c, d)),
+            RequestBody::CancelAll { cookies } => cookies.get(index).map(|&c| (c, 0)),
+            _ => return Err(wrong_op("batch")),
+        };
+        let (c, d) = item.ok_or_else(|| Fail::invalid(format!("index {index} is out of range")))?;
+        unsafe { out.write(leasehold_renewal { cookie: c.into(), duration: d }) };
+        Ok(())
+    })
+}
+
+/// Frees a request. NULL is ignored.
+///
+/// # Safety
+/// `request` was made by libleasehold and not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_request_free(request: *mut leasehold_request) {
+    guard_void(|| {
+        if !request.is_null() {
+            drop(unsafe { Box::from_raw(request) });
+        }
+    })
+}
+
+// ---------- landlord answers ----------
+
+/// Answers a request message at `now`; `*out` is the reply, to free with `leasehold_reply_free`.
+///
+/// # Safety
+/// `landlord` and `request` are NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_landlord_handle_request(
+    landlord: *mut leasehold_landlord,
+    request: *const leasehold_request,
+    now: i64,
+    out: *mut *mut leasehold_reply,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let l = unsafe { arg_mut(landlord, "landlord") }?;
+        let r = unsafe { arg(request, "request") }?;
+        give_reply(l.inner.handle_request(&r.inner, now), out);
+        Ok(())
+    })
+}
+
+// ---------- replies ----------
+
+/// Decodes a reply (`len` bytes in `encoding`), enforcing `limits` (NULL: the defaults).
+///
+/// # Safety
+/// `data` is NULL or points to `len` bytes; `limits` is NULL or valid; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_decode(
+    data: *const u8,
+    len: usize,
+    encoding: i32,
+    limits: *const leasehold_limits,
+    out: *mut *mut leasehold_reply,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let enc = crate::common::encoding(encoding)?;
+        let b = unsafe { slice(data, len, "data") }?;
+        give_reply(Reply::decode(b, enc, &unsafe { limits_or_default(limits) })?, out);
+        Ok(())
+    })
+}
+
+/// Encodes a reply in `encoding`; free the bytes with `leasehold_bytes_free`.
+///
+/// # Safety
+/// `reply` is NULL or live; outputs are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_encode(
+    reply: *const leasehold_reply,
+    encoding: i32,
+    out_data: *mut *mut u8,
+    out_len: *mut usize,
+) -> leasehold_status {
+    guard(|| {
+        let d = Out::new(out_data, "out_data")?;
+        let n = Out::new(out_len, "out_len")?;
+        let enc = crate::common::encoding(encoding)?;
+        let r = unsafe { arg(reply, "reply") }?;
+        unsafe { give_bytes(r.inner.encode(enc), d, n) };
+        Ok(())
+    })
+}
+
+/// The id of the request this reply answers.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_id(
+    reply: *const leasehold_reply,
+    out: *mut u64,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        unsafe { out.write(arg(reply, "reply")?.inner.id) };
+        Ok(())
+    })
+}
+
+/// The id of the landlord that answered.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_landlord(
+    reply: *const leasehold_reply,
+    out: *mut u64,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        unsafe { out.write(arg(reply, "reply")?.inner.landlord.0) };
+        Ok(())
+    })
+}
+
+/// What the reply answers.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_get_op(
+    reply: *const leasehold_reply,
+    out: *mut leasehold_reply_op,
+) -> leasehold_status {
+    use leasehold_reply_op as O;
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let op = match unsafe { arg(reply, "reply") }?.inner.body {
+            ReplyBody::Granted { .. } => O::LEASEHOLD_REPLY_GRANTED,
+            ReplyBody::Renewed { .. } => O::LEASEHOLD_REPLY_RENEWED,
+            ReplyBody::Cancelled => O::LEASEHOLD_REPLY_CANCELLED,
+            ReplyBody::RenewedAll { .. } => O::LEASEHOLD_REPLY_RENEWED_ALL,
+            ReplyBody::CancelledAll { .. } => O::LEASEHOLD_REPLY_CANCELLED_ALL,
+            ReplyBody::Error(_) => O::LEASEHOLD_REPLY_ERROR,
+        };
+        unsafe { out.write(op) };
+        Ok(())
+    })
+}
+
+/// The cookie of a GRANTED reply (`INVALID_ARGUMENT` for other ops).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_cookie(
+    reply: *const leasehold_reply,
+    out: *mut leasehold_cookie,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let c = match unsafe { arg(reply, "reply") }?.inner.body {
+            ReplyBody::Granted { cookie, .. } => cookie,
+            _ => return Err(wrong_op("cookie")),
+        };
+        unsafe { out.write(c.into()) };
+        Ok(())
+    })
+}
+
+/// The granted duration of a GRANTED or RENEWED reply (`INVALID_ARGUMENT` for other ops).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_duration(
+    reply: *const leasehold_reply,
+    out: *mut i64,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let d = match unsafe { arg(reply, "reply") }?.inner.body {
+            ReplyBody::Granted { duration, .. } | ReplyBody::Renewed { duration } => duration,
+            _ => return Err(wrong_op("duration")),
+        };
+        unsafe { out.write(d) };
+        Ok(())
+    })
+}
+
+fn error_parts(e: &WireError) -> (leasehold_status, String) {
+    (leasehold_status::from_i32(e.code), e.message.clone())
+}
+
+/// The error of an ERROR reply: its code as sent (the `leasehold_status` numbers for the known
+/// ones; a newer peer may send others) and, optionally (pass NULL to skip), its message, to free
+/// with `leasehold_string_free`. `INVALID_ARGUMENT` for other ops.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_error(
+    reply: *const leasehold_reply,
+    out_code: *mut i32,
+    out_message: *mut *mut c_char,
+) -> leasehold_status {
+    guard(|| {
+        let code = Out::new(out_code, "out_code")?;
+        let msg = Out::optional(out_message);
+        let (c, m) = match &unsafe { arg(reply, "reply") }?.inner.body {
+            ReplyBody::Error(e) => (e.code, e.message.clone()),
+            _ => return Err(wrong_op("error")),
+        };
+        if let Some(msg) = msg {
+            unsafe { msg.write(c_string(m)?) };
+        }
+        unsafe { code.write(c) };
+        Ok(())
+    })
+}
+
+/// Outcome `index` of a batch reply: the granted duration (0 for a cancellation) or the error.
+fn result_at(body: &ReplyBody, index: usize) -> Res<Result<i64, &WireError>> {
+    let r = match body {
+        ReplyBody::RenewedAll { results } => results.get(index).map(|o| match o {
+            Outcome::Ok(d) => Ok(*d),
+            Outcome::Err(e) => Err(e),
+        }),
+        ReplyBody::CancelledAll { results } => results.get(index).map(|o| match o {
+            Outcome::Ok(()) => Ok(0),
+            Outcome::Err(e) => Err(e),
+        }),
+        _ => return Err(wrong_op("batch results")),
+    };
+    r.ok_or_else(|| Fail::invalid(format!("index {index} is out of range")))
+}
+
+/// Results in a RENEWED_ALL or CANCELLED_ALL reply (0 for other ops).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_count(
+    reply: *const leasehold_reply,
+    out: *mut usize,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let n = match &unsafe { arg(reply, "reply") }?.inner.body {
+            ReplyBody::RenewedAll { results } => results.len(),
+            ReplyBody::CancelledAll { results } => results.len(),
+            _ => 0,
+        };
+        unsafe { out.write(n) };
+        Ok(())
+    })
+}
+
+/// Result `index` of a batch reply: status and granted duration, and optionally (NULL to skip)
+/// the error message (empty when OK), to free with `leasehold_string_free`.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_result(
+    reply: *const leasehold_reply,
+    index: usize,
+    out: *mut leasehold_batch_result,
+    out_message: *mut *mut c_char,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let msg = Out::optional(out_message);
+        let (res, m) = match result_at(&unsafe { arg(reply, "reply") }?.inner.body, index)? {
+            Ok(d) => (
+                leasehold_batch_result {
+                    status: leasehold_status::LEASEHOLD_STATUS_OK,
+                    duration: d,
+                },
+                String::new(),
+            ),
+            Err(e) => {
+                let (s, m) = error_parts(e);
+                (leasehold_batch_result { status: s, duration: 0 }, m)
+            }
+        };
+        if let Some(msg) = msg {
+            unsafe { msg.write(c_string(m)?) };
+        }
+        unsafe { out.write(res) };
+        Ok(())
+    })
+}
+
+/// Frees a reply. NULL is ignored.
+///
+/// # Safety
+/// `reply` was made by libleasehold and not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_reply_free(reply: *mut leasehold_reply) {
+    guard_void(|| {
+        if !reply.is_null() {
+            drop(unsafe { Box::from_raw(reply) });
+        }
+    })
+}

@@ -1,0 +1,455 @@
+//! The wire protocol: `Limits`, `Request` and `Reply`, in JSON and binary.
+
+use leasehold::wire::{Outcome, WireError};
+use leasehold::{Limits, Reply, ReplyBody, Request, RequestBody};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use crate::convert::{
+    bytes_arg, cookie_arg, cookie_str, duration_arg, encoding_arg, landlord_arg, u64_arg, usize_arg,
+};
+use crate::errors::{from_instance, to_instance, IntoPyResult};
+
+/// Bounds enforced when decoding messages.
+#[pyclass(frozen, module = "leasehold._native", name = "Limits")]
+#[derive(Clone, Copy)]
+pub struct PyLimits(pub Limits);
+
+#[pymethods]
+impl PyLimits {
+    #[new]
+    #[pyo3(signature = (max_message_bytes = None, max_batch = None, max_resource_bytes = None))]
+    fn new(
+        max_message_bytes: Option<&Bound<'_, PyAny>>,
+        max_batch: Option<&Bound<'_, PyAny>>,
+        max_resource_bytes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut l = Limits::default();
+        if let Some(v) = max_message_bytes {
+            l.max_message_bytes = usize_arg(v, "max_message_bytes")?;
+        }
+        if let Some(v) = max_batch {
+            l.max_batch = usize_arg(v, "max_batch")?;
+        }
+        if let Some(v) = max_resource_bytes {
+            l.max_resource_bytes = usize_arg(v, "max_resource_bytes")?;
+        }
+        Ok(PyLimits(l))
+    }
+    #[getter]
+    fn max_message_bytes(&self) -> usize {
+        self.0.max_message_bytes
+    }
+    #[getter]
+    fn max_batch(&self) -> usize {
+        self.0.max_batch
+    }
+    #[getter]
+    fn max_resource_bytes(&self) -> usize {
+        self.0.max_resource_bytes
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Limits(max_message_bytes={}, max_batch={}, max_resource_bytes={})",
+            self.0.max_message_bytes, self.0.max_batch, self.0.max_resource_bytes
+        )
+    }
+}
+
+pub fn limits_or_default(limits: Option<PyRef<'_, PyLimits>>) -> Limits {
+    limits.map(|l| l.0).unwrap_or_default()
+}
+
+/// A request to a landlord; `id` is echoed in the reply.
+#[pyclass(frozen, module = "leasehold._native", name = "Request")]
+#[derive(Clone)]
+pub struct PyRequest(pub Request);
+
+fn cookies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<leasehold::Cookie>> {
+    let mut out = Vec::new();
+    for c in obj.try_iter()? {
+        out.push(cookie_arg(&c?)?);
+    }
+    Ok(out)
+}
+
+pub fn items_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(leasehold::Cookie, i64)>> {
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        let item = item?;
+        let t = item.cast::<PyTuple>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("each item must be a (cookie, duration) tuple")
+        })?;
+        if t.len() != 2 {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "each item must be a (cookie, duration) tuple",
+            ));
+        }
+        out.push((cookie_arg(&t.get_item(0)?)?, duration_arg(&t.get_item(1)?, "duration")?));
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl PyRequest {
+    /// A new lease on `resource` (bytes) for `duration`.
+    #[staticmethod]
+    fn grant(
+        id: &Bound<'_, PyAny>,
+        resource: &Bound<'_, PyAny>,
+        duration: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        Ok(PyRequest(Request {
+            id: u64_arg(id, "id")?,
+            body: RequestBody::Grant {
+                resource: bytes_arg(resource, "resource")?.into_owned(),
+                duration: duration_arg(duration, "duration")?,
+            },
+        }))
+    }
+    /// Renews one lease.
+    #[staticmethod]
+    fn renew(
+        id: &Bound<'_, PyAny>,
+        cookie: &Bound<'_, PyAny>,
+        duration: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        Ok(PyRequest(Request {
+            id: u64_arg(id, "id")?,
+            body: RequestBody::Renew {
+                cookie: cookie_arg(cookie)?,
+                duration: duration_arg(duration, "duration")?,
+            },
+        }))
+    }
+    /// Cancels one lease.
+    #[staticmethod]
+    fn cancel(id: &Bound<'_, PyAny>, cookie: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PyRequest(Request {
+            id: u64_arg(id, "id")?,
+            body: RequestBody::Cancel { cookie: cookie_arg(cookie)? },
+        }))
+    }
+    /// Renews several leases: `items` are (cookie, duration) pairs.
+    #[staticmethod]
+    fn renew_all(id: &Bound<'_, PyAny>, items: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PyRequest(Request {
+            id: u64_arg(id, "id")?,
+            body: RequestBody::RenewAll { items: items_arg(items)? },
+        }))
+    }
+    /// Cancels several leases.
+    #[staticmethod]
+    fn cancel_all(id: &Bound<'_, PyAny>, cookies: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PyRequest(Request {
+            id: u64_arg(id, "id")?,
+            body: RequestBody::CancelAll { cookies: cookies_arg(cookies)? },
+        }))
+    }
+
+    /// Encodes the request ("binary" or "json").
+    #[pyo3(signature = (encoding = None))]
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        encoding: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let enc = match encoding {
+            Some(e) => encoding_arg(e)?,
+            None => leasehold::Encoding::Binary,
+        };
+        Ok(PyBytes::new(py, &self.0.encode(enc)))
+    }
+    /// Decodes a request, enforcing `limits`.
+    #[staticmethod]
+    #[pyo3(signature = (data, encoding = None, limits = None))]
+    fn decode(
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        encoding: Option<&Bound<'_, PyAny>>,
+        limits: Option<PyRef<'_, PyLimits>>,
+    ) -> PyResult<Self> {
+        let enc = match encoding {
+            Some(e) => encoding_arg(e)?,
+            None => leasehold::Encoding::Binary,
+        };
+        let data = bytes_arg(data, "data")?;
+        Request::decode(&data, enc, &limits_or_default(limits)).py(py).map(PyRequest)
+    }
+
+    #[getter]
+    fn id(&self) -> u64 {
+        self.0.id
+    }
+    /// "grant", "renew", "cancel", "renew_all" or "cancel_all".
+    #[getter]
+    fn op(&self) -> &'static str {
+        match self.0.body {
+            RequestBody::Grant { .. } => "grant",
+            RequestBody::Renew { .. } => "renew",
+            RequestBody::Cancel { .. } => "cancel",
+            RequestBody::RenewAll { .. } => "renew_all",
+            RequestBody::CancelAll { .. } => "cancel_all",
+        }
+    }
+    #[getter]
+    fn resource<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        match &self.0.body {
+            RequestBody::Grant { resource, .. } => Some(PyBytes::new(py, resource)),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn duration(&self) -> Option<i64> {
+        match &self.0.body {
+            RequestBody::Grant { duration, .. } | RequestBody::Renew { duration, .. } => {
+                Some(*duration)
+            }
+            _ => None,
+        }
+    }
+    #[getter]
+    fn cookie(&self) -> Option<String> {
+        match &self.0.body {
+            RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie } => {
+                Some(cookie_str(*cookie))
+            }
+            _ => None,
+        }
+    }
+    #[getter]
+    fn items(&self) -> Option<Vec<(String, i64)>> {
+        match &self.0.body {
+            RequestBody::RenewAll { items } => {
+                Some(items.iter().map(|(c, d)| (cookie_str(*c), *d)).collect())
+            }
+            _ => None,
+        }
+    }
+    #[getter]
+    fn cookies(&self) -> Option<Vec<String>> {
+        match &self.0.body {
+            RequestBody::CancelAll { cookies } => {
+                Some(cookies.iter().map(|c| cookie_str(*c)).collect())
+            }
+            _ => None,
+        }
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyRequest>() {
+            Ok(o) => {
+                Ok(pyo3::types::PyBool::new(py, self.0 == o.get().0).to_owned().into_any().unbind())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __repr__(&self) -> String {
+        let text = self.0.encode(leasehold::Encoding::Json);
+        format!("Request({})", String::from_utf8_lossy(&text))
+    }
+}
+
+/// A landlord's answer to a `Request`.
+#[pyclass(frozen, module = "leasehold._native", name = "Reply")]
+#[derive(Clone)]
+pub struct PyReply(pub Reply);
+
+fn outcome_err(py: Python<'_>, e: &WireError) -> PyResult<Py<PyAny>> {
+    Ok(to_instance(py, &e.to_error())?.unbind())
+}
+
+fn wire_error(obj: &Bound<'_, PyAny>) -> PyResult<WireError> {
+    Ok(WireError::from(&from_instance(obj)?))
+}
+
+fn reply(id: &Bound<'_, PyAny>, landlord: &Bound<'_, PyAny>, body: ReplyBody) -> PyResult<PyReply> {
+    Ok(PyReply(Reply { id: u64_arg(id, "id")?, landlord: landlord_arg(landlord)?, body }))
+}
+
+#[pymethods]
+impl PyReply {
+    /// A granted lease.
+    #[staticmethod]
+    fn granted(
+        id: &Bound<'_, PyAny>,
+        landlord: &Bound<'_, PyAny>,
+        cookie: &Bound<'_, PyAny>,
+        duration: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        reply(
+            id,
+            landlord,
+            ReplyBody::Granted {
+                cookie: cookie_arg(cookie)?,
+                duration: duration_arg(duration, "duration")?,
+            },
+        )
+    }
+    /// A renewed lease.
+    #[staticmethod]
+    fn renewed(
+        id: &Bound<'_, PyAny>,
+        landlord: &Bound<'_, PyAny>,
+        duration: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        reply(id, landlord, ReplyBody::Renewed { duration: duration_arg(duration, "duration")? })
+    }
+    /// A cancelled lease.
+    #[staticmethod]
+    fn cancelled(id: &Bound<'_, PyAny>, landlord: &Bound<'_, PyAny>) -> PyResult<Self> {
+        reply(id, landlord, ReplyBody::Cancelled)
+    }
+    /// Per-lease results of a renew_all: a duration or a `LeaseError` each.
+    #[staticmethod]
+    fn renewed_all(
+        id: &Bound<'_, PyAny>,
+        landlord: &Bound<'_, PyAny>,
+        results: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let mut out = Vec::new();
+        for r in results.try_iter()? {
+            let r = r?;
+            out.push(if r.is_instance_of::<pyo3::types::PyInt>() {
+                Outcome::Ok(duration_arg(&r, "duration")?)
+            } else {
+                Outcome::Err(wire_error(&r)?)
+            });
+        }
+        reply(id, landlord, ReplyBody::RenewedAll { results: out })
+    }
+    /// Per-lease results of a cancel_all: None or a `LeaseError` each.
+    #[staticmethod]
+    fn cancelled_all(
+        id: &Bound<'_, PyAny>,
+        landlord: &Bound<'_, PyAny>,
+        results: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let mut out = Vec::new();
+        for r in results.try_iter()? {
+            let r = r?;
+            out.push(if r.is_none() { Outcome::Ok(()) } else { Outcome::Err(wire_error(&r)?) });
+        }
+        reply(id, landlord, ReplyBody::CancelledAll { results: out })
+    }
+    /// The whole request failed with `error` (a `LeaseError`).
+    #[staticmethod]
+    fn failure(
+        id: &Bound<'_, PyAny>,
+        landlord: &Bound<'_, PyAny>,
+        error: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        reply(id, landlord, ReplyBody::Error(wire_error(error)?))
+    }
+
+    /// Encodes the reply ("binary" or "json").
+    #[pyo3(signature = (encoding = None))]
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        encoding: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let enc = match encoding {
+            Some(e) => encoding_arg(e)?,
+            None => leasehold::Encoding::Binary,
+        };
+        Ok(PyBytes::new(py, &self.0.encode(enc)))
+    }
+    /// Decodes a reply, enforcing `limits`.
+    #[staticmethod]
+    #[pyo3(signature = (data, encoding = None, limits = None))]
+    fn decode(
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        encoding: Option<&Bound<'_, PyAny>>,
+        limits: Option<PyRef<'_, PyLimits>>,
+    ) -> PyResult<Self> {
+        let enc = match encoding {
+            Some(e) => encoding_arg(e)?,
+            None => leasehold::Encoding::Binary,
+        };
+        let data = bytes_arg(data, "data")?;
+        Reply::decode(&data, enc, &limits_or_default(limits)).py(py).map(PyReply)
+    }
+
+    #[getter]
+    fn id(&self) -> u64 {
+        self.0.id
+    }
+    #[getter]
+    fn landlord(&self) -> u64 {
+        self.0.landlord.0
+    }
+    /// "granted", "renewed", "cancelled", "renewed_all", "cancelled_all" or "error".
+    #[getter]
+    fn op(&self) -> &'static str {
+        match self.0.body {
+            ReplyBody::Granted { .. } => "granted",
+            ReplyBody::Renewed { .. } => "renewed",
+            ReplyBody::Cancelled => "cancelled",
+            ReplyBody::RenewedAll { .. } => "renewed_all",
+            ReplyBody::CancelledAll { .. } => "cancelled_all",
+            ReplyBody::Error(_) => "error",
+        }
+    }
+    #[getter]
+    fn cookie(&self) -> Option<String> {
+        match &self.0.body {
+            ReplyBody::Granted { cookie, .. } => Some(cookie_str(*cookie)),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn duration(&self) -> Option<i64> {
+        match &self.0.body {
+            ReplyBody::Granted { duration, .. } | ReplyBody::Renewed { duration } => {
+                Some(*duration)
+            }
+            _ => None,
+        }
+    }
+    /// Per-lease results of a batch: an int (renewed_all) or None (cancelled_all) per success,
+    /// a `LeaseError` instance per failure.
+    #[getter]
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let items: Vec<Py<PyAny>> = match &self.0.body {
+            ReplyBody::RenewedAll { results } => results
+                .iter()
+                .map(|r| match r {
+                    Outcome::Ok(d) => Ok(d.into_pyobject(py)?.into_any().unbind()),
+                    Outcome::Err(e) => outcome_err(py, e),
+                })
+                .collect::<PyResult<_>>()?,
+            ReplyBody::CancelledAll { results } => results
+                .iter()
+                .map(|r| match r {
+                    Outcome::Ok(()) => Ok(py.None()),
+                    Outcome::Err(e) => outcome_err(py, e),
+                })
+                .collect::<PyResult<_>>()?,
+            _ => return Ok(None),
+        };
+        Ok(Some(PyList::new(py, items)?))
+    }
+    /// The error of an "error" reply, as a `LeaseError` instance.
+    #[getter(error)]
+    fn get_error(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match &self.0.body {
+            ReplyBody::Error(e) => Ok(Some(outcome_err(py, e)?)),
+            _ => Ok(None),
+        }
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyReply>() {
+            Ok(o) => {
+                Ok(pyo3::types::PyBool::new(py, self.0 == o.get().0).to_owned().into_any().unbind())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __repr__(&self) -> String {
+        let text = self.0.encode(leasehold::Encoding::Json);
+        format!("Reply({})", String::from_utf8_lossy(&text))
+    }
+}

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+import leasehold
+from leasehold import ANY, FOREVER, Landlord, LeaseError, Policy, UnknownLeaseError
+
+
+def test_grant_renew_cancel(landlord: Landlord) -> None:
+    resource = {"printer": "lobby"}
+    g = landlord.grant(resource, 10_000, 1_000)
+    assert len(g.cookie) == 32 and g.duration == 10_000 and g.expiration == 11_000
+    assert landlord.get(g.cookie, 5_000) == (11_000, resource)
+    assert landlord.renew(g.cookie, timedelta(seconds=20), 5_000) == 20_000
+    lease = landlord.lease(g.cookie, 5_000)
+    assert lease is not None and lease.expiration == 25_000 and lease.landlord == 7
+    assert landlord.cancel(g.cookie, 6_000) is resource
+    assert len(landlord) == 0
+    with pytest.raises(UnknownLeaseError) as info:
+        landlord.renew(g.cookie, ANY, 7_000)
+    assert info.value.code == leasehold.ErrorCode.UNKNOWN_LEASE and info.value.definite
+
+
+def test_same_seed_same_cookies() -> None:
+    def cookies() -> list[str]:
+        ll = Landlord(1, Policy.fixed(10), seed=b"\x05" * 32)
+        return [ll.grant(i, ANY, 0).cookie for i in range(3)]
+
+    assert cookies() == cookies()
+    unseeded = Landlord(1, Policy.fixed(10))
+    assert unseeded.grant("x", ANY, 0).cookie not in cookies()
+
+
+def test_expiry_is_polled_not_scanned() -> None:
+    landlord = Landlord(7, Policy.bounded(FOREVER, 30_000), seed=bytes(32))
+    a = landlord.grant("a", 1_000, 0)
+    b = landlord.grant("b", 2_000, 0)
+    landlord.grant("forever", FOREVER, 0)
+    assert landlord.poll_timeout() == 1_001
+    landlord.handle_timeout(1_000)
+    assert landlord.poll_expired() is None
+    landlord.handle_timeout(1_001)
+    e = landlord.poll_expired()
+    assert e is not None and (e.cookie, e.expiration, e.resource) == (a.cookie, 1_000, "a")
+    assert "Expired(" in repr(e)
+    assert landlord.poll_timeout() == 2_001
+    landlord.handle_timeout(10**12)
+    assert [x.cookie for x in landlord.drain_expired()] == [b.cookie]
+    assert landlord.poll_timeout() is None and len(landlord) == 1
+
+
+def test_grace_honours_late_renewals() -> None:
+    ll = Landlord(1, Policy.fixed(1_000), seed=bytes(32), grace=500)
+    g = ll.grant("r", ANY, 0)
+    assert ll.grace == 500
+    assert ll.renew(g.cookie, ANY, 1_400) == 1_000  # late, within grace
+    with pytest.raises(UnknownLeaseError):
+        ll.renew(g.cookie, ANY, 3_000)
+
+
+def test_expiry_budget_limits_one_call() -> None:
+    ll = Landlord(1, Policy.fixed(10), seed=bytes(32), expiry_budget=2)
+    for i in range(5):
+        ll.grant(i, ANY, 0)
+    ll.handle_timeout(100)
+    assert len(ll.drain_expired()) == 2
+    t = ll.poll_timeout()
+    assert t is not None and t <= 100  # a backlog asks to be called again at once
+    ll.handle_timeout(100)
+    ll.handle_timeout(100)
+    assert len(ll.drain_expired()) == 3 and len(ll) == 0
+
+
+def test_batches_report_per_lease(landlord: Landlord) -> None:
+    a = landlord.grant("a", 1_000, 0)
+    b = landlord.grant("b", 1_000, 0)
+    missing = "f" * 32
+    results = landlord.renew_all([(a.cookie, 5_000), (missing, 5_000), (b.cookie, -7)], 10)
+    assert results[0] == 5_000
+    assert isinstance(results[1], UnknownLeaseError)
+    assert isinstance(results[2], ValueError) and isinstance(results[2], LeaseError)
+    out = landlord.cancel_all([b.cookie, missing], 20)
+    assert out[0] == "b" and isinstance(out[1], UnknownLeaseError)
+    assert [c for c, _, _ in landlord] == [a.cookie]
+    assert landlord.leases()[0][2] == "a"
+
+
+def test_iteration_len_and_repr(landlord: Landlord) -> None:
+    for i in range(10):
+        landlord.grant(i, ANY, 0)
+    assert len(landlord) == 10
+    assert sorted(r for _, _, r in landlord) == list(range(10))
+    assert repr(landlord) == "Landlord(id=7, leases=10)"
+    assert landlord.id == 7 and landlord.policy == Policy.bounded(60_000, 30_000)
+    assert landlord.limits.max_batch == 10_000 and landlord.expiry_budget == 10_000
+
+
+def test_threads_share_one_landlord() -> None:
+    ll = Landlord(1, Policy.fixed(60_000), seed=bytes(32))
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(2_000):
+                g = ll.grant((k, i), ANY, i)
+                ll.renew(g.cookie, ANY, i + 1)
+                if i % 2:
+                    ll.cancel(g.cookie, i + 2)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(ll) == 4 * 1_000

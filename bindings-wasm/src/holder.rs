@@ -1,0 +1,523 @@
+//! The holder side: `LeaseMap`, `RenewalManager` and the grant helpers.
+
+use js_sys::{Array, Object};
+use leasehold::holder::{
+    self, LeaseMap as CoreLeaseMap, RenewalEvent, RenewalManager as CoreManager,
+    RenewalManagerConfig, RttEstimator,
+};
+use wasm_bindgen::prelude::*;
+
+use crate::convert::*;
+use crate::lease::Lease;
+use crate::wire::{id_in, id_out, reply_in, request_out};
+
+/// Leases of one landlord, each with the duration to renew it for, renewed or cancelled in one
+/// message (Jini `LeaseMap`). Failed leases are removed and reported in a `LeaseMapError`.
+#[wasm_bindgen]
+pub struct LeaseMap {
+    inner: CoreLeaseMap,
+}
+
+fn entry_out(lease: &leasehold::Lease, duration: i64) -> JsValue {
+    let o = obj();
+    set(&o, &"lease".into(), &Lease::wrap(*lease).into());
+    set(&o, &"duration".into(), &ms_out(duration));
+    o.into()
+}
+
+#[wasm_bindgen]
+impl LeaseMap {
+    /// An empty map, bound to the landlord of the first lease inserted, or to `landlord`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "string | number | bigint | undefined")]
+        landlord: JsValue,
+    ) -> Result<LeaseMap, JsValue> {
+        Ok(LeaseMap {
+            inner: if landlord.is_undefined() {
+                CoreLeaseMap::new()
+            } else {
+                CoreLeaseMap::for_landlord(landlord_in(&landlord)?)
+            },
+        })
+    }
+
+    /// The landlord whose leases this map holds (16 hex digits), once known.
+    #[wasm_bindgen(getter)]
+    pub fn landlord(&self) -> Option<String> {
+        self.inner.landlord().map(|l| l.to_string())
+    }
+
+    /// Jini `canContainKey`: whether `lease` can batch with the leases of this map.
+    #[wasm_bindgen(js_name = canContainKey)]
+    pub fn can_contain_key(&self, lease: &Lease) -> bool {
+        self.inner.can_contain_key(&lease.inner)
+    }
+
+    /// Adds (or replaces) `lease`, to be renewed for `duration` ms.
+    pub fn set(
+        &mut self,
+        lease: &Lease,
+        #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
+    ) -> Result<(), JsValue> {
+        js(self.inner.insert(lease.inner, ms_in(&duration, "duration")?))
+    }
+
+    /// Removes `lease`; returns `{lease, duration}` or undefined.
+    #[wasm_bindgen(unchecked_return_type = "{lease: Lease, duration: number} | undefined")]
+    pub fn delete(&mut self, lease: &Lease) -> JsValue {
+        match self.inner.remove(&lease.inner) {
+            Some((l, d)) => entry_out(&l, d),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// `{lease, duration}` of `lease` (the map's copy, with its current expiration), or undefined.
+    #[wasm_bindgen(unchecked_return_type = "{lease: Lease, duration: number} | undefined")]
+    pub fn get(&self, lease: &Lease) -> JsValue {
+        match self.inner.get(&lease.inner) {
+            Some((l, d)) => entry_out(&l, d),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// Whether `lease` is in the map.
+    pub fn has(&self, lease: &Lease) -> bool {
+        self.inner.contains(&lease.inner)
+    }
+
+    /// Number of leases.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// `[{lease, duration}, ...]` in cookie order.
+    #[wasm_bindgen(unchecked_return_type = "Array<{lease: Lease, duration: number}>")]
+    pub fn entries(&self) -> Array {
+        self.inner.iter().map(|(l, d)| entry_out(l, d)).collect()
+    }
+
+    /// One request (object form) renewing every lease (Jini `renewAll`); send it, then give
+    /// the reply to `applyRenewAll` with the time it was sent.
+    #[wasm_bindgen(js_name = renewAllRequest, unchecked_return_type = "Request")]
+    pub fn renew_all_request(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        Ok(request_out(&self.inner.renew_all_request(id_in(&id)?)))
+    }
+
+    /// One request cancelling every lease (Jini `cancelAll`).
+    #[wasm_bindgen(js_name = cancelAllRequest, unchecked_return_type = "Request")]
+    pub fn cancel_all_request(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        Ok(request_out(&self.inner.cancel_all_request(id_in(&id)?)))
+    }
+
+    /// Applies the reply to `renewAllRequest` sent at `sentAt`. Throws `LeaseMapError` (with
+    /// the per-lease errors) if some leases failed; they have been removed from the map.
+    #[wasm_bindgen(js_name = applyRenewAll)]
+    pub fn apply_renew_all(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
+        #[wasm_bindgen(js_name = sentAt, unchecked_param_type = "number")] sent_at: JsValue,
+    ) -> Result<(), JsValue> {
+        let reply = reply_in(&reply)?;
+        js(self.inner.apply_renew_all(&reply, now_in(&sent_at)?))
+    }
+
+    /// Applies the reply to `cancelAllRequest`. Throws `LeaseMapError` for the failures.
+    #[wasm_bindgen(js_name = applyCancelAll)]
+    pub fn apply_cancel_all(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
+    ) -> Result<(), JsValue> {
+        let reply = reply_in(&reply)?;
+        js(self.inner.apply_cancel_all(&reply))
+    }
+}
+
+/// A grant request (object form) for `resource` (bytes or a string, sent as UTF-8) for
+/// `duration` ms (`ANY`, `FOREVER` allowed).
+#[wasm_bindgen(js_name = grantRequest, unchecked_return_type = "Request")]
+pub fn grant_request(
+    #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] resource: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
+) -> Result<JsValue, JsValue> {
+    Ok(request_out(&holder::grant_request(
+        id_in(&id)?,
+        text_or_bytes_in(&resource, "resource")?,
+        ms_in(&duration, "duration")?,
+    )))
+}
+
+/// The holder's lease from a landlord's reply to a grant request sent at `sentAt` (holder's
+/// clock), shortened for clock-rate drift of up to `maxDriftPpm` (default 0). An error reply
+/// throws its error.
+#[wasm_bindgen(js_name = leaseFromReply)]
+pub fn lease_from_reply(
+    #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
+    #[wasm_bindgen(js_name = sentAt, unchecked_param_type = "number")] sent_at: JsValue,
+    #[wasm_bindgen(js_name = maxDriftPpm, unchecked_param_type = "number | undefined")]
+    max_drift_ppm: JsValue,
+) -> Result<Lease, JsValue> {
+    let reply = reply_in(&reply)?;
+    let sent = now_in(&sent_at)?;
+    let ppm = if max_drift_ppm.is_undefined() {
+        0
+    } else {
+        u32::try_from(u64_in(&max_drift_ppm, "maxDriftPpm")?)
+            .map_err(|_| range_error("maxDriftPpm is too large"))?
+    };
+    Ok(Lease::wrap(js(holder::lease_from_reply_with_drift(&reply, sent, ppm))?))
+}
+
+fn config_in(v: &JsValue) -> Result<RenewalManagerConfig, JsValue> {
+    let mut c = RenewalManagerConfig::default();
+    if v.is_undefined() || v.is_null() {
+        return Ok(c);
+    }
+    if !v.is_object() {
+        return Err(type_error("RenewalManager options must be an object"));
+    }
+    let ms = |key: &str, field: &mut i64| -> Result<(), JsValue> {
+        let x = get(v, key)?;
+        if !x.is_undefined() {
+            *field = ms_in(&x, key)?;
+        }
+        Ok(())
+    };
+    ms("batchWindow", &mut c.batch_window)?;
+    ms("initialRtt", &mut c.initial_rtt)?;
+    ms("minRto", &mut c.min_rto)?;
+    ms("maxRto", &mut c.max_rto)?;
+    ms("maxRetryInterval", &mut c.max_retry_interval)?;
+    let count = |key: &str| -> Result<Option<u64>, JsValue> {
+        let x = get(v, key)?;
+        if x.is_undefined() {
+            Ok(None)
+        } else {
+            u64_in(&x, key).map(Some)
+        }
+    };
+    let u32_of = |key: &str, n: u64| {
+        u32::try_from(n).map_err(|_| range_error(format!("{key} must fit in 32 bits, got {n}")))
+    };
+    if let Some(n) = count("maxBatch")? {
+        c.max_batch = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = count("attempts")? {
+        c.attempts = u32_of("attempts", n)?;
+    }
+    if let Some(n) = count("renewDivisor")? {
+        c.renew_divisor = u32_of("renewDivisor", n)?;
+    }
+    if let Some(n) = count("maxClockDriftPpm")? {
+        c.max_clock_drift_ppm = u32_of("maxClockDriftPpm", n)?;
+    }
+    let first = get(v, "firstRequestId")?;
+    if !first.is_undefined() {
+        c.first_request_id = id_in(&first)?;
+    }
+    let rep = get(v, "reportRenewals")?;
+    if !rep.is_undefined() {
+        c.report_renewals =
+            rep.as_bool().ok_or_else(|| type_error("reportRenewals must be a boolean"))?;
+    }
+    Ok(c)
+}
+
+fn config_out(c: &RenewalManagerConfig) -> JsValue {
+    let o = obj();
+    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
+    s("batchWindow", ms_out(c.batch_window));
+    s("maxBatch", (c.max_batch as f64).into());
+    s("initialRtt", ms_out(c.initial_rtt));
+    s("minRto", ms_out(c.min_rto));
+    s("maxRto", ms_out(c.max_rto));
+    s("attempts", c.attempts.into());
+    s("renewDivisor", c.renew_divisor.into());
+    s("maxRetryInterval", ms_out(c.max_retry_interval));
+    s("maxClockDriftPpm", c.max_clock_drift_ppm.into());
+    s("firstRequestId", id_out(c.first_request_id));
+    s("reportRenewals", c.report_renewals.into());
+    o.into()
+}
+
+fn rtt_out(r: &RttEstimator) -> JsValue {
+    let o = obj();
+    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
+    s("srtt", ms_out(r.srtt()));
+    s("rttvar", ms_out(r.rttvar()));
+    s("rto", ms_out(r.rto()));
+    s("requestTimeout", ms_out(r.request_timeout()));
+    s("samples", (r.samples() as f64).into());
+    o.into()
+}
+
+fn event_out(e: RenewalEvent) -> JsValue {
+    let o: Object = obj();
+    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
+    match e {
+        RenewalEvent::RenewalFailed { lease, desired_expiration, error } => {
+            s("type", "renewalFailed".into());
+            s("lease", Lease::wrap(lease).into());
+            s("desiredExpiration", ms_out(desired_expiration));
+            s("error", error.as_ref().map(lease_error).unwrap_or(JsValue::UNDEFINED));
+        }
+        RenewalEvent::DesiredExpirationReached { lease } => {
+            s("type", "desiredExpirationReached".into());
+            s("lease", Lease::wrap(lease).into());
+        }
+        RenewalEvent::Renewed { lease } => {
+            s("type", "renewed".into());
+            s("lease", Lease::wrap(lease).into());
+        }
+    }
+    o.into()
+}
+
+/// Renews leases until their desired expirations, sans-I/O (Jini `LeaseRenewalManager`).
+///
+/// The host (or `RenewalDriver`) runs the loop: call `handleTimeout(now)` when `pollTimeout()`
+/// says, send each `pollTransmit(now)` request to its landlord, give replies to
+/// `handleReply(reply, now)` (or a failed send to `handleFailure(id, error, now)`), and deliver
+/// `pollEvent()`s. After any call, drain `pollTransmit` and `pollEvent`.
+#[wasm_bindgen]
+pub struct RenewalManager {
+    inner: CoreManager,
+}
+
+#[wasm_bindgen]
+impl RenewalManager {
+    /// A manager. `options` (all optional): `{batchWindow, maxBatch, initialRtt, minRto, maxRto,
+    /// attempts, renewDivisor, maxRetryInterval, maxClockDriftPpm, firstRequestId,
+    /// reportRenewals}`; settings out of range throw `InvalidArgumentError`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "RenewalManagerOptions | undefined")]
+        options: JsValue,
+    ) -> Result<RenewalManager, JsValue> {
+        Ok(RenewalManager { inner: js(CoreManager::try_new(config_in(&options)?))? })
+    }
+
+    /// The settings in force.
+    #[wasm_bindgen(getter, unchecked_return_type = "RenewalManagerOptions")]
+    pub fn config(&self) -> JsValue {
+        config_out(self.inner.config())
+    }
+
+    /// Renews `lease` until `duration` ms from `now` (`Infinity` = forever), asking for
+    /// `renewDuration` each time.
+    #[wasm_bindgen(js_name = renewFor)]
+    pub fn renew_for(
+        &mut self,
+        lease: &Lease,
+        #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
+        #[wasm_bindgen(js_name = renewDuration, unchecked_param_type = "number")]
+        renew_duration: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let d = ms_in(&duration, "duration")?;
+        let rd = ms_in(&renew_duration, "renewDuration")?;
+        js(self.inner.renew_for(lease.inner, d, rd, now_in(&now)?))
+    }
+
+    /// Renews `lease` until `desiredExpiration` (holder's clock; `Infinity` = forever), asking
+    /// for `renewDuration` each time (positive, `FOREVER`, or `ANY` with a FOREVER desire).
+    #[wasm_bindgen(js_name = renewUntil)]
+    pub fn renew_until(
+        &mut self,
+        lease: &Lease,
+        #[wasm_bindgen(js_name = desiredExpiration, unchecked_param_type = "number")]
+        desired: JsValue,
+        #[wasm_bindgen(js_name = renewDuration, unchecked_param_type = "number")]
+        renew_duration: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let d = ms_in(&desired, "desiredExpiration")?;
+        let rd = ms_in(&renew_duration, "renewDuration")?;
+        js(self.inner.renew_until(lease.inner, d, rd, now_in(&now)?))
+    }
+
+    /// Stops managing `lease` (it is not cancelled); returns the manager's copy.
+    pub fn remove(&mut self, lease: &Lease) -> Result<Lease, JsValue> {
+        Ok(Lease::wrap(js(self.inner.remove(&lease.inner))?))
+    }
+
+    /// Stops managing `lease` and queues a cancel request for it.
+    pub fn cancel(
+        &mut self,
+        lease: &Lease,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        js(self.inner.cancel(&lease.inner, now_in(&now)?))
+    }
+
+    /// The desired expiration of `lease`.
+    #[wasm_bindgen(unchecked_return_type = "number")]
+    pub fn expiration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
+        Ok(ms_out(js(self.inner.expiration(&lease.inner))?))
+    }
+
+    /// Sets the desired expiration of `lease`.
+    #[wasm_bindgen(js_name = setExpiration)]
+    pub fn set_expiration(
+        &mut self,
+        lease: &Lease,
+        #[wasm_bindgen(js_name = desiredExpiration, unchecked_param_type = "number")]
+        desired: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let d = ms_in(&desired, "desiredExpiration")?;
+        js(self.inner.set_expiration(&lease.inner, d, now_in(&now)?))
+    }
+
+    /// The manager's copy of `lease` (current actual expiration), or undefined.
+    pub fn lease(&self, lease: &Lease) -> Option<Lease> {
+        self.inner.lease(&lease.inner).map(Lease::wrap)
+    }
+
+    /// The renew duration of `lease`.
+    #[wasm_bindgen(js_name = renewDuration, unchecked_return_type = "number")]
+    pub fn renew_duration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
+        Ok(ms_out(js(self.inner.renew_duration(&lease.inner))?))
+    }
+
+    /// When `lease` will next be sent for renewal, or undefined.
+    #[wasm_bindgen(js_name = nextRenewal, unchecked_return_type = "number | undefined")]
+    pub fn next_renewal(&self, lease: &Lease) -> JsValue {
+        self.inner.next_renewal(&lease.inner).map(ms_out).unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// The round-trip estimate for `landlord`: `{srtt, rttvar, rto, requestTimeout, samples}`.
+    #[wasm_bindgen(unchecked_return_type = "RttEstimate | undefined")]
+    pub fn rtt(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string | number | bigint")] landlord: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        Ok(self.inner.rtt(landlord_in(&landlord)?).map(rtt_out).unwrap_or(JsValue::UNDEFINED))
+    }
+
+    /// Number of leases managed.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// The leases managed, with their current actual expirations.
+    pub fn leases(&self) -> Vec<Lease> {
+        self.inner.leases().map(|l| Lease::wrap(*l)).collect()
+    }
+
+    /// Counters (requestsSent, renewRequests, cancelRequests, leasesRenewed, failures,
+    /// desiredReached, indefiniteFailures, timeouts, leasesCancelled, repliesIgnored).
+    #[wasm_bindgen(getter, unchecked_return_type = "RenewalStats")]
+    pub fn stats(&self) -> JsValue {
+        let st = self.inner.stats();
+        let o = obj();
+        let s = |k: &str, v: u64| set(&o, &k.into(), &(v as f64).into());
+        s("requestsSent", st.requests_sent);
+        s("renewRequests", st.renew_requests);
+        s("cancelRequests", st.cancel_requests);
+        s("leasesRenewed", st.leases_renewed);
+        s("failures", st.failures);
+        s("desiredReached", st.desired_reached);
+        s("indefiniteFailures", st.indefinite_failures);
+        s("timeouts", st.timeouts);
+        s("leasesCancelled", st.leases_cancelled);
+        s("repliesIgnored", st.replies_ignored);
+        o.into()
+    }
+
+    /// When to call `handleTimeout` next (ms), or undefined.
+    #[wasm_bindgen(js_name = pollTimeout, unchecked_return_type = "number | undefined")]
+    pub fn poll_timeout(&self) -> JsValue {
+        self.inner.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// Advances to `now`.
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        self.inner.handle_timeout(now_in(&now)?);
+        Ok(())
+    }
+
+    /// The next request to send, `{landlord, request}` (object form), stamped with `now` as its
+    /// send time; or undefined.
+    #[wasm_bindgen(js_name = pollTransmit, unchecked_return_type = "Transmit | undefined")]
+    pub fn poll_transmit(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let now = now_in(&now)?;
+        Ok(match self.inner.poll_transmit(now) {
+            Some(t) => {
+                let o = obj();
+                set(&o, &"landlord".into(), &t.landlord.to_string().into());
+                set(&o, &"request".into(), &request_out(&t.request));
+                o.into()
+            }
+            None => JsValue::UNDEFINED,
+        })
+    }
+
+    /// Takes a landlord's reply (object form) received at `now`.
+    #[wasm_bindgen(js_name = handleReply)]
+    pub fn handle_reply(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let reply = reply_in(&reply)?;
+        self.inner.handle_reply(&reply, now_in(&now)?);
+        Ok(())
+    }
+
+    /// Reports that request `id` could not be sent or answered (an indefinite failure unless
+    /// `error` is a definite `LeaseError`); `message` describes it.
+    #[wasm_bindgen(js_name = handleFailure)]
+    pub fn handle_failure(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] error: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let id = id_in(&id)?;
+        let now = now_in(&now)?;
+        self.inner.handle_failure(id, failure_in(&error), now);
+        Ok(())
+    }
+
+    /// The next event, or undefined: `{type: "renewed", lease}`,
+    /// `{type: "desiredExpirationReached", lease}` or
+    /// `{type: "renewalFailed", lease, desiredExpiration, error}`.
+    #[wasm_bindgen(js_name = pollEvent, unchecked_return_type = "RenewalEvent | undefined")]
+    pub fn poll_event(&mut self) -> JsValue {
+        self.inner.poll_event().map(event_out).unwrap_or(JsValue::UNDEFINED)
+    }
+}
+
+/// A failure reported by JavaScript: an error with a leasehold `code` keeps it; anything else
+/// (a network error, a time-out) is indefinite.
+pub fn failure_in(e: &JsValue) -> leasehold::LeaseError {
+    let message = js_sys::Reflect::get(e, &"message".into())
+        .ok()
+        .and_then(|m| m.as_string())
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| "transport failure".into());
+    let code = js_sys::Reflect::get(e, &"code".into()).ok().and_then(|c| c.as_f64());
+    match code {
+        Some(c) if c.fract() == 0.0 && (1.0..=6.0).contains(&c) => {
+            leasehold::LeaseError::from_code(c as i32, &message)
+        }
+        _ => leasehold::LeaseError::Indefinite(message),
+    }
+}

@@ -1,0 +1,141 @@
+// The landlord of the web example: a Node http server on 127.0.0.1 that
+//   - answers wire requests at POST /lease (binary body in, binary reply out),
+//   - streams what happens to every lease at GET /events (server-sent events: granted, renewed,
+//     cancelled, expired, denied),
+//   - serves the page (/) and the browser build of the package (/pkg/...).
+// Usage: node examples/web/server.mjs [port]   (LEASEHOLD_PKG=dir of the built package;
+// default bindings-wasm/pkg). Open http://127.0.0.1:<port>/.
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { dirname, join, normalize, extname } from 'node:path';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.ts': 'text/plain; charset=utf-8',
+};
+
+/**
+ * Starts the example's server. Resolves to {url, port, close()}.
+ * `maxLease` bounds every grant (ms), so leases expire within seconds of a holder stopping.
+ */
+export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () => {} } = {}) {
+  pkgDir ??= process.env.LEASEHOLD_PKG ?? join(here, '../../bindings-wasm/pkg');
+  const lh = await import(pathToFileURL(join(pkgDir, 'node.js')).href);
+  const clients = new Set();
+  const history = [];
+  const start = Date.now();
+  const emit = (type, cookie, extra = {}) => {
+    const ev = { type, cookie, t: Date.now() - start, ...extra };
+    history.push(ev);
+    const line = `data: ${JSON.stringify(ev)}\n\n`;
+    for (const res of clients) res.write(line);
+    log(ev);
+  };
+
+  const landlord = new lh.Landlord({ id: 0x5eb, policy: lh.Policy.bounded(maxLease, maxLease) });
+  const driver = new lh.LandlordDriver(landlord, {
+    onExpired: (e) => emit('expired', e.cookie, { holder: new TextDecoder().decode(e.resource) }),
+  });
+
+  // Decode, answer, encode: the object form lets the server see what happened to each lease.
+  function answer(body) {
+    let request;
+    try {
+      request = lh.decodeRequest(body);
+    } catch {
+      return driver.serve(body); // undecodable: the landlord's own error reply
+    }
+    const reply = landlord.handleRequest(request, driver.now());
+    driver.update();
+    const q = request.body;
+    const r = reply.body;
+    if (q.op === 'grant') {
+      if (r.op === 'granted') emit('granted', r.cookie, { holder: new TextDecoder().decode(q.resource), duration: r.duration });
+      else emit('denied', null, { holder: new TextDecoder().decode(q.resource), code: r.code });
+    } else if (q.op === 'renew' && r.op === 'renewed') {
+      emit('renewed', q.cookie, { duration: r.duration });
+    } else if (q.op === 'renew_all' && r.op === 'renewed_all') {
+      q.items.forEach(([c], i) => r.results[i].ok && emit('renewed', c, { duration: r.results[i].value }));
+    } else if (q.op === 'cancel' && r.op === 'cancelled') {
+      emit('cancelled', q.cookie);
+    } else if (q.op === 'cancel_all' && r.op === 'cancelled_all') {
+      q.cookies.forEach((c, i) => r.results[i].ok && emit('cancelled', c));
+    }
+    return lh.encodeReply(reply);
+  }
+
+  async function file(res, path, root) {
+    const full = normalize(join(root, path));
+    if (!full.startsWith(normalize(root))) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      const data = await readFile(full);
+      res.writeHead(200, { 'content-type': TYPES[extname(full)] ?? 'application/octet-stream' });
+      res.end(data);
+    } catch {
+      res.writeHead(404).end('not found');
+    }
+  }
+
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url, 'http://x');
+    if (req.method === 'POST' && url.pathname === '/lease') {
+      const chunks = [];
+      let size = 0;
+      for await (const c of req) {
+        size += c.length;
+        if (size > 1 << 20) {
+          res.writeHead(413).end();
+          return;
+        }
+        chunks.push(c);
+      }
+      const reply = answer(new Uint8Array(Buffer.concat(chunks)));
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(reply);
+    } else if (url.pathname === '/events') {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+      for (const ev of history) res.write(`data: ${JSON.stringify(ev)}\n\n`);
+      clients.add(res);
+      req.on('close', () => clients.delete(res));
+    } else if (url.pathname.startsWith('/pkg/')) {
+      await file(res, url.pathname.slice(5), pkgDir);
+    } else if (url.pathname === '/' || url.pathname === '/index.html') {
+      await file(res, 'index.html', here);
+    } else if (url.pathname === '/app.js') {
+      await file(res, 'app.js', here);
+    } else {
+      res.writeHead(404).end('not found');
+    }
+  });
+  await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const actual = server.address().port;
+  return {
+    port: actual,
+    url: `http://127.0.0.1:${actual}/`,
+    landlord,
+    history,
+    close: () =>
+      new Promise((resolve) => {
+        driver.close();
+        for (const res of clients) res.end();
+        server.closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const s = await startServer({ port: Number(process.argv[2] ?? 8080), log: (e) => console.log(JSON.stringify(e)) });
+  console.log(`leasehold web example: ${s.url}`);
+}

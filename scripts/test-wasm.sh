@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# WebAssembly binding: builds the npm package, packs it, installs the tarball into an empty
+# directory and runs `node --test` there against the installed package: unit tests, the shared
+# vectors, hostile input, a loopback HTTP test, and the browser example in headless Chromium.
+# Installs what it needs itself (wasm32 target and wasm-bindgen-cli via build.sh, Debian's
+# chromium via apt-get, playwright-core via npm). Exits non-zero if any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+bash bindings-wasm/build.sh
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+(cd bindings-wasm/pkg && npm pack --silent --pack-destination "$work" >/dev/null)
+tarball=$(ls "$work"/leasehold-*.tgz)
+echo "test-wasm: packed $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
+
+# Headless browser: Debian's chromium only (never a downloaded browser build).
+if [ ! -x /usr/bin/chromium ]; then
+  echo "test-wasm: installing Debian's chromium"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
+fi
+
+app=$work/app
+mkdir -p "$app"
+cd "$app"
+printf '{ "name": "leasehold-test", "private": true, "type": "module" }\n' > package.json
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+npm install --silent --no-audit --no-fund "$tarball" playwright-core@1.65.1
+cp "$root"/bindings-wasm/tests/*.mjs .
+
+export LEASEHOLD_ROOT=$root
+export LEASEHOLD_ARTIFACTS=${LEASEHOLD_ARTIFACTS:-$root/target/wasm-test}
+mkdir -p "$LEASEHOLD_ARTIFACTS"
+node --test --test-reporter=tap ./*.test.mjs
