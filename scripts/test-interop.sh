@@ -35,7 +35,8 @@ cp examples/interop/*.mjs "$work/node/"
 q() { printf '%q' "$1"; }
 py=$(q "$PY_VENV/bin/python")
 echo "== interop"
-"$PY_VENV/bin/python" examples/interop/run.py --work "$work" \
+# Each holder has 60 s and each landlord answers at once; the whole run takes seconds.
+timeout 600 "$PY_VENV/bin/python" examples/interop/run.py --work "$work" \
   --landlord "rust=$(q "$TARGET/debug/interop") landlord" \
   --landlord "python=$py $(q "$ROOT/examples/interop/landlord.py")" \
   --landlord "node=node $(q "$work/node/landlord.mjs")" \

@@ -24,8 +24,7 @@ def main() -> int:
         return 2
     landlord = leasehold.Landlord(int(sys.argv[1]), leasehold.Policy.bounded(60_000, 30_000), seed=os.urandom(32))
     server = serve_threaded(lambda body, encoding: landlord.handle_bytes(body, encoding, now_ms()))
-    host, port = server.server_address[:2]
-    print(f"url http://{host}:{port}/lease", flush=True)
+    print(f"url http://127.0.0.1:{server.server_address[1]}/lease", flush=True)
     for line in sys.stdin:
         words = line.split()
         if len(words) == 2 and words[0] == "grant":

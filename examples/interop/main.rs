@@ -29,7 +29,7 @@ fn to_hex(bytes: &[u8]) -> String {
 
 fn from_hex(text: &str) -> Result<Vec<u8>, String> {
     let text = text.trim();
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(format!("odd-length hex: {text:?}"));
     }
     (0..text.len())
@@ -136,7 +136,8 @@ fn holder(args: &[String]) -> Result<(), String> {
 
     // Renew over HTTP; the new expiration counts from when the request was sent.
     let mut client = Client::new(addr, Duration::from_secs(5));
-    let request = Request { id: 1, body: RequestBody::Renew { cookie: from_json.cookie(), duration: renew } };
+    let request =
+        Request { id: 1, body: RequestBody::Renew { cookie: from_json.cookie(), duration: renew } };
     let sent_at = now_ms();
     let body = client.post(&request.encode(encoding), encoding).map_err(|e| e.to_string())?;
     let received_at = now_ms();

@@ -24,6 +24,8 @@ from typing import Dict, List, Optional, Tuple
 
 GRANT_MS = 30_000  # requested at the grant; the policy (bounded, max 60 s) grants it as asked
 RENEW_BASE_MS = 40_000  # each hop asks a different duration, so each renewal is visible
+# What a holder prints as integers.
+NUMBERS = ["read_now", "read_json", "read_hex", "sent_at", "rtt", "granted", "renewed", "write_now"]
 
 
 class Results:
@@ -126,7 +128,7 @@ def chain(
     why = forms_agree(text, hex_text)
     ok = why is None and parse_json_form(text)[1] == cookie and parse_json_form(text)[2] == expiration - now
     r.check(ok, f"{tag} grants and writes the lease in DURATION form", why or f"{GRANT_MS} ms left, cookie {cookie[:8]}...")
-    offsets = []
+    offsets: List[int] = []
     for i, (name, cmd) in enumerate(holders):
         h = f"{tag} {name} holder"
         json_path, hex_path = os.path.join(work, f"{landlord.name}-{i}.json"), os.path.join(work, f"{landlord.name}-{i}.hex")
@@ -143,16 +145,17 @@ def chain(
             missing = [k for k in fields if k not in out]
             if missing:
                 raise RuntimeError(f"output lacks {missing}")
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            numbers = {k: int(out[k]) for k in NUMBERS}
+        except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
             r.check(False, f"{h} runs", str(e))
             return offsets
         stored = parse_json_form(text)[2]
-        read_now = int(out["read_now"])
+        read_now = numbers["read_now"]
         r.check(
-            int(out["read_json"]) == int(out["read_hex"]) == read_now + stored,
+            numbers["read_json"] == numbers["read_hex"] == read_now + stored,
             f"{h} reads both DURATION forms",
             f"{stored} ms left at its own now; expiration {out['read_json']} vs landlord's {expiration}, "
-            f"{int(out['read_json']) - expiration} ms later: the time the form spent in transit",
+            f"{numbers['read_json'] - expiration} ms later: the time the form spent in transit",
         )
         r.check(
             out["reser_json"] == text and out["reser_hex"] == hex_text,
@@ -160,7 +163,7 @@ def chain(
             "" if out["reser_json"] == text else f"{out['reser_json']} != {text}",
         )
         landlord_view = landlord.ask(f"query {cookie}").split()
-        renewed, rtt = int(out["renewed"]), int(out["rtt"])
+        renewed, rtt = numbers["renewed"], numbers["rtt"]
         if landlord_view[:1] != ["expiration"] or landlord_view[1] == "none":
             r.check(False, f"{h} renews over HTTP ({encoding})", f"landlord says {' '.join(landlord_view)}")
             return offsets
@@ -168,7 +171,7 @@ def chain(
         offset = expiration - renewed
         offsets.append(offset)
         r.check(
-            int(out["granted"]) == renew and 0 <= offset <= rtt,
+            numbers["granted"] == renew and 0 <= offset <= rtt,
             f"{h} renews over HTTP ({encoding}) and the expirations agree",
             f"granted {out['granted']} of {renew} ms; holder {renewed}, landlord {expiration}: "
             f"landlord later by {offset} ms, round trip {rtt} ms",
@@ -176,7 +179,7 @@ def chain(
         text, hex_text = out["json"], out["hex"]
         why = forms_agree(text, hex_text)
         r.check(
-            why is None and parse_json_form(text)[2] == renewed - int(out["write_now"]),
+            why is None and parse_json_form(text)[2] == renewed - numbers["write_now"],
             f"{h} writes the renewed lease in DURATION form",
             why or f"{parse_json_form(text)[2]} ms left",
         )
@@ -189,7 +192,12 @@ def main() -> int:
     ap.add_argument("--holder", action="append", default=[], metavar="NAME=CMD")
     ap.add_argument("--work", help="directory for the lease files (default: a temporary one)")
     a = ap.parse_args()
-    split = lambda spec: (spec.split("=", 1)[0], shlex.split(spec.split("=", 1)[1]))  # noqa: E731
+    def split(spec: str) -> Tuple[str, List[str]]:
+        name, _, cmd = spec.partition("=")
+        if not name or not cmd:
+            ap.error(f"expected NAME=CMD, got {spec!r}")
+        return name, shlex.split(cmd)
+
     landlords, holders = [split(s) for s in a.landlord], [split(s) for s in a.holder]
     if len(landlords) < 1 or len(holders) < 1:
         ap.error("give at least one --landlord and one --holder")

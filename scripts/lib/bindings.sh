@@ -10,9 +10,11 @@ leasehold_python_venv() {
     echo "== creating venv $PY_VENV"
     "${PYTHON:-python3}" -m venv "$PY_VENV"
   fi
-  "$PY_VENV/bin/pip" install -q "maturin>=1.9.4,<2"
+  # The build backend runs `maturin` from PATH.
+  PATH="$PY_VENV/bin:$PATH" pip install -q "maturin>=1.9.4,<2"
   echo "== building and installing bindings-python (release)"
-  "$PY_VENV/bin/pip" install -q --no-build-isolation --no-deps --force-reinstall "$ROOT/bindings-python"
+  PATH="$PY_VENV/bin:$PATH" CARGO_TARGET_DIR=$TARGET \
+    pip install -q --no-build-isolation --no-deps --force-reinstall "$ROOT/bindings-python"
 }
 
 # The npm package built by bindings-wasm/build.sh, packed and installed into the directory $1
