@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Interop of the four runtimes over real loopback HTTP. A landlord in Rust, in Python and in Node
-# each grants a lease and writes it in DURATION form (canonical JSON and binary); the lease then
+# Interop of the four runtimes over real loopback HTTP. A landlord in each of Rust, Python, Node
+# and C grants a lease and writes it in DURATION form (canonical JSON and binary); the lease then
 # passes through a holder in each of Rust, Node, Python and C, which reads both forms at its own
 # clock (epoch ms), renews the lease by an HTTP POST to the landlord (binary or JSON wire
 # encoding, alternating), and writes it out for the next holder. examples/interop/run.py checks
@@ -23,9 +23,17 @@ trap 'rm -rf "$work"' EXIT
 echo "== Rust: interop program and libleasehold"
 cargo build -q -p leasehold-examples --bin interop
 leasehold_c_lib
-echo "== C holder"
-gcc -std=c99 -Wall -Wextra -Werror -O1 -Iinclude examples/interop/holder.c -o "$work/holder-c" \
-  -L"$TARGET/debug" -lleasehold -Wl,-rpath,"$TARGET/debug"
+echo "== C landlord and holder"
+for p in landlord holder; do
+  gcc -std=c99 -Wall -Wextra -Werror -g -O1 -Iinclude "examples/interop/$p.c" -o "$work/$p-c" \
+    -L"$TARGET/debug" -lleasehold -Wl,-rpath,"$TARGET/debug"
+done
+# The C programs run under valgrind when it is there (scripts/test-c.sh installs it): any
+# memory error or leak makes the program exit 99, which fails its check.
+vg=""
+if command -v valgrind >/dev/null; then
+  vg="valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 "
+fi
 echo "== Python binding"
 leasehold_python_venv
 echo "== Node package"
@@ -40,7 +48,8 @@ timeout 600 "$PY_VENV/bin/python" examples/interop/run.py --work "$work" \
   --landlord "rust=$(q "$TARGET/debug/interop") landlord" \
   --landlord "python=$py $(q "$ROOT/examples/interop/landlord.py")" \
   --landlord "node=node $(q "$work/node/landlord.mjs")" \
+  --landlord "c=$vg$(q "$work/landlord-c")" \
   --holder "rust=$(q "$TARGET/debug/interop") holder" \
   --holder "node=node $(q "$work/node/holder.mjs")" \
   --holder "python=$py $(q "$ROOT/examples/interop/holder.py")" \
-  --holder "c=$(q "$work/holder-c")"
+  --holder "c=$vg$(q "$work/holder-c")"

@@ -14,21 +14,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "leasehold.h"
+#include "common.h"
 
 #define MAX_FILE 4096
 #define MAX_REPLY 65536
-
-static int fail(const char *what) {
-    fprintf(stderr, "interop (c): %s: %s\n", what, leasehold_last_error_message());
-    return 1;
-}
-
-static int64_t now_ms(void) {
-    int64_t t = 0;
-    leasehold_clock_now_ms(&t);
-    return t;
-}
 
 /* Reads a whole small file into buf (NUL-terminated, trailing white space removed). */
 static int read_file(const char *path, char *buf, size_t cap) {
@@ -60,30 +49,6 @@ static int from_hex(const char *hex, uint8_t *out, size_t cap) {
         out[i] = (uint8_t)(hi * 16 + lo);
     }
     return (int)(len / 2);
-}
-
-static void print_hex(const char *key, const uint8_t *data, size_t len) {
-    printf("%s ", key);
-    for (size_t i = 0; i < len; i++) printf("%02x", data[i]);
-    printf("\n");
-}
-
-/* Prints the lease's JSON and binary forms written at `now` under the two keys. */
-static int print_forms(const leasehold_lease *lease, int64_t now, const char *json_key,
-                       const char *hex_key) {
-    char *json = NULL;
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    if (leasehold_lease_to_json(lease, now, &json) != LEASEHOLD_STATUS_OK) return fail("to_json");
-    if (leasehold_lease_to_bytes(lease, now, &bytes, &len) != LEASEHOLD_STATUS_OK) {
-        leasehold_string_free(json);
-        return fail("to_bytes");
-    }
-    printf("%s %s\n", json_key, json);
-    print_hex(hex_key, bytes, len);
-    leasehold_string_free(json);
-    leasehold_bytes_free(bytes, len);
-    return 0;
 }
 
 /* POSTs `body` to http://127.0.0.1:port/path and copies the reply body into `reply`.

@@ -92,14 +92,16 @@ class Landlord:
         self.proc.stdin.flush()
         return self._line()
 
-    def close(self) -> None:
+    def close(self) -> int:
+        """Closes stdin, which ends the landlord; returns its exit status."""
         if self.proc.stdin:
             self.proc.stdin.close()
         try:
-            self.proc.wait(timeout=5)
+            return self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+            return -1
 
 
 def run_holder(cmd: List[str], args: List[str]) -> Dict[str, str]:
@@ -113,9 +115,7 @@ def run_holder(cmd: List[str], args: List[str]) -> Dict[str, str]:
     return out
 
 
-def chain(
-    r: Results, landlord: Landlord, holders: List[Tuple[str, List[str]]], work: str, hop0: int
-) -> List[int]:
+def chain(r: Results, landlord: Landlord, holders: List[Tuple[str, List[str]]], work: str) -> List[int]:
     """Grants a lease at `landlord` and passes it through every holder. Returns the offsets
     (landlord's expiration minus the holder's) seen after each renewal."""
     tag = f"[{landlord.name} landlord]"
@@ -137,7 +137,9 @@ def chain(
         with open(hex_path, "w") as f:
             f.write(hex_text + "\n")
         renew = RENEW_BASE_MS + 1_000 * i
-        encoding = ("binary", "json")[(hop0 + i) % 2]
+        # Wire encodings alternate along the chain; as each landlord rotates the chain, every
+        # runtime renews with both.
+        encoding = ("binary", "json")[i % 2]
         try:
             out = run_holder(cmd, [landlord.url, json_path, hex_path, str(renew), encoding])
             fields = ["runtime", "read_now", "read_json", "read_hex", "reser_json", "reser_hex", "sent_at", "rtt",
@@ -214,9 +216,10 @@ def main() -> int:
             # Each landlord sees the holders in another order, so each runtime reads the forms
             # written by several others.
             order = holders[j % len(holders):] + holders[: j % len(holders)]
-            all_offsets += chain(r, ll, order, work, j)
+            all_offsets += chain(r, ll, order, work)
         finally:
-            ll.close()
+            status = ll.close()
+            r.check(status == 0, f"[{name} landlord] exits cleanly when its stdin closes", f"status {status}")
     if all_offsets:
         print(f"interop: landlord's expiration minus holder's over {len(all_offsets)} renewals: "
               f"min {min(all_offsets)} ms, max {max(all_offsets)} ms")
