@@ -35,4 +35,7 @@ cp "$root"/bindings-wasm/tests/*.mjs .
 export LEASEHOLD_ROOT=$root
 export LEASEHOLD_ARTIFACTS=${LEASEHOLD_ARTIFACTS:-$root/target/wasm-test}
 mkdir -p "$LEASEHOLD_ARTIFACTS"
+echo "== the README's JavaScript quickstart, as written, against the installed package"
+python3 "$root/scripts/lib/readme_block.py" js "$root/README.md" > readme_quickstart.mjs
+node readme_quickstart.mjs
 node --test --test-reporter=tap ./*.test.mjs
