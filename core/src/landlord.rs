@@ -475,11 +475,26 @@ impl<R> Landlord<R> {
         items: &[(Cookie, Duration)],
         now: Millis,
     ) -> Vec<Result<Duration>> {
+        self.warm(items.iter().map(|&(c, _)| c));
         items.iter().map(|&(c, d)| self.renew(c, d, now)).collect()
+    }
+
+    /// Loads the slots a batch names, in a tight loop with no work between the loads, so the CPU
+    /// overlaps their cache misses instead of taking them one at a time inside each operation.
+    /// Pure performance: it reads, changes nothing, and answers nothing.
+    fn warm(&self, cookies: impl Iterator<Item = Cookie>) {
+        let mut acc = 0u64;
+        for c in cookies {
+            if let Some(s) = self.slots.get(c.0 as u32 as usize) {
+                acc ^= s.hi;
+            }
+        }
+        std::hint::black_box(acc);
     }
 
     /// Cancels many leases; one result per lease, in order.
     pub fn cancel_all(&mut self, cookies: &[Cookie], now: Millis) -> Vec<Result<R>> {
+        self.warm(cookies.iter().copied());
         cookies.iter().map(|&c| self.cancel(c, now)).collect()
     }
 
