@@ -3,7 +3,9 @@
 
 use std::ffi::{c_char, c_void};
 
-use leasehold_core::holder::{self, LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig};
+use leasehold_core::holder::{
+    self, LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig, Renewer,
+};
 use leasehold_core::lease::{LandlordId, Lease};
 use leasehold_core::LeaseError;
 
@@ -1151,25 +1153,17 @@ pub unsafe extern "C" fn leasehold_renewal_manager_drive(
         let enc = crate::common::encoding(encoding)?;
         let transmit = transmit.ok_or_else(|| crate::error::null("transmit"))?;
         let m = unsafe { arg_mut(manager, "manager") }?;
-        m.inner.handle_timeout(now);
-        while let Some(t) = m.inner.poll_transmit(now) {
-            let bytes = t.request.encode(enc);
-            let rc = unsafe {
-                transmit(user_data, t.landlord.0, t.request.id, bytes.as_ptr(), bytes.len())
-            };
-            if rc != 0 {
-                let e = LeaseError::Indefinite(format!("the transport callback returned {rc}"));
-                m.inner.handle_failure(t.request.id, e, now);
-            }
-        }
-        while let Some(e) = m.inner.poll_event() {
-            let ev = event_of(e)?;
-            if let Some(cb) = on_event {
-                unsafe { cb(user_data, &ev) };
-            }
-            unsafe { crate::common::leasehold_string_free(ev.error_message) };
-        }
-        match m.inner.poll_timeout() {
+        let at = unsafe {
+            drive_turn(&mut m.inner, now, enc, transmit, user_data, |e| {
+                let ev = event_of(e)?;
+                if let Some(cb) = on_event {
+                    cb(user_data, &ev);
+                }
+                crate::common::leasehold_string_free(ev.error_message);
+                Ok(())
+            })
+        }?;
+        match at {
             Some(t) => unsafe {
                 has.write(true);
                 next.write(t);
@@ -1178,4 +1172,34 @@ pub unsafe extern "C" fn leasehold_renewal_manager_drive(
         }
         Ok(())
     })
+}
+
+/// One turn of a C driver for any renewer (the renewal manager or the renewal service):
+/// `handle_timeout(now)`, every due request encoded to `transmit` (a non-zero answer is an
+/// indefinite failure of that request), every event to `deliver`; answers when to call again.
+///
+/// # Safety
+/// `transmit` is a valid function; `user_data` is what the caller passed with it.
+pub(crate) unsafe fn drive_turn<T: Renewer>(
+    inner: &mut T,
+    now: i64,
+    enc: leasehold_core::Encoding,
+    transmit: unsafe extern "C" fn(*mut c_void, u64, u64, *const u8, usize) -> i32,
+    user_data: *mut c_void,
+    mut deliver: impl FnMut(T::Event) -> Res<()>,
+) -> Res<Option<i64>> {
+    inner.handle_timeout(now);
+    while let Some(t) = inner.poll_transmit(now) {
+        let bytes = t.request.encode(enc);
+        let rc =
+            unsafe { transmit(user_data, t.landlord.0, t.request.id, bytes.as_ptr(), bytes.len()) };
+        if rc != 0 {
+            let e = LeaseError::Indefinite(format!("the transport callback returned {rc}"));
+            inner.handle_failure(t.request.id, e, now);
+        }
+    }
+    while let Some(e) = inner.poll_event() {
+        deliver(e)?;
+    }
+    Ok(inner.poll_timeout())
 }

@@ -891,24 +891,17 @@ pub unsafe extern "C" fn leasehold_renewal_service_drive(
         let enc = crate::common::encoding(encoding)?;
         let transmit = transmit.ok_or_else(|| null("transmit"))?;
         let s = unsafe { arg_mut(service, "service") }?;
-        s.inner.handle_timeout(now);
-        while let Some(t) = s.inner.poll_transmit(now) {
-            let bytes = t.request.encode(enc);
-            let id = t.request.id;
-            let rc = unsafe { transmit(user_data, t.landlord.0, id, bytes.as_ptr(), bytes.len()) };
-            if rc != 0 {
-                let e = LeaseError::Indefinite(format!("the transport callback returned {rc}"));
-                s.inner.handle_failure(id, e, now);
-            }
-        }
-        while let Some(e) = s.inner.poll_event() {
-            let ev = set_event_of(e)?;
-            if let Some(cb) = on_event {
-                unsafe { cb(user_data, &ev) };
-            }
-            unsafe { free_set_event_fields(&ev) };
-        }
-        match s.inner.poll_timeout() {
+        let at = unsafe {
+            crate::holder::drive_turn(&mut s.inner, now, enc, transmit, user_data, |e| {
+                let ev = set_event_of(e)?;
+                if let Some(cb) = on_event {
+                    cb(user_data, &ev);
+                }
+                free_set_event_fields(&ev);
+                Ok(())
+            })
+        }?;
+        match at {
             Some(t) => unsafe {
                 has.write(true);
                 next.write(t);

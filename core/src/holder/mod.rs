@@ -54,9 +54,11 @@
 pub mod grant;
 mod manager;
 mod map;
+mod renewer;
 mod rtt;
 
 pub use grant::{grant_request, lease_from_reply, lease_from_reply_with_drift, local_expiration};
 pub use manager::{RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit};
 pub use map::LeaseMap;
+pub use renewer::Renewer;
 pub use rtt::{RttEstimator, CLOCK_GRANULARITY};
