@@ -535,7 +535,7 @@ pub struct leasehold_renewal_event {
     pub kind: leasehold_renewal_event_kind,
     /// The lease, with its (last) actual expiration.
     pub lease: leasehold_lease,
-    /// When the holder wanted it to end (RENEWAL_FAILED only, else 0).
+    /// When the holder wanted it to end (RENEWAL_FAILED and DESIRED_EXPIRATION_REACHED, else 0).
     pub desired_expiration: i64,
     /// Why it failed, as a status number (RENEWAL_FAILED with a known error), else 0.
     pub error_code: i32,
@@ -1081,8 +1081,8 @@ fn event_of(e: RenewalEvent) -> Res<leasehold_renewal_event> {
         RenewalEvent::RenewalFailed { lease, desired_expiration, error } => {
             (K::LEASEHOLD_RENEWAL_FAILED, lease, desired_expiration, error)
         }
-        RenewalEvent::DesiredExpirationReached { lease } => {
-            (K::LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED, lease, 0, None)
+        RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => {
+            (K::LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED, lease, desired_expiration, None)
         }
         RenewalEvent::Renewed { lease } => (K::LEASEHOLD_RENEWAL_RENEWED, lease, 0, None),
     };

@@ -247,10 +247,10 @@ pub fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> 
                 None => None,
             },
         },
-        RenewalEvent::DesiredExpirationReached { lease } => PyRenewalEvent {
+        RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => PyRenewalEvent {
             kind: "desired_expiration_reached",
             lease: PyLease(lease),
-            desired_expiration: None,
+            desired_expiration: Some(desired_expiration),
             error: None,
         },
         RenewalEvent::Renewed { lease } => PyRenewalEvent {

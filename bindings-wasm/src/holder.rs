@@ -269,9 +269,10 @@ fn event_out(e: RenewalEvent) -> JsValue {
             s("desiredExpiration", ms_out(desired_expiration));
             s("error", error.as_ref().map(lease_error).unwrap_or(JsValue::UNDEFINED));
         }
-        RenewalEvent::DesiredExpirationReached { lease } => {
+        RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => {
             s("type", "desiredExpirationReached".into());
             s("lease", Lease::wrap(lease).into());
+            s("desiredExpiration", ms_out(desired_expiration));
         }
         RenewalEvent::Renewed { lease } => {
             s("type", "renewed".into());
@@ -497,7 +498,7 @@ impl RenewalManager {
     }
 
     /// The next event, or undefined: `{type: "renewed", lease}`,
-    /// `{type: "desiredExpirationReached", lease}` or
+    /// `{type: "desiredExpirationReached", lease, desiredExpiration}` or
     /// `{type: "renewalFailed", lease, desiredExpiration, error}`.
     #[wasm_bindgen(js_name = pollEvent, unchecked_return_type = "RenewalEvent | undefined")]
     pub fn poll_event(&mut self) -> JsValue {

@@ -95,7 +95,7 @@ export interface Transmit { landlord: string; request: Request; }
 /** What a RenewalManager reports. */
 export type RenewalEvent =
   | { type: "renewed"; lease: Lease }
-  | { type: "desiredExpirationReached"; lease: Lease }
+  | { type: "desiredExpirationReached"; lease: Lease; desiredExpiration: number }
   | { type: "renewalFailed"; lease: Lease; desiredExpiration: number; error?: Error & { code: number } };
 /** Options of `new RenewalService(...)`. */
 export interface RenewalServiceOptions {

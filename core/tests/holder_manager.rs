@@ -82,7 +82,10 @@ fn requested_duration_is_min_of_renew_duration_and_remaining_desired() {
     assert!(due(&mut m, 100_000).is_empty());
     assert_eq!(
         events(&mut m),
-        vec![RenewalEvent::DesiredExpirationReached { lease: m_lease(l, 100_000) }]
+        vec![RenewalEvent::DesiredExpirationReached {
+            lease: m_lease(l, 100_000),
+            desired_expiration: 100_000
+        }]
     );
     assert!(m.is_empty());
     assert_eq!(m.poll_timeout(), None);
@@ -528,10 +531,35 @@ fn heavy_rescheduling_keeps_timers_exact() {
             m.handle_reply(&renewed(&tx, asked), t + 10);
         }
         for e in events(&mut m) {
-            if let RenewalEvent::DesiredExpirationReached { lease } = e {
+            if let RenewalEvent::DesiredExpirationReached { lease, .. } = e {
                 reached.push((t, lease.cookie()));
             }
         }
     }
     assert_eq!(reached, vec![(30_000, Cookie(0)), (200_000, Cookie(1))]);
+}
+
+/// Regression (independent testing): with a clock-drift margin the last grant's local expiration
+/// falls a few ms short of the desired expiration; the event must still not come before it,
+/// and it carries the desired expiration.
+#[test]
+fn desired_expiration_event_never_comes_early() {
+    let mut m = RenewalManager::new(RenewalManagerConfig::default()); // 100 ppm drift margin
+    let l = lease(L1, 1, 10_000);
+    m.renew_until(l, 100_000, 60_000, 0).unwrap();
+    let mut reached = None;
+    while let Some(t) = m.poll_timeout() {
+        for tx in due(&mut m, t) {
+            let asked = items(&tx)[0].1;
+            m.handle_reply(&renewed(&tx, asked), t);
+        }
+        for e in events(&mut m) {
+            if let RenewalEvent::DesiredExpirationReached { desired_expiration, .. } = e {
+                reached = Some((t, desired_expiration));
+            }
+        }
+    }
+    let (at, desired) = reached.expect("the desired expiration is reported");
+    assert_eq!(desired, 100_000);
+    assert!(at >= 100_000, "reported at {at}, before the desired expiration");
 }

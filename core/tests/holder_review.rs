@@ -260,7 +260,7 @@ fn hostile_replies_never_panic_and_ended_leases_are_never_named_again() {
             while let Some(e) = m.poll_event() {
                 match e {
                     RenewalEvent::RenewalFailed { lease, .. }
-                    | RenewalEvent::DesiredExpirationReached { lease } => {
+                    | RenewalEvent::DesiredExpirationReached { lease, .. } => {
                         assert!(ended.insert(lease.cookie().0), "seed {seed}: a second end event");
                     }
                     RenewalEvent::Renewed { lease } => {

@@ -143,11 +143,14 @@ pub enum RenewalEvent {
         /// Why, if known.
         error: Option<LeaseError>,
     },
-    /// The desired expiration came (or, with a clock-drift margin, the end of a last grant
-    /// that reaches it); the manager no longer holds the lease (it is not cancelled).
+    /// The desired expiration came; the manager no longer holds the lease (it is not
+    /// cancelled). Never reported before `desired_expiration`, even when the last grant, less
+    /// the clock-drift margin, ends a few milliseconds short of it.
     DesiredExpirationReached {
         /// The lease, with its actual expiration.
         lease: Lease,
+        /// When the holder wanted it to end (the time this event is due).
+        desired_expiration: Millis,
     },
     /// A renewal succeeded; `lease` carries the new actual expiration (informational).
     Renewed {
@@ -604,7 +607,10 @@ impl RenewalManager {
             let e = self.remove_entry(s);
             if e.covers_desired() {
                 self.stats.desired_reached += 1;
-                self.events.push_back(RenewalEvent::DesiredExpirationReached { lease: e.lease });
+                self.events.push_back(RenewalEvent::DesiredExpirationReached {
+                    lease: e.lease,
+                    desired_expiration: e.desired,
+                });
             } else {
                 self.stats.failures += 1;
                 self.events.push_back(RenewalEvent::RenewalFailed {
@@ -903,7 +909,9 @@ impl RenewalManager {
         let Some(e) = self.get(s) else { return };
         let rto = self.peers[e.peer as usize].rtt.rto();
         let exp = e.lease.expiration();
-        let end = e.desired.min(exp);
+        // A grant that reaches the desired expiration ends the lease's stay at that time, not
+        // at its local expiration (which the drift margin puts a little earlier).
+        let end = if e.covers_desired() { e.desired } else { e.desired.min(exp) };
         let send = if e.state != State::Idle || exp == FOREVER || e.covers_desired() {
             None
         } else if e.failures > 0 {

@@ -710,7 +710,7 @@ impl RenewalService {
                 RenewalEvent::RenewalFailed { lease, error, .. } => {
                     self.renewal_failed(lease, error)
                 }
-                RenewalEvent::DesiredExpirationReached { lease } => {
+                RenewalEvent::DesiredExpirationReached { lease, .. } => {
                     // The manager stops when the grant reaches the governing desired expiration
                     // (its local copy may end a few ms earlier, by its clock-drift margin). The
                     // memberships stay until their own expirations, without renewals.
