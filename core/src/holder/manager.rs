@@ -1,8 +1,12 @@
 //! The renewal manager: keeps leases alive until their desired expiration (seed 000, 3.1;
 //! seed 002, `LeaseRenewalManager`; seed 003, LR.2), as a sans-I/O state machine.
 
+mod snapshot;
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{LeaseError, Result};
 use crate::holder::grant::{body_name, capped, checked_granted, local_expiration};
@@ -159,8 +163,11 @@ pub enum RenewalEvent {
     },
 }
 
+pub use snapshot::{ManagerSnapshot, MANAGER_SNAPSHOT_VERSION};
+
 /// Counters, so that traffic can be measured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RenewalStats {
     /// Requests handed out by [`RenewalManager::poll_transmit`] (renewals and cancels).
     pub requests_sent: u64,
@@ -302,6 +309,14 @@ struct InFlight {
 ///   millisecond of the time-out is still on time (the time-out fires one millisecond later).
 /// - Replies with an unknown or stale id are ignored.
 ///
+/// # Time
+///
+/// The manager's time never runs backwards, whatever `now` the host passes: every `now` is read
+/// as the latest `now` seen so far ([`RenewalManager::now`]). A host clock that steps back
+/// freezes the manager's time until the clock catches up, so a lease the manager has given up
+/// stays given up, a renewal never asks for more than the desired expiration leaves at the
+/// manager's time, and nothing is sent again because the clock went back.
+///
 /// ```
 /// use leasehold::holder::{RenewalManager, RenewalManagerConfig};
 /// use leasehold::{Cookie, LandlordId, Lease, FOREVER};
@@ -332,6 +347,8 @@ pub struct RenewalManager {
     events: VecDeque<RenewalEvent>,
     next_id: u64,
     stats: RenewalStats,
+    /// The manager's time: the latest `now` seen (`i64::MIN` before any).
+    clock: Millis,
 }
 
 /// When a request sent at `sent` with time-out `timeout` times out: the first millisecond *after*
@@ -395,6 +412,7 @@ impl RenewalManager {
             events: VecDeque::new(),
             next_id,
             stats: RenewalStats::default(),
+            clock: Millis::MIN,
         }
     }
 
@@ -409,7 +427,21 @@ impl RenewalManager {
         &self.config
     }
 
-    /// Renews `lease` until `duration` from `now`, asking for `renew_duration` each time. See
+    /// The manager's time: the latest `now` it has seen (`i64::MIN` before any). Every `now`
+    /// given to the manager is read as at least this.
+    pub fn now(&self) -> Millis {
+        self.clock
+    }
+
+    /// Moves the manager's time to `now` (never backwards) and returns it.
+    #[inline]
+    fn tick(&mut self, now: Millis) -> Millis {
+        self.clock = self.clock.max(now);
+        self.clock
+    }
+
+    /// Renews `lease` until `duration` from `now` (read as the manager's time: never before the
+    /// latest `now` it has seen), asking for `renew_duration` each time. See
     /// [`RenewalManager::renew_until`].
     ///
     /// As in River, a duration that reaches the end of time (`now + duration >= FOREVER`, which
@@ -423,6 +455,7 @@ impl RenewalManager {
         renew_duration: Duration,
         now: Millis,
     ) -> Result<()> {
+        let now = self.tick(now);
         if duration < 0 {
             return Err(LeaseError::InvalidArgument(format!(
                 "renew_for duration must be >= 0 or FOREVER, got {duration}"
@@ -440,7 +473,8 @@ impl RenewalManager {
     ///
     /// `lease.expiration()` is its actual expiration. A lease already managed is replaced (a
     /// renewal in flight for the old entry is then ignored). A desired expiration already past
-    /// is reported as reached at the next [`RenewalManager::handle_timeout`].
+    /// (at the manager's time: `now`, or the latest `now` seen if that is later) is reported as
+    /// reached at the next [`RenewalManager::handle_timeout`].
     pub fn renew_until(
         &mut self,
         lease: Lease,
@@ -448,6 +482,7 @@ impl RenewalManager {
         renew_duration: Duration,
         now: Millis,
     ) -> Result<()> {
+        let now = self.tick(now);
         check_renew_duration(renew_duration, desired_expiration)?;
         if let Some(old) = self.index.get(&key(&lease)).copied() {
             self.remove_entry(old);
@@ -498,7 +533,10 @@ impl RenewalManager {
     /// [`RenewalStats::cancel_failures`] (confirmed ones in `leases_cancelled`). A host that must
     /// know the outcome of one cancel should send it itself (`RequestBody::Cancel`) and read the
     /// reply.
-    pub fn cancel(&mut self, lease: &Lease, _now: Millis) -> Result<()> {
+    ///
+    /// `now` moves the manager's time (never backwards) like every other call.
+    pub fn cancel(&mut self, lease: &Lease, now: Millis) -> Result<()> {
+        self.tick(now);
         let removed = self.remove(lease)?;
         self.cancels.entry(removed.landlord()).or_default().push(removed.cookie());
         Ok(())
@@ -514,8 +552,10 @@ impl RenewalManager {
     }
 
     /// Sets the desired expiration of `lease` (same rule for an [`ANY`] renew duration as
-    /// [`RenewalManager::renew_until`]).
+    /// [`RenewalManager::renew_until`]). `now` is read as the manager's time (never before the
+    /// latest `now` seen).
     pub fn set_expiration(&mut self, lease: &Lease, desired: Millis, now: Millis) -> Result<()> {
+        let now = self.tick(now);
         let s = self.index.get(&key(lease)).copied().ok_or(LeaseError::UnknownLease)?;
         let e = self.get_mut(s).ok_or(LeaseError::UnknownLease)?;
         check_renew_duration(e.renew_duration, desired)?;
@@ -579,9 +619,11 @@ impl RenewalManager {
         .min()
     }
 
-    /// Advances to `now`: requests without a reply time out, leases reach their desired or
+    /// Advances to `now` (read as the manager's time: a `now` before the latest seen changes
+    /// nothing about time): requests without a reply time out, leases reach their desired or
     /// actual expiration, and due renewals are batched for [`RenewalManager::poll_transmit`].
     pub fn handle_timeout(&mut self, now: Millis) {
+        let now = self.tick(now);
         while let Some(&(t, id)) = self.timeouts.first() {
             if t > now {
                 break;
@@ -625,8 +667,11 @@ impl RenewalManager {
     }
 
     /// The next request to send, stamped with `now` as its send time (the local expiration of
-    /// each lease it renews counts from here).
+    /// each lease it renews counts from here). `now` is read as the manager's time: after a host
+    /// clock step back, the send time is the latest `now` seen, and a renewal asks for no more
+    /// than the desired expiration leaves at that time.
     pub fn poll_transmit(&mut self, now: Millis) -> Option<Transmit> {
+        let now = self.tick(now);
         if let Some((landlord, cookies)) = self.cancels.pop_first() {
             let id = self.new_id();
             let body = if cookies.len() == 1 {
@@ -696,11 +741,13 @@ impl RenewalManager {
         None
     }
 
-    /// Takes a landlord's reply to a request of this manager, received at `now`.
+    /// Takes a landlord's reply to a request of this manager, received at `now` (read as the
+    /// manager's time: never before the latest `now` seen, so never before the send time).
     ///
     /// Replies with an unknown id (or one already answered, timed out or failed), or from
     /// another landlord than the one asked, are ignored.
     pub fn handle_reply(&mut self, reply: &Reply, now: Millis) {
+        let now = self.tick(now);
         let ok = match self.inflight.get(&reply.id) {
             Some(rec) => rec.sent_at.is_some() && rec.landlord == reply.landlord,
             None => false,
@@ -756,8 +803,10 @@ impl RenewalManager {
 
     /// The host reports that request `request_id` failed in transport (or timed out by the
     /// host's own reckoning). An indefinite `error` is retried with back-off; a definite one
-    /// drops the leases of the request with a failure event. Unknown ids are ignored.
+    /// drops the leases of the request with a failure event. Unknown ids are ignored. `now` is
+    /// read as the manager's time (never before the latest `now` seen).
     pub fn handle_failure(&mut self, request_id: u64, error: LeaseError, now: Millis) {
+        let now = self.tick(now);
         match self.inflight.get(&request_id) {
             Some(rec) if rec.sent_at.is_some() => {}
             _ => return,

@@ -51,6 +51,7 @@
 //! assert!(manager.is_empty());
 //! ```
 
+pub(crate) mod bin;
 pub mod grant;
 mod manager;
 mod map;
@@ -58,7 +59,10 @@ mod renewer;
 mod rtt;
 
 pub use grant::{grant_request, lease_from_reply, lease_from_reply_with_drift, local_expiration};
-pub use manager::{RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit};
+pub use manager::{
+    ManagerSnapshot, RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit,
+    MANAGER_SNAPSHOT_VERSION,
+};
 pub use map::LeaseMap;
 pub use renewer::Renewer;
 pub use rtt::{RttEstimator, CLOCK_GRANULARITY};
