@@ -43,7 +43,7 @@ fn rebuild(t: &EventTable, binary: bool) -> EventTable {
 }
 
 fn step(t: &mut EventTable, op: &Op, ids: &[u64]) -> String {
-    let pick = |i: usize| (!ids.is_empty()).then(|| ids[i % ids.len()]).unwrap_or(i as u64);
+    let pick = |i: usize| if ids.is_empty() { i as u64 } else { ids[i % ids.len()] };
     let src = |o| EventSource { service: LandlordId(7), object: o };
     match op {
         Op::Register(o, h) => format!("{}", t.register(src(*o), h.clone())),
