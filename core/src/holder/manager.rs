@@ -440,6 +440,12 @@ impl RenewalManager {
         self.clock
     }
 
+    /// Whether [`RenewalManager::poll_transmit`] has something to hand out (or requests to
+    /// drop): when false, it changes nothing but the time.
+    pub(crate) fn has_transmit(&self) -> bool {
+        !self.cancels.is_empty() || !self.ready.is_empty()
+    }
+
     /// Renews `lease` until `duration` from `now` (read as the manager's time: never before the
     /// latest `now` it has seen), asking for `renew_duration` each time. See
     /// [`RenewalManager::renew_until`].
