@@ -58,6 +58,9 @@ enum Op {
     Lose(usize, bool),
     Events,
     Rebuild(bool),
+    /// Every twin continues after a (pretend) restart at the host's `now`: set leases do not
+    /// count the time since the service's own time.
+    Resume,
 }
 
 fn set_duration() -> impl Strategy<Value = Duration> {
@@ -99,6 +102,7 @@ fn op(back: bool) -> impl Strategy<Value = Op> {
         1 => (0usize..8, any::<bool>()).prop_map(|(i, r)| Op::Lose(i, r)),
         3 => Just(Op::Events),
         2 => any::<bool>().prop_map(Op::Rebuild),
+        1 => Just(Op::Resume),
     ]
 }
 
@@ -254,6 +258,7 @@ fn step(svc: &mut RenewalService, op: &Op, w: &World, i: usize, t: Millis, out: 
             }
         }
         Op::Garbage => out.push(Seen::Bytes(svc.handle_bytes(b"\x01garbage", Encoding::Binary, t))),
+        Op::Resume => svc.resume(t),
         Op::Timeout => {
             // As hosts do: the time-out, then whatever it made ready to send.
             svc.handle_timeout(t);

@@ -298,8 +298,11 @@ impl RenewalService {
         let mut config = config;
         config.landlord = landlord.config.clone();
         let policy = config.set_policy.build()?;
-        // The landlord's own clock: the service's time plus the set-lease offset.
-        let ll = Landlord::restore(landlord, policy, taken_at.saturating_add(set_clock_offset))?;
+        // The landlord's own clock is the service's time plus the set-lease offset: restored at
+        // that time, then set to read the service's time as it.
+        let mut ll =
+            Landlord::restore(landlord, policy, taken_at.saturating_add(set_clock_offset))?;
+        ll.resume(taken_at);
         let manager = RenewalManager::restore(manager)?;
         if manager.now() > taken_at {
             return Err(bad(format!(
