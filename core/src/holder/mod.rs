@@ -7,6 +7,15 @@
 //!   of one landlord, scheduling by a measured round-trip estimate, retrying indefinite
 //!   failures, and reporting [`RenewalEvent`]s (seed 000, 3.1; seed 002; seed 003, LR.2).
 //!
+//! # Time and restarts
+//!
+//! A renewal manager's time never runs backwards: every `now` it is given is read as the latest
+//! `now` it has seen ([`RenewalManager::now`]). [`RenewalManager::snapshot`] and
+//! [`RenewalManager::restore`] carry everything it holds ([`ManagerSnapshot`], JSON or compact
+//! binary), so a restored manager sends, reports and times out exactly as the original would
+//! have. Its times are absolute on the host's clock (the leases' landlords keep counting while
+//! the holder is down). Inside a renewal service, the service's journal covers it.
+//!
 //! # Driving a renewal manager
 //!
 //! The manager never reads a clock or touches a socket. The host runs one loop, with `now`

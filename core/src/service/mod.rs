@@ -84,6 +84,41 @@
 //! }
 //! assert!(printer.get(lease.cookie(), now).is_some(), "renewed for 20 minutes so far");
 //! ```
+//!
+//! # Time
+//!
+//! The service's time never runs backwards, whatever `now` the host passes: it is the latest
+//! `now` seen so far ([`RenewalService::now`]), and every `now` (of calls and of queries) is read
+//! that way. A host clock that steps back freezes the service's time until the clock catches
+//! up: a set or a membership the service has ended stays ended, and nothing is renewed or sent
+//! again because the clock went back. The set-lease landlord and the renewal manager inside are
+//! always given the service's time.
+//!
+//! # Snapshots, the journal, and replies after durable
+//!
+//! [`RenewalService::snapshot`] / [`RenewalService::restore`] carry everything the service holds
+//! as JSON-friendly data ([`ServiceSnapshot`]), exactly: restored at the time it was taken, the
+//! service answers, sends and reports as the original would have. For durability, a service
+//! keeps a journal ([`RenewalService::enable_journal`], [`RenewalService::take_journal`]): a
+//! command log of every call that changes it, with the service's time, replayed through the same
+//! code. It writes compact binary snapshots ([`RenewalService::snapshot_bytes`], kind
+//! [`crate::journal::KIND_RENEWAL_SERVICE`]), and [`RenewalService::recover`] rebuilds it from a
+//! snapshot and the log that follows (a torn tail tolerated, damage refused), then
+//! [`RenewalService::resume`]s.
+//!
+//! Across a restart, set leases follow the landlord's rule: time spent down does not count (a
+//! set lease with 10 minutes left at the last record has 10 minutes left after the restart;
+//! with a journal and sets held, [`RenewalService::poll_timeout`] asks for a time-out at least
+//! every `journal_clock_interval` of the set-lease landlord's configuration, which bounds the
+//! time before a crash that does not count). Client leases and memberships are absolute times on
+//! the host's clock, because the client leases' landlords kept counting while the service was
+//! down: run the service on a clock that continues across restarts (epoch milliseconds).
+//!
+//! Everything a call hands out (its return value, a reply, a request to send, an event) may
+//! leave only once the journal is durable up to [`RenewalService::journal_seq`] read right after
+//! the call; push it into a [`crate::journal::Gate`] with that number and release it when the
+//! store confirms (one sync covers everything answered meanwhile). Handing out an event is
+//! journaled too, so a restart never hands it out again.
 
 mod durable;
 mod handle;
@@ -121,8 +156,11 @@ pub struct RenewalServiceConfig {
     pub set_policy: PolicySpec,
     /// The renewal manager that renews the client leases.
     pub manager: RenewalManagerConfig,
-    /// How far event sequence numbers jump on restore
-    /// ([`crate::event::DEFAULT_RESTORE_JUMP`] by default).
+    /// How far event sequence numbers jump on a JSON restore ([`RenewalService::restore`];
+    /// [`crate::event::DEFAULT_RESTORE_JUMP`] by default). Use 0 when the snapshot is the
+    /// service's last state (taken at a clean shutdown): the numbers go on without a gap. Keep a
+    /// jump when the snapshot may be stale (events numbered after it may have been delivered).
+    /// A service rebuilt from its binary snapshot and journal is exact and never jumps.
     pub restore_jump: u64,
 }
 
