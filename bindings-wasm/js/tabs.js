@@ -164,10 +164,12 @@ class Connection extends EventTarget {
     // The tab's own lock, held for its life: the landlord asks for it and is granted it only when
     // this tab is gone (closed, crashed, navigated away), and then cancels the tab's leases.
     await new Promise((resolve) => {
-      navigator.locks?.request(`${LOCK_PREFIX}:tab:${this.tab}`, () => {
+      const held = navigator.locks?.request(`${LOCK_PREFIX}:tab:${this.tab}`, () => {
         resolve();
         return NEVER;
-      }) ?? resolve();
+      });
+      if (held) held.catch(resolve);
+      else resolve();
     });
     if (this.mode === 'sharedworker') this.#connectWorker();
     else this.#connectFallback();
@@ -297,6 +299,7 @@ class Connection extends EventTarget {
         break;
       }
       case 'wake':
+        this.#wakeAt = undefined; // that wake-up is spent: ask again even for the same deadline
         this.tick();
         break;
       case 'fatal':
@@ -521,6 +524,7 @@ export class TabLease extends EventTarget {
     this.#conn.register(this);
     this.#driver.renewFor(lease, FOREVER, this.#leaseMs);
     this._tick(); // a reply that came late (a frozen tab) may carry a lease already over
+    this.#conn.updateWake();
     return this.#state === 'held';
   }
 
