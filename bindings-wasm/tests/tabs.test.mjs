@@ -11,7 +11,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -429,4 +429,57 @@ test('fallback without SharedWorker: a landlord tab chosen by Web Locks, Broadca
   } finally {
     await context.close();
   }
+});
+
+test('the tabs demo screenshot script: a closed leader (cancelled), a blocked one (expired), a third leads', { timeout: 90_000 }, async () => {
+  const { screenshotTabs } = await import(pathToFileURL(join(root, 'examples/web/screenshot-tabs.mjs')).href);
+  const artifacts = process.env.LEASEHOLD_ARTIFACTS ?? '.';
+  mkdirSync(artifacts, { recursive: true });
+  const shot = await screenshotTabs({ chromium, out: join(artifacts, 'tabs-demo.png'), pkgDir });
+  assert.equal(shot.ends.length, 2, JSON.stringify(shot.ends));
+  assert.match(shot.ends[0], / cancelled$/);
+  assert.match(shot.ends[1], / expired$/);
+  console.log(`# screenshot: ${shot.out} (${shot.ends.join(', ')}; ${shot.leader} leads)`);
+});
+
+test('tabs.d.ts type-checks a program using leasehold/tabs (tsc --strict)', async () => {
+  const { createRequire } = await import('node:module');
+  const { writeFileSync } = await import('node:fs');
+  const { execFileSync } = await import('node:child_process');
+  const require = createRequire(join(process.cwd(), 'package.json'));
+  const tsc = require.resolve('typescript/bin/tsc');
+  const dir = mkdtempSync(join(process.cwd(), 'ts-tabs-'));
+  writeFileSync(join(dir, 'use.ts'), `
+import { electLeader, acquireLease, now, tabId, configure, tabsMode, landlordLog, LeaderElection, TabLease,
+  type LostReason, type LeaderInfo, type LeaseRecord, MAX_LEASE_MS } from 'leasehold/tabs';
+configure({ mode: 'auto' });
+const e: LeaderElection = electLeader('sync', { leaseMs: 5000, label: 'a', resignOnFreeze: true, renewal: { renewDivisor: 2 } });
+e.addEventListener('leader', (ev) => { const u: number = ev.until; void u; });
+e.addEventListener('lost', (ev) => { const r: LostReason = ev.reason; const c: string = ev.cause; void r; void c; });
+e.addEventListener('change', (ev) => { const l: LeaderInfo | null = ev.leader; void l; });
+e.addEventListener('record', (ev) => { const r: LeaseRecord = ev.record; void r; });
+const until: number | undefined = e.isLeader ? e.leaderUntil : undefined;
+const t: number = now();
+const id: string = tabId() + e.tabId + tabsMode();
+async function f(): Promise<void> {
+  const l: TabLease = await acquireLease('printer', { leaseMs: MAX_LEASE_MS, wait: false, signal: AbortSignal.timeout(1000) });
+  l.addEventListener('lost', (ev) => console.log(ev.reason));
+  const held: boolean = l.held;
+  l.release();
+  const log = await landlordLog('printer');
+  const n: number = log.entries.length + (held ? 1 : 0);
+  await e.whenLeader();
+  e.resign(); e.campaign(); e.close();
+  void n;
+}
+void [until, t, id, f];
+`);
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: {
+      strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext',
+      lib: ['es2022', 'esnext.disposable', 'dom'], skipLibCheck: false, types: [],
+    },
+    files: ['use.ts'],
+  }));
+  execFileSync(process.execPath, [tsc, '-p', dir], { stdio: 'inherit' });
 });

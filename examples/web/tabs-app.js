@@ -18,12 +18,14 @@ const resignOnFreeze = params.get('resignOnFreeze') !== '0';
 const election = electLeader(name, { leaseMs, label, resignOnFreeze });
 window.tabsDemo = { election, events, leases, label };
 
-function hue(tab) {
-  let h = 0;
-  for (const c of String(tab)) h = (h * 31 + c.charCodeAt(0)) % 360;
-  return h;
+// Tabs get colours in the order they first appear (blue, green, pink, teal, olive, grey, navy).
+const PALETTE = ['#0969da', '#1a7f37', '#bf3989', '#0a7d8c', '#7d6c00', '#57606a', '#1b1f5e'];
+const colours = new Map();
+function color(tab) {
+  if (!colours.has(tab)) colours.set(tab, PALETTE[colours.size % PALETTE.length]);
+  return colours.get(tab);
 }
-const color = (tab) => `hsl(${hue(tab)} 65% 42%)`;
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function log(text) {
   const t = new Date().toISOString().slice(11, 23);
@@ -100,6 +102,7 @@ function draw() {
   const x = (v) => `${(((Math.max(from, Math.min(to, v)) - from) / (to - from)) * 100).toFixed(3)}%`;
   const w = (a, b) => `${(((Math.min(to, b) - Math.max(from, a)) / (to - from)) * 100).toFixed(3)}%`;
   const rows = new Map(); // tab -> html
+  const names = new Map(); // tab -> label
   for (const [id, l] of leases) {
     const end = l.end ?? t;
     if (end < from && l.end !== undefined) continue;
@@ -111,11 +114,10 @@ function draw() {
     for (const r of l.renewals) if (r >= from) html += `<div class="tick" style="left:${x(r)}"></div>`;
     if (l.end !== undefined) html += `<div class="end ${l.endType}" style="left:${x(l.end)}"></div>`;
     rows.set(l.tab, html);
-    rows.labels ??= new Map();
-    rows.labels.set(l.tab, l.label ?? l.tab);
+    names.set(l.tab, l.label ?? l.tab);
   }
   $('timeline').innerHTML = [...rows]
-    .map(([tab, html]) => `<div class="row" data-tab="${tab}"><div class="name" style="color:${color(tab)}">${rows.labels.get(tab)}${tab === tabId() ? ' ◂' : ''}</div><div class="track">${html}</div></div>`)
+    .map(([tab, html]) => `<div class="row" data-tab="${esc(tab)}"><div class="name" style="color:${color(tab)}">${esc(names.get(tab))}${tab === tabId() ? ' ◂' : ''}</div><div class="track">${html}</div></div>`)
     .join('');
   $('axis0').textContent = `−${SPAN / 1000} s`;
   document.body.dataset.leader = leader?.tab ?? '';
