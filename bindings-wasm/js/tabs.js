@@ -118,6 +118,7 @@ class Connection extends EventTarget {
   #leaders = new Map(); // name -> leader info or null
   #holders = new Set(); // live TabLeases
   #wakeAt = undefined;
+  #spentWake = undefined;
   #ready;
   #readyResolve;
   #goneAt = undefined;
@@ -299,7 +300,9 @@ class Connection extends EventTarget {
         break;
       }
       case 'wake':
-        this.#wakeAt = undefined; // that wake-up is spent: ask again even for the same deadline
+        // That wake-up is spent: ask again, even for the same deadline if it is still ahead.
+        this.#spentWake = this.#wakeAt;
+        this.#wakeAt = undefined;
         this.tick();
         break;
       case 'fatal':
@@ -327,6 +330,7 @@ class Connection extends EventTarget {
   /** The landlord's log (every grant, renewal, cancel and expiry, times on its clock). */
   async log(name) {
     await this.#ready;
+    if (!this.#post) throw new IndefiniteError('leasehold/tabs: not connected');
     const n = ++this.#n;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -388,6 +392,7 @@ class Connection extends EventTarget {
       if (t !== undefined && (due === undefined || t < due)) due = t;
     }
     if (due === this.#wakeAt) return;
+    if (due !== undefined && due === this.#spentWake && due <= now()) return; // never a wake-up loop
     this.#wakeAt = due;
     this.#post?.({ t: 'wake', in: due === undefined ? undefined : Math.max(0, due - now()) });
   }
@@ -689,6 +694,7 @@ export class LeaderElection extends EventTarget {
   #lease = null;
   #campaigning = false;
   #attempt = null; // AbortController of the running acquisition
+  #gen = 0; // campaign loop generation: only the latest loop acts
   #closed = false;
   #unwatch;
   #onFreeze;
@@ -722,7 +728,7 @@ export class LeaderElection extends EventTarget {
       if (this.#options.resignOnFreeze || e.cause === 'pagehide') this.#lease?.release(e.cause);
     };
     this.#onResume = () => {
-      if (this.#campaigning && !this.#lease && !this.#attempt) this.#campaign();
+      if (this.#campaigning && !this.#lease) this.#campaign();
     };
     this.#conn.addEventListener('freeze', this.#onFreeze);
     this.#conn.addEventListener('resume', this.#onResume);
@@ -775,8 +781,16 @@ export class LeaderElection extends EventTarget {
     this.#campaign();
   }
 
-  async #campaign() {
-    while (this.#campaigning && !this.#closed && !this.#lease) {
+  /** Starts a campaign loop; a loop started earlier stops (its attempt is aborted). */
+  #campaign() {
+    const gen = ++this.#gen;
+    this.#attempt?.abort();
+    this.#loop(gen);
+  }
+
+  async #loop(gen) {
+    const current = () => gen === this.#gen && this.#campaigning && !this.#closed;
+    while (current() && !this.#lease) {
       if (this.#conn.frozen) return; // resumes on 'resume'
       const attempt = new AbortController();
       this.#attempt = attempt;
@@ -784,15 +798,14 @@ export class LeaderElection extends EventTarget {
       try {
         lease = await acquireLease(this.#name, { ...this.#options, wait: true, signal: attempt.signal });
       } catch (err) {
-        if (this.#attempt === attempt) this.#attempt = null;
-        if (attempt.signal.aborted) return;
+        if (attempt.signal.aborted || !current()) return;
         this.dispatchEvent(new TabsEvent('error', { error: err }));
-        await sleep(this.#options.leaseMs).catch(() => {});
+        await sleep(this.#options.leaseMs, attempt.signal).catch(() => {});
         continue;
       } finally {
         if (this.#attempt === attempt) this.#attempt = null;
       }
-      if (!this.#campaigning || this.#closed) {
+      if (!current() || this.#conn.frozen || this.#lease) {
         lease.release('resigned');
         return;
       }
