@@ -54,10 +54,13 @@ async function launchChromium() {
     browser,
     context: browser.contexts()[0],
     async close() {
-      await browser.close().catch(() => {});
-      proc.kill();
+      // Browser.close lets Chromium shut down its child processes before the profile is removed.
+      await browser.newBrowserCDPSession().then((s) => s.send('Browser.close')).catch(() => {});
+      const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
       await exited;
-      rmSync(dir, { recursive: true, force: true });
+      clearTimeout(t);
+      await browser.close().catch(() => {});
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }
@@ -304,6 +307,47 @@ test('a hidden leader keeps its lease: the worker clocks its renewals, not the t
   assert.ok(r.n >= 8 && r.max < leaseMs, `renewals ${JSON.stringify(gaps)}`);
   assert.deepEqual(tabs.errors, []);
   for (const p of tabs.pages) await p.close();
+});
+
+test('re-entrant calls from event listeners: resign in leader, campaign in lost, isLeader in renewed', { timeout: 30_000 }, async () => {
+  const page = await chrome.context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${server.url}tabs?name=unused-reentrant`);
+  const seen = await page.evaluate(() => new Promise((resolve, reject) => {
+    import('/pkg/tabs.js').then(({ electLeader }) => {
+      const seen = [];
+      const e = electLeader('reentrant', { leaseMs: 1000 });
+      let leads = 0;
+      e.addEventListener('leader', () => {
+        leads++;
+        seen.push(`leader ${leads} ${e.isLeader}`);
+        if (leads === 1) e.resign(); // cancels at once, from inside the event
+      });
+      e.addEventListener('lost', (ev) => {
+        seen.push(`lost ${ev.reason} ${ev.cause} ${e.isLeader}`);
+        e.campaign(); // campaigns again, from inside the event
+      });
+      e.addEventListener('renewed', () => {
+        seen.push(`renewed ${e.isLeader} ${e.leaderUntil > 0}`); // brings the manager to now inside its own event
+        if (seen.filter((x) => x.startsWith('renewed')).length === 2) {
+          e.close();
+          resolve(seen);
+        }
+      });
+      setTimeout(() => reject(new Error(`stuck: ${seen}`)), 10_000);
+    }, reject);
+  }));
+  assert.deepEqual(seen, [
+    'leader 1 true',
+    'lost cancelled resigned false',
+    'leader 2 true',
+    'renewed true true',
+    'renewed true true',
+    'lost cancelled resigned false', // close() inside 'renewed'; its campaign() is then a no-op
+  ]);
+  assert.deepEqual(errors, []);
+  await page.close();
 });
 
 test('named tab leases: one holder at a time, denied without waiting, handed over on release', { timeout: 30_000 }, async () => {
