@@ -31,7 +31,7 @@ let chrome;
 async function launchChromium() {
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-tabs-'));
   const proc = spawn('/usr/bin/chromium', [
-    '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync',
     '--remote-debugging-port=0', `--user-data-dir=${dir}`, 'about:blank',
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
