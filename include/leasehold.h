@@ -565,7 +565,7 @@ typedef struct leasehold_renewal_event {
      */
     struct leasehold_lease lease;
     /**
-     * When the holder wanted it to end (RENEWAL_FAILED only, else 0).
+     * When the holder wanted it to end (RENEWAL_FAILED and DESIRED_EXPIRATION_REACHED, else 0).
      */
     int64_t desired_expiration;
     /**
