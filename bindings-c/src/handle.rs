@@ -2,9 +2,10 @@
 //! it, and each call borrows its state for as long as it runs Rust code and never while it runs
 //! the host's code.
 //!
-//! Handles whose calls run callbacks (landlord, lease map, renewal manager, renewal service)
-//! are [`Opaque`]: a [`Handle`] around the core's state with a small guard, so that a callback
-//! may call back into the handle that runs it (re-entrancy) without aliasing that state:
+//! Handles with mutable state (landlord, lease map, renewal manager, renewal service, gap
+//! tracker, event table) are [`Opaque`]: a [`Handle`] around the core's state with a small
+//! guard, so that a callback may call back into the handle that runs it (re-entrancy) without
+//! aliasing that state:
 //! - a call borrows the state only inside [`Call::with`] / [`Call::with_mut`] (or [`read`] /
 //!   [`write`]), whose closures never call user code; callbacks run between such borrows, so a
 //!   re-entrant call finds the state free and simply works;
@@ -16,8 +17,8 @@
 //! - should a borrow ever meet another (a bug: user code inside a borrow), the second call fails
 //!   with `BUSY` instead of aliasing.
 //!
-//! Immutable or callback-free handles (configurations, policies, messages, event tables) are
-//! plain boxes: [`give_box`] and [`free_box`].
+//! Configurations and immutable handles (policies, messages) run no callbacks and are plain
+//! boxes: [`give_box`] and [`free_box`].
 
 use std::cell::{Cell, UnsafeCell};
 
@@ -28,21 +29,22 @@ use crate::error::{guard, guard_void, leasehold_status, null, Fail, Maybe, Out, 
 pub(crate) struct Handle<T> {
     /// Calls into this handle now on the thread's stack that may run user code.
     active: Cell<u32>,
-    /// The state is borrowed by a call in progress.
-    borrowed: Cell<bool>,
-    /// `_free` was called while `active` > 0: the handle is dead, its memory not yet released.
-    freed: Cell<bool>,
+    /// [`BORROWED`] and [`FREED`]; one byte, so the fast path tests both at once.
+    flags: Cell<u8>,
     inner: UnsafeCell<T>,
 }
 
+/// The state is borrowed by a call in progress.
+const BORROWED: u8 = 1;
+/// `_free` was called while `active` > 0: the handle is dead, its memory not yet released.
+const FREED: u8 = 2;
+
 impl<T> Handle<T> {
     pub(crate) fn new(inner: T) -> Handle<T> {
-        Handle {
-            active: Cell::new(0),
-            borrowed: Cell::new(false),
-            freed: Cell::new(false),
-            inner: UnsafeCell::new(inner),
-        }
+        Handle { active: Cell::new(0), flags: Cell::new(0), inner: UnsafeCell::new(inner) }
+    }
+    fn freed(&self) -> bool {
+        self.flags.get() & FREED != 0
     }
 }
 
@@ -97,17 +99,21 @@ fn busy_borrowed<H: Opaque>() -> Fail {
 }
 
 /// Resets the borrow flag when a borrow ends, also when it ends by a panic.
-struct Borrow<'a>(&'a Cell<bool>);
+struct Borrow<'a>(&'a Cell<u8>);
 
 impl Drop for Borrow<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        self.0.set(false);
+        // A borrow starts only with no flag set, and nothing sets FREED while it lasts (only
+        // user code frees, and none runs inside a borrow): clearing everything is exact.
+        self.0.set(0);
     }
 }
 
 /// # Safety
 /// `p` is NULL or a live handle made by this library (a handle freed inside a callback stays
 /// allocated until its outermost call returns).
+#[inline(always)]
 unsafe fn handle_of<'a, H: Opaque>(p: *const H) -> Res<&'a Handle<H::Inner>> {
     match unsafe { p.as_ref() } {
         Some(h) => Ok(h.handle()),
@@ -115,15 +121,14 @@ unsafe fn handle_of<'a, H: Opaque>(p: *const H) -> Res<&'a Handle<H::Inner>> {
     }
 }
 
+#[inline(always)]
 fn borrow<H: Opaque>(h: &Handle<H::Inner>) -> Res<Borrow<'_>> {
-    if h.freed.get() {
-        return Err(busy_freed::<H>());
+    let f = h.flags.get();
+    if f != 0 {
+        return Err(if f & FREED != 0 { busy_freed::<H>() } else { busy_borrowed::<H>() });
     }
-    if h.borrowed.get() {
-        return Err(busy_borrowed::<H>());
-    }
-    h.borrowed.set(true);
-    Ok(Borrow(&h.borrowed))
+    h.flags.set(BORROWED);
+    Ok(Borrow(&h.flags))
 }
 
 /// Runs `f` on the state of the handle at `p` (a call that runs no user code).
@@ -235,7 +240,7 @@ impl<H: Opaque> Call<H> {
     /// `p` is NULL or a live handle.
     pub(crate) unsafe fn enter(p: *const H) -> Res<Call<H>> {
         let h = unsafe { handle_of(p) }?;
-        if h.freed.get() {
+        if h.freed() {
             return Err(busy_freed::<H>());
         }
         h.active.set(h.active.get() + 1);
@@ -249,7 +254,7 @@ impl<H: Opaque> Call<H> {
 
     /// Whether a callback freed the handle: then no further callback may run.
     pub(crate) fn freed(&self) -> bool {
-        self.h().freed.get()
+        self.h().freed()
     }
 
     /// Borrows the state for `f`, which must not call user code.
@@ -282,7 +287,7 @@ impl<H: Opaque> Drop for Call<H> {
         let h = self.h();
         let n = h.active.get() - 1;
         h.active.set(n);
-        if n == 0 && h.freed.get() {
+        if n == 0 && h.freed() {
             // SAFETY: the last call on a handle freed inside a callback: nothing refers to it.
             drop(unsafe { Box::from_raw(self.p) });
         }
@@ -307,11 +312,11 @@ pub(crate) unsafe fn free<H: Opaque>(p: *mut H) {
             return;
         }
         let h = unsafe { &*p }.handle();
-        if h.freed.get() {
+        if h.freed() {
             return;
         }
         if h.active.get() > 0 {
-            h.freed.set(true);
+            h.flags.set(h.flags.get() | FREED);
         } else {
             drop(unsafe { Box::from_raw(p) });
         }
