@@ -2,10 +2,9 @@
 //! it, and each call borrows its state for as long as it runs Rust code and never while it runs
 //! the host's code.
 //!
-//! Handles with mutable state (landlord, lease map, renewal manager, renewal service, gap
-//! tracker, event table) are [`Opaque`]: a [`Handle`] around the core's state with a small
-//! guard, so that a callback may call back into the handle that runs it (re-entrancy) without
-//! aliasing that state:
+//! Handles whose calls run callbacks (landlord, lease map, renewal manager, renewal service)
+//! are [`Opaque`]: a [`Handle`] around the core's state with a small guard, so that a callback
+//! may call back into the handle that runs it (re-entrancy) without aliasing that state:
 //! - a call borrows the state only inside [`Call::with`] / [`Call::with_mut`] (or [`read`] /
 //!   [`write`]), whose closures never call user code; callbacks run between such borrows, so a
 //!   re-entrant call finds the state free and simply works;
@@ -17,8 +16,8 @@
 //! - should a borrow ever meet another (a bug: user code inside a borrow), the second call fails
 //!   with `BUSY` instead of aliasing.
 //!
-//! Configurations and immutable handles (policies, messages) run no callbacks and are plain
-//! boxes: [`give_box`] and [`free_box`].
+//! Immutable or callback-free handles (configurations, policies, messages, event tables) are
+//! plain boxes: [`give_box`] and [`free_box`].
 
 use std::cell::{Cell, UnsafeCell};
 
@@ -29,22 +28,21 @@ use crate::error::{guard, guard_void, leasehold_status, null, Fail, Maybe, Out, 
 pub(crate) struct Handle<T> {
     /// Calls into this handle now on the thread's stack that may run user code.
     active: Cell<u32>,
-    /// [`BORROWED`] and [`FREED`]; one byte, so the fast path tests both at once.
-    flags: Cell<u8>,
+    /// The state is borrowed by a call in progress.
+    borrowed: Cell<bool>,
+    /// `_free` was called while `active` > 0: the handle is dead, its memory not yet released.
+    freed: Cell<bool>,
     inner: UnsafeCell<T>,
 }
 
-/// The state is borrowed by a call in progress.
-const BORROWED: u8 = 1;
-/// `_free` was called while `active` > 0: the handle is dead, its memory not yet released.
-const FREED: u8 = 2;
-
 impl<T> Handle<T> {
     pub(crate) fn new(inner: T) -> Handle<T> {
-        Handle { active: Cell::new(0), flags: Cell::new(0), inner: UnsafeCell::new(inner) }
-    }
-    fn freed(&self) -> bool {
-        self.flags.get() & FREED != 0
+        Handle {
+            active: Cell::new(0),
+            borrowed: Cell::new(false),
+            freed: Cell::new(false),
+            inner: UnsafeCell::new(inner),
+        }
     }
 }
 
@@ -99,21 +97,17 @@ fn busy_borrowed<H: Opaque>() -> Fail {
 }
 
 /// Resets the borrow flag when a borrow ends, also when it ends by a panic.
-struct Borrow<'a>(&'a Cell<u8>);
+struct Borrow<'a>(&'a Cell<bool>);
 
 impl Drop for Borrow<'_> {
-    #[inline(always)]
     fn drop(&mut self) {
-        // A borrow starts only with no flag set, and nothing sets FREED while it lasts (only
-        // user code frees, and none runs inside a borrow): clearing everything is exact.
-        self.0.set(0);
+        self.0.set(false);
     }
 }
 
 /// # Safety
 /// `p` is NULL or a live handle made by this library (a handle freed inside a callback stays
 /// allocated until its outermost call returns).
-#[inline(always)]
 unsafe fn handle_of<'a, H: Opaque>(p: *const H) -> Res<&'a Handle<H::Inner>> {
     match unsafe { p.as_ref() } {
         Some(h) => Ok(h.handle()),
@@ -121,14 +115,15 @@ unsafe fn handle_of<'a, H: Opaque>(p: *const H) -> Res<&'a Handle<H::Inner>> {
     }
 }
 
-#[inline(always)]
 fn borrow<H: Opaque>(h: &Handle<H::Inner>) -> Res<Borrow<'_>> {
-    let f = h.flags.get();
-    if f != 0 {
-        return Err(if f & FREED != 0 { busy_freed::<H>() } else { busy_borrowed::<H>() });
+    if h.freed.get() {
+        return Err(busy_freed::<H>());
     }
-    h.flags.set(BORROWED);
-    Ok(Borrow(&h.flags))
+    if h.borrowed.get() {
+        return Err(busy_borrowed::<H>());
+    }
+    h.borrowed.set(true);
+    Ok(Borrow(&h.borrowed))
 }
 
 /// Runs `f` on the state of the handle at `p` (a call that runs no user code).
@@ -240,7 +235,7 @@ impl<H: Opaque> Call<H> {
     /// `p` is NULL or a live handle.
     pub(crate) unsafe fn enter(p: *const H) -> Res<Call<H>> {
         let h = unsafe { handle_of(p) }?;
-        if h.freed() {
+        if h.freed.get() {
             return Err(busy_freed::<H>());
         }
         h.active.set(h.active.get() + 1);
@@ -254,7 +249,7 @@ impl<H: Opaque> Call<H> {
 
     /// Whether a callback freed the handle: then no further callback may run.
     pub(crate) fn freed(&self) -> bool {
-        self.h().freed()
+        self.h().freed.get()
     }
 
     /// Borrows the state for `f`, which must not call user code.
@@ -287,7 +282,7 @@ impl<H: Opaque> Drop for Call<H> {
         let h = self.h();
         let n = h.active.get() - 1;
         h.active.set(n);
-        if n == 0 && h.freed() {
+        if n == 0 && h.freed.get() {
             // SAFETY: the last call on a handle freed inside a callback: nothing refers to it.
             drop(unsafe { Box::from_raw(self.p) });
         }
@@ -312,11 +307,11 @@ pub(crate) unsafe fn free<H: Opaque>(p: *mut H) {
             return;
         }
         let h = unsafe { &*p }.handle();
-        if h.freed() {
+        if h.freed.get() {
             return;
         }
         if h.active.get() > 0 {
-            h.flags.set(h.flags.get() | FREED);
+            h.freed.set(true);
         } else {
             drop(unsafe { Box::from_raw(p) });
         }
