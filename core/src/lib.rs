@@ -13,6 +13,8 @@
 //! - [`event`]: event registrations, sequence numbers, gaps and handbacks.
 //! - [`service`]: the lease renewal service: leased renewal sets, warnings and failure events.
 //! - [`inverted`]: inverted leasing (the landlord polls, holders answer), seed 004.
+//! - [`journal`]: durability without I/O: journal frames, snapshots, and replies held until
+//!   the records behind them are durable.
 #![deny(missing_docs)]
 
 pub mod codec;
@@ -20,6 +22,7 @@ pub mod error;
 pub mod event;
 pub mod holder;
 pub mod inverted;
+pub mod journal;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
