@@ -72,6 +72,10 @@ pub const MAX_FRAME: usize = 1 << 30;
 
 /// The snapshot kind of a [`crate::Landlord`].
 pub const KIND_LANDLORD: u16 = 1;
+/// The snapshot kind of a [`crate::RenewalService`].
+pub const KIND_RENEWAL_SERVICE: u16 = 2;
+/// The snapshot kind of the lookup discovery service.
+pub const KIND_DISCOVERY: u16 = 3;
 
 /// CRC-32 (IEEE) of `bytes`.
 #[inline]
@@ -505,6 +509,61 @@ fn find_valid_frame(bytes: &[u8], from: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// What replaying a log found ([`replay_segments`], and the state machines' own
+/// `replay_segments` and `recover`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recovered {
+    /// Journal records applied on top of the snapshot.
+    pub replayed: u64,
+    /// Sequence number of the last record now in the state.
+    pub last_seq: u64,
+    /// A torn tail in the last segment: the segment's index, the length to truncate it to
+    /// before appending again, and what was wrong.
+    pub torn: Option<(usize, usize, String)>,
+}
+
+/// Replays a log kept in segments (oldest first): scans each, hands every valid frame to
+/// `apply` (which skips records its state already has and returns how many it applied), and
+/// accepts a torn tail in the last segment only. Damage anywhere else, or a torn tail in a
+/// segment that later ones follow, is a [`LeaseError::Decode`] error.
+pub fn replay_segments(
+    segments: &[&[u8]],
+    mut apply: impl FnMut(&Frame<'_>) -> Result<u64>,
+) -> Result<Recovered> {
+    let mut out = Recovered::default();
+    for (i, seg) in segments.iter().enumerate() {
+        let s = scan(seg, None).map_err(|e| corrupt(format!("log segment {i}: {}", e.detail())))?;
+        for f in &s.frames {
+            out.replayed += apply(f)?;
+        }
+        if let Some(why) = s.torn {
+            if i + 1 != segments.len() {
+                return Err(corrupt(format!(
+                    "log segment {i} is cut short ({why}) but later segments follow"
+                )));
+            }
+            out.torn = Some((i, s.valid_len, why));
+        }
+    }
+    Ok(out)
+}
+
+/// A state machine that keeps a journal: what a store needs of it to write it down and to
+/// compact its log. Building one back from a snapshot needs more (a landlord's policy, say),
+/// so each type has its own `from_snapshot_bytes`/`recover`.
+pub trait Journaled {
+    /// The snapshot kind it writes.
+    const KIND: u16;
+    /// Sequence number of the last record written.
+    fn journal_seq(&self) -> u64;
+    /// Appends the records written since the last call as one frame to `out`.
+    fn take_journal(&mut self, out: &mut Vec<u8>) -> Option<Range<u64>>;
+    /// Appends a binary snapshot to `out`; returns the last record it includes.
+    fn snapshot_bytes(&mut self, out: &mut Vec<u8>) -> u64;
+    /// Replays log segments onto the state (see [`replay_segments`]).
+    fn replay_segments(&mut self, segments: &[&[u8]]) -> Result<Recovered>;
 }
 
 /// Writes a snapshot container around `body`.

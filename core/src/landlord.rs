@@ -80,7 +80,7 @@ use crate::policy::{LeasePolicy, PolicyContext};
 use crate::time::{self, Duration, Millis, ANY, FOREVER};
 use crate::wire::{Encoding, Limits, Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
 
-pub use durable::Recovered;
+pub use crate::journal::Recovered;
 pub use state::{
     LandlordSnapshot, RngState, SnapshotLease, String128, BINARY_SNAPSHOT_VERSION, SNAPSHOT_VERSION,
 };

@@ -15,6 +15,7 @@
 //! - [`inverted`]: inverted leasing (the landlord polls, holders answer), seed 004.
 //! - [`journal`]: durability without I/O: journal frames, snapshots, and replies held until
 //!   the records behind them are durable.
+//! - [`store`]: the embedded file store's directory format and policy, carried out by hosts.
 #![deny(missing_docs)]
 
 pub mod codec;
@@ -29,6 +30,7 @@ pub mod policy;
 pub mod serial;
 pub mod service;
 pub mod simnet;
+pub mod store;
 pub mod time;
 pub mod wire;
 

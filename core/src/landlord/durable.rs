@@ -19,7 +19,7 @@
 use std::ops::Range;
 
 use super::{Landlord, LeaseError, Millis, Result, NIL};
-use crate::journal::{put_varint, scan, Durable, Frame, Pending, Reader};
+use crate::journal::{put_varint, replay_segments, Durable, Frame, Pending, Reader, Recovered};
 use crate::lease::Cookie;
 use crate::policy::LeasePolicy;
 use crate::time::{Duration, FOREVER};
@@ -112,18 +112,6 @@ impl<R> Journal<R> {
         self.pending.begin(DELIVERED).extend_from_slice(&1u32.to_le_bytes());
         self.pending.end();
     }
-}
-
-/// What [`Landlord::replay_segments`] and [`Landlord::recover`] found.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Recovered {
-    /// Journal records applied on top of the snapshot.
-    pub replayed: u64,
-    /// Sequence number of the last record now in the landlord's state.
-    pub last_seq: u64,
-    /// A torn tail in the last segment: the segment's index, the length to truncate it to
-    /// before appending again, and what was wrong.
-    pub torn: Option<(usize, usize, String)>,
 }
 
 impl<R> Landlord<R> {
@@ -305,22 +293,7 @@ impl<R: Durable> Landlord<R> {
     /// tail is accepted in the last segment only (and reported, with the length to truncate it
     /// to); damage anywhere else is a [`LeaseError::Decode`] error.
     pub fn replay_segments(&mut self, segments: &[&[u8]]) -> Result<Recovered> {
-        let mut out = Recovered::default();
-        for (i, seg) in segments.iter().enumerate() {
-            let s = scan(seg, None)
-                .map_err(|e| LeaseError::Decode(format!("log segment {i}: {}", e.detail())))?;
-            for f in &s.frames {
-                out.replayed += self.replay(f)?;
-            }
-            if let Some(why) = s.torn {
-                if i + 1 != segments.len() {
-                    return Err(LeaseError::Decode(format!(
-                        "log segment {i} is cut short ({why}) but later segments follow"
-                    )));
-                }
-                out.torn = Some((i, s.valid_len, why));
-            }
-        }
+        let mut out = replay_segments(segments, |f| self.replay(f))?;
         out.last_seq = self.journal_seq();
         Ok(out)
     }
@@ -338,5 +311,21 @@ impl<R: Durable> Landlord<R> {
         let rec = ll.replay_segments(segments)?;
         ll.resume(now);
         Ok((ll, rec))
+    }
+}
+
+impl<R: Durable> crate::journal::Journaled for Landlord<R> {
+    const KIND: u16 = crate::journal::KIND_LANDLORD;
+    fn journal_seq(&self) -> u64 {
+        Landlord::journal_seq(self)
+    }
+    fn take_journal(&mut self, out: &mut Vec<u8>) -> Option<Range<u64>> {
+        Landlord::take_journal(self, out)
+    }
+    fn snapshot_bytes(&mut self, out: &mut Vec<u8>) -> u64 {
+        Landlord::snapshot_bytes(self, out)
+    }
+    fn replay_segments(&mut self, segments: &[&[u8]]) -> Result<Recovered> {
+        Landlord::replay_segments(self, segments)
     }
 }
