@@ -60,11 +60,11 @@ fn per_request(op: Op) -> u64 {
 fn run(op: Op, threads: usize, secs: f64, durable: Option<&std::path::Path>) -> (f64, u64) {
     let base: usize = 10_000;
     enum Host {
-        Mem(Mutex<LL>),
+        Mem(Box<Mutex<LL>>),
         Disk(Shared<LL>),
     }
     let host = Arc::new(match durable {
-        None => Host::Mem(Mutex::new(fresh())),
+        None => Host::Mem(Box::new(Mutex::new(fresh()))),
         Some(dir) => Host::Disk(Shared::new(open(dir, StoreConfig::default()))),
     });
     // Leases to renew, granted first.
