@@ -61,11 +61,11 @@ fn run(op: Op, threads: usize, secs: f64, durable: Option<&std::path::Path>) -> 
     let base: usize = 10_000;
     enum Host {
         Mem(Box<Mutex<LL>>),
-        Disk(Shared<LL>),
+        Disk(Box<Shared<LL>>),
     }
     let host = Arc::new(match durable {
         None => Host::Mem(Box::new(Mutex::new(fresh()))),
-        Some(dir) => Host::Disk(Shared::new(open(dir, StoreConfig::default()))),
+        Some(dir) => Host::Disk(Box::new(Shared::new(open(dir, StoreConfig::default())))),
     });
     // Leases to renew, granted first.
     let cookies: Arc<Vec<Cookie>> = Arc::new(match &*host {
