@@ -90,7 +90,6 @@ macro_rules! answers {
         }
     };
 }
-answers!(leasehold_core::Landlord<Vec<u8>>);
 answers!(leasehold_core::RenewalService);
 
 /// A callback that delivers one event of type `E`, borrowed for the call.
