@@ -99,6 +99,15 @@ pub fn open_shard(
     let path = shard_dir(data, id);
     let mut dir = Dir::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let files = dir.read().map_err(|e| format!("{}: {e}", path.display()))?;
+    let has = |f: &dyn Fn(&str) -> bool| files.iter().any(|(n, _)| f(n));
+    if !has(&|n| n == leasehold::store::SNAPSHOT_FILE) && has(&|n| n.ends_with(".lhj")) {
+        // The snapshot holds the shard's cookie seed: without it no log can be replayed.
+        return Err(format!(
+            "{}: the snapshot is missing but log segments remain: restore the snapshot from a \
+             backup (it holds the shard's cookie seed); refusing to start the shard afresh",
+            path.display()
+        ));
+    }
     let Opened { state: mut ll, store, ops, recovered, created } =
         Store::open(config, &files, |snapshot| match snapshot {
             Some(bytes) => LL::from_snapshot_bytes(bytes, policy.build()?),

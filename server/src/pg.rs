@@ -423,9 +423,9 @@ impl Cluster {
                          lease_until = now() + make_interval(secs => $3::float8 / 1000)
                      WHERE s.shard IN (
                          SELECT shard FROM leasehold_shards
-                         WHERE lease_until < now() OR (owner = $1 AND shard = ANY($5))
-                         ORDER BY (owner = $1 AND shard = ANY($5)) DESC, shard
-                         LIMIT greatest($4, cardinality($5))
+                         WHERE lease_until < now() OR (owner = $1 AND shard = ANY($5::bigint[]))
+                         ORDER BY (owner = $1 AND shard = ANY($5::bigint[])) DESC, shard
+                         LIMIT greatest($4::bigint, cardinality($5::bigint[]))
                          FOR UPDATE SKIP LOCKED)
                      RETURNING s.shard, s.epoch",
                     &[&self.instance, &app.config.advertise, &ttl_ms, &want, &lost],

@@ -351,7 +351,7 @@ fn holder(
                     c.transport_failures.fetch_add(1, Relaxed);
                     m.handle_failure(
                         tx.request.id,
-                        LeaseError::Decode("no server answered".into()),
+                        LeaseError::Indefinite("no server answered".into()),
                         now(),
                     );
                 }
