@@ -633,7 +633,7 @@ impl Cluster {
             .header(FORWARDED, "1")
             .body(Full::new(body))
             .ok()?;
-        let resp = tokio::time::timeout(Duration::from_secs(5), self.http.request(req))
+        let resp = tokio::time::timeout(Duration::from_secs(2), self.http.request(req))
             .await
             .ok()?
             .ok()?;
