@@ -40,7 +40,7 @@ pg_start() {
 }
 
 pg_sql() {
-  "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U leasehold -d leasehold_test -qAtc "$1"
+  PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U leasehold -d leasehold_test -qAtc "$1"
 }
 
 pg_stop() {
