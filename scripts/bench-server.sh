@@ -45,8 +45,8 @@ start() { # $1 index, $2 store args...
 for i in 0 1 2; do PORTS[$i]=$(free_port); URLS[$i]="http://127.0.0.1:${PORTS[$i]}"; done
 
 HOLDERS=8
-LEASES=1500
-LEASE_MS=2000
+LEASES=400
+LEASE_MS=1000
 measure() { # $1 label, $2 servers
   local n=$2 servers r0 r1 c0 c1 t0 t1 rate
   servers=$(IFS=,; echo "${URLS[*]:0:$n}")
