@@ -617,8 +617,7 @@ fn indefinite_delivery_failures_are_retried_until_the_lease_ends() {
     w.announce_ttl(2, &["a"], "h2:1", HOUR);
     let mut times = Vec::new();
     let mut first = None;
-    loop {
-        let Some(t) = w.svc.poll_timeout() else { break };
+    while let Some(t) = w.svc.poll_timeout() {
         if t > HOUR {
             break;
         }
