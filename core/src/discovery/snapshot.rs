@@ -1,30 +1,4 @@
-//! Snapshot and restore of a whole discovery service.
-//!
-//! A [`DiscoverySnapshot`] holds every registration (with its lease, from the internal
-//! landlord's own snapshot; its managed sets; its events not yet delivered and how their
-//! delivery stands), every registrar the service knows, every unicast discovery under way, the
-//! event table with its sequence numbers, and the counters. It serializes with serde (JSON via
-//! [`DiscoverySnapshot::to_json`]).
-//!
-//! [`DiscoveryService::restore`] checks every invariant the service relies on and refuses
-//! anything else with a [`LeaseError::Decode`] error: unique ids and event ids, registrations
-//! and registration leases one to one, managed sets within limits, every registrar a
-//! registration holds known and wanted by it, every registrar of the service's set held by
-//! every registration that wants it, unicast discovery under way for exactly the locators that
-//! need it, queued events numbered strictly increasing and not beyond their registration's
-//! sequence number.
-//!
-//! Times follow the landlord's rule: the service resumes as if it had been paused while it was
-//! down. Registration leases keep the time they had left when the snapshot was taken, counted
-//! again from the restore's `now`, and every time of the service's own (when a registrar counts
-//! as silent, when an event or a unicast discovery is retried or times out) moves by the same
-//! amount, `now - taken_at`. Restored at `now` equal to [`DiscoverySnapshot::taken_at`] with
-//! [`DiscoveryConfig::restore_jump`] zero, a service is exactly the one snapshotted: fed the
-//! same calls, it gives the same answers, events and transmissions.
-//!
-//! Event sequence numbers jump forward by [`DiscoveryConfig::restore_jump`] on restore (by
-//! default 2^32), so that a number handed out after an older snapshot was taken is never handed
-//! out again; listeners read the jump as a gap and can resynchronise with `registrars()`.
+//! Snapshot and restore of a whole discovery service: see [`DiscoverySnapshot`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -49,6 +23,32 @@ pub const SNAPSHOT_VERSION: u32 = 1;
 /// registrar or an event ([`DiscoveryService::snapshot`], [`DiscoveryService::restore`]).
 ///
 /// It contains the registration-lease cookie secret (the landlord's seed): store it like a key.
+///
+/// A snapshot holds every registration (with its lease, from the internal
+/// landlord's own snapshot; its managed sets; its events not yet delivered and how their
+/// delivery stands), every registrar the service knows, every unicast discovery under way, the
+/// event table with its sequence numbers, and the counters. It serializes with serde (JSON via
+/// [`DiscoverySnapshot::to_json`]).
+///
+/// [`DiscoveryService::restore`] checks every invariant the service relies on and refuses
+/// anything else with a [`LeaseError::Decode`] error: unique ids and event ids, registrations
+/// and registration leases one to one, managed sets within limits, every registrar a
+/// registration holds known and wanted by it, every registrar of the service's set held by
+/// every registration that wants it, unicast discovery under way for exactly the locators that
+/// need it, queued events numbered strictly increasing and not beyond their registration's
+/// sequence number.
+///
+/// Times follow the landlord's rule: the service resumes as if it had been paused while it was
+/// down. Registration leases keep the time they had left when the snapshot was taken, counted
+/// again from the restore's `now`, and every time of the service's own (when a registrar counts
+/// as silent, when an event or a unicast discovery is retried or times out) moves by the same
+/// amount, `now - taken_at`. Restored at `now` equal to [`DiscoverySnapshot::taken_at`] with
+/// [`DiscoveryConfig::restore_jump`] zero, a service is exactly the one snapshotted: fed the
+/// same calls, it gives the same answers, events and transmissions.
+///
+/// Event sequence numbers jump forward by [`DiscoveryConfig::restore_jump`] on restore (by
+/// default 2^32), so that a number handed out after an older snapshot was taken is never handed
+/// out again; listeners read the jump as a gap and can resynchronise with `registrars()`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoverySnapshot {
@@ -224,7 +224,7 @@ impl DiscoveryService {
         }
     }
 
-    /// Rebuilds a service from a snapshot at `now` (see the [module docs](self) for times).
+    /// Rebuilds a service from a snapshot at `now` (see [`DiscoverySnapshot`] for times).
     /// `config` supplies what is code or local choice (the lease policy, retry schedules,
     /// time-outs, limits, the sequence-number jump); the landlord's id, seed and cookie
     /// generator come from the snapshot, and its id must match `config.landlord.id`

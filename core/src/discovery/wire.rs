@@ -67,7 +67,7 @@
 //!
 //! Request bodies by `op`: `register` {`groups`, `locators`, `handback`, `duration`};
 //! `get_groups`, `get_locators`, `get_registrars` {`cookie`}; `add_groups`, `remove_groups`
-//! {`cookie`, `groups`: [names]}; `set_groups` {`cookie`, `groups`: null or [names]};
+//! {`cookie`, `groups`: an array of names}; `set_groups` {`cookie`, `groups`: null or an array};
 //! `add_locators`, `set_locators`, `remove_locators` {`cookie`, `locators`}; `discard`
 //! {`cookie`, `registrar`}. Reply bodies: `registered` {`registration`, `cookie`, `duration`,
 //! `event_id`, `sequence`}; `groups` {`groups`}; `locators` {`locators`}; `registrars`
