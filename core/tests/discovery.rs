@@ -766,3 +766,23 @@ fn arguments_are_checked() {
     assert_eq!(loc("[::1]:4160").to_string(), "[::1]:4160");
     assert_eq!(loc("Host_1.Example-2:65535"), Locator::new("host_1.example-2", 65535).unwrap());
 }
+
+#[test]
+fn poll_timeout_is_exactly_when_a_registration_ends() {
+    let mut config = DiscoveryConfig::new(SERVICE, [5; 32]);
+    config.landlord = config.landlord.with_grace(500);
+    let mut w = World::with(config);
+    let r = w.svc.register(Groups::none(), [], vec![], 10 * SEC, 0).unwrap();
+    assert_eq!(w.svc.poll_timeout(), Some(10 * SEC + 501), "honoured through the grace period");
+    w.at(10 * SEC + 500);
+    assert!(w.svc.lease(r.id, w.now).is_ok());
+    let renew =
+        Request { id: 1, body: RequestBody::Renew { cookie: r.lease.cookie(), duration: MIN } };
+    w.svc.handle_request(&renew, w.now);
+    assert_eq!(w.svc.poll_timeout(), Some(10 * SEC + 500 + MIN + 501));
+    w.at(10 * SEC + 500 + MIN + 501);
+    assert_eq!(w.svc.registrations(), Vec::<RegistrationId>::new());
+    assert_eq!(w.svc.poll_timeout(), None);
+    let forever = w.svc.register(Groups::none(), [], vec![], FOREVER, w.now).unwrap();
+    assert_eq!(w.svc.poll_timeout(), Some(forever.lease.expiration() + 501), "the policy's bound");
+}

@@ -269,6 +269,8 @@ enum Outbox {
 #[derive(Debug, Clone)]
 struct Reg {
     cookie: Cookie,
+    /// When the lease ends (the first time it is no longer honoured), if it ever does.
+    ends_at: Option<Millis>,
     event_id: EventId,
     groups: Groups,
     locators: BTreeSet<Locator>,
@@ -328,6 +330,9 @@ pub struct DiscoveryService {
     unicast_inflight: BTreeMap<u64, Locator>,
     unicast_deadlines: BTreeSet<(Millis, u64)>,
     silence_due: BTreeSet<(Millis, RegistrarId)>,
+    /// Registration leases by end, so that `poll_timeout` is exact (the landlord's own is a
+    /// lower bound that depends on its table's layout).
+    lease_due: BTreeSet<(Millis, RegistrationId)>,
     event_due: BTreeSet<(Millis, RegistrationId)>,
     event_deadlines: BTreeSet<(Millis, RegistrationId)>,
     events: EventTable,
@@ -361,6 +366,7 @@ impl DiscoveryService {
             unicast_inflight: BTreeMap::new(),
             unicast_deadlines: BTreeSet::new(),
             silence_due: BTreeSet::new(),
+            lease_due: BTreeSet::new(),
             event_due: BTreeSet::new(),
             event_deadlines: BTreeSet::new(),
             events: EventTable::new(),
@@ -465,6 +471,7 @@ impl DiscoveryService {
             id,
             Reg {
                 cookie: grant.cookie,
+                ends_at: None,
                 event_id,
                 groups,
                 locators: locators.clone(),
@@ -473,6 +480,7 @@ impl DiscoveryService {
                 outbox: Outbox::Idle,
             },
         );
+        self.schedule_lease(id);
         for l in locators {
             self.wanted.entry(l.clone()).or_default().insert(id);
             self.sync_unicast(&l);
@@ -889,10 +897,13 @@ impl DiscoveryService {
     }
 
     /// When the host should next call [`DiscoveryService::handle_timeout`] (or poll for
-    /// transmissions and events that become due then).
+    /// transmissions and events that become due then): exactly the time of the next thing due
+    /// (a registration lease ending, a registrar falling silent, a retry or time-out), `None`
+    /// if nothing ever is. A time already past means something is waiting for
+    /// [`DiscoveryService::poll_transmit`] or [`DiscoveryService::poll_event`].
     pub fn poll_timeout(&self) -> Option<Millis> {
         [
-            self.landlord.poll_timeout(),
+            self.lease_due.first().map(|d| d.0),
             self.silence_due.first().map(|d| d.0),
             self.unicast_due.first().map(|d| d.0),
             self.unicast_deadlines.first().map(|d| d.0),
@@ -961,7 +972,34 @@ impl DiscoveryService {
     }
 
     fn renew_lease(&mut self, cookie: Cookie, duration: Duration) -> Result<Duration> {
-        self.landlord.renew(cookie, duration, self.now)
+        let granted = self.landlord.renew(cookie, duration, self.now)?;
+        if let Some((_, id)) = self.landlord.get(cookie, self.now) {
+            let id = *id;
+            self.schedule_lease(id);
+        }
+        Ok(granted)
+    }
+
+    /// Files registration `id` under the time its lease ends: the first time the landlord no
+    /// longer honours it (its expiration plus grace, plus one). A lease the landlord no longer
+    /// honours ends now.
+    fn schedule_lease(&mut self, id: RegistrationId) {
+        let Some(r) = self.regs.get(&id) else { return };
+        let ends = match self.landlord.get(r.cookie, self.now) {
+            Some((expiration, _)) => {
+                let grace = self.landlord.config().grace.max(0);
+                let deadline = time::expiration_after(expiration, grace);
+                (expiration != FOREVER && deadline != FOREVER).then(|| deadline.saturating_add(1))
+            }
+            None => Some(self.now),
+        };
+        let r = self.regs.get_mut(&id).expect("present");
+        if let Some(old) = std::mem::replace(&mut r.ends_at, ends) {
+            self.lease_due.remove(&(old, id));
+        }
+        if let Some(t) = ends {
+            self.lease_due.insert((t, id));
+        }
     }
 
     fn cancel_lease(&mut self, cookie: Cookie) -> Result<()> {
@@ -1275,6 +1313,9 @@ impl DiscoveryService {
         self.unschedule_outbox(id);
         self.batch.remove(&id);
         let Some(r) = self.regs.remove(&id) else { return };
+        if let Some(t) = r.ends_at {
+            self.lease_due.remove(&(t, id));
+        }
         self.events.remove(r.event_id);
         for g in &r.held {
             if let Some(k) = self.known.get_mut(g) {

@@ -400,6 +400,7 @@ impl DiscoveryService {
             };
             let reg = Reg {
                 cookie: r.cookie,
+                ends_at: None,
                 event_id: r.event_id,
                 groups: r.groups,
                 locators,
@@ -418,6 +419,9 @@ impl DiscoveryService {
             return Err(bad("an event registration belongs to no registration"));
         }
         svc.events = events.restore(jump);
+        for id in svc.regs.keys().copied().collect::<Vec<_>>() {
+            svc.schedule_lease(id);
+        }
 
         for u in unicast {
             let state = match u.state {
