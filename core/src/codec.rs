@@ -146,7 +146,7 @@ fn check_request_limits(body: &RequestBody, limits: &Limits) -> Result<()> {
     check_batch(n, limits)
 }
 
-pub(crate) fn check_batch(n: usize, limits: &Limits) -> Result<()> {
+fn check_batch(n: usize, limits: &Limits) -> Result<()> {
     if n > limits.max_batch {
         return Err(decode_err(format!(
             "batch of {n} leases is more than the {} allowed",
