@@ -7,6 +7,9 @@
 
 use std::path::PathBuf;
 
+#[path = "vectors_gen/discovery.rs"]
+mod discovery;
+
 use leasehold::serial::LEASE_JSON_MAX;
 use leasehold::wire::{Outcome, WireError};
 use leasehold::{
@@ -947,6 +950,7 @@ fn vectors_are_up_to_date() {
         ("wire.json", wire_vectors()),
         ("errors.json", error_vectors()),
         ("store.json", store_vectors()),
+        ("discovery.json", discovery::vectors()),
     ];
     let regen = std::env::var_os("LEASEHOLD_REGEN_VECTORS").is_some();
     let mut stale = vec![];
