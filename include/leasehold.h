@@ -309,7 +309,8 @@ typedef struct leasehold_service_config leasehold_service_config;
 
 /**
  * A durable landlord for threaded hosts (opaque), from `leasehold_shared_landlord_open_dir`.
- * Unlike every other handle, it may be used from many threads at once: each call changes the
+ * Unlike every other handle, it may be used from many threads at once (the calls that take it
+ * non-`const` change it, under its own lock): each call changes the
  * landlord under a short internal lock and answers the journal record its result depends on
  * (`*out_seq`); `leasehold_shared_landlord_wait_durable` then blocks until that record is
  * durable. The first thread to wait writes and syncs everything journaled so far, outside the
@@ -2777,7 +2778,7 @@ void leasehold_shared_landlord_free(struct leasehold_shared_landlord *landlord);
  * # Safety
  * `landlord` is NULL or live; `request` is NULL or points to `len` bytes; outputs writable.
  */
-enum leasehold_status leasehold_shared_landlord_handle_bytes(const struct leasehold_shared_landlord *landlord,
+enum leasehold_status leasehold_shared_landlord_handle_bytes(struct leasehold_shared_landlord *landlord,
                                                              const uint8_t *request,
                                                              size_t len,
                                                              int32_t encoding_,
@@ -2794,7 +2795,7 @@ enum leasehold_status leasehold_shared_landlord_handle_bytes(const struct leaseh
  * `landlord` is NULL or live; `resource` is NULL or points to `resource_len` bytes; outputs
  * are NULL or writable.
  */
-enum leasehold_status leasehold_shared_landlord_grant(const struct leasehold_shared_landlord *landlord,
+enum leasehold_status leasehold_shared_landlord_grant(struct leasehold_shared_landlord *landlord,
                                                       const uint8_t *resource,
                                                       size_t resource_len,
                                                       int64_t requested,
@@ -2809,7 +2810,7 @@ enum leasehold_status leasehold_shared_landlord_grant(const struct leasehold_sha
  * # Safety
  * `landlord` is NULL or live; outputs are NULL or writable.
  */
-enum leasehold_status leasehold_shared_landlord_renew(const struct leasehold_shared_landlord *landlord,
+enum leasehold_status leasehold_shared_landlord_renew(struct leasehold_shared_landlord *landlord,
                                                       struct leasehold_cookie cookie,
                                                       int64_t requested,
                                                       int64_t now,
@@ -2823,7 +2824,7 @@ enum leasehold_status leasehold_shared_landlord_renew(const struct leasehold_sha
  * # Safety
  * `landlord` is NULL or live; `out_seq` is NULL or writable.
  */
-enum leasehold_status leasehold_shared_landlord_cancel(const struct leasehold_shared_landlord *landlord,
+enum leasehold_status leasehold_shared_landlord_cancel(struct leasehold_shared_landlord *landlord,
                                                        struct leasehold_cookie cookie,
                                                        int64_t now,
                                                        uint64_t *out_seq);
@@ -2838,7 +2839,7 @@ enum leasehold_status leasehold_shared_landlord_cancel(const struct leasehold_sh
  * # Safety
  * `landlord` is NULL or live.
  */
-enum leasehold_status leasehold_shared_landlord_wait_durable(const struct leasehold_shared_landlord *landlord,
+enum leasehold_status leasehold_shared_landlord_wait_durable(struct leasehold_shared_landlord *landlord,
                                                              uint64_t seq);
 
 /**
@@ -2848,7 +2849,7 @@ enum leasehold_status leasehold_shared_landlord_wait_durable(const struct leaseh
  * # Safety
  * `landlord` is NULL or live; `out_durable` is NULL or writable.
  */
-enum leasehold_status leasehold_shared_landlord_commit(const struct leasehold_shared_landlord *landlord,
+enum leasehold_status leasehold_shared_landlord_commit(struct leasehold_shared_landlord *landlord,
                                                        uint64_t *out_durable);
 
 /**
@@ -2868,7 +2869,7 @@ enum leasehold_status leasehold_shared_landlord_poll_timeout(const struct leaseh
  * # Safety
  * `landlord` is NULL or live.
  */
-enum leasehold_status leasehold_shared_landlord_handle_timeout(const struct leasehold_shared_landlord *landlord,
+enum leasehold_status leasehold_shared_landlord_handle_timeout(struct leasehold_shared_landlord *landlord,
                                                                int64_t now);
 
 /**
@@ -2879,7 +2880,7 @@ enum leasehold_status leasehold_shared_landlord_handle_timeout(const struct leas
  * # Safety
  * Pointers are NULL or valid.
  */
-enum leasehold_status leasehold_shared_landlord_poll_expired(const struct leasehold_shared_landlord *landlord,
+enum leasehold_status leasehold_shared_landlord_poll_expired(struct leasehold_shared_landlord *landlord,
                                                              struct leasehold_expired *out,
                                                              bool *out_found,
                                                              uint64_t *out_seq);

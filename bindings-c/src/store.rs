@@ -620,7 +620,8 @@ pub unsafe extern "C" fn leasehold_landlord_is_durable(
 // ---------- many threads: group commit ----------
 
 /// A durable landlord for threaded hosts (opaque), from `leasehold_shared_landlord_open_dir`.
-/// Unlike every other handle, it may be used from many threads at once: each call changes the
+/// Unlike every other handle, it may be used from many threads at once (the calls that take it
+/// non-`const` change it, under its own lock): each call changes the
 /// landlord under a short internal lock and answers the journal record its result depends on
 /// (`*out_seq`); `leasehold_shared_landlord_wait_durable` then blocks until that record is
 /// durable. The first thread to wait writes and syncs everything journaled so far, outside the
@@ -636,6 +637,15 @@ pub struct leasehold_shared_landlord {
 /// `p` is NULL or live.
 unsafe fn shared<'a>(p: *const leasehold_shared_landlord) -> Res<&'a Shared<LL>> {
     Ok(&unsafe { arg(p, "landlord") }?.inner)
+}
+
+/// [`shared`] for the calls that change the landlord (non-`const` in C, though many threads may
+/// make them at once: the handle locks inside).
+///
+/// # Safety
+/// `p` is NULL or live.
+unsafe fn shared_mut<'a>(p: *mut leasehold_shared_landlord) -> Res<&'a Shared<LL>> {
+    unsafe { shared(p.cast_const()) }
 }
 
 /// Writes a journal position that every answer has, failed ones included.
@@ -705,7 +715,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_free(landlord: *mut leasehold
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn leasehold_shared_landlord_handle_bytes(
-    landlord: *const leasehold_shared_landlord,
+    landlord: *mut leasehold_shared_landlord,
     request: *const u8,
     len: usize,
     encoding_: i32,
@@ -720,7 +730,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_handle_bytes(
         let seq = Out::new(out_seq, "out_seq")?;
         let enc: Encoding = encoding(encoding_)?;
         let b = unsafe { slice(request, len, "request") }?;
-        let sh = unsafe { shared(landlord) }?;
+        let sh = unsafe { shared_mut(landlord) }?;
         let (reply, s) = sh.with(|ll| ll.handle_bytes(b, enc, now));
         unsafe { give_bytes(reply, d, n) };
         seq_out(seq, s);
@@ -736,7 +746,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_handle_bytes(
 /// are NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_shared_landlord_grant(
-    landlord: *const leasehold_shared_landlord,
+    landlord: *mut leasehold_shared_landlord,
     resource: *const u8,
     resource_len: usize,
     requested: i64,
@@ -748,7 +758,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_grant(
         let out = Out::new(out, "out")?;
         let seq = Out::new(out_seq, "out_seq")?;
         let r = unsafe { slice(resource, resource_len, "resource") }?;
-        let sh = unsafe { shared(landlord) }?;
+        let sh = unsafe { shared_mut(landlord) }?;
         let (g, s) = sh.with(|ll| ll.grant(r.to_vec(), requested, now));
         seq_out(seq, s);
         let g = g?;
@@ -770,7 +780,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_grant(
 /// `landlord` is NULL or live; outputs are NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_shared_landlord_renew(
-    landlord: *const leasehold_shared_landlord,
+    landlord: *mut leasehold_shared_landlord,
     cookie: leasehold_cookie,
     requested: i64,
     now: i64,
@@ -780,7 +790,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_renew(
     guard(|| {
         let out = Out::new(out_granted, "out_granted")?;
         let seq = Out::new(out_seq, "out_seq")?;
-        let sh = unsafe { shared(landlord) }?;
+        let sh = unsafe { shared_mut(landlord) }?;
         let (d, s) = sh.with(|ll| ll.renew(cookie.into(), requested, now));
         seq_out(seq, s);
         unsafe { out.write(d?) };
@@ -795,14 +805,14 @@ pub unsafe extern "C" fn leasehold_shared_landlord_renew(
 /// `landlord` is NULL or live; `out_seq` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_shared_landlord_cancel(
-    landlord: *const leasehold_shared_landlord,
+    landlord: *mut leasehold_shared_landlord,
     cookie: leasehold_cookie,
     now: i64,
     out_seq: *mut u64,
 ) -> leasehold_status {
     guard(|| {
         let seq = Out::new(out_seq, "out_seq")?;
-        let sh = unsafe { shared(landlord) }?;
+        let sh = unsafe { shared_mut(landlord) }?;
         let (r, s) = sh.with(|ll| ll.cancel(cookie.into(), now));
         seq_out(seq, s);
         r?;
@@ -820,11 +830,11 @@ pub unsafe extern "C" fn leasehold_shared_landlord_cancel(
 /// `landlord` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_shared_landlord_wait_durable(
-    landlord: *const leasehold_shared_landlord,
+    landlord: *mut leasehold_shared_landlord,
     seq: u64,
 ) -> leasehold_status {
     guard(|| {
-        let sh = unsafe { shared(landlord) }?;
+        let sh = unsafe { shared_mut(landlord) }?;
         sh.wait_durable(seq).map_err(|e| io_fail(format!("writing the store: {e}")))
     })
 }
@@ -836,12 +846,12 @@ pub unsafe extern "C" fn leasehold_shared_landlord_wait_durable(
 /// `landlord` is NULL or live; `out_durable` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_shared_landlord_commit(
-    landlord: *const leasehold_shared_landlord,
+    landlord: *mut leasehold_shared_landlord,
     out_durable: *mut u64,
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_durable, "out_durable")?;
-        let sh = unsafe { shared(landlord) }?;
+        let sh = unsafe { shared_mut(landlord) }?;
         let ((), seq) = sh.with(|_| ());
         sh.wait_durable(seq).map_err(|e| io_fail(format!("writing the store: {e}")))?;
         unsafe { out.write(seq) };
@@ -874,11 +884,11 @@ pub unsafe extern "C" fn leasehold_shared_landlord_poll_timeout(
 /// `landlord` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_shared_landlord_handle_timeout(
-    landlord: *const leasehold_shared_landlord,
+    landlord: *mut leasehold_shared_landlord,
     now: i64,
 ) -> leasehold_status {
     guard(|| {
-        unsafe { shared(landlord) }?.with(|ll| ll.handle_timeout(now));
+        unsafe { shared_mut(landlord) }?.with(|ll| ll.handle_timeout(now));
         Ok(())
     })
 }
@@ -891,7 +901,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_handle_timeout(
 /// Pointers are NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_shared_landlord_poll_expired(
-    landlord: *const leasehold_shared_landlord,
+    landlord: *mut leasehold_shared_landlord,
     out: *mut leasehold_expired,
     out_found: *mut bool,
     out_seq: *mut u64,
@@ -899,7 +909,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_poll_expired(
     guard(|| {
         let out = Maybe::new(out_found, "out_found", out, "out")?;
         let seq = Out::new(out_seq, "out_seq")?;
-        let sh = unsafe { shared(landlord) }?;
+        let sh = unsafe { shared_mut(landlord) }?;
         let (e, s): (Option<Expired<Vec<u8>>>, u64) = sh.with(|ll| ll.poll_expired());
         seq_out(seq, s);
         unsafe { out.write(e.map(leasehold_expired::convert).transpose()?) };
