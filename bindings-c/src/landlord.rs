@@ -329,8 +329,10 @@ pub unsafe extern "C" fn leasehold_landlord_new(
 }
 
 /// Frees a landlord and every lease it holds. NULL is ignored. Inside a callback that this
-/// landlord's `for_each` is running, the landlord is freed when `for_each` returns, visits no
-/// more leases, and answers any other call with `BUSY`.
+/// landlord's `for_each` (or a store callback of its commit) is running, the landlord is freed
+/// when that call returns, makes no further callbacks, and answers any other call with `BUSY`.
+/// A durable landlord writes nothing here: what was not committed goes, as in a crash (commit
+/// first for a clean shutdown); its directory's lock is released.
 ///
 /// # Safety
 /// `landlord` was made by libleasehold and not freed before.
