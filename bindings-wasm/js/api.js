@@ -3,7 +3,7 @@
 // No leasing rule lives here: every decision is made by the Rust core.
 
 import * as wasm from './leasehold_wasm.js';
-import { makeError, IndefiniteError } from './errors.js';
+import { makeError, IndefiniteError, UnknownLeaseError, ArgumentTypeError, InvalidArgumentError } from './errors.js';
 import { DeadlineTimer } from './timer.js';
 
 export {
@@ -14,6 +14,7 @@ export {
   LeaseMapError,
   DecodeError,
   IndefiniteError,
+  ReentrantCallError,
   InvalidArgumentError,
   ArgumentTypeError,
 } from './errors.js';
@@ -54,12 +55,71 @@ export const Policy = Object.freeze({
   adaptive: (options) => ({ kind: 'adaptive', ...options }),
 });
 
+// Cookies as words: a cookie is a 128-bit number, written as 32 hex digits; the word API
+// carries it as four unsigned 32-bit words, least significant first (a Uint32Array of 4 per
+// lease), which cross into WebAssembly as plain numbers: no string is made or parsed per call.
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const COOKIE_RE = /^[0-9a-fA-F]{32}$/;
+
+function hex8(w) {
+  return HEX[w >>> 24] + HEX[(w >>> 16) & 255] + HEX[(w >>> 8) & 255] + HEX[w & 255];
+}
+
+function checkWords(words, offset, what) {
+  if (!(words instanceof Uint32Array)) throw new ArgumentTypeError(`${what} must be a Uint32Array (4 words per cookie)`);
+  if (!Number.isInteger(offset) || offset < 0 || offset + 4 > words.length) {
+    throw new InvalidArgumentError(`${what}: offset ${offset} leaves no 4 words in an array of ${words.length}`);
+  }
+}
+
+/** The cookie in `words[offset..offset+4]` (least significant word first) as 32 hex digits. */
+export function cookieFromWords(words, offset = 0) {
+  checkWords(words, offset, 'cookieFromWords words');
+  return hex8(words[offset + 3]) + hex8(words[offset + 2]) + hex8(words[offset + 1]) + hex8(words[offset]);
+}
+
+/** Writes a cookie (32 hex digits) as four words into `out[offset..offset+4]`; returns `out`. */
+export function cookieToWords(cookie, out = new Uint32Array(4), offset = 0) {
+  if (typeof cookie !== 'string') throw new ArgumentTypeError('a cookie must be a string of 32 hex digits');
+  if (!COOKIE_RE.test(cookie)) throw new InvalidArgumentError(`cookie must be 32 hex digits, got ${JSON.stringify(cookie.slice(0, 40))}`);
+  checkWords(out, offset, 'cookieToWords out');
+  out[offset + 3] = parseInt(cookie.slice(0, 8), 16);
+  out[offset + 2] = parseInt(cookie.slice(8, 16), 16);
+  out[offset + 1] = parseInt(cookie.slice(16, 24), 16);
+  out[offset] = parseInt(cookie.slice(24, 32), 16);
+  return out;
+}
+
+/** Objects still usable: `free()` has not been called on them. */
+function alive(o) {
+  return o.__wbg_ptr !== 0;
+}
+
+// Leases per call of a batch: bounds the WebAssembly memory a batch borrows (16 bytes of cookie
+// and 8 of result per lease), so one huge batch does not grow the module's memory for ever.
+const CHUNK = 8192;
+
 let installed = false;
 /** Called once by the package entry after the WebAssembly module is instantiated. */
-export function __install() {
+export function __install(exports) {
   if (installed) return;
   installed = true;
   wasm.__setErrorFactory(makeError);
+  // `free()` while one of the object's own methods is running (from a getter, a callback): the
+  // object goes once that call returns, instead of wasm-bindgen's "attempted to take ownership
+  // of Rust value while it was borrowed" (which also leaked it).
+  if (exports) {
+    for (const [C, name] of [[Landlord, 'landlord'], [Lease, 'lease'], [LeaseMap, 'leasemap'],
+      [RenewalManager, 'renewalmanager'], [RenewalService, 'renewalservice'], [GapTracker, 'gaptracker']]) {
+      const release = exports[`__wbg_${name}_free`];
+      if (typeof release !== 'function') continue;
+      C.prototype.free = function free() {
+        const ptr = this.__destroy_into_raw();
+        if (ptr !== 0) release(ptr, 1);
+      };
+    }
+  }
   Landlord.prototype[Symbol.iterator] = function () {
     return this.entries()[Symbol.iterator]();
   };
@@ -87,6 +147,110 @@ export function __install() {
   L.cancel = function cancel(cookie, now) {
     if (typeof cookie !== 'string' || typeof now !== 'number') return checkedCancel.call(this, cookie, now);
     return this.__cancelFast(cookie, now);
+  };
+
+  // The word API. The scratch words are a view of the module's memory, made again when the
+  // memory grows (which detaches the old view).
+  const memory = wasm.__memory();
+  const scratchPtr = wasm.__scratchPtr();
+  let scratch = new Uint32Array(memory.buffer, scratchPtr, 8);
+  const words = () => (scratch.byteLength !== 0 ? scratch : (scratch = new Uint32Array(memory.buffer, scratchPtr, 8)));
+  const fail = (ll) => {
+    const e = ll.__takeError();
+    if (e !== undefined) throw e;
+  };
+  L.grantWords = function grantWords(resource, duration, now, out, offset = 0) {
+    checkWords(out, offset, 'grantWords out');
+    if (typeof duration !== 'number' || typeof now !== 'number') {
+      const g = checkedGrant.call(this, resource, duration, now);
+      cookieToWords(g.cookie, out, offset);
+      return g.duration;
+    }
+    let d = this.__grantW(resource, duration, now);
+    if (d !== d) {
+      fail(this);
+      d = this.__lastGrantExact()[0];
+    }
+    const w = words();
+    out[offset] = w[0];
+    out[offset + 1] = w[1];
+    out[offset + 2] = w[2];
+    out[offset + 3] = w[3];
+    return d;
+  };
+  L.renewWords = function renewWords(cookie, offset, duration, now) {
+    checkWords(cookie, offset, 'renewWords cookie');
+    if (typeof duration !== 'number' || typeof now !== 'number') {
+      return checkedRenew.call(this, cookieFromWords(cookie, offset), duration, now);
+    }
+    const d = this.__renewW(cookie[offset], cookie[offset + 1], cookie[offset + 2], cookie[offset + 3], duration, now);
+    if (d === d) return d;
+    fail(this);
+    return this.__lastRenewExact();
+  };
+  L.cancelWords = function cancelWords(cookie, offset, now) {
+    checkWords(cookie, offset, 'cancelWords cookie');
+    if (typeof now !== 'number') return checkedCancel.call(this, cookieFromWords(cookie, offset), now);
+    const r = this.__cancelW(cookie[offset], cookie[offset + 1], cookie[offset + 2], cookie[offset + 3], now);
+    if (words()[4] !== 0) {
+      fail(this);
+      throw new UnknownLeaseError(); // not reached: a failed cancel always leaves its error
+    }
+    return r;
+  };
+  const one = new Float64Array(1);
+  const durationsFor = (duration, i, j, what) => {
+    if (typeof duration === 'number') {
+      one[0] = duration;
+      return one;
+    }
+    if (!(duration instanceof Float64Array)) throw new ArgumentTypeError(`${what} duration must be a number or a Float64Array`);
+    return duration.subarray(i, j);
+  };
+  L.grantBatch = function grantBatch(resources, duration, now, cookies, durations) {
+    if (!Array.isArray(resources)) throw new ArgumentTypeError('grantBatch resources must be an array');
+    const n = resources.length;
+    cookies ??= new Uint32Array(4 * n);
+    durations ??= new Float64Array(n);
+    if (!(cookies instanceof Uint32Array) || cookies.length < 4 * n) throw new ArgumentTypeError('grantBatch cookies must be a Uint32Array of 4 words per resource');
+    if (!(durations instanceof Float64Array) || durations.length < n) throw new ArgumentTypeError('grantBatch durations must be a Float64Array of one per resource');
+    if (typeof duration !== 'number' && (!(duration instanceof Float64Array) || duration.length < n)) {
+      throw new ArgumentTypeError('grantBatch duration must be a number or a Float64Array of one per resource');
+    }
+    let failed = 0;
+    for (let i = 0; i < n; i += CHUNK) {
+      const j = Math.min(n, i + CHUNK);
+      failed += this.__grantBatch(resources.slice(i, j), durationsFor(duration, i, j, 'grantBatch'), now,
+        cookies.subarray(4 * i, 4 * j), durations.subarray(i, j));
+    }
+    return { cookies, durations, failed };
+  };
+  L.renewBatch = function renewBatch(cookies, duration, now, out) {
+    if (!(cookies instanceof Uint32Array) || cookies.length % 4 !== 0) throw new ArgumentTypeError('renewBatch cookies must be a Uint32Array of 4 words per lease');
+    const n = cookies.length / 4;
+    out ??= new Float64Array(n);
+    if (!(out instanceof Float64Array) || out.length < n) throw new ArgumentTypeError('renewBatch out must be a Float64Array of one per lease');
+    if (typeof duration !== 'number' && (!(duration instanceof Float64Array) || duration.length < n)) {
+      throw new ArgumentTypeError('renewBatch duration must be a number or a Float64Array of one per lease');
+    }
+    for (let i = 0; i < n; i += CHUNK) {
+      const j = Math.min(n, i + CHUNK);
+      this.__renewBatch(cookies.subarray(4 * i, 4 * j), durationsFor(duration, i, j, 'renewBatch'), now, out.subarray(i, j));
+    }
+    return out;
+  };
+  L.cancelBatch = function cancelBatch(cookies, now, out) {
+    if (!(cookies instanceof Uint32Array) || cookies.length % 4 !== 0) throw new ArgumentTypeError('cancelBatch cookies must be a Uint32Array of 4 words per lease');
+    const n = cookies.length / 4;
+    out ??= new Float64Array(n);
+    if (!(out instanceof Float64Array) || out.length < n) throw new ArgumentTypeError('cancelBatch out must be a Float64Array of one per lease');
+    let resources = [];
+    for (let i = 0; i < n; i += CHUNK) {
+      const j = Math.min(n, i + CHUNK);
+      const r = this.__cancelBatch(cookies.subarray(4 * i, 4 * j), now, out.subarray(i, j));
+      resources = i === 0 ? r : resources.concat(r);
+    }
+    return resources;
   };
   RenewalService.prototype.set = function (id) {
     return new RenewalSet(this, id);
@@ -189,6 +353,10 @@ export class LandlordDriver {
   /** Re-arms the timer after the landlord was changed directly. */
   update() {
     if (this.#timer.closed) return;
+    if (!alive(this.#landlord)) {
+      this.close(); // the landlord was freed: nothing left to drive
+      return;
+    }
     const t = this.#landlord.__pollTimeoutMs();
     this.#timer.arm(t === t ? t : undefined);
   }
@@ -220,17 +388,24 @@ export class LandlordDriver {
     return this.#landlord.cancel(cookie, this.#now());
   }
 
+  // Each expired lease is taken out of the landlord before `onExpired` sees it, so the handler
+  // runs with nothing borrowed: it may grant, renew, cancel, close the driver or free the
+  // landlord (the loop then stops).
   #tick() {
+    const ll = this.#landlord;
     try {
-      this.#landlord.handleTimeout(this.#now());
+      if (!alive(ll)) return;
+      ll.handleTimeout(this.#now());
       let e;
-      while ((e = this.#landlord.pollExpired()) !== undefined) {
+      while (!this.closed && alive(ll) && (e = ll.pollExpired()) !== undefined) {
         try {
           this.#onExpired(e);
         } catch (err) {
           this.#onError(err);
         }
       }
+    } catch (err) {
+      this.#onError(err); // a clock that throws, say: reported, and the timer is re-armed
     } finally {
       this.update();
     }
@@ -356,20 +531,29 @@ export class RenewalDriver {
   }
 
   /** Sends what is due, delivers events and re-arms the timer (after direct manager calls). */
+  // The transport and `onEvent` run between calls into the manager, never inside one: they may
+  // call the driver or the manager again (renew, cancel, pump, close, free).
   pump() {
     if (this.closed) return;
+    const m = this.#manager;
+    if (!alive(m)) {
+      this.close(); // the manager was freed: nothing left to drive
+      return;
+    }
     const now = this.#now();
     let t;
-    while ((t = this.#manager.pollTransmit(now)) !== undefined) this.#send(t);
+    while (!this.closed && alive(m) && (t = m.pollTransmit(now)) !== undefined) this.#send(t);
     let e;
-    while ((e = this.#manager.pollEvent()) !== undefined) {
+    while (alive(m) && (e = m.pollEvent()) !== undefined) {
       try {
         this.#onEvent(e);
       } catch (err) {
         this.#onError(err);
       }
     }
-    if (!this.closed) this.#timer.arm(this.#manager.pollTimeout());
+    if (this.closed) return;
+    if (!alive(m)) this.close();
+    else this.#timer.arm(m.pollTimeout());
   }
 
   #send({ landlord, request }) {
@@ -381,7 +565,7 @@ export class RenewalDriver {
     }
     sent.then(
       (bytes) => {
-        if (this.closed) return;
+        if (this.closed || !alive(this.#manager)) return;
         let reply;
         try {
           reply = decodeReply(asBytes(bytes), this.#encoding);
@@ -394,7 +578,7 @@ export class RenewalDriver {
         this.pump();
       },
       (err) => {
-        if (this.closed) return;
+        if (this.closed || !alive(this.#manager)) return;
         this.#manager.handleFailure(request.id, err, this.#now());
         this.pump();
       },
@@ -402,7 +586,7 @@ export class RenewalDriver {
   }
 
   #tick() {
-    this.#manager.handleTimeout(this.#now());
+    if (alive(this.#manager)) this.#manager.handleTimeout(this.#now());
     this.pump();
   }
 
