@@ -220,9 +220,9 @@ pub struct Landlord {
 struct State {
     inner: CoreLandlord<Resource>,
     policy: PolicySpec,
-    /// Duration and expiration of the last `__grantFast`, read by the JavaScript wrapper.
+    /// Duration and expiration of the last `__grantW`, read by the JavaScript wrapper.
     last_grant: (i64, i64),
-    /// Result of the last `__renewFast`.
+    /// Result of the last `__renewW`.
     last_renew: i64,
     /// The error of the last fast call that failed, for `__takeError`.
     last_error: Option<LeaseError>,
@@ -524,72 +524,23 @@ impl Landlord {
     // above otherwise (so every error message stays the same). Numbers arrive as f64 without a
     // round trip through the JS heap; the checks on their values are the same.
 
-    /// Grant with numeric arguments; returns the cookie, leaves duration and expiration for
-    /// `__lastGrantDuration`/`__lastGrantExpiration`.
-    #[wasm_bindgen(js_name = __grantFast, skip_typescript)]
-    pub fn grant_fast(
-        &self,
-        resource: JsValue,
-        duration: f64,
-        now: f64,
-    ) -> Result<String, JsValue> {
-        let d = ms_from_f64(duration, "duration")?;
-        let now = ms_from_f64(now, "now")?;
-        let mut st = self.st()?;
-        let g = st.inner.grant(Resource::Js(resource), d, now);
-        drop(st);
-        let g = js(g)?;
-        self.st()?.last_grant = (g.duration, g.expiration);
-        Ok(g.cookie.to_string())
-    }
-
-    /// Granted duration of the last `__grantFast` (NaN if past the safe range).
-    #[wasm_bindgen(js_name = __lastGrantDuration, skip_typescript)]
-    pub fn last_grant_duration(&self) -> f64 {
-        self.read(|s| fast_out(s.last_grant.0)).unwrap_or(f64::NAN)
-    }
-
-    /// Expiration of the last `__grantFast` (NaN if past the safe range).
+    /// Expiration of the last `__grantW` (NaN if past the safe range).
     #[wasm_bindgen(js_name = __lastGrantExpiration, skip_typescript)]
     pub fn last_grant_expiration(&self) -> f64 {
         self.read(|s| fast_out(s.last_grant.1)).unwrap_or(f64::NAN)
     }
 
-    /// `[duration, expiration]` of the last `__grantFast`, exact (bigints past the safe range).
+    /// `[duration, expiration]` of the last `__grantW`, exact (bigints past the safe range).
     #[wasm_bindgen(js_name = __lastGrantExact, skip_typescript)]
     pub fn last_grant_exact(&self) -> Result<Array, JsValue> {
         let (d, e) = self.read(|s| s.last_grant)?;
         Ok(Array::of2(&ms_out(d), &ms_out(e)))
     }
 
-    /// The result of the last `__renewFast`, exact.
+    /// The result of the last `__renewW`, exact.
     #[wasm_bindgen(js_name = __lastRenewExact, skip_typescript)]
     pub fn last_renew_exact(&self) -> Result<JsValue, JsValue> {
         self.read(|s| ms_out(s.last_renew))
-    }
-
-    /// Renew with a string cookie and numeric arguments (NaN if the result is past the safe range).
-    #[wasm_bindgen(js_name = __renewFast, skip_typescript)]
-    pub fn renew_fast(&self, cookie: &str, duration: f64, now: f64) -> Result<f64, JsValue> {
-        let c = cookie.parse().map_err(|e: leasehold::LeaseError| range_error(e.detail()))?;
-        let d = ms_from_f64(duration, "duration")?;
-        let now = ms_from_f64(now, "now")?;
-        let mut st = self.st()?;
-        let r = st.inner.renew(c, d, now);
-        if let Ok(d) = r {
-            st.last_renew = d;
-        }
-        drop(st);
-        Ok(fast_out(js(r)?))
-    }
-
-    /// Cancel with a string cookie and a numeric `now`.
-    #[wasm_bindgen(js_name = __cancelFast, skip_typescript)]
-    pub fn cancel_fast(&self, cookie: &str, now: f64) -> Result<JsValue, JsValue> {
-        let c = cookie.parse().map_err(|e: leasehold::LeaseError| range_error(e.detail()))?;
-        let now = ms_from_f64(now, "now")?;
-        let r = self.st()?.inner.cancel(c, now);
-        Ok(js(r)?.into_js())
     }
 
     // The word API (`grantWords`, `renewWords`, `cancelWords` and their batches in api.js): a
