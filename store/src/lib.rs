@@ -211,6 +211,14 @@ impl<S: Journaled> Durable<S> {
         &self.store
     }
 
+    /// Commits, then writes a new snapshot and drops the log it covers, whether or not the log
+    /// has outgrown the snapshot.
+    pub fn compact(&mut self) -> io::Result<()> {
+        self.commit()?;
+        let ops = self.store.compact(&mut self.state);
+        self.dir.apply_all(&ops)
+    }
+
     /// Writes and syncs every record written since the last commit (one append, one sync),
     /// compacts the log if it has outgrown the snapshot, and returns the last durable record.
     pub fn commit(&mut self) -> io::Result<u64> {
