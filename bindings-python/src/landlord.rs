@@ -1,11 +1,8 @@
 //! `Landlord`: the grantor, holding Python objects (or the bytes of wire grants) as resources.
 
-use std::sync::Mutex;
-
 use leasehold::{Landlord, LandlordConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::convert::{
@@ -13,14 +10,15 @@ use crate::convert::{
     landlord_arg, usize_arg,
 };
 use crate::errors::{to_instance, IntoPyResult};
+use crate::guard::{Guarded, Held};
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
 use crate::wire::{items_arg, PyLimits, PyReply, PyRequest};
 
 /// What a lease is for: any Python object, or the bytes a wire grant carried.
 pub enum Res {
-    /// Granted from Python.
-    Obj(Py<PyAny>),
+    /// Granted from Python (its drop is deferred past the lock: see `guard`).
+    Obj(Held),
     /// Granted through the wire protocol.
     Bytes(Vec<u8>),
 }
@@ -35,7 +33,7 @@ impl Clone for Res {
     fn clone(&self) -> Self {
         match self {
             Res::Bytes(b) => Res::Bytes(b.clone()),
-            Res::Obj(o) => Python::attach(|py| Res::Obj(o.clone_ref(py))),
+            Res::Obj(o) => Res::Obj(o.clone()),
         }
     }
 }
@@ -77,15 +75,9 @@ impl<'de> serde::Deserialize<'de> for HexRes {
 const MAX_SNAPSHOT_TEXT: usize = 1 << 30;
 
 impl Res {
-    pub fn to_py(&self, py: Python<'_>) -> Py<PyAny> {
-        match self {
-            Res::Obj(o) => o.clone_ref(py),
-            Res::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
-        }
-    }
     pub fn into_py(self, py: Python<'_>) -> Py<PyAny> {
         match self {
-            Res::Obj(o) => o,
+            Res::Obj(o) => o.into_inner(),
             Res::Bytes(b) => PyBytes::new(py, &b).into_any().unbind(),
         }
     }
@@ -144,14 +136,14 @@ impl PyExpired {
 /// Issues, renews, cancels and expires leases. Thread-safe: calls from several threads are serialised.
 #[pyclass(frozen, module = "leasehold._native", name = "Landlord")]
 pub struct PyLandlord {
-    pub inner: Mutex<Landlord<Res>>,
+    inner: Guarded<Landlord<Res>>,
     policy: PyPolicy,
 }
 
 impl PyLandlord {
-    pub fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Landlord<Res>) -> T) -> T {
-        let mut g = self.inner.lock_py_attached(py).unwrap_or_else(|p| p.into_inner());
-        f(&mut g)
+    /// Runs `f` under the landlord's lock; `f` must not touch Python (see `guard`).
+    pub fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Landlord<Res>) -> T) -> PyResult<T> {
+        self.inner.with(py, f)
     }
 }
 
@@ -202,23 +194,23 @@ impl PyLandlord {
             config.limits = l.0;
         }
         let built = policy.0.build().py(py)?;
-        Ok(PyLandlord { inner: Mutex::new(Landlord::new(config, built)), policy: policy.clone() })
+        Ok(PyLandlord { inner: Guarded::new(Landlord::new(config, built)), policy: policy.clone() })
     }
 
     #[getter]
-    fn id(&self, py: Python<'_>) -> u64 {
+    fn id(&self, py: Python<'_>) -> PyResult<u64> {
         self.with(py, |l| l.id().0)
     }
     #[getter]
-    fn grace(&self, py: Python<'_>) -> i64 {
+    fn grace(&self, py: Python<'_>) -> PyResult<i64> {
         self.with(py, |l| l.config().grace)
     }
     #[getter]
-    fn expiry_budget(&self, py: Python<'_>) -> usize {
+    fn expiry_budget(&self, py: Python<'_>) -> PyResult<usize> {
         self.with(py, |l| l.config().expiry_budget)
     }
     #[getter]
-    fn limits(&self, py: Python<'_>) -> PyLimits {
+    fn limits(&self, py: Python<'_>) -> PyResult<PyLimits> {
         self.with(py, |l| PyLimits(l.config().limits))
     }
     #[getter]
@@ -236,8 +228,8 @@ impl PyLandlord {
     ) -> PyResult<PyGrant> {
         let d = duration_arg(duration, "duration")?;
         let now = i64_arg(now, "now")?;
-        let res = Res::Obj(resource.clone().unbind());
-        let g = self.with(py, |l| l.grant(res, d, now)).py(py)?;
+        let res = Res::Obj(Held::new(resource.clone().unbind()));
+        let g = self.with(py, |l| l.grant(res, d, now))?.py(py)?;
         Ok(PyGrant { cookie: g.cookie, duration: g.duration, expiration: g.expiration })
     }
 
@@ -252,7 +244,7 @@ impl PyLandlord {
         let c = cookie_arg(cookie)?;
         let d = duration_arg(duration, "duration")?;
         let now = i64_arg(now, "now")?;
-        self.with(py, |l| l.renew(c, d, now)).py(py)
+        self.with(py, |l| l.renew(c, d, now))?.py(py)
     }
 
     /// Cancels a lease; returns its resource.
@@ -264,7 +256,7 @@ impl PyLandlord {
     ) -> PyResult<Py<PyAny>> {
         let c = cookie_arg(cookie)?;
         let now = i64_arg(now, "now")?;
-        let r = self.with(py, |l| l.cancel(c, now)).py(py)?;
+        let r = self.with(py, |l| l.cancel(c, now))?.py(py)?;
         Ok(r.into_py(py))
     }
 
@@ -278,7 +270,7 @@ impl PyLandlord {
     ) -> PyResult<Bound<'py, PyList>> {
         let items = items_arg(items)?;
         let now = i64_arg(now, "now")?;
-        let results = self.with(py, |l| l.renew_all(&items, now));
+        let results = self.with(py, |l| l.renew_all(&items, now))?;
         let out: Vec<Py<PyAny>> = results
             .into_iter()
             .map(|r| match r {
@@ -302,7 +294,7 @@ impl PyLandlord {
             cs.push(cookie_arg(&c?)?);
         }
         let now = i64_arg(now, "now")?;
-        let results = self.with(py, |l| l.cancel_all(&cs, now));
+        let results = self.with(py, |l| l.cancel_all(&cs, now))?;
         let out: Vec<Py<PyAny>> = results
             .into_iter()
             .map(|r| match r {
@@ -322,11 +314,12 @@ impl PyLandlord {
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let c = cookie_arg(cookie)?;
         let now = i64_arg(now, "now")?;
-        let found = self.with(py, |l| l.get(c, now).map(|(e, r)| (e, r.to_py(py))));
+        let found = self.with(py, |l| l.get(c, now).map(|(e, r)| (e, r.clone())))?;
         match found {
-            Some((e, r)) => {
-                Ok(Some(PyTuple::new(py, [e.into_pyobject(py)?.into_any(), r.into_bound(py)])?))
-            }
+            Some((e, r)) => Ok(Some(PyTuple::new(
+                py,
+                [e.into_pyobject(py)?.into_any(), r.into_py(py).into_bound(py)],
+            )?)),
             None => Ok(None),
         }
     }
@@ -340,13 +333,15 @@ impl PyLandlord {
     ) -> PyResult<Option<PyLease>> {
         let c = cookie_arg(cookie)?;
         let now = i64_arg(now, "now")?;
-        Ok(self.with(py, |l| l.lease(c, now)).map(PyLease))
+        Ok(self.with(py, |l| l.lease(c, now))?.map(PyLease))
     }
 
     /// Every lease held, as (cookie, expiration, resource) tuples, in no particular order.
     fn leases<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let rows: Vec<(leasehold::Cookie, i64, Res)> =
+            self.with(py, |l| l.iter().map(|(c, e, r)| (c, e, r.clone())).collect())?;
         let rows: Vec<(String, i64, Py<PyAny>)> =
-            self.with(py, |l| l.iter().map(|(c, e, r)| (cookie_str(c), e, r.to_py(py))).collect());
+            rows.into_iter().map(|(c, e, r)| (cookie_str(c), e, r.into_py(py))).collect();
         PyList::new(py, rows)
     }
 
@@ -354,41 +349,41 @@ impl PyLandlord {
         Ok(self.leases(py)?.into_any().try_iter()?.into_any())
     }
 
-    fn __len__(&self, py: Python<'_>) -> usize {
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         self.with(py, |l| l.len())
     }
 
     /// When to call `handle_timeout` next; None if nothing will expire.
-    fn poll_timeout(&self, py: Python<'_>) -> Option<i64> {
+    fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
         self.with(py, |l| l.poll_timeout())
     }
 
     /// Advances expiry to `now`; expired leases are then handed out by `poll_expired`.
     fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        self.with(py, |l| l.handle_timeout(now));
-        Ok(())
+        self.with(py, |l| l.handle_timeout(now))
     }
 
     /// The next expired lease found by `handle_timeout`, or None.
-    fn poll_expired(&self, py: Python<'_>) -> Option<PyExpired> {
-        self.with(py, |l| l.poll_expired()).map(|e| PyExpired {
+    fn poll_expired(&self, py: Python<'_>) -> PyResult<Option<PyExpired>> {
+        Ok(self.with(py, |l| l.poll_expired())?.map(|e| PyExpired {
             cookie: cookie_str(e.cookie),
             expiration: e.expiration,
             resource: e.resource.into_py(py),
-        })
+        }))
     }
 
     /// Every expired lease found so far (`poll_expired` until None).
-    fn drain_expired(&self, py: Python<'_>) -> Vec<PyExpired> {
-        let all: Vec<_> = self.with(py, |l| std::iter::from_fn(|| l.poll_expired()).collect());
-        all.into_iter()
+    fn drain_expired(&self, py: Python<'_>) -> PyResult<Vec<PyExpired>> {
+        let all: Vec<_> = self.with(py, |l| std::iter::from_fn(|| l.poll_expired()).collect())?;
+        Ok(all
+            .into_iter()
             .map(|e| PyExpired {
                 cookie: cookie_str(e.cookie),
                 expiration: e.expiration,
                 resource: e.resource.into_py(py),
             })
-            .collect()
+            .collect())
     }
 
     /// Answers one `Request` with a `Reply`.
@@ -399,7 +394,7 @@ impl PyLandlord {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<PyReply> {
         let now = i64_arg(now, "now")?;
-        Ok(PyReply(self.with(py, |l| l.handle_request(&request.0, now))))
+        Ok(PyReply(self.with(py, |l| l.handle_request(&request.0, now))?))
     }
 
     /// Decodes a request message, answers it and returns the encoded reply (same encoding).
@@ -414,7 +409,7 @@ impl PyLandlord {
         let enc = encoding_arg(encoding)?;
         let now = i64_arg(now, "now")?;
         let data = bytes_arg(data, "data")?;
-        let out = self.with(py, |l| l.handle_bytes(&data, enc, now));
+        let out = self.with(py, |l| l.handle_bytes(&data, enc, now))?;
         Ok(PyBytes::new(py, &out))
     }
 
@@ -431,12 +426,12 @@ impl PyLandlord {
         encode: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, pyo3::types::PyString>> {
         let now = i64_arg(now, "now")?;
-        let snap = self.with(py, |l| l.snapshot(now));
+        let snap = self.with(py, |l| l.snapshot(now))?;
         let to_bytes = |r: Res| -> PyResult<HexRes> {
             match r {
                 Res::Bytes(b) => Ok(HexRes(b)),
                 Res::Obj(o) => {
-                    let o = o.into_bound(py);
+                    let o = o.into_inner().into_bound(py);
                     let out = match encode {
                         Some(f) => f.call1((&o,))?,
                         None => o,
@@ -506,7 +501,7 @@ impl PyLandlord {
             })?;
         let from_bytes = |h: HexRes| -> PyResult<Res> {
             match decode {
-                Some(f) => Ok(Res::Obj(f.call1((PyBytes::new(py, &h.0),))?.unbind())),
+                Some(f) => Ok(Res::Obj(Held::new(f.call1((PyBytes::new(py, &h.0),))?.unbind()))),
                 None => Ok(Res::Bytes(h.0)),
             }
         };
@@ -533,10 +528,10 @@ impl PyLandlord {
         };
         let built = policy.0.build().py(py)?;
         let ll = Landlord::restore(back, built, now).py(py)?;
-        Ok(PyLandlord { inner: Mutex::new(ll), policy: policy.clone() })
+        Ok(PyLandlord { inner: Guarded::new(ll), policy: policy.clone() })
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |l| format!("Landlord(id={}, leases={})", l.id().0, l.len()))
     }
 }

@@ -280,7 +280,13 @@ class RenewalEvent:
     @property
     def lease(self) -> Lease: ...
     @property
-    def desired_expiration(self) -> Optional[int]: ...
+    def desired_expiration(self) -> Optional[int]:
+        """The lease's desired expiration (holder's clock, ms) for "renewal_failed" and
+        "desired_expiration_reached"; None for "renewed".
+
+        A "desired_expiration_reached" event is never handed out before this time: the host's
+        ``now`` at ``handle_timeout`` is at least ``desired_expiration`` when it comes.
+        """
     @property
     def error(self) -> Optional[LeaseError]: ...
 
