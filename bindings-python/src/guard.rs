@@ -23,25 +23,36 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use pyo3::prelude::*;
 
-thread_local! {
-    /// Its address identifies the thread (cheaper than `thread::current().id()`).
-    static TOKEN: u8 = const { 0 };
+/// What a thread needs for [`Guarded::with`], in one thread-local (each access to a thread-local
+/// of a shared library is a call, so there is one per `with`).
+struct ThreadState {
     /// How many [`Guarded::with`] scopes this thread is inside.
-    static DEPTH: Cell<usize> = const { Cell::new(0) };
+    depth: Cell<usize>,
     /// Python objects dropped inside a scope, released when the outermost scope ends.
-    static GRAVE: RefCell<Vec<Py<PyAny>>> = const { RefCell::new(Vec::new()) };
+    grave: RefCell<Vec<Py<PyAny>>>,
 }
 
-fn thread_token() -> usize {
-    TOKEN.with(|t| t as *const u8 as usize)
+thread_local! {
+    /// Its address also identifies the thread (cheaper than `thread::current().id()`).
+    static STATE: ThreadState = const {
+        ThreadState { depth: Cell::new(0), grave: RefCell::new(Vec::new()) }
+    };
 }
 
 /// Drops `obj` now, or after the lock is released when called under a [`Guarded::with`].
 fn release(obj: Py<PyAny>) {
-    if DEPTH.with(Cell::get) > 0 {
-        GRAVE.with(|g| g.borrow_mut().push(obj));
-    } else {
-        drop(obj);
+    let obj = STATE.try_with(|st| {
+        if st.depth.get() > 0 {
+            st.grave.borrow_mut().push(obj);
+            None
+        } else {
+            Some(obj)
+        }
+    });
+    match obj {
+        Ok(Some(o)) => drop(o),
+        Ok(None) => {}
+        Err(_) => {} // thread exiting: nothing can run under a lock any more; pyo3 frees it
     }
 }
 
@@ -102,20 +113,18 @@ pub struct Guarded<T> {
 struct Scope<'a, T> {
     guard: Option<MutexGuard<'a, T>>,
     owner: &'a AtomicUsize,
+    state: &'a ThreadState,
 }
 
 impl<T> Drop for Scope<'_, T> {
     fn drop(&mut self) {
         self.owner.store(0, Ordering::Relaxed);
         drop(self.guard.take());
-        let depth = DEPTH.with(|d| {
-            let v = d.get() - 1;
-            d.set(v);
-            v
-        });
-        if depth == 0 {
+        let depth = self.state.depth.get() - 1;
+        self.state.depth.set(depth);
+        if depth == 0 && !self.state.grave.borrow().is_empty() {
             // `take` leaves an empty list behind, so a `__del__` that calls back in starts afresh.
-            let dead = GRAVE.with(|g| std::mem::take(&mut *g.borrow_mut()));
+            let dead = std::mem::take(&mut *self.state.grave.borrow_mut());
             drop(dead);
         }
     }
@@ -131,30 +140,79 @@ impl<T: Send> Guarded<T> {
     /// A call from the thread that holds the lock raises `ReentrantCallError`.
     #[inline]
     pub fn with<R>(&self, py: Python<'_>, f: impl FnOnce(&mut T) -> R) -> PyResult<R> {
-        let me = thread_token();
-        let guard = loop {
-            match self.inner.try_lock() {
-                Ok(g) => break g,
-                Err(TryLockError::Poisoned(p)) => break p.into_inner(),
-                Err(TryLockError::WouldBlock) => {
-                    if self.owner.load(Ordering::Relaxed) == me {
-                        return Err(reentrant(py));
+        STATE.with(|state| {
+            let me = state as *const ThreadState as usize;
+            let guard = loop {
+                match self.inner.try_lock() {
+                    Ok(g) => break g,
+                    Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+                    Err(TryLockError::WouldBlock) => {
+                        if self.owner.load(Ordering::Relaxed) == me {
+                            return Err(reentrant(py));
+                        }
+                        // Wait detached (the holder may need the interpreter to finish), then
+                        // take the lock attached, so nothing pyo3 runs on re-attaching runs
+                        // under it.
+                        py.detach(|| drop(self.inner.lock()));
                     }
-                    // Wait detached (the holder may need the interpreter to finish), then take
-                    // the lock attached, so nothing pyo3 runs on re-attaching runs under it.
-                    py.detach(|| drop(self.inner.lock()));
                 }
+            };
+            self.owner.store(me, Ordering::Relaxed);
+            state.depth.set(state.depth.get() + 1);
+            let mut scope = Scope { guard: Some(guard), owner: &self.owner, state };
+            let out = match scope.guard.as_mut() {
+                Some(g) => f(g),
+                None => unreachable!("the scope holds its guard until dropped"),
+            };
+            drop(scope);
+            Ok(out)
+        })
+    }
+}
+
+impl<T: Send> Guarded<T> {
+    /// As [`Guarded::with`], but detached from the interpreter while `f` runs, so other Python
+    /// threads run meanwhile: for long calls (big batches), where it pays for its two switches.
+    /// The lock is released before re-attaching (pyo3 may run deferred decrefs then).
+    pub fn with_detached<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut T) -> R + Send,
+    ) -> PyResult<R> {
+        STATE.with(|state| {
+            let me = state as *const ThreadState as usize;
+            if self.owner.load(Ordering::Relaxed) == me {
+                return Err(reentrant(py));
             }
-        };
-        self.owner.store(me, Ordering::Relaxed);
-        DEPTH.with(|d| d.set(d.get() + 1));
-        let mut scope = Scope { guard: Some(guard), owner: &self.owner };
-        let out = match scope.guard.as_mut() {
-            Some(g) => f(g),
-            None => unreachable!("the scope holds its guard until dropped"),
-        };
-        drop(scope);
-        Ok(out)
+            state.depth.set(state.depth.get() + 1);
+            let depth = Depth(state);
+            let owner = &self.owner;
+            let inner = &self.inner;
+            let out = py.detach(move || {
+                let mut g = inner.lock().unwrap_or_else(|p| p.into_inner());
+                owner.store(me, Ordering::Relaxed);
+                let out = f(&mut g);
+                owner.store(0, Ordering::Relaxed);
+                drop(g);
+                out
+            });
+            drop(depth);
+            Ok(out)
+        })
+    }
+}
+
+/// Leaves a scope counted in `depth` without a guard of its own ([`Guarded::with_detached`]).
+struct Depth<'a>(&'a ThreadState);
+
+impl Drop for Depth<'_> {
+    fn drop(&mut self) {
+        let depth = self.0.depth.get() - 1;
+        self.0.depth.set(depth);
+        if depth == 0 && !self.0.grave.borrow().is_empty() {
+            let dead = std::mem::take(&mut *self.0.grave.borrow_mut());
+            drop(dead);
+        }
     }
 }
 

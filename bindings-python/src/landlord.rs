@@ -6,14 +6,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::convert::{
-    bytes_arg, cookie_arg, cookie_py, cookie_str, duration_arg, encoding_arg, i64_arg,
-    landlord_arg, usize_arg,
+    bytes_arg, cookie_arg, cookie_bytes, cookie_py, cookie_str, duration_arg, encoding_arg,
+    i64_arg, landlord_arg, usize_arg,
 };
 use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::{Guarded, Held};
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
-use crate::wire::{items_arg, PyLimits, PyReply, PyRequest};
+use crate::wire::{cookies_arg, items_arg, PyLimits, PyReply, PyRequest};
 
 /// What a lease is for: any Python object, or the bytes a wire grant carried.
 pub enum Res {
@@ -71,6 +71,36 @@ impl<'de> serde::Deserialize<'de> for HexRes {
     }
 }
 
+/// Batches at least this long run detached from the interpreter (other threads run meanwhile).
+const DETACH_BATCH: usize = 256;
+
+/// Bodies at least this long are answered detached from the interpreter.
+const DETACH_BYTES: usize = 8 * 1024;
+
+/// Per-lease renewal results as a list: each duration an int (one object shared by equal
+/// neighbours, as batches mostly grant the same duration), each failure a `LeaseError` instance.
+fn durations_list<'py>(
+    py: Python<'py>,
+    results: Vec<Result<i64, leasehold::LeaseError>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut last: Option<(i64, Bound<'py, PyAny>)> = None;
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        out.push(match r {
+            Ok(d) => match &last {
+                Some((v, o)) if *v == d => o.clone(),
+                _ => {
+                    let o = d.into_pyobject(py)?.into_any();
+                    last = Some((d, o.clone()));
+                    o
+                }
+            },
+            Err(e) => to_instance(py, &e)?,
+        });
+    }
+    PyList::new(py, out)
+}
+
 /// Largest snapshot text `Landlord.restore` reads.
 const MAX_SNAPSHOT_TEXT: usize = 1 << 30;
 
@@ -99,6 +129,11 @@ impl PyGrant {
     fn cookie<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
         cookie_py(py, self.cookie)
     }
+    /// The cookie as its 16 raw bytes (big-endian): the compact form every method also accepts.
+    #[getter]
+    fn cookie_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        cookie_bytes(py, self.cookie)
+    }
     fn __repr__(&self) -> String {
         format!(
             "Grant(cookie='{}', duration={}, expiration={})",
@@ -110,8 +145,7 @@ impl PyGrant {
 /// A lease that expired, handed back with its resource.
 #[pyclass(frozen, module = "leasehold._native", name = "Expired")]
 pub struct PyExpired {
-    #[pyo3(get)]
-    cookie: String,
+    cookie: leasehold::Cookie,
     #[pyo3(get)]
     expiration: i64,
     #[pyo3(get)]
@@ -121,12 +155,21 @@ pub struct PyExpired {
 impl PyExpired {
     /// An expired lease for Python.
     pub fn new(cookie: leasehold::Cookie, expiration: i64, resource: Py<PyAny>) -> Self {
-        PyExpired { cookie: cookie_str(cookie), expiration, resource }
+        PyExpired { cookie, expiration, resource }
     }
 }
 
 #[pymethods]
 impl PyExpired {
+    #[getter]
+    fn cookie<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
+        cookie_py(py, self.cookie)
+    }
+    /// The cookie as its 16 raw bytes (big-endian).
+    #[getter]
+    fn cookie_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        cookie_bytes(py, self.cookie)
+    }
     fn __repr__(&self, py: Python<'_>) -> String {
         let r = self.resource.bind(py).repr().map(|s| s.to_string()).unwrap_or_else(|_| "?".into());
         format!("Expired(cookie='{}', expiration={}, resource={})", self.cookie, self.expiration, r)
@@ -138,12 +181,41 @@ impl PyExpired {
 pub struct PyLandlord {
     inner: Guarded<Landlord<Res>>,
     policy: PyPolicy,
+    /// The int object of the last granted duration, handed out again while durations repeat
+    /// (they mostly do), instead of a new int per renewal.
+    last_duration: std::sync::Mutex<Option<(i64, Py<PyAny>)>>,
 }
 
 impl PyLandlord {
     /// Runs `f` under the landlord's lock; `f` must not touch Python (see `guard`).
     pub fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Landlord<Res>) -> T) -> PyResult<T> {
         self.inner.with(py, f)
+    }
+
+    fn new_with(landlord: Landlord<Res>, policy: PyPolicy) -> Self {
+        PyLandlord {
+            inner: Guarded::new(landlord),
+            policy,
+            last_duration: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// `d` as a Python int, shared with the previous call when it is the same.
+    #[inline]
+    fn duration_obj<'py>(&self, py: Python<'py>, d: i64) -> Bound<'py, PyAny> {
+        let Ok(mut slot) = self.last_duration.try_lock() else {
+            return pyo3::types::PyInt::new(py, d).into_any(); // another thread is at it: no waiting
+        };
+        if let Some((v, o)) = &*slot {
+            if *v == d {
+                return o.bind(py).clone();
+            }
+        }
+        let o = pyo3::types::PyInt::new(py, d).into_any();
+        let old = slot.replace((d, o.clone().unbind()));
+        drop(slot);
+        drop(old); // an int: no finalizer, and released after the lock anyway
+        o
     }
 }
 
@@ -194,7 +266,7 @@ impl PyLandlord {
             config.limits = l.0;
         }
         let built = policy.0.build().py(py)?;
-        Ok(PyLandlord { inner: Guarded::new(Landlord::new(config, built)), policy: policy.clone() })
+        Ok(PyLandlord::new_with(Landlord::new(config, built), policy.clone()))
     }
 
     #[getter]
@@ -234,17 +306,18 @@ impl PyLandlord {
     }
 
     /// Renews a lease for at most `duration` from `now`; returns the granted duration.
-    fn renew(
+    fn renew<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         cookie: &Bound<'_, PyAny>,
         duration: &Bound<'_, PyAny>,
         now: &Bound<'_, PyAny>,
-    ) -> PyResult<i64> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let c = cookie_arg(cookie)?;
         let d = duration_arg(duration, "duration")?;
         let now = i64_arg(now, "now")?;
-        self.with(py, |l| l.renew(c, d, now))?.py(py)
+        let granted = self.with(py, |l| l.renew(c, d, now))?.py(py)?;
+        Ok(self.duration_obj(py, granted))
     }
 
     /// Cancels a lease; returns its resource.
@@ -270,15 +343,12 @@ impl PyLandlord {
     ) -> PyResult<Bound<'py, PyList>> {
         let items = items_arg(items)?;
         let now = i64_arg(now, "now")?;
-        let results = self.with(py, |l| l.renew_all(&items, now))?;
-        let out: Vec<Py<PyAny>> = results
-            .into_iter()
-            .map(|r| match r {
-                Ok(d) => Ok(d.into_pyobject(py)?.into_any().unbind()),
-                Err(e) => Ok(to_instance(py, &e)?.unbind()),
-            })
-            .collect::<PyResult<_>>()?;
-        PyList::new(py, out)
+        let results = if items.len() >= DETACH_BATCH {
+            self.inner.with_detached(py, |l| l.renew_all(&items, now))?
+        } else {
+            self.with(py, |l| l.renew_all(&items, now))?
+        };
+        durations_list(py, results)
     }
 
     /// Cancels many leases. Returns one result per cookie, in order: the resource, or a
@@ -289,12 +359,13 @@ impl PyLandlord {
         cookies: &Bound<'_, PyAny>,
         now: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut cs = Vec::new();
-        for c in cookies.try_iter()? {
-            cs.push(cookie_arg(&c?)?);
-        }
+        let cs = cookies_arg(cookies)?;
         let now = i64_arg(now, "now")?;
-        let results = self.with(py, |l| l.cancel_all(&cs, now))?;
+        let results = if cs.len() >= DETACH_BATCH {
+            self.inner.with_detached(py, |l| l.cancel_all(&cs, now))?
+        } else {
+            self.with(py, |l| l.cancel_all(&cs, now))?
+        };
         let out: Vec<Py<PyAny>> = results
             .into_iter()
             .map(|r| match r {
@@ -367,7 +438,7 @@ impl PyLandlord {
     /// The next expired lease found by `handle_timeout`, or None.
     fn poll_expired(&self, py: Python<'_>) -> PyResult<Option<PyExpired>> {
         Ok(self.with(py, |l| l.poll_expired())?.map(|e| PyExpired {
-            cookie: cookie_str(e.cookie),
+            cookie: e.cookie,
             expiration: e.expiration,
             resource: e.resource.into_py(py),
         }))
@@ -379,7 +450,7 @@ impl PyLandlord {
         Ok(all
             .into_iter()
             .map(|e| PyExpired {
-                cookie: cookie_str(e.cookie),
+                cookie: e.cookie,
                 expiration: e.expiration,
                 resource: e.resource.into_py(py),
             })
@@ -409,7 +480,11 @@ impl PyLandlord {
         let enc = encoding_arg(encoding)?;
         let now = i64_arg(now, "now")?;
         let data = bytes_arg(data, "data")?;
-        let out = self.with(py, |l| l.handle_bytes(&data, enc, now))?;
+        let out = if data.len() >= DETACH_BYTES {
+            self.inner.with_detached(py, |l| l.handle_bytes(&data, enc, now))?
+        } else {
+            self.with(py, |l| l.handle_bytes(&data, enc, now))?
+        };
         Ok(PyBytes::new(py, &out))
     }
 
@@ -528,7 +603,7 @@ impl PyLandlord {
         };
         let built = policy.0.build().py(py)?;
         let ll = Landlord::restore(back, built, now).py(py)?;
-        Ok(PyLandlord { inner: Guarded::new(ll), policy: policy.clone() })
+        Ok(PyLandlord::new_with(ll, policy.clone()))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

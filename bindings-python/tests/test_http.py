@@ -36,6 +36,7 @@ from leasehold import (
     monotonic_ms,
     threaded,
 )
+from leasehold import Encoding
 from leasehold.http import apost, post, serve_asyncio, serve_threaded
 
 LEASE_MS = 300
@@ -218,7 +219,7 @@ def test_keep_alive_client_is_not_stalled() -> None:
         sock = None
         t0 = time.perf_counter()
         for i in range(300):
-            enc = "json" if i % 2 else "binary"
+            enc: Encoding = "json" if i % 2 else "binary"
             body = Request.renew(i, g.cookie, 60_000).encode(enc)
             ctype = "application/json" if enc == "json" else "application/octet-stream"
             conn.request("POST", "/", body=body, headers={"Content-Type": ctype})

@@ -182,7 +182,7 @@ def test_a_denied_grant_and_a_failed_snapshot_release_resources_safely() -> None
         with pytest.raises(TypeError):
             ll.snapshot(3)  # an object resource without encode=
         with pytest.raises(ZeroDivisionError):
-            ll.snapshot(3, encode=lambda r: (len(ll), 1 // 0)[0])  # type: ignore[return-value]
+            ll.snapshot(3, encode=lambda r: bytes([len(ll) // 0]))
         text = ll.snapshot(3, encode=lambda r: bytes([len(ll)]))  # encode may call back in
         assert json.loads(text)["leases"][0]["resource"] == "01"
 

@@ -263,19 +263,19 @@ class RenewalDriver(Generic[E]):
                 t = self.renewer.poll_transmit(self.clock())
                 if t is None:
                     break
-                task = asyncio.get_running_loop().create_task(self._send(t))
-                self._sends.add(task)
-                task.add_done_callback(self._sends.discard)
+                send = asyncio.get_running_loop().create_task(self._send(t))
+                self._sends.add(send)
+                send.add_done_callback(self._sends.discard)
         self._stopping = True
         self.wake()
-        task = self._task
-        if task is not None and task is asyncio.current_task():
+        run = self._task
+        if run is not None and run is asyncio.current_task():
             if self._exit_flush is None:
                 self._exit_flush = flush
             return
         self._task = None
-        if task is not None:
-            await task
+        if run is not None:
+            await run
         await self._finish(flush)
 
     async def __aenter__(self) -> "RenewalDriver[E]":
