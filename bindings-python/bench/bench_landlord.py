@@ -348,9 +348,10 @@ def run(n: int, batch: int, seed: int, repeat: int) -> List[Row]:
     ops = blocks * 10 - 1
     rows.append(("mix: 1 grant, 8 renew, 1 cancel (single)", ops / best(mix_native, 1), ops / best(mix_pure, 1), ops / best(mix_ttl, 1)))
 
-    # --- cancel: a third singly, a third in list batches, a third in wire messages -----------
-    third = n // 3
-    parts = [(n_cookies[k * third : (k + 1) * third], p_cookies[k * third : (k + 1) * third], t_cookies[k * third : (k + 1) * third]) for k in range(3)]
+    # --- cancel: a fifth of the leases each: singly, in list batches (str and 16-byte cookies),
+    # and in wire messages -------------------------------------------------------------------
+    fifth = n // 5
+    part = [slice(k * fifth, (k + 1) * fifth) for k in range(5)]
 
     def cancel_single(cookies: List[Any], cancel: Callable[[Any, int], Any]) -> Callable[[], None]:
         def f() -> None:
@@ -360,23 +361,43 @@ def run(n: int, batch: int, seed: int, repeat: int) -> List[Row]:
 
         return f
 
-    def ttl_cancel_single(cookies: List[Any]) -> Callable[[], None]:
+    def ttl_cancel_single(cache: Any, cookies: List[Any]) -> Callable[[], None]:
         def f() -> None:
             tick()
-            pop = ttl.cache.pop
+            pop = cache.pop
             for c in cookies:
                 pop(c)
 
         return f
 
-    nc0, pc0, tc0 = parts[0]
-    rows.append(("cancel (single)", third / best(cancel_single(nc0, native.cancel), 1), third / best(cancel_single(pc0, pure.cancel), 1), third / best(ttl_cancel_single(tc0), 1)))
-    nc1, pc1, tc1 = parts[1]
-    t_pure_cancel = best(batches(chunks(pc1), pure.cancel_all), 1)
-    t_ttl_cancel = best(ttl_batches(chunks(tc1), ttl.cancel_all), 1)
-    rows.append((f"cancel_all, {batch} per call (list)", third / best(batches(chunks(nc1), native.cancel_all), 1), third / t_pure_cancel, third / t_ttl_cancel))
-    nc2 = parts[2][0]
-    cmsgs = [Request.cancel_all(k, b).encode("binary") for k, b in enumerate(chunks(nc2))]
+    s0, s1, s2, s3, s4 = part
+    rows.append((
+        "cancel (single)",
+        fifth / best(cancel_single(n_cookies[s0], native.cancel), 1),
+        fifth / best(cancel_single(p_cookies[s0], pure.cancel), 1),
+        fifth / best(ttl_cancel_single(ttl.cache, t_cookies[s0]), 1),
+    ))
+    rows.append((
+        "cancel (single, 16-byte cookies)",
+        fifth / best(cancel_single(n_bytes[s1], native.cancel), 1),
+        fifth / best(cancel_single(p_bytes[s1], pure_b.cancel), 1),
+        fifth / best(ttl_cancel_single(ttl_b.cache, p_bytes[s1]), 1),
+    ))
+    t_pure_cancel = best(batches(chunks(p_cookies[s2]), pure.cancel_all), 1)
+    t_ttl_cancel = best(ttl_batches(chunks(t_cookies[s2]), ttl.cancel_all), 1)
+    rows.append((
+        f"cancel_all, {batch} per call (list)",
+        fifth / best(batches(chunks(n_cookies[s2]), native.cancel_all), 1),
+        fifth / t_pure_cancel,
+        fifth / t_ttl_cancel,
+    ))
+    rows.append((
+        f"cancel_all, {batch} per call (list, 16-byte cookies)",
+        fifth / best(batches(chunks(n_bytes[s3]), native.cancel_all), 1),
+        fifth / best(batches(chunks(p_bytes[s3]), pure_b.cancel_all), 1),
+        fifth / best(ttl_batches(chunks(p_bytes[s3]), ttl_b.cancel_all), 1),
+    ))
+    cmsgs = [Request.cancel_all(k, b).encode("binary") for k, b in enumerate(chunks(n_cookies[s4]))]
 
     def cancel_wire() -> None:
         t = tick()
@@ -384,8 +405,8 @@ def run(n: int, batch: int, seed: int, repeat: int) -> List[Row]:
         for m in cmsgs:
             h(m, "binary", t)
 
-    rows.append((f"cancel_all, {batch} per call (binary wire message)", third / best(cancel_wire, 1), third / t_pure_cancel, third / t_ttl_cancel))
-    assert len(native) == n - 3 * third + 1, (len(native), n)  # the mix leaves its last grant
+    rows.append((f"cancel_all, {batch} per call (binary wire message)", fifth / best(cancel_wire, 1), fifth / t_pure_cancel, fifth / t_ttl_cancel))
+    assert len(native) == n - 5 * fifth + 1, (len(native), n)  # the mix leaves its last grant
     return rows
 
 
