@@ -13,6 +13,9 @@
 //! - [`event`]: event registrations, sequence numbers, gaps and handbacks.
 //! - [`service`]: the lease renewal service: leased renewal sets, warnings and failure events.
 //! - [`inverted`]: inverted leasing (the landlord polls, holders answer), seed 004.
+//! - [`journal`]: durability without I/O: journal frames, snapshots, and replies held until
+//!   the records behind them are durable.
+//! - [`store`]: the embedded file store's directory format and policy, carried out by hosts.
 #![deny(missing_docs)]
 
 pub mod codec;
@@ -20,12 +23,14 @@ pub mod error;
 pub mod event;
 pub mod holder;
 pub mod inverted;
+pub mod journal;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
 pub mod serial;
 pub mod service;
 pub mod simnet;
+pub mod store;
 pub mod time;
 pub mod wire;
 
