@@ -88,8 +88,10 @@ impl Clone for Held {
     /// An incref. Not `Python::attach`: that may release objects other threads dropped, which
     /// would run their `__del__` under the lock (the core clones resources in `snapshot`).
     fn clone(&self) -> Self {
-        // SAFETY: a `Held` is only cloned by core calls the binding makes from its methods,
-        // which run attached to the interpreter.
+        // A clone is an incref, which needs the interpreter: calls made detached
+        // (`Guarded::with_detached`: batches and wire bodies) never clone a resource.
+        // SAFETY: a `Held` is only cloned by core calls the binding makes from its methods
+        // while attached (the core clones resources only in `snapshot`).
         let py = unsafe { Python::assume_attached() };
         Held::new(self.clone_ref(py))
     }
