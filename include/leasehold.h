@@ -56,6 +56,13 @@
 #define LEASEHOLD_SERIAL_ABSOLUTE 2
 
 /**
+ * Most rounds one `_drive` call makes (see `leasehold_renewal_manager_drive`): a round hands
+ * out every request and event queued when it starts; callbacks that queue more get further
+ * rounds, up to this many, after which the call asks to be called again at once.
+ */
+#define LEASEHOLD_DRIVE_MAX_ROUNDS 16
+
+/**
  * What every call of libleasehold returns.
  *
  * Values 0 to 6 are the core's stable error codes (`ErrorCode`); values from 100 up are the
@@ -102,6 +109,18 @@ typedef enum leasehold_status {
      * A caller-supplied buffer is too small for the answer.
      */
     LEASEHOLD_STATUS_BUFFER_TOO_SMALL = 102,
+    /**
+     * The handle cannot take this call now: a callback freed it (the call that ran the
+     * callback is still on the stack; the memory goes when it returns), or its state is in use
+     * further up this thread's stack. Nothing was done.
+     */
+    LEASEHOLD_STATUS_BUSY = 103,
+    /**
+     * A durable landlord's store could not be read or written: a file operation failed, a
+     * store callback returned non-zero, or the directory is locked by another process. After a
+     * failed commit nothing more is acknowledged: free the landlord and open the store again.
+     */
+    LEASEHOLD_STATUS_IO = 104,
     /**
      * A bug inside libleasehold was caught at the boundary; the handle involved should be freed.
      */
@@ -233,8 +252,10 @@ typedef struct leasehold_event_table leasehold_event_table;
 typedef struct leasehold_gap_tracker leasehold_gap_tracker;
 
 /**
- * A landlord (opaque). Free with `leasehold_landlord_free`. Not to be used from two threads at
- * once; it may move between threads.
+ * A landlord (opaque): in memory (`leasehold_landlord_new`, `_restore`) or durable, kept in a
+ * store (`leasehold_landlord_open_dir`, `leasehold_landlord_open_io`). Free with
+ * `leasehold_landlord_free`. Not to be used from two threads at once; it may move between
+ * threads (for many threads and group commit, see `leasehold_shared_landlord`).
  */
 typedef struct leasehold_landlord leasehold_landlord;
 
@@ -285,6 +306,19 @@ typedef struct leasehold_request leasehold_request;
  * `leasehold_renewal_service_new`; free with `leasehold_service_config_free`.
  */
 typedef struct leasehold_service_config leasehold_service_config;
+
+/**
+ * A durable landlord for threaded hosts (opaque), from `leasehold_shared_landlord_open_dir`.
+ * Unlike every other handle, it may be used from many threads at once (the calls that take it
+ * non-`const` change it, under its own lock): each call changes the
+ * landlord under a short internal lock and answers the journal record its result depends on
+ * (`*out_seq`); `leasehold_shared_landlord_wait_durable` then blocks until that record is
+ * durable. The first thread to wait writes and syncs everything journaled so far, outside the
+ * landlord's lock, for every thread that arrived meanwhile: one sync covers them all (group
+ * commit), and requests go on being answered while it syncs. No user code runs under its
+ * locks. Free it with `leasehold_shared_landlord_free` once no other thread uses it.
+ */
+typedef struct leasehold_shared_landlord leasehold_shared_landlord;
 
 /**
  * Bounds enforced when decoding wire messages (and on the batches a landlord accepts from C).
@@ -565,7 +599,7 @@ typedef struct leasehold_renewal_event {
      */
     struct leasehold_lease lease;
     /**
-     * When the holder wanted it to end (RENEWAL_FAILED only, else 0).
+     * When the holder wanted it to end (RENEWAL_FAILED and DESIRED_EXPIRATION_REACHED, else 0).
      */
     int64_t desired_expiration;
     /**
@@ -763,6 +797,141 @@ typedef struct leasehold_set_event {
  * Delivers one set event to the host (borrowed for the call).
  */
 typedef void (*leasehold_set_event_fn)(void *user_data, const struct leasehold_set_event *event);
+
+/**
+ * What opening a store found (`leasehold_landlord_open_dir`, `_open_io`,
+ * `leasehold_shared_landlord_open_dir`).
+ */
+typedef struct leasehold_recovery {
+    /**
+     * The store was new (nothing to recover): it was created, with a first snapshot.
+     */
+    bool created;
+    /**
+     * Journal records replayed on top of the snapshot.
+     */
+    uint64_t replayed;
+    /**
+     * Sequence number of the last record recovered: everything up to it is durable, and the
+     * journal goes on from the next one.
+     */
+    uint64_t last_seq;
+    /**
+     * A torn tail (the last write, cut short by a crash, never acknowledged) was dropped from
+     * the log.
+     */
+    bool torn_tail;
+    /**
+     * Leases held after recovery.
+     */
+    size_t leases;
+} leasehold_recovery;
+
+/**
+ * Appends `len` bytes of `data` to `file` (creating it if missing). `file` is a NUL-terminated
+ * name inside the store (e.g. `"log-00000000000000000001.lhj"`, `"snapshot"`), borrowed for the
+ * call. Return 0 once every byte is written (not necessarily durable yet), non-zero on failure.
+ */
+typedef int32_t (*leasehold_store_append_fn)(void *user_data,
+                                             const char *file,
+                                             const uint8_t *data,
+                                             size_t len);
+
+/**
+ * Makes every byte appended to `file` so far durable (fsync, a flash commit, a database
+ * commit): after it returns 0 they survive a crash or a power cut. Non-zero on failure.
+ */
+typedef int32_t (*leasehold_store_sync_fn)(void *user_data, const char *file);
+
+/**
+ * Replaces `file` atomically and durably with `len` bytes of `data`: after a crash at any
+ * moment the file holds either its old contents or all of the new ones (on a file system:
+ * write `<file>.tmp`, sync it, rename it over `file`, sync the directory). Return 0 once the
+ * new contents are durable, non-zero on failure.
+ */
+typedef int32_t (*leasehold_store_replace_fn)(void *user_data,
+                                              const char *file,
+                                              const uint8_t *data,
+                                              size_t len);
+
+/**
+ * Cuts `file` to its first `len` bytes (dropping a torn tail) and makes that durable. Return 0
+ * on success, non-zero on failure.
+ */
+typedef int32_t (*leasehold_store_truncate_fn)(void *user_data, const char *file, uint64_t len);
+
+/**
+ * Deletes `file` (a missing file is success) and makes that durable. Return 0 on success,
+ * non-zero on failure.
+ */
+typedef int32_t (*leasehold_store_remove_fn)(void *user_data, const char *file);
+
+/**
+ * A host's own storage for a durable landlord (flash, a database, an RTOS file API): five
+ * callbacks that carry out the core's file operations on the named files of one store, in the
+ * order given, each completely before the next. Every callback is required and takes
+ * `user_data` first. They run on the thread that calls into the landlord, inside
+ * `leasehold_landlord_open_io`, `leasehold_landlord_commit` and `leasehold_landlord_compact`,
+ * with nothing of the landlord borrowed: a callback may call the landlord (a grant, say: it
+ * is journaled for the next commit), but `_commit` or `_compact` from inside one is `BUSY`;
+ * freeing the landlord inside one is deferred (README, Callbacks and re-entrancy).
+ *
+ * A callback that returns non-zero fails the call with `LEASEHOLD_STATUS_IO`; from then on
+ * every commit of that landlord fails too (what reached the storage is unknown): free it and
+ * open the store again, which keeps what was durable and drops a torn tail.
+ *
+ * Names are at most 28 ASCII bytes: `snapshot`, `snapshot.tmp` (only ever removed) and
+ * `log-<20 digits>.lhj`.
+ */
+typedef struct leasehold_store_io {
+    /**
+     * Passed to every callback as it is.
+     */
+    void *user_data;
+    /**
+     * Appends bytes to a file.
+     */
+    leasehold_store_append_fn append;
+    /**
+     * Makes a file's appended bytes durable.
+     */
+    leasehold_store_sync_fn sync;
+    /**
+     * Replaces a file atomically and durably.
+     */
+    leasehold_store_replace_fn replace;
+    /**
+     * Cuts a file short, durably.
+     */
+    leasehold_store_truncate_fn truncate;
+    /**
+     * Deletes a file, durably.
+     */
+    leasehold_store_remove_fn remove;
+} leasehold_store_io;
+
+/**
+ * One file of a store as the host read it, for `leasehold_landlord_open_io`: its name
+ * (`name_len` bytes, no NUL needed) and contents (`len` bytes), both borrowed for the call.
+ */
+typedef struct leasehold_store_file {
+    /**
+     * File name inside the store.
+     */
+    const char *name;
+    /**
+     * Length of `name` in bytes.
+     */
+    size_t name_len;
+    /**
+     * The file's bytes.
+     */
+    const uint8_t *data;
+    /**
+     * Length of `data`.
+     */
+    size_t len;
+} leasehold_store_file;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1071,7 +1240,9 @@ enum leasehold_status leasehold_lease_map_new_for_landlord(uint64_t landlord,
                                                            struct leasehold_lease_map **out);
 
 /**
- * Frees a lease map. NULL is ignored.
+ * Frees a lease map. NULL is ignored. Inside a callback that one of this map's calls is
+ * running (a visitor, a failure report), the map is freed when that call returns, the call
+ * makes no further callbacks, and any other call on the map is `BUSY`.
  *
  * # Safety
  * `map` was made by libleasehold and not freed before.
@@ -1142,8 +1313,10 @@ enum leasehold_status leasehold_lease_map_get(const struct leasehold_lease_map *
 enum leasehold_status leasehold_lease_map_len(const struct leasehold_lease_map *map, size_t *out);
 
 /**
- * Calls `visit` for every lease (in cookie order) until it returns non-zero. `visit` must not
- * call back into this map.
+ * Calls `visit` for every lease in the map when the call starts (in cookie order) until it
+ * returns non-zero. The visit runs over a copy: `visit` may call anything on this map (an
+ * insert or remove takes effect at once but does not change what this call visits); freeing
+ * the map ends the visit.
  *
  * # Safety
  * `map` is NULL or live; `visit` is NULL or a valid function.
@@ -1220,7 +1393,10 @@ enum leasehold_status leasehold_renewal_manager_new(const struct leasehold_renew
                                                     struct leasehold_renewal_manager **out);
 
 /**
- * Frees a renewal manager (its leases are not cancelled). NULL is ignored.
+ * Frees a renewal manager (its leases are not cancelled). NULL is ignored. Inside a callback
+ * that one of this manager's calls is running (`drive`, `for_each`), the manager is freed
+ * when that call returns, the call makes no further callbacks, and any other call on the
+ * manager is `BUSY`.
  *
  * # Safety
  * `manager` was made by libleasehold and not freed before.
@@ -1359,8 +1535,10 @@ enum leasehold_status leasehold_renewal_manager_len(const struct leasehold_renew
                                                     size_t *out);
 
 /**
- * Calls `visit` for every managed lease (current actual expirations, no particular order)
- * until it returns non-zero. `visit` must not call back into this manager.
+ * Calls `visit` for every lease managed when the call starts (current actual expirations, no
+ * particular order) until it returns non-zero. The visit runs over a copy: `visit` may call
+ * anything on this manager (changes take effect at once but do not change what this call
+ * visits); freeing the manager ends the visit.
  *
  * # Safety
  * `manager` is NULL or live; `visit` is NULL or a valid function.
@@ -1469,9 +1647,16 @@ enum leasehold_status leasehold_renewal_manager_poll_event(struct leasehold_rene
  * drops them), all on the calling thread. Then `*out_has` / `*out_next` say when to call again
  * (or as soon as a reply arrives: pass it to `handle_reply_bytes`, then drive again).
  *
+ * The callbacks run with nothing of the manager borrowed, so they may call back into it: read
+ * it, change it, hand it a reply (`handle_reply_bytes` inside `transmit`, for an in-process
+ * landlord), even drive it. What they queue goes out in further rounds of this call, up to
+ * `LEASEHOLD_DRIVE_MAX_ROUNDS`; if work is left after that, `*out_next` is `now` (call again at
+ * once). A callback may free the manager: no further callback runs, the manager goes when this
+ * call returns, and the call answers OK with `*out_has` false.
+ *
  * # Safety
- * `manager` is NULL or live; the callbacks are NULL or valid functions that do not call back
- * into this manager; the outputs are NULL or writable.
+ * `manager` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL or
+ * writable.
  */
 enum leasehold_status leasehold_renewal_manager_drive(struct leasehold_renewal_manager *manager,
                                                       int64_t now,
@@ -1524,6 +1709,32 @@ enum leasehold_status leasehold_landlord_config_set_limits(struct leasehold_land
                                                            const struct leasehold_limits *limits);
 
 /**
+ * Sets how a durable landlord's store keeps its log (used by `leasehold_landlord_open_dir`,
+ * `_open_io` and `leasehold_shared_landlord_open_dir`): a log segment that reaches
+ * `segment_bytes` is closed and a new one started (default 64 MiB); the log is compacted (a new
+ * snapshot, the old segments removed) once it is larger than both `min_compact_bytes` (default
+ * 4 MiB) and the snapshot. Small values suit small devices and tests.
+ *
+ * # Safety
+ * `config` is NULL or a live configuration.
+ */
+enum leasehold_status leasehold_landlord_config_set_store(struct leasehold_landlord_config *config,
+                                                          uint64_t segment_bytes,
+                                                          uint64_t min_compact_bytes);
+
+/**
+ * Sets how long, at most, a durable landlord holding leases goes without journaling the time
+ * (default 1000 ms; 0 turns these clock records off). After a crash, a lease whose holder died
+ * lives on at most its remaining time at the crash plus this interval once the landlord is
+ * back (time spent down does not count: see `leasehold_landlord_open_dir`).
+ *
+ * # Safety
+ * `config` is NULL or a live configuration.
+ */
+enum leasehold_status leasehold_landlord_config_set_journal_clock_interval(struct leasehold_landlord_config *config,
+                                                                           int64_t interval);
+
+/**
  * Frees a configuration. NULL is ignored.
  *
  * # Safety
@@ -1542,7 +1753,11 @@ enum leasehold_status leasehold_landlord_new(const struct leasehold_landlord_con
                                              struct leasehold_landlord **out);
 
 /**
- * Frees a landlord and every lease it holds. NULL is ignored.
+ * Frees a landlord and every lease it holds. NULL is ignored. Inside a callback that this
+ * landlord's `for_each` (or a store callback of its commit) is running, the landlord is freed
+ * when that call returns, makes no further callbacks, and answers any other call with `BUSY`.
+ * A durable landlord writes nothing here: what was not committed goes, as in a crash (commit
+ * first for a clean shutdown); its directory's lock is released.
  *
  * # Safety
  * `landlord` was made by libleasehold and not freed before.
@@ -1681,8 +1896,10 @@ enum leasehold_status leasehold_landlord_lease(const struct leasehold_landlord *
                                                struct leasehold_lease *out);
 
 /**
- * Calls `visit` for every lease held (in no particular order) until it returns non-zero.
- * `visit` must not call back into this landlord.
+ * Calls `visit` for every lease held when the call starts (in no particular order) until it
+ * returns non-zero. The visit runs over a copy: `visit` may call anything on this landlord
+ * (grant, cancel, ... take effect at once but do not change what this call visits); freeing
+ * the landlord ends the visit.
  *
  * # Safety
  * `landlord` is NULL or live; `visit` is NULL or a valid function.
@@ -2055,7 +2272,10 @@ enum leasehold_status leasehold_renewal_service_new(const struct leasehold_servi
                                                     struct leasehold_renewal_service **out);
 
 /**
- * Frees a service (client leases are not cancelled). NULL is ignored.
+ * Frees a service (client leases are not cancelled). NULL is ignored. Inside a callback that
+ * one of this service's calls is running (`drive`, a `for_each_*`), the service is freed when
+ * that call returns, the call makes no further callbacks, and any other call on the service
+ * is `BUSY`.
  *
  * # Safety
  * `service` was made by libleasehold and not freed before.
@@ -2085,10 +2305,12 @@ enum leasehold_status leasehold_renewal_service_create_set(struct leasehold_rene
                                                            struct leasehold_lease *out_lease);
 
 /**
- * Calls `visit` for every set alive, in creation order, until it returns non-zero.
+ * Calls `visit` for every set alive when the call starts, in creation order, until it returns
+ * non-zero. The visit runs over a copy: `visit` may call anything on this service (changes do
+ * not change what this call visits); freeing the service ends the visit.
  *
  * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ * `service` is NULL or live; `visit` is NULL or a valid function.
  */
 enum leasehold_status leasehold_renewal_service_for_each_set(const struct leasehold_renewal_service *service,
                                                              leasehold_set_visit_fn visit,
@@ -2145,10 +2367,11 @@ enum leasehold_status leasehold_renewal_service_remove(struct leasehold_renewal_
                                                        struct leasehold_lease *out_lease);
 
 /**
- * Calls `visit` for every client lease of `set` (as last known) until it returns non-zero.
+ * Calls `visit` for every client lease of `set` (as last known when the call starts) until it
+ * returns non-zero. The visit runs over a copy, as for `leasehold_renewal_service_for_each_set`.
  *
  * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ * `service` is NULL or live; `visit` is NULL or a valid function.
  */
 enum leasehold_status leasehold_renewal_service_for_each_lease(const struct leasehold_renewal_service *service,
                                                                uint64_t set,
@@ -2232,10 +2455,11 @@ enum leasehold_status leasehold_renewal_service_unknown_event(struct leasehold_r
                                                               bool *out_was_active);
 
 /**
- * Calls `visit` for every active registration of `set` (warning first, then failure).
+ * Calls `visit` for every active registration of `set` when the call starts (warning first,
+ * then failure). The visit runs over a copy, as for `leasehold_renewal_service_for_each_set`.
  *
  * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ * `service` is NULL or live; `visit` is NULL or a valid function.
  */
 enum leasehold_status leasehold_renewal_service_for_each_registration(const struct leasehold_renewal_service *service,
                                                                       uint64_t set,
@@ -2353,11 +2577,12 @@ enum leasehold_status leasehold_renewal_service_poll_event(struct leasehold_rene
 /**
  * One turn of the C driver at `now` (as `leasehold_renewal_manager_drive`): handle_timeout,
  * every due request to `transmit`, every event to `on_event` (optional), then when to call
- * again in `*out_has` / `*out_next`.
+ * again in `*out_has` / `*out_next`. The callbacks may call back into the service, and free
+ * it, as for the renewal manager's driver.
  *
  * # Safety
- * `service` is NULL or live; the callbacks are NULL or valid functions that do not call back
- * into this service; the outputs are NULL or writable.
+ * `service` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL
+ * or writable.
  */
 enum leasehold_status leasehold_renewal_service_drive(struct leasehold_renewal_service *service,
                                                       int64_t now,
@@ -2402,6 +2627,284 @@ enum leasehold_status leasehold_renewal_service_restore(const struct leasehold_s
                                                         size_t len,
                                                         int64_t now,
                                                         struct leasehold_renewal_service **out);
+
+/**
+ * Opens a durable landlord kept in the directory `path` (`path_len` bytes, no NUL needed),
+ * creating the directory and the store if they do not exist, and recovering what is there:
+ * the snapshot, then every log record after it. A torn tail (the last write cut short by a
+ * crash: never acknowledged) is dropped; any other damage (a flipped byte, a gap, a damaged
+ * snapshot, a missing snapshot once the log no longer starts at record 1) is refused with
+ * `LEASEHOLD_STATUS_DECODE` and a message naming the file and byte offset, and the directory
+ * is left as it was. A directory another process (or handle) has open is `LEASEHOLD_STATUS_IO`;
+ * the lock (file `LOCK`) goes with the landlord, or with the process.
+ *
+ * `config` is used only for a new store (or one rebuilt from a log that starts at record 1):
+ * an existing store keeps the id, seed and settings it was created with (its store settings,
+ * `leasehold_landlord_config_set_store`, apply every time). `policy` is code, not data: supply
+ * it every time. Both are copied. Time spent down does not count: the landlord's clock goes on
+ * from the last journaled time, whatever `now` (this process's clock) reads, so every lease
+ * keeps the time it had left and none expires before its holder was told.
+ *
+ * **Reply after durable.** Every change is journaled. A host must not send a reply (a grant,
+ * renewal or cancel, or an answer such as UNKNOWN_LEASE, which may depend on the time it
+ * journaled) before the records behind it are durable: answer the requests that are waiting,
+ * call `leasehold_landlord_commit` (one append and one sync for all of them: group commit),
+ * then send their replies. `leasehold_landlord_journal_seq` right after a call gives the record
+ * its reply depends on, for hosts that release replies one by one. Expired leases handed out
+ * by `poll_expired` are journaled too: commit before acting on them.
+ *
+ * `*out_info` (optional: may be NULL) says what was recovered.
+ *
+ * # Safety
+ * `path` is NULL or points to `path_len` bytes; `config` and `policy` are NULL or live;
+ * `out` is NULL or writable; `out_info` is NULL or writable.
+ */
+enum leasehold_status leasehold_landlord_open_dir(const char *path,
+                                                  size_t path_len,
+                                                  const struct leasehold_landlord_config *config,
+                                                  const struct leasehold_policy *policy,
+                                                  int64_t now,
+                                                  struct leasehold_landlord **out,
+                                                  struct leasehold_recovery *out_info);
+
+/**
+ * Opens a durable landlord kept in the host's own storage: `files` (`file_count` of them) are
+ * every file of the store as the host read them (names that are not the store's are ignored;
+ * none at all for a new store), and `io` (copied) carries out the file operations from now on.
+ * Recovery is the same as `leasehold_landlord_open_dir`'s: a torn tail is dropped, damage is
+ * `LEASEHOLD_STATUS_DECODE` with a message naming the file and offset; the tidying that
+ * recovery needs (cutting the torn tail, removing leftovers, a new store's first snapshot) is
+ * carried out through `io` before this returns (a failing callback: `LEASEHOLD_STATUS_IO`). The
+ * contents of `files` are copied: free them when this returns. Reply after durable, `config`,
+ * `policy`, `now` and `out_info`: as for `leasehold_landlord_open_dir`.
+ *
+ * # Safety
+ * `io` is NULL or valid, its callbacks valid functions; `files` is NULL or points to
+ * `file_count` valid entries; `config` and `policy` are NULL or live; outputs as for
+ * `leasehold_landlord_open_dir`.
+ */
+enum leasehold_status leasehold_landlord_open_io(const struct leasehold_store_io *io,
+                                                 const struct leasehold_store_file *files,
+                                                 size_t file_count,
+                                                 const struct leasehold_landlord_config *config,
+                                                 const struct leasehold_policy *policy,
+                                                 int64_t now,
+                                                 struct leasehold_landlord **out,
+                                                 struct leasehold_recovery *out_info);
+
+/**
+ * The sequence number of the last record this landlord journaled: a reply handed out now (by
+ * the call just made, whatever its status) depends on every record up to it, and may be sent
+ * once `leasehold_landlord_commit` has answered a durable number at least as high. 0 for a
+ * landlord in memory (nothing to wait for).
+ *
+ * # Safety
+ * `landlord` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_landlord_journal_seq(const struct leasehold_landlord *landlord,
+                                                     uint64_t *out);
+
+/**
+ * Makes everything this landlord did so far durable: one append of every record journaled
+ * since the last commit, one sync (so one commit covers every request answered meanwhile:
+ * group commit), and a compaction when the log has outgrown the snapshot. `*out_durable` is
+ * the last durable record: every reply whose `leasehold_landlord_journal_seq` is at most that
+ * may now be sent. A landlord in memory has nothing to write: OK, `*out_durable` 0.
+ *
+ * A failed write is `LEASEHOLD_STATUS_IO`, and so is every later commit: send none of the
+ * replies still waiting, free the landlord and open the store again (it keeps everything that
+ * was durable). With `leasehold_landlord_open_io`, the callbacks run inside this call.
+ *
+ * # Safety
+ * `landlord` is NULL or live; `out_durable` is NULL or writable.
+ */
+enum leasehold_status leasehold_landlord_commit(struct leasehold_landlord *landlord,
+                                                uint64_t *out_durable);
+
+/**
+ * Commits (as `leasehold_landlord_commit`), then writes a new snapshot and removes the log it
+ * covers, whether or not the log has outgrown the snapshot (commit does that by itself when it
+ * has). A landlord in memory: OK, nothing done.
+ *
+ * # Safety
+ * `landlord` is NULL or live; `out_durable` is NULL or writable.
+ */
+enum leasehold_status leasehold_landlord_compact(struct leasehold_landlord *landlord,
+                                                 uint64_t *out_durable);
+
+/**
+ * Whether this landlord is kept in a store (opened with `_open_dir` or `_open_io`).
+ *
+ * # Safety
+ * `landlord` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_landlord_is_durable(const struct leasehold_landlord *landlord,
+                                                    bool *out);
+
+/**
+ * Opens a durable landlord in the directory `path` for many threads: recovery, `config`,
+ * `policy`, `now` and `out_info` as for `leasehold_landlord_open_dir`.
+ *
+ * **Reply after durable.** Every answering call (`_handle_bytes`, `_grant`, `_renew`,
+ * `_cancel`, `_poll_expired`) writes `*out_seq`, the journal record its answer depends on,
+ * whatever its status (an UNKNOWN_LEASE may depend on a record too). A host must not send the
+ * answer before `leasehold_shared_landlord_wait_durable(landlord, seq)` has returned OK.
+ *
+ * # Safety
+ * As for `leasehold_landlord_open_dir`.
+ */
+enum leasehold_status leasehold_shared_landlord_open_dir(const char *path,
+                                                         size_t path_len,
+                                                         const struct leasehold_landlord_config *config,
+                                                         const struct leasehold_policy *policy,
+                                                         int64_t now,
+                                                         struct leasehold_shared_landlord **out,
+                                                         struct leasehold_recovery *out_info);
+
+/**
+ * Frees a shared landlord (releasing its directory). Records not yet waited for are not
+ * written: commit first (`leasehold_shared_landlord_commit`) for a clean shutdown. NULL is
+ * ignored. No other thread may be using it.
+ *
+ * # Safety
+ * `landlord` was made by libleasehold and not freed before.
+ */
+void leasehold_shared_landlord_free(struct leasehold_shared_landlord *landlord);
+
+/**
+ * Answers one encoded request (as `leasehold_landlord_handle_bytes`): the reply goes to
+ * `*out_reply` / `*out_reply_len` (free with `leasehold_bytes_free`), and `*out_seq` is the
+ * record it depends on: send it only after `leasehold_shared_landlord_wait_durable(landlord,
+ * *out_seq)` returned OK.
+ *
+ * # Safety
+ * `landlord` is NULL or live; `request` is NULL or points to `len` bytes; outputs writable.
+ */
+enum leasehold_status leasehold_shared_landlord_handle_bytes(struct leasehold_shared_landlord *landlord,
+                                                             const uint8_t *request,
+                                                             size_t len,
+                                                             int32_t encoding_,
+                                                             int64_t now,
+                                                             uint8_t **out_reply,
+                                                             size_t *out_reply_len,
+                                                             uint64_t *out_seq);
+
+/**
+ * Grants a lease (as `leasehold_landlord_grant`); `*out_seq`, written whatever the status, is
+ * the record the answer depends on (see `leasehold_shared_landlord_open_dir`).
+ *
+ * # Safety
+ * `landlord` is NULL or live; `resource` is NULL or points to `resource_len` bytes; outputs
+ * are NULL or writable.
+ */
+enum leasehold_status leasehold_shared_landlord_grant(struct leasehold_shared_landlord *landlord,
+                                                      const uint8_t *resource,
+                                                      size_t resource_len,
+                                                      int64_t requested,
+                                                      int64_t now,
+                                                      struct leasehold_grant *out,
+                                                      uint64_t *out_seq);
+
+/**
+ * Renews a lease (as `leasehold_landlord_renew`); `*out_seq`, written whatever the status, is
+ * the record the answer depends on.
+ *
+ * # Safety
+ * `landlord` is NULL or live; outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_shared_landlord_renew(struct leasehold_shared_landlord *landlord,
+                                                      struct leasehold_cookie cookie,
+                                                      int64_t requested,
+                                                      int64_t now,
+                                                      int64_t *out_granted,
+                                                      uint64_t *out_seq);
+
+/**
+ * Cancels a lease (its resource is dropped); `*out_seq`, written whatever the status, is the
+ * record the answer depends on.
+ *
+ * # Safety
+ * `landlord` is NULL or live; `out_seq` is NULL or writable.
+ */
+enum leasehold_status leasehold_shared_landlord_cancel(struct leasehold_shared_landlord *landlord,
+                                                       struct leasehold_cookie cookie,
+                                                       int64_t now,
+                                                       uint64_t *out_seq);
+
+/**
+ * Blocks until journal record `seq` is durable. If no other thread is writing, this one
+ * writes and syncs everything journaled so far (and compacts when due) for every waiting
+ * thread; else it waits for that write. `LEASEHOLD_STATUS_IO` if the store could not write:
+ * then no later record will ever be durable in this process (free it and open the store
+ * again).
+ *
+ * # Safety
+ * `landlord` is NULL or live.
+ */
+enum leasehold_status leasehold_shared_landlord_wait_durable(struct leasehold_shared_landlord *landlord,
+                                                             uint64_t seq);
+
+/**
+ * Makes everything journaled so far durable (waits as `_wait_durable` for the last record);
+ * `*out_durable` is that record.
+ *
+ * # Safety
+ * `landlord` is NULL or live; `out_durable` is NULL or writable.
+ */
+enum leasehold_status leasehold_shared_landlord_commit(struct leasehold_shared_landlord *landlord,
+                                                       uint64_t *out_durable);
+
+/**
+ * When to call `leasehold_shared_landlord_handle_timeout` next (as
+ * `leasehold_landlord_poll_timeout`).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_shared_landlord_poll_timeout(const struct leasehold_shared_landlord *landlord,
+                                                             bool *out_has,
+                                                             int64_t *out_at);
+
+/**
+ * Advances expiry to `now` (as `leasehold_landlord_handle_timeout`).
+ *
+ * # Safety
+ * `landlord` is NULL or live.
+ */
+enum leasehold_status leasehold_shared_landlord_handle_timeout(struct leasehold_shared_landlord *landlord,
+                                                               int64_t now);
+
+/**
+ * The next expired lease (as `leasehold_landlord_poll_expired`; `out->resource` is the
+ * caller's to free); `*out_seq` is the record that hands it out: wait for it before acting
+ * on the expiry.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_shared_landlord_poll_expired(struct leasehold_shared_landlord *landlord,
+                                                             struct leasehold_expired *out,
+                                                             bool *out_found,
+                                                             uint64_t *out_seq);
+
+/**
+ * Leases held (as `leasehold_landlord_len`).
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_shared_landlord_len(const struct leasehold_shared_landlord *landlord,
+                                                    size_t *out);
+
+/**
+ * How many group commits (one write and one sync each) the landlord has carried out since it
+ * was opened: with many threads waiting, far fewer than the requests answered.
+ *
+ * # Safety
+ * Pointers are NULL or valid.
+ */
+enum leasehold_status leasehold_shared_landlord_commits(const struct leasehold_shared_landlord *landlord,
+                                                        uint64_t *out);
 
 /**
  * A grant request: a lease on `resource` (`resource_len` bytes, copied) for `duration` ms.

@@ -14,11 +14,14 @@
 pub mod common;
 pub mod error;
 pub mod event;
+pub mod handle;
 pub mod holder;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
+pub mod sansio;
 pub mod service;
+pub mod store;
 pub mod wire;
 
 pub use error::leasehold_status;
@@ -37,6 +40,7 @@ fn threading_contract() {
     movable::<service::leasehold_renewal_service>();
     movable::<event::leasehold_gap_tracker>();
     movable::<event::leasehold_event_table>();
+    shareable::<store::leasehold_shared_landlord>();
     shareable::<policy::leasehold_policy>();
     shareable::<wire::leasehold_request>();
     shareable::<wire::leasehold_reply>();

@@ -1,26 +1,24 @@
 //! `Landlord`: the grantor, holding Python objects (or the bytes of wire grants) as resources.
 
-use std::sync::Mutex;
-
 use leasehold::{Landlord, LandlordConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::convert::{
-    bytes_arg, cookie_arg, cookie_py, cookie_str, duration_arg, encoding_arg, i64_arg,
-    landlord_arg, usize_arg,
+    bytes_arg, cookie_arg, cookie_bytes, cookie_py, cookie_str, duration_arg, encoding_arg,
+    i64_arg, landlord_arg, usize_arg,
 };
 use crate::errors::{to_instance, IntoPyResult};
+use crate::guard::{Guarded, Held};
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
-use crate::wire::{items_arg, PyLimits, PyReply, PyRequest};
+use crate::wire::{cookies_arg, items_arg, PyLimits, PyReply, PyRequest};
 
 /// What a lease is for: any Python object, or the bytes a wire grant carried.
 pub enum Res {
-    /// Granted from Python.
-    Obj(Py<PyAny>),
+    /// Granted from Python (its drop is deferred past the lock: see `guard`).
+    Obj(Held),
     /// Granted through the wire protocol.
     Bytes(Vec<u8>),
 }
@@ -35,7 +33,7 @@ impl Clone for Res {
     fn clone(&self) -> Self {
         match self {
             Res::Bytes(b) => Res::Bytes(b.clone()),
-            Res::Obj(o) => Python::attach(|py| Res::Obj(o.clone_ref(py))),
+            Res::Obj(o) => Res::Obj(o.clone()),
         }
     }
 }
@@ -73,19 +71,43 @@ impl<'de> serde::Deserialize<'de> for HexRes {
     }
 }
 
+/// Batches at least this long run detached from the interpreter (other threads run meanwhile).
+const DETACH_BATCH: usize = 256;
+
+/// Bodies at least this long are answered detached from the interpreter.
+const DETACH_BYTES: usize = 8 * 1024;
+
+/// Per-lease renewal results as a list: each duration an int (one object shared by equal
+/// neighbours, as batches mostly grant the same duration), each failure a `LeaseError` instance.
+fn durations_list<'py>(
+    py: Python<'py>,
+    results: Vec<Result<i64, leasehold::LeaseError>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut last: Option<(i64, Bound<'py, PyAny>)> = None;
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        out.push(match r {
+            Ok(d) => match &last {
+                Some((v, o)) if *v == d => o.clone(),
+                _ => {
+                    let o = d.into_pyobject(py)?.into_any();
+                    last = Some((d, o.clone()));
+                    o
+                }
+            },
+            Err(e) => to_instance(py, &e)?,
+        });
+    }
+    PyList::new(py, out)
+}
+
 /// Largest snapshot text `Landlord.restore` reads.
 const MAX_SNAPSHOT_TEXT: usize = 1 << 30;
 
 impl Res {
-    pub fn to_py(&self, py: Python<'_>) -> Py<PyAny> {
-        match self {
-            Res::Obj(o) => o.clone_ref(py),
-            Res::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
-        }
-    }
     pub fn into_py(self, py: Python<'_>) -> Py<PyAny> {
         match self {
-            Res::Obj(o) => o,
+            Res::Obj(o) => o.into_inner(),
             Res::Bytes(b) => PyBytes::new(py, &b).into_any().unbind(),
         }
     }
@@ -107,6 +129,11 @@ impl PyGrant {
     fn cookie<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
         cookie_py(py, self.cookie)
     }
+    /// The cookie as its 16 raw bytes (big-endian): the compact form every method also accepts.
+    #[getter]
+    fn cookie_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        cookie_bytes(py, self.cookie)
+    }
     fn __repr__(&self) -> String {
         format!(
             "Grant(cookie='{}', duration={}, expiration={})",
@@ -118,8 +145,7 @@ impl PyGrant {
 /// A lease that expired, handed back with its resource.
 #[pyclass(frozen, module = "leasehold._native", name = "Expired")]
 pub struct PyExpired {
-    #[pyo3(get)]
-    cookie: String,
+    cookie: leasehold::Cookie,
     #[pyo3(get)]
     expiration: i64,
     #[pyo3(get)]
@@ -129,12 +155,21 @@ pub struct PyExpired {
 impl PyExpired {
     /// An expired lease for Python.
     pub fn new(cookie: leasehold::Cookie, expiration: i64, resource: Py<PyAny>) -> Self {
-        PyExpired { cookie: cookie_str(cookie), expiration, resource }
+        PyExpired { cookie, expiration, resource }
     }
 }
 
 #[pymethods]
 impl PyExpired {
+    #[getter]
+    fn cookie<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
+        cookie_py(py, self.cookie)
+    }
+    /// The cookie as its 16 raw bytes (big-endian).
+    #[getter]
+    fn cookie_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        cookie_bytes(py, self.cookie)
+    }
     fn __repr__(&self, py: Python<'_>) -> String {
         let r = self.resource.bind(py).repr().map(|s| s.to_string()).unwrap_or_else(|_| "?".into());
         format!("Expired(cookie='{}', expiration={}, resource={})", self.cookie, self.expiration, r)
@@ -144,14 +179,43 @@ impl PyExpired {
 /// Issues, renews, cancels and expires leases. Thread-safe: calls from several threads are serialised.
 #[pyclass(frozen, module = "leasehold._native", name = "Landlord")]
 pub struct PyLandlord {
-    pub inner: Mutex<Landlord<Res>>,
+    inner: Guarded<Landlord<Res>>,
     policy: PyPolicy,
+    /// The int object of the last granted duration, handed out again while durations repeat
+    /// (they mostly do), instead of a new int per renewal.
+    last_duration: std::sync::Mutex<Option<(i64, Py<PyAny>)>>,
 }
 
 impl PyLandlord {
-    pub fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Landlord<Res>) -> T) -> T {
-        let mut g = self.inner.lock_py_attached(py).unwrap_or_else(|p| p.into_inner());
-        f(&mut g)
+    /// Runs `f` under the landlord's lock; `f` must not touch Python (see `guard`).
+    pub fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Landlord<Res>) -> T) -> PyResult<T> {
+        self.inner.with(py, f)
+    }
+
+    fn new_with(landlord: Landlord<Res>, policy: PyPolicy) -> Self {
+        PyLandlord {
+            inner: Guarded::new(landlord),
+            policy,
+            last_duration: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// `d` as a Python int, shared with the previous call when it is the same.
+    #[inline]
+    fn duration_obj<'py>(&self, py: Python<'py>, d: i64) -> Bound<'py, PyAny> {
+        let Ok(mut slot) = self.last_duration.try_lock() else {
+            return pyo3::types::PyInt::new(py, d).into_any(); // another thread is at it: no waiting
+        };
+        if let Some((v, o)) = &*slot {
+            if *v == d {
+                return o.bind(py).clone();
+            }
+        }
+        let o = pyo3::types::PyInt::new(py, d).into_any();
+        let old = slot.replace((d, o.clone().unbind()));
+        drop(slot);
+        drop(old); // an int: no finalizer, and released after the lock anyway
+        o
     }
 }
 
@@ -202,23 +266,23 @@ impl PyLandlord {
             config.limits = l.0;
         }
         let built = policy.0.build().py(py)?;
-        Ok(PyLandlord { inner: Mutex::new(Landlord::new(config, built)), policy: policy.clone() })
+        Ok(PyLandlord::new_with(Landlord::new(config, built), policy.clone()))
     }
 
     #[getter]
-    fn id(&self, py: Python<'_>) -> u64 {
+    fn id(&self, py: Python<'_>) -> PyResult<u64> {
         self.with(py, |l| l.id().0)
     }
     #[getter]
-    fn grace(&self, py: Python<'_>) -> i64 {
+    fn grace(&self, py: Python<'_>) -> PyResult<i64> {
         self.with(py, |l| l.config().grace)
     }
     #[getter]
-    fn expiry_budget(&self, py: Python<'_>) -> usize {
+    fn expiry_budget(&self, py: Python<'_>) -> PyResult<usize> {
         self.with(py, |l| l.config().expiry_budget)
     }
     #[getter]
-    fn limits(&self, py: Python<'_>) -> PyLimits {
+    fn limits(&self, py: Python<'_>) -> PyResult<PyLimits> {
         self.with(py, |l| PyLimits(l.config().limits))
     }
     #[getter]
@@ -236,23 +300,24 @@ impl PyLandlord {
     ) -> PyResult<PyGrant> {
         let d = duration_arg(duration, "duration")?;
         let now = i64_arg(now, "now")?;
-        let res = Res::Obj(resource.clone().unbind());
-        let g = self.with(py, |l| l.grant(res, d, now)).py(py)?;
+        let res = Res::Obj(Held::new(resource.clone().unbind()));
+        let g = self.with(py, |l| l.grant(res, d, now))?.py(py)?;
         Ok(PyGrant { cookie: g.cookie, duration: g.duration, expiration: g.expiration })
     }
 
     /// Renews a lease for at most `duration` from `now`; returns the granted duration.
-    fn renew(
+    fn renew<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         cookie: &Bound<'_, PyAny>,
         duration: &Bound<'_, PyAny>,
         now: &Bound<'_, PyAny>,
-    ) -> PyResult<i64> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let c = cookie_arg(cookie)?;
         let d = duration_arg(duration, "duration")?;
         let now = i64_arg(now, "now")?;
-        self.with(py, |l| l.renew(c, d, now)).py(py)
+        let granted = self.with(py, |l| l.renew(c, d, now))?.py(py)?;
+        Ok(self.duration_obj(py, granted))
     }
 
     /// Cancels a lease; returns its resource.
@@ -264,7 +329,7 @@ impl PyLandlord {
     ) -> PyResult<Py<PyAny>> {
         let c = cookie_arg(cookie)?;
         let now = i64_arg(now, "now")?;
-        let r = self.with(py, |l| l.cancel(c, now)).py(py)?;
+        let r = self.with(py, |l| l.cancel(c, now))?.py(py)?;
         Ok(r.into_py(py))
     }
 
@@ -278,15 +343,12 @@ impl PyLandlord {
     ) -> PyResult<Bound<'py, PyList>> {
         let items = items_arg(items)?;
         let now = i64_arg(now, "now")?;
-        let results = self.with(py, |l| l.renew_all(&items, now));
-        let out: Vec<Py<PyAny>> = results
-            .into_iter()
-            .map(|r| match r {
-                Ok(d) => Ok(d.into_pyobject(py)?.into_any().unbind()),
-                Err(e) => Ok(to_instance(py, &e)?.unbind()),
-            })
-            .collect::<PyResult<_>>()?;
-        PyList::new(py, out)
+        let results = if items.len() >= DETACH_BATCH {
+            self.inner.with_detached(py, |l| l.renew_all(&items, now))?
+        } else {
+            self.with(py, |l| l.renew_all(&items, now))?
+        };
+        durations_list(py, results)
     }
 
     /// Cancels many leases. Returns one result per cookie, in order: the resource, or a
@@ -297,12 +359,13 @@ impl PyLandlord {
         cookies: &Bound<'_, PyAny>,
         now: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut cs = Vec::new();
-        for c in cookies.try_iter()? {
-            cs.push(cookie_arg(&c?)?);
-        }
+        let cs = cookies_arg(cookies)?;
         let now = i64_arg(now, "now")?;
-        let results = self.with(py, |l| l.cancel_all(&cs, now));
+        let results = if cs.len() >= DETACH_BATCH {
+            self.inner.with_detached(py, |l| l.cancel_all(&cs, now))?
+        } else {
+            self.with(py, |l| l.cancel_all(&cs, now))?
+        };
         let out: Vec<Py<PyAny>> = results
             .into_iter()
             .map(|r| match r {
@@ -322,11 +385,12 @@ impl PyLandlord {
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let c = cookie_arg(cookie)?;
         let now = i64_arg(now, "now")?;
-        let found = self.with(py, |l| l.get(c, now).map(|(e, r)| (e, r.to_py(py))));
+        let found = self.with(py, |l| l.get(c, now).map(|(e, r)| (e, r.clone())))?;
         match found {
-            Some((e, r)) => {
-                Ok(Some(PyTuple::new(py, [e.into_pyobject(py)?.into_any(), r.into_bound(py)])?))
-            }
+            Some((e, r)) => Ok(Some(PyTuple::new(
+                py,
+                [e.into_pyobject(py)?.into_any(), r.into_py(py).into_bound(py)],
+            )?)),
             None => Ok(None),
         }
     }
@@ -340,13 +404,15 @@ impl PyLandlord {
     ) -> PyResult<Option<PyLease>> {
         let c = cookie_arg(cookie)?;
         let now = i64_arg(now, "now")?;
-        Ok(self.with(py, |l| l.lease(c, now)).map(PyLease))
+        Ok(self.with(py, |l| l.lease(c, now))?.map(PyLease))
     }
 
     /// Every lease held, as (cookie, expiration, resource) tuples, in no particular order.
     fn leases<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let rows: Vec<(leasehold::Cookie, i64, Res)> =
+            self.with(py, |l| l.iter().map(|(c, e, r)| (c, e, r.clone())).collect())?;
         let rows: Vec<(String, i64, Py<PyAny>)> =
-            self.with(py, |l| l.iter().map(|(c, e, r)| (cookie_str(c), e, r.to_py(py))).collect());
+            rows.into_iter().map(|(c, e, r)| (cookie_str(c), e, r.into_py(py))).collect();
         PyList::new(py, rows)
     }
 
@@ -354,41 +420,41 @@ impl PyLandlord {
         Ok(self.leases(py)?.into_any().try_iter()?.into_any())
     }
 
-    fn __len__(&self, py: Python<'_>) -> usize {
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         self.with(py, |l| l.len())
     }
 
     /// When to call `handle_timeout` next; None if nothing will expire.
-    fn poll_timeout(&self, py: Python<'_>) -> Option<i64> {
+    fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
         self.with(py, |l| l.poll_timeout())
     }
 
     /// Advances expiry to `now`; expired leases are then handed out by `poll_expired`.
     fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        self.with(py, |l| l.handle_timeout(now));
-        Ok(())
+        self.with(py, |l| l.handle_timeout(now))
     }
 
     /// The next expired lease found by `handle_timeout`, or None.
-    fn poll_expired(&self, py: Python<'_>) -> Option<PyExpired> {
-        self.with(py, |l| l.poll_expired()).map(|e| PyExpired {
-            cookie: cookie_str(e.cookie),
+    fn poll_expired(&self, py: Python<'_>) -> PyResult<Option<PyExpired>> {
+        Ok(self.with(py, |l| l.poll_expired())?.map(|e| PyExpired {
+            cookie: e.cookie,
             expiration: e.expiration,
             resource: e.resource.into_py(py),
-        })
+        }))
     }
 
     /// Every expired lease found so far (`poll_expired` until None).
-    fn drain_expired(&self, py: Python<'_>) -> Vec<PyExpired> {
-        let all: Vec<_> = self.with(py, |l| std::iter::from_fn(|| l.poll_expired()).collect());
-        all.into_iter()
+    fn drain_expired(&self, py: Python<'_>) -> PyResult<Vec<PyExpired>> {
+        let all: Vec<_> = self.with(py, |l| std::iter::from_fn(|| l.poll_expired()).collect())?;
+        Ok(all
+            .into_iter()
             .map(|e| PyExpired {
-                cookie: cookie_str(e.cookie),
+                cookie: e.cookie,
                 expiration: e.expiration,
                 resource: e.resource.into_py(py),
             })
-            .collect()
+            .collect())
     }
 
     /// Answers one `Request` with a `Reply`.
@@ -399,7 +465,7 @@ impl PyLandlord {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<PyReply> {
         let now = i64_arg(now, "now")?;
-        Ok(PyReply(self.with(py, |l| l.handle_request(&request.0, now))))
+        Ok(PyReply(self.with(py, |l| l.handle_request(&request.0, now))?))
     }
 
     /// Decodes a request message, answers it and returns the encoded reply (same encoding).
@@ -414,7 +480,11 @@ impl PyLandlord {
         let enc = encoding_arg(encoding)?;
         let now = i64_arg(now, "now")?;
         let data = bytes_arg(data, "data")?;
-        let out = self.with(py, |l| l.handle_bytes(&data, enc, now));
+        let out = if data.len() >= DETACH_BYTES {
+            self.inner.with_detached(py, |l| l.handle_bytes(&data, enc, now))?
+        } else {
+            self.with(py, |l| l.handle_bytes(&data, enc, now))?
+        };
         Ok(PyBytes::new(py, &out))
     }
 
@@ -431,12 +501,12 @@ impl PyLandlord {
         encode: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, pyo3::types::PyString>> {
         let now = i64_arg(now, "now")?;
-        let snap = self.with(py, |l| l.snapshot(now));
+        let snap = self.with(py, |l| l.snapshot(now))?;
         let to_bytes = |r: Res| -> PyResult<HexRes> {
             match r {
                 Res::Bytes(b) => Ok(HexRes(b)),
                 Res::Obj(o) => {
-                    let o = o.into_bound(py);
+                    let o = o.into_inner().into_bound(py);
                     let out = match encode {
                         Some(f) => f.call1((&o,))?,
                         None => o,
@@ -506,7 +576,7 @@ impl PyLandlord {
             })?;
         let from_bytes = |h: HexRes| -> PyResult<Res> {
             match decode {
-                Some(f) => Ok(Res::Obj(f.call1((PyBytes::new(py, &h.0),))?.unbind())),
+                Some(f) => Ok(Res::Obj(Held::new(f.call1((PyBytes::new(py, &h.0),))?.unbind()))),
                 None => Ok(Res::Bytes(h.0)),
             }
         };
@@ -533,10 +603,10 @@ impl PyLandlord {
         };
         let built = policy.0.build().py(py)?;
         let ll = Landlord::restore(back, built, now).py(py)?;
-        Ok(PyLandlord { inner: Mutex::new(ll), policy: policy.clone() })
+        Ok(PyLandlord::new_with(ll, policy.clone()))
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |l| format!("Landlord(id={}, leases={})", l.id().0, l.len()))
     }
 }

@@ -5,6 +5,7 @@
 
 mod convert;
 mod errors;
+mod guard;
 mod holder;
 mod inverted;
 mod landlord;

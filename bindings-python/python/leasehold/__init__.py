@@ -20,6 +20,7 @@ from ._errors import (
     LeaseDeniedError,
     LeaseError,
     LeaseMapError,
+    ReentrantCallError,
     UnknownLeaseError,
 )
 from ._native import (
@@ -117,6 +118,7 @@ __all__ = [
     "SetEvent",
     "Transmit",
     "SerialFormat",
+    "ReentrantCallError",
     "UnknownLeaseError",
     "__version__",
     "aio",

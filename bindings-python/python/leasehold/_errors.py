@@ -19,6 +19,7 @@ __all__ = [
     "InvalidArgumentError",
     "DecodeError",
     "IndefiniteError",
+    "ReentrantCallError",
 ]
 
 
@@ -103,5 +104,16 @@ class DecodeError(LeaseError, ValueError):
 
 class IndefiniteError(LeaseError):
     """An indefinite failure (transport error, time-out): worth retrying."""
+
+    default_code = ErrorCode.INDEFINITE
+
+
+class ReentrantCallError(LeaseError, RuntimeError):
+    """A call reached a landlord, manager or service that its own thread is already inside.
+
+    It happens only if code run by that outer call (a destructor, callback or transport) calls
+    back in while the object is busy; leasehold raises this instead of deadlocking.  Make the
+    call after the outer one has returned.  Indefinite: the same call later can succeed.
+    """
 
     default_code = ErrorCode.INDEFINITE

@@ -103,12 +103,17 @@ class LandlordDriver:
         return self._task
 
     async def stop(self) -> None:
-        """Stops the loop and waits for it to finish."""
+        """Stops the loop and waits for it to finish.
+
+        Awaited from ``on_expired`` (inside the loop) it only asks the loop to end, which it does
+        once the callback returns.
+        """
         self._stopping = True
         self.wake()
-        if self._task is not None:
-            await self._task
+        task = self._task
+        if task is not None and task is not asyncio.current_task():
             self._task = None
+            await task
 
     async def __aenter__(self) -> "LandlordDriver":
         self.start()
@@ -167,6 +172,7 @@ class RenewalDriver(Generic[E]):
         self._task: Optional[asyncio.Task[None]] = None
         self._sends: Set[asyncio.Task[None]] = set()
         self._stopping = False
+        self._exit_flush: Optional[bool] = None  # set when stop() was awaited from inside run()
 
     def now(self) -> int:
         """The driver's clock, in ms."""
@@ -221,38 +227,56 @@ class RenewalDriver(Generic[E]):
                 await asyncio.wait_for(wake.wait(), delay)
             except asyncio.TimeoutError:
                 pass
+        if self._exit_flush is not None:  # stop() was awaited from on_event: finish here
+            await self._finish(self._exit_flush)
 
     def start(self) -> "asyncio.Task[None]":
         """Starts :meth:`run` as a task on the running loop."""
         if self._task is None or self._task.done():
             self._stopping = False
+            self._exit_flush = None
             self._task = asyncio.get_running_loop().create_task(self.run())
         return self._task
 
+    async def _finish(self, flush: bool) -> None:
+        # Never wait for (or cancel) the task this runs in: stop() may be awaited by a send.
+        me = asyncio.current_task()
+        if flush and self._sends:
+            await asyncio.gather(*[t for t in self._sends if t is not me], return_exceptions=True)
+            await self._deliver()
+        others = [t for t in self._sends if t is not me]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.gather(*others, return_exceptions=True)
+
     async def stop(self, *, flush: bool = True) -> None:
         """Stops the loop. With ``flush`` (the default) requests already handed out (cancels
-        included) are sent and answered first; without it they are abandoned."""
+        included) are sent and answered first; without it they are abandoned.
+
+        Awaited from ``on_event`` (inside the loop) it asks the loop to end and finish once the
+        callback returns; awaited from the transport it does not wait for that send itself.
+        """
         if flush and self._task is not None:
             self.renewer.handle_timeout(self.clock())
             while True:
                 t = self.renewer.poll_transmit(self.clock())
                 if t is None:
                     break
-                task = asyncio.get_running_loop().create_task(self._send(t))
-                self._sends.add(task)
-                task.add_done_callback(self._sends.discard)
+                send = asyncio.get_running_loop().create_task(self._send(t))
+                self._sends.add(send)
+                send.add_done_callback(self._sends.discard)
         self._stopping = True
         self.wake()
-        if self._task is not None:
-            await self._task
-            self._task = None
-        if flush and self._sends:
-            await asyncio.gather(*list(self._sends), return_exceptions=True)
-            await self._deliver()
-        for task in list(self._sends):
-            task.cancel()
-        if self._sends:
-            await asyncio.gather(*list(self._sends), return_exceptions=True)
+        run = self._task
+        if run is not None and run is asyncio.current_task():
+            if self._exit_flush is None:
+                self._exit_flush = flush
+            return
+        self._task = None
+        if run is not None:
+            await run
+        await self._finish(flush)
 
     async def __aenter__(self) -> "RenewalDriver[E]":
         self.start()

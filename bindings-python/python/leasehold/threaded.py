@@ -96,13 +96,19 @@ class LandlordDriver:
         return self
 
     def stop(self, timeout: Optional[float] = 5.0) -> None:
-        """Stops the thread and joins it."""
+        """Stops the thread and joins it.
+
+        Called from ``on_expired`` (on the driver's own thread) it only asks the loop to end,
+        which it does once the callback returns.
+        """
         with self._cond:
             self._stopping = True
             self._cond.notify()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return
+        self._thread = None
+        thread.join(timeout)
 
     def __enter__(self) -> "LandlordDriver":
         return self.start()
@@ -158,6 +164,10 @@ class RenewalDriver(Generic[E]):
         self._thread: Optional[threading.Thread] = None
         self._pool = ThreadPoolExecutor(max_workers=senders, thread_name_prefix=name + "-send")
         self._name = name
+        self._sender = threading.local()  # .active is True on a sender thread inside the transport
+        self._finish_lock = threading.Lock()
+        self._exit_flush: Optional[bool] = None  # set when stop() was asked from inside the driver
+        self._finished = False
         #: Exceptions raised by ``on_event`` (the driver keeps running).
         self.errors: List[BaseException] = []
 
@@ -173,6 +183,7 @@ class RenewalDriver(Generic[E]):
 
     def _send(self, t: Transmit) -> None:
         request_id = t.id
+        self._sender.active = True
         try:
             reply = Reply.decode(self._transport(t.landlord, t.request.encode(self._encoding)), self._encoding)
         except LeaseError as e:
@@ -181,7 +192,17 @@ class RenewalDriver(Generic[E]):
             self.renewer.handle_failure(request_id, IndefiniteError(f"indefinite failure: {e!r}", repr(e)), self.clock())
         else:
             self.renewer.handle_reply(reply, self.clock())
+        finally:
+            self._sender.active = False
         self.wake()
+
+    def _deliver(self) -> None:
+        for event in self.renewer.drain_events():
+            if self._on_event is not None:
+                try:
+                    self._on_event(event)
+                except Exception as exc:  # a callback's failure must not stop renewals
+                    self.errors.append(exc)
 
     def _pump(self) -> None:
         self.renewer.handle_timeout(self.clock())
@@ -190,24 +211,33 @@ class RenewalDriver(Generic[E]):
             if t is None:
                 break
             self._pool.submit(self._send, t)
-        for event in self.renewer.drain_events():
-            if self._on_event is not None:
-                try:
-                    self._on_event(event)
-                except Exception as exc:  # a callback's failure must not stop renewals
-                    self.errors.append(exc)
+        self._deliver()
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 if self._stopping:
-                    return
+                    break
                 self._woken = False
             self._pump()
             delay = wait_seconds(self.renewer.poll_timeout(), self.clock())
             with self._cond:
                 if not self._woken and not self._stopping:
                     self._cond.wait(delay)
+        if self._exit_flush is not None:  # stop() was asked from a callback or the transport
+            self._finish(self._exit_flush)
+
+    def _finish(self, flush: bool) -> None:
+        """Sends what is due (with ``flush``), shuts the senders down and delivers the last events; once."""
+        with self._finish_lock:
+            if self._finished:
+                return
+            self._finished = True
+        if flush:
+            self._pump()
+        self._pool.shutdown(wait=flush, cancel_futures=not flush)
+        if flush:
+            self._deliver()
 
     def start(self) -> "RenewalDriver[E]":
         """Starts the background thread."""
@@ -219,23 +249,24 @@ class RenewalDriver(Generic[E]):
 
     def stop(self, *, flush: bool = True, timeout: Optional[float] = 5.0) -> None:
         """Stops the thread. With ``flush`` (the default) requests already due (cancels included)
-        are sent and answered first; without it they are abandoned."""
+        are sent and answered first; without it they are abandoned.
+
+        Called from ``on_event`` or from the transport (threads the driver runs), it only asks
+        the driver to stop and returns at once; the driver's thread then finishes the job.
+        """
+        thread = self._thread
+        inside = thread is threading.current_thread() or getattr(self._sender, "active", False)
         with self._cond:
             self._stopping = True
+            if inside and self._exit_flush is None:
+                self._exit_flush = flush
             self._cond.notify()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-        if flush:
-            self._pump()
-        self._pool.shutdown(wait=flush, cancel_futures=not flush)
-        if flush:
-            for event in self.renewer.drain_events():
-                if self._on_event is not None:
-                    try:
-                        self._on_event(event)
-                    except Exception as exc:
-                        self.errors.append(exc)
+        if inside:
+            return
+        self._thread = None
+        if thread is not None:
+            thread.join(timeout)
+        self._finish(flush)
 
     def __enter__(self) -> "RenewalDriver[E]":
         return self.start()

@@ -259,7 +259,6 @@ impl<R> Landlord<R> {
         ll.slots.extend((0..n).map(|_| Slot::free()));
         // Lowest due key first, so the wheel starts behind every lease.
         let mut min_key = super::key_of(clock);
-        let mut live = HashSet::with_capacity(leases.len());
         for (cookie, expiration, resource) in leases {
             let (hi, mid, idx) = split(cookie);
             if (hi, mid) == (0, 0) {
@@ -283,21 +282,25 @@ impl<R> Landlord<R> {
                 resource: Some(resource),
                 ..Slot::free()
             };
-            live.insert(cookie);
             ll.live += 1;
             if let Some(k) = ll.due_key(expiration) {
                 min_key = min_key.min(k - 1);
             }
         }
-        let mut seen = HashSet::with_capacity(free.len());
+        let mut seen = vec![0u64; n.div_ceil(64)];
         for &f in &free {
             match ll.slots.get(f as usize) {
                 None => return Err(bad(format!("free slot {f} of {n}"))),
                 Some(s) if s.resource.is_some() => {
                     return Err(bad(format!("slot {f} is both free and held")))
                 }
-                Some(_) if !seen.insert(f) => return Err(bad(format!("slot {f} is free twice"))),
-                Some(_) => {}
+                Some(_) => {
+                    let (w, bit) = (f as usize / 64, 1u64 << (f % 64));
+                    if seen[w] & bit != 0 {
+                        return Err(bad(format!("slot {f} is free twice")));
+                    }
+                    seen[w] |= bit;
+                }
             }
         }
         for &f in free.iter().rev() {
@@ -312,7 +315,7 @@ impl<R> Landlord<R> {
         }
         let mut gone = HashSet::with_capacity(expired.len());
         for (cookie, expiration, resource) in expired {
-            if live.contains(&cookie) {
+            if ll.slot_of(cookie).is_some() {
                 return Err(bad(format!("cookie {cookie} is both held and expired")));
             }
             if !gone.insert(cookie) {
