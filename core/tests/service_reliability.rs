@@ -869,3 +869,73 @@ fn everything_handed_out_waits_for_its_records() {
     let (mut back, _) = RenewalService::recover(&empty_snapshot, &[&log], 20).unwrap();
     assert!(back.poll_event().is_none(), "the warning was handed out before the crash");
 }
+
+// ---- the embedded store ----
+
+fn open_service(
+    dir: &leasehold::store::MemDir,
+    now: Millis,
+) -> leasehold::store::Opened<RenewalService> {
+    use leasehold::store::{Store, StoreConfig};
+    let cfg = StoreConfig { segment_bytes: 512, min_compact_bytes: 1_024 };
+    Store::open(cfg, &dir.files(), now, |snapshot| match snapshot {
+        Some(bytes) => RenewalService::from_snapshot_bytes(bytes),
+        None => {
+            let mut svc = RenewalService::new(config())?;
+            svc.enable_journal();
+            Ok(svc)
+        }
+    })
+    .unwrap()
+}
+
+/// The renewal service in the embedded store (a directory of segments and a snapshot): commits,
+/// rotation, compaction, a crash that tears the last write, and reopening.
+#[test]
+fn the_embedded_store_keeps_a_renewal_service() {
+    use leasehold::store::MemDir;
+    let mut dir = MemDir::new();
+    let mut o = open_service(&dir, 0);
+    assert!(o.created);
+    dir.apply_all(&o.ops);
+    let (mut svc, mut store) = (o.state, o.store);
+    let mut gate = Gate::new();
+    let mut acked = Vec::new();
+    let mut now = 0;
+    for i in 0..40u64 {
+        now += 1_000;
+        let (set, lease) = svc.create_set(10 * MIN, now).unwrap();
+        gate.push(svc.journal_seq(), (set, lease.expiration()));
+        svc.set_renewal_failure_listener(set, vec![i as u8; 40], now).unwrap();
+        if let Some(c) = store.commit(&mut svc) {
+            dir.apply_all(&c.ops);
+            acked.extend(gate.release(c.durable));
+        }
+        if store.wants_compaction() {
+            dir.apply_all(&store.compact(&mut svc));
+        }
+    }
+    assert_eq!(acked.len(), 40);
+    // Unacknowledged work, half of it on disk when the process dies.
+    let (lost, _) = svc.create_set(10 * MIN, now).unwrap();
+    let c = store.commit(&mut svc).unwrap();
+    for op in &c.ops {
+        if let leasehold::store::FileOp::Append { .. } = op {
+            dir.apply(op);
+        }
+    }
+    dir.crash(|_, unsynced| unsynced / 2);
+    o = open_service(&dir, now + HOUR_MS);
+    assert!(!o.created);
+    assert!(o.recovered.torn.is_some());
+    dir.apply_all(&o.ops);
+    let svc = o.state;
+    for (set, expiration) in acked {
+        let l = svc.set_lease(set, now + HOUR_MS).expect("every acknowledged set is there");
+        // Time spent down (the hour since the last record, at `now`) does not count.
+        assert_eq!(l.expiration(), expiration + HOUR_MS);
+    }
+    assert!(!svc.sets().contains(&lost));
+}
+
+const HOUR_MS: i64 = 60 * MIN;

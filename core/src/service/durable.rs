@@ -471,4 +471,7 @@ impl crate::journal::Journaled for RenewalService {
     fn replay_segments(&mut self, segments: &[&[u8]]) -> Result<Recovered> {
         RenewalService::replay_segments(self, segments)
     }
+    fn resume(&mut self, now: Millis) {
+        RenewalService::resume(self, now)
+    }
 }
