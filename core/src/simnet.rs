@@ -504,6 +504,20 @@ impl SimNet {
         self.nodes[node].clock
     }
 
+    /// Replaces the clock of `node` from now on (a clock step, or a new rate). Its local time
+    /// jumps to what the new clock reads at the current real time, backwards too: that is how a
+    /// test steps a node's clock. Panics if there is no such node (a bug in the test).
+    pub fn set_clock(&mut self, node: NodeId, clock: Clock) {
+        self.nodes[node].clock = clock;
+    }
+
+    /// Steps the clock of `node` by `delta` ms (negative steps it back), keeping its rate: from
+    /// now on it reads `delta` more than it would have. Panics if there is no such node.
+    pub fn step_clock(&mut self, node: NodeId, delta: Duration) {
+        let c = &mut self.nodes[node].clock;
+        c.offset = c.offset.saturating_add(delta);
+    }
+
     /// The local time of `node` now.
     pub fn local_now(&self, node: NodeId) -> Millis {
         self.nodes[node].clock.local(self.now)
@@ -678,6 +692,26 @@ mod tests {
         }
         assert_eq!(Clock::new(5, 1.0).real_at(i64::MAX), None);
         assert_eq!(Clock::new(0, f64::NAN).rate, 1.0);
+    }
+
+    #[test]
+    fn a_stepped_clock_reads_the_step_at_once_and_keeps_its_rate() {
+        let mut net = SimNet::new(1);
+        let n = net.add_node(
+            Box::new(LandlordNode::new(Landlord::new(
+                crate::LandlordConfig::new(LandlordId(1), [1; 32]),
+                crate::policy::Fixed::new(1_000).unwrap(),
+            ))),
+            Clock::new(100, 2.0),
+        );
+        net.run_until(50);
+        assert_eq!(net.local_now(n), 200);
+        net.step_clock(n, -150);
+        assert_eq!(net.local_now(n), 50);
+        net.run_until(60);
+        assert_eq!(net.local_now(n), 70);
+        net.set_clock(n, Clock::exact());
+        assert_eq!(net.local_now(n), 60);
     }
 
     #[test]
