@@ -518,6 +518,11 @@ impl SimNet {
         c.offset = c.offset.saturating_add(delta);
     }
 
+    /// How many nodes the network has (their ids are `0..node_count()`).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// The local time of `node` now.
     pub fn local_now(&self, node: NodeId) -> Millis {
         self.nodes[node].clock.local(self.now)
