@@ -143,7 +143,7 @@ impl Opts {
             commit_delay: range(rng, 1, 200),
             safety: range(rng, 20_000, 90_000),
             settle: 10_000,
-            live: (3 * max_lease).max(20_000),
+            live: (2 * max_lease).max(20_000),
         }
     }
 
@@ -224,6 +224,9 @@ struct World {
     down: BTreeSet<NodeId>,
     /// Clock steps that may make a belief unsafe: (node, real time, forward?).
     steps: Vec<(NodeId, Millis, bool)>,
+    /// Per node, when its clock is back at the latest time it had read before stepping back
+    /// (until then its timers sleep: a host's timer counts on the clock it reads).
+    caught_up: BTreeMap<NodeId, Millis>,
     partitions: BTreeSet<(NodeId, NodeId)>,
     slow: BTreeSet<(NodeId, NodeId)>,
     phase: Phase,
@@ -415,6 +418,7 @@ impl World {
             seq: 0,
             down: BTreeSet::new(),
             steps: Vec::new(),
+            caught_up: BTreeMap::new(),
             partitions: BTreeSet::new(),
             slow: BTreeSet::new(),
             phase: Phase::Safety,
@@ -591,6 +595,8 @@ impl World {
         }
         if delta < 0 {
             self.scan_gone = true;
+            let c = self.caught_up.entry(n).or_insert(real);
+            *c = (*c).max(real) + (-delta) * 2;
         }
     }
 
@@ -905,8 +911,7 @@ impl World {
         } else {
             range(&mut self.rng, 500, self.opts.max_lease * 6 / 5)
         };
-        let hold =
-            if unit(&mut self.rng) < 0.2 { FOREVER } else { range(&mut self.rng, 2_000, 300_000) };
+        let hold = self.hold(0.2, 2_000);
         let renew = self.renew_duration(500);
         self.trace(|| format!("work: holder {h} asks {id} for a lease ({duration} ms, hold {hold}, renew {renew})"));
         let host = self.net.node_mut::<HolderHost>(h).expect("holder");
@@ -929,6 +934,17 @@ impl World {
         let host = self.net.node_mut::<HolderHost>(h).expect("holder");
         let _ = host.manager.cancel(&l, now);
         self.ctx.borrow_mut().healthy.remove(&(h, l.landlord(), l.cookie()));
+    }
+
+    /// How long to keep a lease (or membership): FOREVER with probability `forever`; steering
+    /// around short renewals, always FOREVER (a desired expiration close by makes a renewal ask
+    /// for less than the lease has left).
+    fn hold(&mut self, forever: f64, min: i64) -> i64 {
+        if self.avoid.short_renewals || unit(&mut self.rng) < forever {
+            FOREVER
+        } else {
+            range(&mut self.rng, min, 300_000)
+        }
     }
 
     /// A renew duration; steering around short renewals, never shorter than any lease.
@@ -980,8 +996,7 @@ impl World {
         let remaining = lease.expiration() - snow;
         let hnow = self.local(h);
         let exp = hnow + remaining - self.margin(remaining);
-        let hold =
-            if unit(&mut self.rng) < 0.3 { FOREVER } else { range(&mut self.rng, 5_000, 300_000) };
+        let hold = self.hold(0.3, 5_000);
         let renew = self.renew_duration(1_000);
         let real = self.net.now();
         self.trace(|| format!("work: {set} made, its lease {} goes to holder {h}", lease.cookie()));
@@ -1005,6 +1020,15 @@ impl World {
                 l.landlord() != sid && l.expiration() != FOREVER && l.expiration() - hnow > 2_000
             })
             .collect();
+        // A belief a clock step made unsafe stays with its holder (its excuse is that node's step).
+        let est = self.net.node::<HolderHost>(h).expect("holder").tap.established.clone();
+        let leases: Vec<Lease> = leases
+            .into_iter()
+            .filter(|l| {
+                let e = est.get(&(l.landlord(), l.cookie())).copied().unwrap_or(Millis::MIN);
+                !self.tainted(h, self.by_id[&l.landlord()], e)
+            })
+            .collect();
         let Some(l) = self.pick(&leases) else { return };
         let snow = self.local(s);
         let sets: Vec<SetId> = {
@@ -1015,8 +1039,7 @@ impl World {
         let Some(set) = self.pick(&sets) else { return };
         let remaining = l.expiration() - hnow;
         let moved = Lease::new(l.landlord(), l.cookie(), snow + remaining - self.margin(remaining));
-        let membership =
-            if unit(&mut self.rng) < 0.3 { FOREVER } else { range(&mut self.rng, 5_000, 300_000) };
+        let membership = self.hold(0.3, 5_000);
         let renew = self.renew_duration(1_000);
         let est = {
             let host = self.net.node_mut::<HolderHost>(h).expect("holder");
@@ -1084,6 +1107,10 @@ impl World {
         let real = self.net.now();
         let mut healthy = BTreeSet::new();
         for (node, clock, leases, est) in self.renewers() {
+            // A renewer whose clock stepped back sleeps until it reads its old time again.
+            if self.caught_up.get(&node).is_some_and(|&t| t > real) {
+                continue;
+            }
             for l in leases {
                 let Some(rh) = clock.real_at(l.expiration()) else { continue };
                 if rh < real + 2_000 {
