@@ -100,6 +100,7 @@ struct Opts {
     corrupt_on: bool,
     sync_commit: f64,
     commit_delay: i64,
+    eager_events: bool,
     safety: i64,
     settle: i64,
     live: i64,
@@ -141,6 +142,7 @@ impl Opts {
             corrupt_on: on(rng, 0.5) && !avoid.corrupt_snapshots,
             sync_commit: unit(rng),
             commit_delay: range(rng, 1, 200),
+            eager_events: on(rng, 0.5),
             safety: range(rng, 20_000, 90_000),
             settle: 10_000,
             live: (2 * max_lease).max(20_000),
@@ -166,7 +168,7 @@ impl Opts {
         format!(
             "landlords {}{} holders {} service {} | latency {} ms jitter {} ms loss {:.3} dup {:.3} \
              | drift {} ppm grace {} ms expiry budget {} leases <= {} ms | faults every ~{} ms: {} \
-             | commit sync {:.2} delay <= {} ms | safety {} ms, settle {} ms, liveness {} ms",
+             | commit sync {:.2} delay <= {} ms{} | safety {} ms, settle {} ms, liveness {} ms",
             self.landlords,
             if self.same_seed { " (two share a seed)" } else { "" },
             self.holders,
@@ -183,6 +185,7 @@ impl Opts {
             if faults.is_empty() { "none".to_string() } else { faults.join(" ") },
             self.sync_commit,
             self.commit_delay,
+            if self.eager_events { ", events before commit" } else { "" },
             self.safety,
             self.settle,
             self.live
@@ -370,7 +373,7 @@ impl World {
                 RenewalManagerConfig { first_request_id: 1 << 40, ..manager_config.clone() };
             let node = net.nodes_len();
             let c = clock(&mut rng);
-            let host = ServiceHost::new(
+            let mut host = ServiceHost::new(
                 node,
                 c,
                 config,
@@ -380,6 +383,7 @@ impl World {
                 opts.commit_delay,
                 ctx.clone(),
             );
+            host.eager_events = opts.eager_events;
             net.add_node(Box::new(host), c);
             by_id.insert(id, node);
             Some(node)
