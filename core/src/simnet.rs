@@ -508,14 +508,19 @@ impl SimNet {
     /// jumps to what the new clock reads at the current real time, backwards too: that is how a
     /// test steps a node's clock. Panics if there is no such node (a bug in the test).
     pub fn set_clock(&mut self, node: NodeId, clock: Clock) {
-        self.nodes[node].clock = clock;
+        let slot = &mut self.nodes[node];
+        slot.clock = clock;
+        // The guard against waking twice at one local instant counts on the old clock: after a
+        // step back it would keep the node asleep until its clock read the old time again.
+        slot.last_timeout = None;
     }
 
     /// Steps the clock of `node` by `delta` ms (negative steps it back), keeping its rate: from
     /// now on it reads `delta` more than it would have. Panics if there is no such node.
     pub fn step_clock(&mut self, node: NodeId, delta: Duration) {
-        let c = &mut self.nodes[node].clock;
-        c.offset = c.offset.saturating_add(delta);
+        let slot = &mut self.nodes[node];
+        slot.clock.offset = slot.clock.offset.saturating_add(delta);
+        slot.last_timeout = None;
     }
 
     /// How many nodes the network has (their ids are `0..node_count()`).
@@ -717,6 +722,27 @@ mod tests {
         assert_eq!(net.local_now(n), 70);
         net.set_clock(n, Clock::exact());
         assert_eq!(net.local_now(n), 60);
+    }
+
+    #[test]
+    fn a_node_whose_clock_steps_back_still_wakes_for_what_is_due() {
+        // A landlord whose lease expires at local 1 000 has been woken at local 1 001; its clock
+        // then steps back by 10 s and it is granted a lease that expires at local -8 000. It
+        // must be woken for that expiry when its clock reads it, not once it reads 1 002 again.
+        let mut net = SimNet::new(1);
+        let mut ll = Landlord::new(
+            crate::LandlordConfig::new(LandlordId(1), [1; 32]),
+            crate::policy::Fixed::new(1_000).unwrap(),
+        );
+        ll.grant(b"a".to_vec(), 1_000, 0).unwrap();
+        let n = net.add_landlord(ll, Clock::exact());
+        net.run_until(2_000);
+        assert_eq!(net.landlord(n).expired.len(), 1);
+        net.step_clock(n, -11_000);
+        let now = net.local_now(n);
+        net.landlord_mut(n).landlord.grant(b"b".to_vec(), 1_000, now).unwrap();
+        net.run_until(3_100);
+        assert_eq!(net.landlord(n).expired.len(), 2, "woken at local {}", net.local_now(n));
     }
 
     #[test]
