@@ -89,6 +89,8 @@ enum Known {
     CorruptSnapshots,
     /// The restored-landlord twin comparison.
     RestoreTwin,
+    /// A restored renewal service reusing request ids (the host starts them afresh instead).
+    ReusedRequestIds,
 }
 
 /// The flags a replay needs besides the seed.
@@ -149,6 +151,7 @@ fn main() {
         shared_seeds: args.avoid.contains(&Known::SharedSeeds),
         corrupt_snapshots: args.avoid.contains(&Known::CorruptSnapshots),
         restore_twin: args.avoid.contains(&Known::RestoreTwin),
+        reused_request_ids: args.avoid.contains(&Known::ReusedRequestIds),
     };
     let replay = replay_flags(&args);
     let traced = RunConfig { trace: args.trace.max(1), mode, avoid };

@@ -48,6 +48,8 @@ pub struct Avoid {
     pub corrupt_snapshots: bool,
     /// Comparing a restored landlord with its twin that never crashed.
     pub restore_twin: bool,
+    /// A restored renewal service reusing the request ids of before its crash.
+    pub reused_request_ids: bool,
 }
 
 /// What a run did.
@@ -101,6 +103,7 @@ struct Opts {
     sync_commit: f64,
     commit_delay: i64,
     eager_events: bool,
+    timer_lag: i64,
     safety: i64,
     settle: i64,
     live: i64,
@@ -143,6 +146,7 @@ impl Opts {
             sync_commit: unit(rng),
             commit_delay: range(rng, 1, 200),
             eager_events: on(rng, 0.5),
+            timer_lag: if on(rng, 0.5) { 0 } else { range(rng, 1, 2_000) },
             safety: range(rng, 20_000, 90_000),
             settle: 10_000,
             live: (2 * max_lease).max(20_000),
@@ -167,7 +171,7 @@ impl Opts {
         }
         format!(
             "landlords {}{} holders {} service {} | latency {} ms jitter {} ms loss {:.3} dup {:.3} \
-             | drift {} ppm grace {} ms expiry budget {} leases <= {} ms | faults every ~{} ms: {} \
+             | drift {} ppm grace {} ms expiry budget {} timer lag {} ms leases <= {} ms | faults every ~{} ms: {} \
              | commit sync {:.2} delay <= {} ms{} | safety {} ms, settle {} ms, liveness {} ms",
             self.landlords,
             if self.same_seed { " (two share a seed)" } else { "" },
@@ -180,6 +184,7 @@ impl Opts {
             self.ppm,
             self.grace,
             self.budget,
+            self.timer_lag,
             self.max_lease,
             self.fault_mean,
             if faults.is_empty() { "none".to_string() } else { faults.join(" ") },
@@ -344,7 +349,7 @@ impl World {
             };
             let node = net.nodes_len();
             let c = clock(&mut rng);
-            let host = LandlordHost::new(
+            let mut host = LandlordHost::new(
                 c,
                 config,
                 policy,
@@ -356,6 +361,7 @@ impl World {
                 opts.commit_delay,
                 ctx.clone(),
             );
+            host.timer_lag = opts.timer_lag;
             net.add_node(Box::new(host), c);
             landlords.push(node);
             by_id.insert(id, node);
@@ -384,6 +390,7 @@ impl World {
                 ctx.clone(),
             );
             host.eager_events = opts.eager_events;
+            host.fresh_ids = cfg.avoid.reused_request_ids;
             net.add_node(Box::new(host), c);
             by_id.insert(id, node);
             Some(node)
@@ -586,6 +593,11 @@ impl World {
         self.net.step_clock(n, delta);
         let c = self.net.clock(n);
         self.set_host_clock(n, c);
+        if let Some(h) = self.net.node_mut::<LandlordHost>(n) {
+            h.clock_stepped(delta);
+        } else if let Some(h) = self.net.node_mut::<ServiceHost>(n) {
+            h.clock_stepped(delta);
+        }
         let real = self.net.now();
         self.steps.push((n, real, delta > 0));
         {
@@ -834,7 +846,7 @@ impl World {
     fn garbage_body(&mut self, any: bool) -> ReplyBody {
         let cookie = Cookie(self.rng.next_u64() as u128 | (self.rng.next_u64() as u128) << 64);
         let err = |e: LeaseError| WireError::from(&e);
-        let k = range(&mut self.rng, 0, if any { 6 } else { 3 });
+        let k = range(&mut self.rng, 0, if any { 6 } else { 2 });
         match k {
             0 => ReplyBody::Error(err(LeaseError::UnknownLease)),
             1 => ReplyBody::Error(err(LeaseError::Decode("garbage".into()))),
@@ -1342,7 +1354,10 @@ impl World {
                 None
             };
             let (hon, grace) = self.honoured(ln, c, lnow);
-            let past = p.expiration != FOREVER && lnow > p.expiration.saturating_add(grace);
+            // Past once its promised real time has come (the landlord's clock may have stepped
+            // back since, so its local time is no guide).
+            let past = p.until_real.is_some_and(|t| real >= t)
+                || (p.expiration != FOREVER && lnow > p.expiration.saturating_add(grace));
             let superseded = match meta_op {
                 None => true,
                 Some(op) => op > p.op,
