@@ -473,9 +473,9 @@ fn check(args: &Args) -> (u32, u32) {
             );
             if ok {
                 if let Some(path) = found {
-                    let n = path.clone().into_actions().len();
-                    println!("    counterexample ({n} steps):");
-                    for a in path.into_actions() {
+                    let actions = path.into_actions();
+                    println!("    counterexample ({} steps), its last 6:", actions.len());
+                    for a in &actions[actions.len().saturating_sub(6)..] {
                         println!("      {a:?}");
                     }
                 }
