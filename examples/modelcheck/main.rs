@@ -346,7 +346,7 @@ impl Model for Protocol {
                 s.holders.iter().any(|h| matches!(h, Holder::Holding { renewals, .. } if *renewals >= 2))
             }),
             Property::sometimes("a holder loses its lease", |_, s: &State| {
-                s.holders.iter().any(|h| *h == Holder::Lost)
+                s.holders.contains(&Holder::Lost)
             }),
         ]
     }
