@@ -56,6 +56,13 @@
 #define LEASEHOLD_SERIAL_ABSOLUTE 2
 
 /**
+ * Most rounds one `_drive` call makes (see `leasehold_renewal_manager_drive`): a round hands
+ * out every request and event queued when it starts; callbacks that queue more get further
+ * rounds, up to this many, after which the call asks to be called again at once.
+ */
+#define LEASEHOLD_DRIVE_MAX_ROUNDS 16
+
+/**
  * What every call of libleasehold returns.
  *
  * Values 0 to 6 are the core's stable error codes (`ErrorCode`); values from 100 up are the
@@ -102,6 +109,12 @@ typedef enum leasehold_status {
      * A caller-supplied buffer is too small for the answer.
      */
     LEASEHOLD_STATUS_BUFFER_TOO_SMALL = 102,
+    /**
+     * The handle cannot take this call now: a callback freed it (the call that ran the
+     * callback is still on the stack; the memory goes when it returns), or its state is in use
+     * further up this thread's stack. Nothing was done.
+     */
+    LEASEHOLD_STATUS_BUSY = 103,
     /**
      * A bug inside libleasehold was caught at the boundary; the handle involved should be freed.
      */
@@ -565,7 +578,7 @@ typedef struct leasehold_renewal_event {
      */
     struct leasehold_lease lease;
     /**
-     * When the holder wanted it to end (RENEWAL_FAILED only, else 0).
+     * When the holder wanted it to end (RENEWAL_FAILED and DESIRED_EXPIRATION_REACHED, else 0).
      */
     int64_t desired_expiration;
     /**
@@ -1071,7 +1084,9 @@ enum leasehold_status leasehold_lease_map_new_for_landlord(uint64_t landlord,
                                                            struct leasehold_lease_map **out);
 
 /**
- * Frees a lease map. NULL is ignored.
+ * Frees a lease map. NULL is ignored. Inside a callback that one of this map's calls is
+ * running (a visitor, a failure report), the map is freed when that call returns, the call
+ * makes no further callbacks, and any other call on the map is `BUSY`.
  *
  * # Safety
  * `map` was made by libleasehold and not freed before.
@@ -1142,8 +1157,10 @@ enum leasehold_status leasehold_lease_map_get(const struct leasehold_lease_map *
 enum leasehold_status leasehold_lease_map_len(const struct leasehold_lease_map *map, size_t *out);
 
 /**
- * Calls `visit` for every lease (in cookie order) until it returns non-zero. `visit` must not
- * call back into this map.
+ * Calls `visit` for every lease in the map when the call starts (in cookie order) until it
+ * returns non-zero. The visit runs over a copy: `visit` may call anything on this map (an
+ * insert or remove takes effect at once but does not change what this call visits); freeing
+ * the map ends the visit.
  *
  * # Safety
  * `map` is NULL or live; `visit` is NULL or a valid function.
@@ -1220,7 +1237,10 @@ enum leasehold_status leasehold_renewal_manager_new(const struct leasehold_renew
                                                     struct leasehold_renewal_manager **out);
 
 /**
- * Frees a renewal manager (its leases are not cancelled). NULL is ignored.
+ * Frees a renewal manager (its leases are not cancelled). NULL is ignored. Inside a callback
+ * that one of this manager's calls is running (`drive`, `for_each`), the manager is freed
+ * when that call returns, the call makes no further callbacks, and any other call on the
+ * manager is `BUSY`.
  *
  * # Safety
  * `manager` was made by libleasehold and not freed before.
@@ -1359,8 +1379,10 @@ enum leasehold_status leasehold_renewal_manager_len(const struct leasehold_renew
                                                     size_t *out);
 
 /**
- * Calls `visit` for every managed lease (current actual expirations, no particular order)
- * until it returns non-zero. `visit` must not call back into this manager.
+ * Calls `visit` for every lease managed when the call starts (current actual expirations, no
+ * particular order) until it returns non-zero. The visit runs over a copy: `visit` may call
+ * anything on this manager (changes take effect at once but do not change what this call
+ * visits); freeing the manager ends the visit.
  *
  * # Safety
  * `manager` is NULL or live; `visit` is NULL or a valid function.
@@ -1469,9 +1491,16 @@ enum leasehold_status leasehold_renewal_manager_poll_event(struct leasehold_rene
  * drops them), all on the calling thread. Then `*out_has` / `*out_next` say when to call again
  * (or as soon as a reply arrives: pass it to `handle_reply_bytes`, then drive again).
  *
+ * The callbacks run with nothing of the manager borrowed, so they may call back into it: read
+ * it, change it, hand it a reply (`handle_reply_bytes` inside `transmit`, for an in-process
+ * landlord), even drive it. What they queue goes out in further rounds of this call, up to
+ * `LEASEHOLD_DRIVE_MAX_ROUNDS`; if work is left after that, `*out_next` is `now` (call again at
+ * once). A callback may free the manager: no further callback runs, the manager goes when this
+ * call returns, and the call answers OK with `*out_has` false.
+ *
  * # Safety
- * `manager` is NULL or live; the callbacks are NULL or valid functions that do not call back
- * into this manager; the outputs are NULL or writable.
+ * `manager` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL or
+ * writable.
  */
 enum leasehold_status leasehold_renewal_manager_drive(struct leasehold_renewal_manager *manager,
                                                       int64_t now,
@@ -1542,7 +1571,9 @@ enum leasehold_status leasehold_landlord_new(const struct leasehold_landlord_con
                                              struct leasehold_landlord **out);
 
 /**
- * Frees a landlord and every lease it holds. NULL is ignored.
+ * Frees a landlord and every lease it holds. NULL is ignored. Inside a callback that this
+ * landlord's `for_each` is running, the landlord is freed when `for_each` returns, visits no
+ * more leases, and answers any other call with `BUSY`.
  *
  * # Safety
  * `landlord` was made by libleasehold and not freed before.
@@ -1681,8 +1712,10 @@ enum leasehold_status leasehold_landlord_lease(const struct leasehold_landlord *
                                                struct leasehold_lease *out);
 
 /**
- * Calls `visit` for every lease held (in no particular order) until it returns non-zero.
- * `visit` must not call back into this landlord.
+ * Calls `visit` for every lease held when the call starts (in no particular order) until it
+ * returns non-zero. The visit runs over a copy: `visit` may call anything on this landlord
+ * (grant, cancel, ... take effect at once but do not change what this call visits); freeing
+ * the landlord ends the visit.
  *
  * # Safety
  * `landlord` is NULL or live; `visit` is NULL or a valid function.
@@ -2055,7 +2088,10 @@ enum leasehold_status leasehold_renewal_service_new(const struct leasehold_servi
                                                     struct leasehold_renewal_service **out);
 
 /**
- * Frees a service (client leases are not cancelled). NULL is ignored.
+ * Frees a service (client leases are not cancelled). NULL is ignored. Inside a callback that
+ * one of this service's calls is running (`drive`, a `for_each_*`), the service is freed when
+ * that call returns, the call makes no further callbacks, and any other call on the service
+ * is `BUSY`.
  *
  * # Safety
  * `service` was made by libleasehold and not freed before.
@@ -2085,10 +2121,12 @@ enum leasehold_status leasehold_renewal_service_create_set(struct leasehold_rene
                                                            struct leasehold_lease *out_lease);
 
 /**
- * Calls `visit` for every set alive, in creation order, until it returns non-zero.
+ * Calls `visit` for every set alive when the call starts, in creation order, until it returns
+ * non-zero. The visit runs over a copy: `visit` may call anything on this service (changes do
+ * not change what this call visits); freeing the service ends the visit.
  *
  * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ * `service` is NULL or live; `visit` is NULL or a valid function.
  */
 enum leasehold_status leasehold_renewal_service_for_each_set(const struct leasehold_renewal_service *service,
                                                              leasehold_set_visit_fn visit,
@@ -2145,10 +2183,11 @@ enum leasehold_status leasehold_renewal_service_remove(struct leasehold_renewal_
                                                        struct leasehold_lease *out_lease);
 
 /**
- * Calls `visit` for every client lease of `set` (as last known) until it returns non-zero.
+ * Calls `visit` for every client lease of `set` (as last known when the call starts) until it
+ * returns non-zero. The visit runs over a copy, as for `leasehold_renewal_service_for_each_set`.
  *
  * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ * `service` is NULL or live; `visit` is NULL or a valid function.
  */
 enum leasehold_status leasehold_renewal_service_for_each_lease(const struct leasehold_renewal_service *service,
                                                                uint64_t set,
@@ -2232,10 +2271,11 @@ enum leasehold_status leasehold_renewal_service_unknown_event(struct leasehold_r
                                                               bool *out_was_active);
 
 /**
- * Calls `visit` for every active registration of `set` (warning first, then failure).
+ * Calls `visit` for every active registration of `set` when the call starts (warning first,
+ * then failure). The visit runs over a copy, as for `leasehold_renewal_service_for_each_set`.
  *
  * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+ * `service` is NULL or live; `visit` is NULL or a valid function.
  */
 enum leasehold_status leasehold_renewal_service_for_each_registration(const struct leasehold_renewal_service *service,
                                                                       uint64_t set,
@@ -2353,11 +2393,12 @@ enum leasehold_status leasehold_renewal_service_poll_event(struct leasehold_rene
 /**
  * One turn of the C driver at `now` (as `leasehold_renewal_manager_drive`): handle_timeout,
  * every due request to `transmit`, every event to `on_event` (optional), then when to call
- * again in `*out_has` / `*out_next`.
+ * again in `*out_has` / `*out_next`. The callbacks may call back into the service, and free
+ * it, as for the renewal manager's driver.
  *
  * # Safety
- * `service` is NULL or live; the callbacks are NULL or valid functions that do not call back
- * into this service; the outputs are NULL or writable.
+ * `service` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL
+ * or writable.
  */
 enum leasehold_status leasehold_renewal_service_drive(struct leasehold_renewal_service *service,
                                                       int64_t now,

@@ -14,3 +14,6 @@ fi
 grep -q "wants a whole number" "$target/demo-err.txt"
 "$demo" --run-ms 5000 --lease-ms 1000 --svg "$target/demo-timeline.svg" --quiet
 "$demo" --run-ms 4000 --lease-ms 800 --holders 2 --policy adaptive --encoding binary --svg "$target/demo-adaptive.svg" --quiet
+# In memory only (no store, no restart); and a store elsewhere with an early restart.
+"$demo" --run-ms 4000 --lease-ms 800 --memory --svg "$target/demo-memory.svg" --quiet
+"$demo" --run-ms 4000 --lease-ms 800 --data "$target/demo-data-2" --restart-at 1500 --svg "$target/demo-restart.svg" --quiet

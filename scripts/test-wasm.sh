@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # WebAssembly binding: builds the npm package, packs it, installs the tarball into an empty
 # directory and runs `node --test` there against the installed package: unit tests, the shared
-# vectors, hostile input, a loopback HTTP test, and the browser example in headless Chromium.
+# vectors, hostile input, a loopback HTTP test, and in headless Chromium the browser example and
+# leader election among tabs (leasehold/tabs, tests/tabs.test.mjs: failover times printed).
 # Installs what it needs itself (wasm32 target and wasm-bindgen-cli via build.sh, Debian's
 # chromium via apt-get, playwright-core via npm). Exits non-zero if any test fails.
 set -euo pipefail

@@ -100,14 +100,20 @@ pub(crate) fn encoding(n: i32) -> Res<leasehold_core::Encoding> {
     }
 }
 
-/// Hands a byte vector to C: the pointer and length, to be freed by `leasehold_bytes_free`.
+/// A byte vector as C will own it: the pointer and length, to be freed by
+/// `leasehold_bytes_free`.
+pub(crate) fn take_bytes(v: Vec<u8>) -> (*mut u8, usize) {
+    let b = v.into_boxed_slice();
+    let n = b.len();
+    (Box::into_raw(b).cast::<u8>(), n)
+}
+
+/// Hands a byte vector to C through two outputs (see [`take_bytes`]).
 ///
 /// # Safety
 /// The outputs point to writable memory.
 pub(crate) unsafe fn give_bytes(v: Vec<u8>, data: Out<*mut u8>, len: Out<usize>) {
-    let b = v.into_boxed_slice();
-    let n = b.len();
-    let p = Box::into_raw(b).cast::<u8>();
+    let (p, n) = take_bytes(v);
     unsafe {
         data.write(p);
         len.write(n);
@@ -117,6 +123,25 @@ pub(crate) unsafe fn give_bytes(v: Vec<u8>, data: Out<*mut u8>, len: Out<usize>)
 /// Hands a string to C, to be freed by `leasehold_string_free`.
 pub(crate) fn c_string(s: String) -> Res<*mut c_char> {
     CString::new(s).map(CString::into_raw).map_err(|_| Fail::invalid("text contains a NUL byte"))
+}
+
+/// The body of a call that answers with bytes for the caller: `out_data` and `out_len` are
+/// checked for NULL first, then `f` runs, and its bytes are handed over.
+///
+/// # Safety
+/// The outputs are NULL or writable.
+pub(crate) unsafe fn bytes_out(
+    out_data: *mut *mut u8,
+    out_len: *mut usize,
+    f: impl FnOnce() -> Res<Vec<u8>>,
+) -> leasehold_status {
+    guard(|| {
+        let d = Out::new(out_data, "out_data")?;
+        let n = Out::new(out_len, "out_len")?;
+        let v = f()?;
+        unsafe { give_bytes(v, d, n) };
+        Ok(())
+    })
 }
 
 /// Frees a buffer that libleasehold returned (`data` and the length it gave). NULL is ignored.

@@ -34,6 +34,10 @@ pub enum leasehold_status {
     LEASEHOLD_STATUS_INVALID_UTF8 = 101,
     /// A caller-supplied buffer is too small for the answer.
     LEASEHOLD_STATUS_BUFFER_TOO_SMALL = 102,
+    /// The handle cannot take this call now: a callback freed it (the call that ran the
+    /// callback is still on the stack; the memory goes when it returns), or its state is in use
+    /// further up this thread's stack. Nothing was done.
+    LEASEHOLD_STATUS_BUSY = 103,
     /// A bug inside libleasehold was caught at the boundary; the handle involved should be freed.
     LEASEHOLD_STATUS_PANIC = 199,
 }
@@ -60,6 +64,7 @@ impl leasehold_status {
             100 => S::LEASEHOLD_STATUS_NULL_ARGUMENT,
             101 => S::LEASEHOLD_STATUS_INVALID_UTF8,
             102 => S::LEASEHOLD_STATUS_BUFFER_TOO_SMALL,
+            103 => S::LEASEHOLD_STATUS_BUSY,
             199 => S::LEASEHOLD_STATUS_PANIC,
             n => match ErrorCode::from_i32(n) {
                 Some(c) => leasehold_status::from_code(c),
@@ -80,6 +85,7 @@ impl leasehold_status {
             S::LEASEHOLD_STATUS_NULL_ARGUMENT => c"NULL_ARGUMENT",
             S::LEASEHOLD_STATUS_INVALID_UTF8 => c"INVALID_UTF8",
             S::LEASEHOLD_STATUS_BUFFER_TOO_SMALL => c"BUFFER_TOO_SMALL",
+            S::LEASEHOLD_STATUS_BUSY => c"BUSY",
             S::LEASEHOLD_STATUS_PANIC => c"PANIC",
         }
     }
@@ -217,6 +223,36 @@ impl<T> Out<T> {
     }
 }
 
+/// An optional answer: a flag that says whether there is one, and where the value goes.
+/// Both pointers are checked for NULL before any work is done.
+pub(crate) struct Maybe<T> {
+    has: Out<bool>,
+    value: Out<T>,
+}
+
+impl<T> Maybe<T> {
+    #[inline(always)]
+    pub fn new(has: *mut bool, has_name: &str, value: *mut T, value_name: &str) -> Res<Maybe<T>> {
+        Ok(Maybe { has: Out::new(has, has_name)?, value: Out::new(value, value_name)? })
+    }
+    /// Writes the flag, and the value if there is one (else the value is left as it was).
+    ///
+    /// # Safety
+    /// The pointers given to `new` point to writable memory.
+    #[inline(always)]
+    pub unsafe fn write(self, v: Option<T>) {
+        unsafe {
+            match v {
+                Some(v) => {
+                    self.value.write(v);
+                    self.has.write(true);
+                }
+                None => self.has.write(false),
+            }
+        }
+    }
+}
+
 /// A slice from a pointer and a count. A count of zero accepts any pointer, NULL included.
 ///
 /// # Safety
@@ -265,7 +301,7 @@ pub extern "C" fn leasehold_last_error_message() -> *const c_char {
 /// that is not one). Never NULL; do not free.
 #[no_mangle]
 pub extern "C" fn leasehold_status_name(status: i32) -> *const c_char {
-    if ErrorCode::from_i32(status).is_none() && ![100, 101, 102, 199].contains(&status) {
+    if ErrorCode::from_i32(status).is_none() && ![100, 101, 102, 103, 199].contains(&status) {
         return c"UNKNOWN_STATUS".as_ptr();
     }
     leasehold_status::from_i32(status).name().as_ptr()
@@ -314,7 +350,7 @@ mod tests {
             assert_eq!(leasehold_status::from_code(c) as i32, n);
             assert_eq!(leasehold_status::from_i32(n) as i32, n);
         }
-        for n in [100, 101, 102, 199] {
+        for n in [100, 101, 102, 103, 199] {
             assert_eq!(leasehold_status::from_i32(n) as i32, n);
         }
     }

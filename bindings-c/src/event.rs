@@ -5,8 +5,9 @@ use std::ffi::c_char;
 use leasehold_core::event::{Delivery, EventRegistration, EventSource, EventTable, GapTracker};
 use leasehold_core::lease::LandlordId;
 
-use crate::common::c_string;
-use crate::error::{arg, arg_mut, guard, guard_void, leasehold_status, slice, text, Fail, Out};
+use crate::common::{c_string, take_bytes};
+use crate::error::{arg, guard, leasehold_status, slice, text, Fail, Out};
+use crate::handle::{self, give, opaque, read, write, Handle};
 use crate::lease::leasehold_lease;
 
 /// What sends the events of a registration: a service and an object inside it (for a renewal
@@ -74,8 +75,9 @@ pub enum leasehold_delivery {
 /// detection. Free with `leasehold_gap_tracker_free`.
 #[allow(non_camel_case_types)]
 pub struct leasehold_gap_tracker {
-    inner: GapTracker,
+    h: Handle<GapTracker>,
 }
+opaque!(leasehold_gap_tracker, GapTracker, "tracker", "gap tracker");
 
 /// A tracker that has seen nothing.
 ///
@@ -87,8 +89,7 @@ pub unsafe extern "C" fn leasehold_gap_tracker_new(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let t = Box::new(leasehold_gap_tracker { inner: GapTracker::new() });
-        unsafe { out.write(Box::into_raw(t)) };
+        give(GapTracker::new(), out);
         Ok(())
     })
 }
@@ -99,11 +100,7 @@ pub unsafe extern "C" fn leasehold_gap_tracker_new(
 /// `tracker` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_gap_tracker_free(tracker: *mut leasehold_gap_tracker) {
-    guard_void(|| {
-        if !tracker.is_null() {
-            drop(unsafe { Box::from_raw(tracker) });
-        }
-    })
+    unsafe { handle::free(tracker) }
 }
 
 /// Sets the last sequence number seen for `event_id` (typically a registration's `sequence`).
@@ -116,10 +113,7 @@ pub unsafe extern "C" fn leasehold_gap_tracker_expect(
     event_id: u64,
     sequence: u64,
 ) -> leasehold_status {
-    guard(|| {
-        unsafe { arg_mut(tracker, "tracker") }?.inner.expect(event_id, sequence);
-        Ok(())
-    })
+    guard(|| unsafe { handle::apply(tracker, |t| t.expect(event_id, sequence)) })
 }
 
 /// Classifies an event of `event_id` numbered `sequence`; `*out_missed` (optional) is the most
@@ -139,8 +133,7 @@ pub unsafe extern "C" fn leasehold_gap_tracker_observe(
     guard(|| {
         let out = Out::new(out, "out")?;
         let missed_out = Out::optional(out_missed);
-        let t = unsafe { arg_mut(tracker, "tracker") }?;
-        let (d, missed) = match t.inner.observe(event_id, sequence) {
+        let (d, missed) = match unsafe { write(tracker, |t| Ok(t.observe(event_id, sequence))) }? {
             Delivery::First => (D::LEASEHOLD_DELIVERY_FIRST, 0),
             Delivery::InOrder => (D::LEASEHOLD_DELIVERY_IN_ORDER, 0),
             Delivery::Gap { missed } => (D::LEASEHOLD_DELIVERY_GAP, missed),
@@ -165,18 +158,11 @@ pub unsafe extern "C" fn leasehold_gap_tracker_last(
     out_has: *mut bool,
     out_sequence: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let seq = Out::new(out_sequence, "out_sequence")?;
-        match unsafe { arg(tracker, "tracker") }?.inner.last(event_id) {
-            Some(s) => unsafe {
-                has.write(true);
-                seq.write(s);
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
+    unsafe {
+        handle::get_maybe(tracker, out_has, out_sequence, ["out_has", "out_sequence"], |t| {
+            Ok(t.last(event_id))
+        })
+    }
 }
 
 /// Forgets `event_id` (its registration ended).
@@ -188,10 +174,7 @@ pub unsafe extern "C" fn leasehold_gap_tracker_forget(
     tracker: *mut leasehold_gap_tracker,
     event_id: u64,
 ) -> leasehold_status {
-    guard(|| {
-        unsafe { arg_mut(tracker, "tracker") }?.inner.forget(event_id);
-        Ok(())
-    })
+    guard(|| unsafe { handle::apply(tracker, |t| t.forget(event_id)) })
 }
 
 // ---------- the sender side ----------
@@ -201,8 +184,9 @@ pub unsafe extern "C" fn leasehold_gap_tracker_forget(
 /// `leasehold_event_table_free`.
 #[allow(non_camel_case_types)]
 pub struct leasehold_event_table {
-    inner: EventTable,
+    h: Handle<EventTable>,
 }
+opaque!(leasehold_event_table, EventTable, "table", "event table");
 
 /// An event numbered by an event table: the host attaches its own payload and delivers it with
 /// the handback (caller-owned: free with `leasehold_bytes_free(handback, handback_len)`).
@@ -232,8 +216,7 @@ pub unsafe extern "C" fn leasehold_event_table_new(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let t = Box::new(leasehold_event_table { inner: EventTable::new() });
-        unsafe { out.write(Box::into_raw(t)) };
+        give(EventTable::new(), out);
         Ok(())
     })
 }
@@ -244,11 +227,7 @@ pub unsafe extern "C" fn leasehold_event_table_new(
 /// `table` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_event_table_free(table: *mut leasehold_event_table) {
-    guard_void(|| {
-        if !table.is_null() {
-            drop(unsafe { Box::from_raw(table) });
-        }
-    })
+    unsafe { handle::free(table) }
 }
 
 /// A new registration for events of `source` with `handback` (copied); `*out_event_id` is its
@@ -266,10 +245,9 @@ pub unsafe extern "C" fn leasehold_event_table_register(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_event_id, "out_event_id")?;
-        let t = unsafe { arg_mut(table, "table") }?;
         let h = unsafe { slice(handback, handback_len, "handback") }?.to_vec();
         let src = EventSource { service: LandlordId(source.service), object: source.object };
-        unsafe { out.write(t.inner.register(src, h)) };
+        unsafe { out.write(write(table, |t| Ok(t.register(src, h)))?) };
         Ok(())
     })
 }
@@ -285,12 +263,12 @@ pub unsafe extern "C" fn leasehold_event_table_set_handback(
     handback: *const u8,
     handback_len: usize,
 ) -> leasehold_status {
-    guard(|| {
-        let t = unsafe { arg_mut(table, "table") }?;
-        let h = unsafe { slice(handback, handback_len, "handback") }?.to_vec();
-        t.inner.set_handback(event_id, h)?;
-        Ok(())
-    })
+    unsafe {
+        handle::change(table, |t| {
+            let h = slice(handback, handback_len, "handback")?.to_vec();
+            Ok(t.set_handback(event_id, h)?)
+        })
+    }
 }
 
 /// The sequence number of the last event issued for `event_id`; `*out_active` is false if the
@@ -305,18 +283,11 @@ pub unsafe extern "C" fn leasehold_event_table_sequence(
     out_active: *mut bool,
     out_sequence: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let active = Out::new(out_active, "out_active")?;
-        let seq = Out::new(out_sequence, "out_sequence")?;
-        match unsafe { arg(table, "table") }?.inner.sequence(event_id) {
-            Some(s) => unsafe {
-                active.write(true);
-                seq.write(s);
-            },
-            None => unsafe { active.write(false) },
-        }
-        Ok(())
-    })
+    unsafe {
+        handle::get_maybe(table, out_active, out_sequence, ["out_active", "out_sequence"], |t| {
+            Ok(t.sequence(event_id))
+        })
+    }
 }
 
 /// Ends a registration; `*out_was_active` (optional) says whether it was active.
@@ -330,7 +301,7 @@ pub unsafe extern "C" fn leasehold_event_table_remove(
     out_was_active: *mut bool,
 ) -> leasehold_status {
     guard(|| {
-        let was = unsafe { arg_mut(table, "table") }?.inner.remove(event_id).is_some();
+        let was = unsafe { write(table, |t| Ok(t.remove(event_id).is_some())) }?;
         if let Some(o) = Out::optional(out_was_active) {
             unsafe { o.write(was) };
         }
@@ -347,11 +318,7 @@ pub unsafe extern "C" fn leasehold_event_table_len(
     table: *const leasehold_event_table,
     out: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(table, "table")?.inner.len()) };
-        Ok(())
-    })
+    unsafe { handle::get(table, out, |t| Ok(t.len())) }
 }
 
 /// Numbers the next event of `event_id` (one past the last); an inactive registration is
@@ -367,13 +334,9 @@ pub unsafe extern "C" fn leasehold_event_table_next_event(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let t = unsafe { arg_mut(table, "table") }?;
-        let e = t.inner.next_event(event_id, ()).ok_or_else(|| {
-            Fail::invalid(format!("no active event registration with id {event_id}"))
-        })?;
-        let b = e.handback.into_boxed_slice();
-        let handback_len = b.len();
-        let handback = Box::into_raw(b).cast::<u8>();
+        let e = unsafe { write(table, |t| Ok(t.next_event(event_id, ()))) }?
+            .ok_or_else(|| inactive(event_id))?;
+        let (handback, handback_len) = take_bytes(e.handback);
         unsafe {
             out.write(leasehold_event {
                 event_id: e.event_id,
@@ -399,16 +362,12 @@ pub unsafe extern "C" fn leasehold_event_table_registration(
     lease: *const leasehold_lease,
     out: *mut leasehold_event_registration,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let t = unsafe { arg(table, "table") }?;
-        let l = unsafe { arg(lease, "lease") }?.to_core()?;
-        let r = t.inner.registration(event_id, l).ok_or_else(|| {
-            Fail::invalid(format!("no active event registration with id {event_id}"))
-        })?;
-        unsafe { out.write(r.into()) };
-        Ok(())
-    })
+    unsafe {
+        handle::get(table, out, |t| {
+            let l = arg(lease, "lease")?.to_core()?;
+            Ok(t.registration(event_id, l).ok_or_else(|| inactive(event_id))?.into())
+        })
+    }
 }
 
 /// The table as JSON text, to store and give back to `leasehold_event_table_restore`. Free
@@ -423,8 +382,7 @@ pub unsafe extern "C" fn leasehold_event_table_snapshot(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let t = unsafe { arg(table, "table") }?;
-        let s = serde_json::to_string(&t.inner)
+        let s = unsafe { read(table, |t| Ok(serde_json::to_string(t))) }?
             .map_err(|e| Fail::invalid(format!("event table is not representable as JSON: {e}")))?;
         unsafe { out.write(c_string(s)?) };
         Ok(())
@@ -450,10 +408,13 @@ pub unsafe extern "C" fn leasehold_event_table_restore(
         let t: EventTable = serde_json::from_str(s).map_err(|e| {
             Fail::new(leasehold_status::LEASEHOLD_STATUS_DECODE, format!("event table: {e}"))
         })?;
-        let t = Box::new(leasehold_event_table { inner: t.restore(jump) });
-        unsafe { out.write(Box::into_raw(t)) };
+        give(t.restore(jump), out);
         Ok(())
     })
+}
+
+fn inactive(event_id: u64) -> Fail {
+    Fail::invalid(format!("no active event registration with id {event_id}"))
 }
 
 /// How far sequence numbers jump on restore unless told otherwise: 2^32.

@@ -3,17 +3,15 @@
 
 use std::ffi::{c_char, c_void};
 
-use leasehold_core::holder::{
-    self, LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig, Renewer,
-};
+use leasehold_core::holder::{self, LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig};
 use leasehold_core::lease::{LandlordId, Lease};
 use leasehold_core::LeaseError;
 
-use crate::common::leasehold_cookie;
-use crate::error::{
-    arg, arg_mut, guard, guard_void, leasehold_status, slice, text, Fail, Out, Res,
-};
+use crate::common::{c_string, leasehold_cookie};
+use crate::error::{arg, guard, leasehold_status, null, Fail, Out, Res};
+use crate::handle::{self, give, opaque, read, write, Call, Handle, Opaque};
 use crate::lease::leasehold_lease;
+use crate::sansio::{self, CEvent, Component};
 use crate::wire::{give_request, leasehold_reply, leasehold_request};
 
 // ---------- grant helpers ----------
@@ -74,14 +72,19 @@ pub type leasehold_failure_fn = Option<
     ),
 >;
 
-/// Turns a core error into a status, reporting each per-lease failure of a `LeaseMap` error.
-fn report_failures(
+/// Turns a core error into a status, reporting each per-lease failure of a `LeaseMap` error
+/// (nothing of the handle borrowed; a callback that frees the handle ends the reports).
+fn report_failures<H: Opaque>(
+    call: &Call<H>,
     e: LeaseError,
     on_failure: leasehold_failure_fn,
     user_data: *mut c_void,
 ) -> Fail {
     if let (LeaseError::LeaseMap(failures), Some(cb)) = (&e, on_failure) {
         for f in failures {
+            if call.freed() {
+                break;
+            }
             let msg =
                 std::ffi::CString::new(f.error.to_string().replace('\0', " ")).unwrap_or_default();
             unsafe { cb(user_data, f.cookie.into(), f.error.code() as i32, msg.as_ptr()) };
@@ -96,8 +99,9 @@ fn report_failures(
 /// together in one request (opaque). Free with `leasehold_lease_map_free`.
 #[allow(non_camel_case_types)]
 pub struct leasehold_lease_map {
-    inner: LeaseMap,
+    h: Handle<LeaseMap>,
 }
+opaque!(leasehold_lease_map, LeaseMap, "map", "lease map");
 
 /// Visits one lease of a map with its renewal duration. Return 0 to go on, non-zero to stop.
 #[allow(non_camel_case_types)]
@@ -118,10 +122,7 @@ pub unsafe extern "C" fn leasehold_lease_map_new(
     out: *mut *mut leasehold_lease_map,
 ) -> leasehold_status {
     guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe {
-            out.write(Box::into_raw(Box::new(leasehold_lease_map { inner: LeaseMap::new() })))
-        };
+        give(LeaseMap::new(), Out::new(out, "out")?);
         Ok(())
     })
 }
@@ -136,24 +137,20 @@ pub unsafe extern "C" fn leasehold_lease_map_new_for_landlord(
     out: *mut *mut leasehold_lease_map,
 ) -> leasehold_status {
     guard(|| {
-        let out = Out::new(out, "out")?;
-        let inner = LeaseMap::for_landlord(LandlordId(landlord));
-        unsafe { out.write(Box::into_raw(Box::new(leasehold_lease_map { inner }))) };
+        give(LeaseMap::for_landlord(LandlordId(landlord)), Out::new(out, "out")?);
         Ok(())
     })
 }
 
-/// Frees a lease map. NULL is ignored.
+/// Frees a lease map. NULL is ignored. Inside a callback that one of this map's calls is
+/// running (a visitor, a failure report), the map is freed when that call returns, the call
+/// makes no further callbacks, and any other call on the map is `BUSY`.
 ///
 /// # Safety
 /// `map` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_lease_map_free(map: *mut leasehold_lease_map) {
-    guard_void(|| {
-        if !map.is_null() {
-            drop(unsafe { Box::from_raw(map) });
-        }
-    })
+    unsafe { handle::free(map) }
 }
 
 unsafe fn lease_in(p: *const leasehold_lease) -> Res<Lease> {
@@ -170,19 +167,11 @@ pub unsafe extern "C" fn leasehold_lease_map_landlord(
     out_has: *mut bool,
     out_landlord: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let id = Out::new(out_landlord, "out_landlord")?;
-        let m = unsafe { arg(map, "map") }?;
-        match m.inner.landlord() {
-            Some(l) => unsafe {
-                has.write(true);
-                id.write(l.0);
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
+    unsafe {
+        handle::get_maybe(map, out_has, out_landlord, ["out_has", "out_landlord"], |m| {
+            Ok(m.landlord().map(|l| l.0))
+        })
+    }
 }
 
 /// Jini `canContainKey`: whether `lease` can batch with the leases of the map.
@@ -195,13 +184,7 @@ pub unsafe extern "C" fn leasehold_lease_map_can_contain(
     lease: *const leasehold_lease,
     out: *mut bool,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let m = unsafe { arg(map, "map") }?;
-        let l = unsafe { lease_in(lease) }?;
-        unsafe { out.write(m.inner.can_contain_key(&l)) };
-        Ok(())
-    })
+    unsafe { handle::get(map, out, |m| Ok(m.can_contain_key(&lease_in(lease)?))) }
 }
 
 /// Adds (or replaces) `lease` with the duration to renew it for. A lease of another landlord or
@@ -215,12 +198,7 @@ pub unsafe extern "C" fn leasehold_lease_map_insert(
     lease: *const leasehold_lease,
     duration: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let m = unsafe { arg_mut(map, "map") }?;
-        let l = unsafe { lease_in(lease) }?;
-        m.inner.insert(l, duration)?;
-        Ok(())
-    })
+    unsafe { handle::change(map, |m| Ok(m.insert(lease_in(lease)?, duration)?)) }
 }
 
 /// Removes `lease` (`UNKNOWN_LEASE` if absent), giving back, optionally, the stored copy and its
@@ -236,16 +214,9 @@ pub unsafe extern "C" fn leasehold_lease_map_remove(
     out_duration: *mut i64,
 ) -> leasehold_status {
     guard(|| {
-        let m = unsafe { arg_mut(map, "map") }?;
         let l = unsafe { lease_in(lease) }?;
-        let (stored, d) = m.inner.remove(&l).ok_or(LeaseError::UnknownLease)?;
-        if let Some(o) = Out::optional(out_lease) {
-            unsafe { o.write(stored.into()) };
-        }
-        if let Some(o) = Out::optional(out_duration) {
-            unsafe { o.write(d) };
-        }
-        Ok(())
+        let found = unsafe { write(map, |m| Ok(m.remove(&l))) }?;
+        unsafe { entry_out(found, out_lease, out_duration) }
     })
 }
 
@@ -262,17 +233,29 @@ pub unsafe extern "C" fn leasehold_lease_map_get(
     out_duration: *mut i64,
 ) -> leasehold_status {
     guard(|| {
-        let m = unsafe { arg(map, "map") }?;
         let l = unsafe { lease_in(lease) }?;
-        let (stored, d) = m.inner.get(&l).ok_or(LeaseError::UnknownLease)?;
-        if let Some(o) = Out::optional(out_lease) {
-            unsafe { o.write(stored.into()) };
-        }
-        if let Some(o) = Out::optional(out_duration) {
-            unsafe { o.write(d) };
-        }
-        Ok(())
+        let found = unsafe { read(map, |m| Ok(m.get(&l))) }?;
+        unsafe { entry_out(found, out_lease, out_duration) }
     })
+}
+
+/// A map entry to its two optional outputs; `UNKNOWN_LEASE` if there is none.
+///
+/// # Safety
+/// The outputs are NULL or writable.
+unsafe fn entry_out(
+    found: Option<(Lease, i64)>,
+    out_lease: *mut leasehold_lease,
+    out_duration: *mut i64,
+) -> Res {
+    let (stored, d) = found.ok_or(LeaseError::UnknownLease)?;
+    if let Some(o) = Out::optional(out_lease) {
+        unsafe { o.write(stored.into()) };
+    }
+    if let Some(o) = Out::optional(out_duration) {
+        unsafe { o.write(d) };
+    }
+    Ok(())
 }
 
 /// Number of leases in the map.
@@ -284,15 +267,13 @@ pub unsafe extern "C" fn leasehold_lease_map_len(
     map: *const leasehold_lease_map,
     out: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(map, "map")?.inner.len()) };
-        Ok(())
-    })
+    unsafe { handle::get(map, out, |m| Ok(m.len())) }
 }
 
-/// Calls `visit` for every lease (in cookie order) until it returns non-zero. `visit` must not
-/// call back into this map.
+/// Calls `visit` for every lease in the map when the call starts (in cookie order) until it
+/// returns non-zero. The visit runs over a copy: `visit` may call anything on this map (an
+/// insert or remove takes effect at once but does not change what this call visits); freeing
+/// the map ends the visit.
 ///
 /// # Safety
 /// `map` is NULL or live; `visit` is NULL or a valid function.
@@ -303,15 +284,13 @@ pub unsafe extern "C" fn leasehold_lease_map_for_each(
     user_data: *mut c_void,
 ) -> leasehold_status {
     guard(|| {
-        let m = unsafe { arg(map, "map") }?;
-        let visit = visit.ok_or_else(|| crate::error::null("visit"))?;
-        for (l, d) in m.inner.iter() {
-            let v: leasehold_lease = (*l).into();
-            if unsafe { visit(user_data, &v, d) } != 0 {
-                break;
-            }
+        let visit = visit.ok_or_else(|| null("visit"))?;
+        let collect = |m: &LeaseMap| Ok(m.iter().map(|(l, d)| ((*l).into(), d)).collect());
+        unsafe {
+            handle::for_each(map, collect, |(l, d): &(leasehold_lease, i64)| {
+                visit(user_data, l, *d)
+            })
         }
-        Ok(())
     })
 }
 
@@ -328,8 +307,7 @@ pub unsafe extern "C" fn leasehold_lease_map_renew_all_request(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let m = unsafe { arg_mut(map, "map") }?;
-        give_request(m.inner.renew_all_request(id), out);
+        give_request(unsafe { write(map, |m| Ok(m.renew_all_request(id))) }?, out);
         Ok(())
     })
 }
@@ -346,8 +324,7 @@ pub unsafe extern "C" fn leasehold_lease_map_cancel_all_request(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let m = unsafe { arg_mut(map, "map") }?;
-        give_request(m.inner.cancel_all_request(id), out);
+        give_request(unsafe { write(map, |m| Ok(m.cancel_all_request(id))) }?, out);
         Ok(())
     })
 }
@@ -368,11 +345,10 @@ pub unsafe extern "C" fn leasehold_lease_map_apply_renew_all(
     user_data: *mut c_void,
 ) -> leasehold_status {
     guard(|| {
-        let m = unsafe { arg_mut(map, "map") }?;
+        let call = unsafe { Call::enter(map) }?;
         let r = unsafe { arg(reply, "reply") }?;
-        m.inner
-            .apply_renew_all(&r.inner, sent_at)
-            .map_err(|e| report_failures(e, on_failure, user_data))
+        let res = call.with_mut(|m| Ok(m.apply_renew_all(&r.inner, sent_at)))?;
+        res.map_err(|e| report_failures(&call, e, on_failure, user_data))
     })
 }
 
@@ -390,9 +366,10 @@ pub unsafe extern "C" fn leasehold_lease_map_apply_cancel_all(
     user_data: *mut c_void,
 ) -> leasehold_status {
     guard(|| {
-        let m = unsafe { arg_mut(map, "map") }?;
+        let call = unsafe { Call::enter(map) }?;
         let r = unsafe { arg(reply, "reply") }?;
-        m.inner.apply_cancel_all(&r.inner).map_err(|e| report_failures(e, on_failure, user_data))
+        let res = call.with_mut(|m| Ok(m.apply_cancel_all(&r.inner)))?;
+        res.map_err(|e| report_failures(&call, e, on_failure, user_data))
     })
 }
 
@@ -548,7 +525,12 @@ pub struct leasehold_renewal_event {
 /// `poll_timeout` asks for, and reads `poll_event`. Free with `leasehold_renewal_manager_free`.
 #[allow(non_camel_case_types)]
 pub struct leasehold_renewal_manager {
-    inner: RenewalManager,
+    h: Handle<RenewalManager>,
+}
+opaque!(leasehold_renewal_manager, RenewalManager, "manager", "renewal manager");
+
+impl Component for leasehold_renewal_manager {
+    type Event = leasehold_renewal_event;
 }
 
 /// Hands one request to the host's transport: `user_data` as given, the landlord to send it
@@ -606,23 +588,21 @@ pub unsafe extern "C" fn leasehold_renewal_manager_new(
             Some(c) => RenewalManagerConfig::from(c),
             None => RenewalManagerConfig::default(),
         };
-        let inner = RenewalManager::try_new(c)?;
-        unsafe { out.write(Box::into_raw(Box::new(leasehold_renewal_manager { inner }))) };
+        give(RenewalManager::try_new(c)?, out);
         Ok(())
     })
 }
 
-/// Frees a renewal manager (its leases are not cancelled). NULL is ignored.
+/// Frees a renewal manager (its leases are not cancelled). NULL is ignored. Inside a callback
+/// that one of this manager's calls is running (`drive`, `for_each`), the manager is freed
+/// when that call returns, the call makes no further callbacks, and any other call on the
+/// manager is `BUSY`.
 ///
 /// # Safety
 /// `manager` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_manager_free(manager: *mut leasehold_renewal_manager) {
-    guard_void(|| {
-        if !manager.is_null() {
-            drop(unsafe { Box::from_raw(manager) });
-        }
-    })
+    unsafe { handle::free(manager) }
 }
 
 /// The settings in force.
@@ -634,12 +614,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_config_get(
     manager: *const leasehold_renewal_manager,
     out: *mut leasehold_renewal_manager_config,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let m = unsafe { arg(manager, "manager") }?;
-        unsafe { out.write(m.inner.config().into()) };
-        Ok(())
-    })
+    unsafe { handle::get(manager, out, |m| Ok(m.config().into())) }
 }
 
 /// Renews `lease` until `duration` from `now` (FOREVER: forever), asking for `renew_duration`
@@ -655,12 +630,11 @@ pub unsafe extern "C" fn leasehold_renewal_manager_renew_for(
     renew_duration: i64,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        let l = unsafe { lease_in(lease) }?;
-        m.inner.renew_for(l, duration, renew_duration, now)?;
-        Ok(())
-    })
+    unsafe {
+        handle::change(manager, |m| {
+            Ok(m.renew_for(lease_in(lease)?, duration, renew_duration, now)?)
+        })
+    }
 }
 
 /// Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration` each
@@ -676,12 +650,11 @@ pub unsafe extern "C" fn leasehold_renewal_manager_renew_until(
     renew_duration: i64,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        let l = unsafe { lease_in(lease) }?;
-        m.inner.renew_until(l, desired_expiration, renew_duration, now)?;
-        Ok(())
-    })
+    unsafe {
+        handle::change(manager, |m| {
+            Ok(m.renew_until(lease_in(lease)?, desired_expiration, renew_duration, now)?)
+        })
+    }
 }
 
 /// Stops managing `lease` (it is not cancelled); `*out_lease` (optional) is the manager's copy
@@ -696,9 +669,8 @@ pub unsafe extern "C" fn leasehold_renewal_manager_remove(
     out_lease: *mut leasehold_lease,
 ) -> leasehold_status {
     guard(|| {
-        let m = unsafe { arg_mut(manager, "manager") }?;
         let l = unsafe { lease_in(lease) }?;
-        let got = m.inner.remove(&l)?;
+        let got = unsafe { write(manager, |m| Ok(m.remove(&l)?)) }?;
         if let Some(o) = Out::optional(out_lease) {
             unsafe { o.write(got.into()) };
         }
@@ -716,12 +688,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_cancel(
     lease: *const leasehold_lease,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        let l = unsafe { lease_in(lease) }?;
-        m.inner.cancel(&l, now)?;
-        Ok(())
-    })
+    unsafe { handle::change(manager, |m| Ok(m.cancel(&lease_in(lease)?, now)?)) }
 }
 
 /// The desired expiration of a managed lease.
@@ -734,13 +701,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_expiration(
     lease: *const leasehold_lease,
     out: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let m = unsafe { arg(manager, "manager") }?;
-        let l = unsafe { lease_in(lease) }?;
-        unsafe { out.write(m.inner.expiration(&l)?) };
-        Ok(())
-    })
+    unsafe { handle::get(manager, out, |m| Ok(m.expiration(&lease_in(lease)?)?)) }
 }
 
 /// Sets the desired expiration of a managed lease.
@@ -754,12 +715,11 @@ pub unsafe extern "C" fn leasehold_renewal_manager_set_expiration(
     desired_expiration: i64,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        let l = unsafe { lease_in(lease) }?;
-        m.inner.set_expiration(&l, desired_expiration, now)?;
-        Ok(())
-    })
+    unsafe {
+        handle::change(manager, |m| {
+            Ok(m.set_expiration(&lease_in(lease)?, desired_expiration, now)?)
+        })
+    }
 }
 
 /// The manager's copy of a lease, with its current actual expiration (`UNKNOWN_LEASE` if not
@@ -773,14 +733,11 @@ pub unsafe extern "C" fn leasehold_renewal_manager_lease(
     lease: *const leasehold_lease,
     out: *mut leasehold_lease,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let m = unsafe { arg(manager, "manager") }?;
-        let l = unsafe { lease_in(lease) }?;
-        let got = m.inner.lease(&l).ok_or(LeaseError::UnknownLease)?;
-        unsafe { out.write(got.into()) };
-        Ok(())
-    })
+    unsafe {
+        handle::get(manager, out, |m| {
+            Ok(m.lease(&lease_in(lease)?).ok_or(LeaseError::UnknownLease)?.into())
+        })
+    }
 }
 
 /// The renew duration of a managed lease.
@@ -793,13 +750,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_renew_duration(
     lease: *const leasehold_lease,
     out: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let m = unsafe { arg(manager, "manager") }?;
-        let l = unsafe { lease_in(lease) }?;
-        unsafe { out.write(m.inner.renew_duration(&l)?) };
-        Ok(())
-    })
+    unsafe { handle::get(manager, out, |m| Ok(m.renew_duration(&lease_in(lease)?)?)) }
 }
 
 /// When a managed lease will next be sent for renewal: `*out_has` is false if none is
@@ -814,20 +765,11 @@ pub unsafe extern "C" fn leasehold_renewal_manager_next_renewal(
     out_has: *mut bool,
     out_at: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let at = Out::new(out_at, "out_at")?;
-        let m = unsafe { arg(manager, "manager") }?;
-        let l = unsafe { lease_in(lease) }?;
-        match m.inner.next_renewal(&l) {
-            Some(t) => unsafe {
-                has.write(true);
-                at.write(t);
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
+    unsafe {
+        handle::get_maybe(manager, out_has, out_at, ["out_has", "out_at"], |m| {
+            Ok(m.next_renewal(&lease_in(lease)?))
+        })
+    }
 }
 
 /// The round-trip estimate of a renewal manager for one landlord.
@@ -857,23 +799,16 @@ pub unsafe extern "C" fn leasehold_renewal_manager_rtt(
     out_has: *mut bool,
     out: *mut leasehold_rtt,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let out = Out::new(out, "out")?;
-        match unsafe { arg(manager, "manager") }?.inner.rtt(LandlordId(landlord)) {
-            Some(r) => unsafe {
-                has.write(true);
-                out.write(leasehold_rtt {
-                    srtt: r.srtt(),
-                    rttvar: r.rttvar(),
-                    rto: r.rto(),
-                    samples: r.samples(),
-                });
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
+    unsafe {
+        handle::get_maybe(manager, out_has, out, ["out_has", "out"], |m| {
+            Ok(m.rtt(LandlordId(landlord)).map(|r| leasehold_rtt {
+                srtt: r.srtt(),
+                rttvar: r.rttvar(),
+                rto: r.rto(),
+                samples: r.samples(),
+            }))
+        })
+    }
 }
 
 /// Number of leases managed.
@@ -885,15 +820,13 @@ pub unsafe extern "C" fn leasehold_renewal_manager_len(
     manager: *const leasehold_renewal_manager,
     out: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(manager, "manager")?.inner.len()) };
-        Ok(())
-    })
+    unsafe { handle::get(manager, out, |m| Ok(m.len())) }
 }
 
-/// Calls `visit` for every managed lease (current actual expirations, no particular order)
-/// until it returns non-zero. `visit` must not call back into this manager.
+/// Calls `visit` for every lease managed when the call starts (current actual expirations, no
+/// particular order) until it returns non-zero. The visit runs over a copy: `visit` may call
+/// anything on this manager (changes take effect at once but do not change what this call
+/// visits); freeing the manager ends the visit.
 ///
 /// # Safety
 /// `manager` is NULL or live; `visit` is NULL or a valid function.
@@ -904,15 +837,9 @@ pub unsafe extern "C" fn leasehold_renewal_manager_for_each(
     user_data: *mut c_void,
 ) -> leasehold_status {
     guard(|| {
-        let m = unsafe { arg(manager, "manager") }?;
-        let visit = visit.ok_or_else(|| crate::error::null("visit"))?;
-        for l in m.inner.leases() {
-            let v: leasehold_lease = (*l).into();
-            if unsafe { visit(user_data, &v) } != 0 {
-                break;
-            }
-        }
-        Ok(())
+        let visit = visit.ok_or_else(|| null("visit"))?;
+        let collect = |m: &RenewalManager| Ok(m.leases().map(|&l| l.into()).collect());
+        unsafe { handle::for_each(manager, collect, |l: &leasehold_lease| visit(user_data, l)) }
     })
 }
 
@@ -925,12 +852,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_stats(
     manager: *const leasehold_renewal_manager,
     out: *mut leasehold_renewal_stats,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let s = unsafe { arg(manager, "manager") }?.inner.stats();
-        unsafe { out.write(stats_of(s)) };
-        Ok(())
-    })
+    unsafe { handle::get(manager, out, |m| Ok(stats_of(m.stats()))) }
 }
 
 /// When the host should next call `leasehold_renewal_manager_handle_timeout`: `*out_has` is
@@ -944,18 +866,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_poll_timeout(
     out_has: *mut bool,
     out_at: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let at = Out::new(out_at, "out_at")?;
-        match unsafe { arg(manager, "manager") }?.inner.poll_timeout() {
-            Some(t) => unsafe {
-                has.write(true);
-                at.write(t);
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
+    unsafe { sansio::poll_timeout(manager, out_has, out_at) }
 }
 
 /// Advances the manager to `now`: schedules renewals that fell due, times out requests,
@@ -968,10 +879,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_handle_timeout(
     manager: *mut leasehold_renewal_manager,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        unsafe { arg_mut(manager, "manager") }?.inner.handle_timeout(now);
-        Ok(())
-    })
+    unsafe { sansio::handle_timeout(manager, now) }
 }
 
 /// The next request to send: `*out_found` says whether there is one; if so `*out_landlord` is
@@ -988,23 +896,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_poll_transmit(
     out_landlord: *mut u64,
     out_request: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let found = Out::new(out_found, "out_found")?;
-        let landlord = Out::new(out_landlord, "out_landlord")?;
-        let req = Out::new(out_request, "out_request")?;
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        match m.inner.poll_transmit(now) {
-            Some(t) => {
-                unsafe {
-                    found.write(true);
-                    landlord.write(t.landlord.0);
-                }
-                give_request(t.request, req);
-            }
-            None => unsafe { found.write(false) },
-        }
-        Ok(())
-    })
+    unsafe { sansio::poll_transmit(manager, now, out_found, out_landlord, out_request) }
 }
 
 /// Takes a landlord's reply (to a request the manager handed out) at `now`. Replies it does not
@@ -1018,12 +910,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_handle_reply(
     reply: *const leasehold_reply,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        let r = unsafe { arg(reply, "reply") }?;
-        m.inner.handle_reply(&r.inner, now);
-        Ok(())
-    })
+    unsafe { sansio::handle_reply(manager, reply, now) }
 }
 
 /// Decodes an encoded reply (default limits) and takes it as `handle_reply` does. Bytes that
@@ -1039,14 +926,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_handle_reply_bytes(
     encoding: i32,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let enc = crate::common::encoding(encoding)?;
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        let b = unsafe { slice(data, len, "data") }?;
-        let reply = leasehold_core::Reply::decode(b, enc, &Default::default())?;
-        m.inner.handle_reply(&reply, now);
-        Ok(())
-    })
+    unsafe { sansio::handle_reply_bytes(manager, data, len, encoding, now) }
 }
 
 /// Reports that request `request_id` failed in transport at `now`: `code` is a status number
@@ -1064,38 +944,42 @@ pub unsafe extern "C" fn leasehold_renewal_manager_handle_failure(
     message_len: usize,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        let msg = unsafe { text(message, message_len, "message") }?;
-        if code == 0 {
-            return Err(Fail::invalid("a failure needs a non-zero code"));
-        }
-        m.inner.handle_failure(request_id, LeaseError::from_code(code, msg), now);
-        Ok(())
-    })
+    unsafe { sansio::handle_failure(manager, request_id, code, message, message_len, now) }
 }
 
-fn event_of(e: RenewalEvent) -> Res<leasehold_renewal_event> {
-    use leasehold_renewal_event_kind as K;
-    let (kind, lease, desired, err) = match e {
-        RenewalEvent::RenewalFailed { lease, desired_expiration, error } => {
-            (K::LEASEHOLD_RENEWAL_FAILED, lease, desired_expiration, error)
-        }
-        RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => {
-            (K::LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED, lease, desired_expiration, None)
-        }
-        RenewalEvent::Renewed { lease } => (K::LEASEHOLD_RENEWAL_RENEWED, lease, 0, None),
-    };
-    let (error_code, error_message) = match err {
-        Some(e) => (e.code() as i32, crate::common::c_string(e.to_string().replace('\0', " "))?),
+impl CEvent for leasehold_renewal_event {
+    type Core = RenewalEvent;
+    fn convert(e: RenewalEvent) -> Res<leasehold_renewal_event> {
+        use leasehold_renewal_event_kind as K;
+        let (kind, lease, desired, err) = match e {
+            RenewalEvent::RenewalFailed { lease, desired_expiration, error } => {
+                (K::LEASEHOLD_RENEWAL_FAILED, lease, desired_expiration, error)
+            }
+            RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => {
+                (K::LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED, lease, desired_expiration, None)
+            }
+            RenewalEvent::Renewed { lease } => (K::LEASEHOLD_RENEWAL_RENEWED, lease, 0, None),
+        };
+        let (error_code, error_message) = error_parts(err)?;
+        Ok(leasehold_renewal_event {
+            kind,
+            lease: lease.into(),
+            desired_expiration: desired,
+            error_code,
+            error_message,
+        })
+    }
+    unsafe fn free_fields(&self) {
+        unsafe { crate::common::leasehold_string_free(self.error_message) }
+    }
+}
+
+/// An optional error as an event carries it: its status number (0 for none) and its message
+/// (NULL for none), the message to free with `leasehold_string_free`.
+pub(crate) fn error_parts(e: Option<LeaseError>) -> Res<(i32, *mut c_char)> {
+    Ok(match e {
+        Some(e) => (e.code() as i32, c_string(e.to_string().replace('\0', " "))?),
         None => (0, std::ptr::null_mut()),
-    };
-    Ok(leasehold_renewal_event {
-        kind,
-        lease: lease.into(),
-        desired_expiration: desired,
-        error_code,
-        error_message,
     })
 }
 
@@ -1110,22 +994,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_poll_event(
     out: *mut leasehold_renewal_event,
     out_found: *mut bool,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let found = Out::new(out_found, "out_found")?;
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        match m.inner.poll_event() {
-            Some(e) => {
-                let ev = event_of(e)?;
-                unsafe {
-                    out.write(ev);
-                    found.write(true);
-                }
-            }
-            None => unsafe { found.write(false) },
-        }
-        Ok(())
-    })
+    unsafe { sansio::poll_event(manager, out, out_found) }
 }
 
 /// One turn of the C driver at `now`: `handle_timeout(now)`, then every request that is due
@@ -1133,9 +1002,16 @@ pub unsafe extern "C" fn leasehold_renewal_manager_poll_event(
 /// drops them), all on the calling thread. Then `*out_has` / `*out_next` say when to call again
 /// (or as soon as a reply arrives: pass it to `handle_reply_bytes`, then drive again).
 ///
+/// The callbacks run with nothing of the manager borrowed, so they may call back into it: read
+/// it, change it, hand it a reply (`handle_reply_bytes` inside `transmit`, for an in-process
+/// landlord), even drive it. What they queue goes out in further rounds of this call, up to
+/// `LEASEHOLD_DRIVE_MAX_ROUNDS`; if work is left after that, `*out_next` is `now` (call again at
+/// once). A callback may free the manager: no further callback runs, the manager goes when this
+/// call returns, and the call answers OK with `*out_has` false.
+///
 /// # Safety
-/// `manager` is NULL or live; the callbacks are NULL or valid functions that do not call back
-/// into this manager; the outputs are NULL or writable.
+/// `manager` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL or
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_manager_drive(
     manager: *mut leasehold_renewal_manager,
@@ -1147,59 +1023,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_drive(
     out_has: *mut bool,
     out_next: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let next = Out::new(out_next, "out_next")?;
-        let enc = crate::common::encoding(encoding)?;
-        let transmit = transmit.ok_or_else(|| crate::error::null("transmit"))?;
-        let m = unsafe { arg_mut(manager, "manager") }?;
-        let at = unsafe {
-            drive_turn(&mut m.inner, now, enc, transmit, user_data, |e| {
-                let ev = event_of(e)?;
-                if let Some(cb) = on_event {
-                    cb(user_data, &ev);
-                }
-                crate::common::leasehold_string_free(ev.error_message);
-                Ok(())
-            })
-        }?;
-        match at {
-            Some(t) => unsafe {
-                has.write(true);
-                next.write(t);
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
-}
-
-/// One turn of a C driver for any renewer (the renewal manager or the renewal service):
-/// `handle_timeout(now)`, every due request encoded to `transmit` (a non-zero answer is an
-/// indefinite failure of that request), every event to `deliver`; answers when to call again.
-///
-/// # Safety
-/// `transmit` is a valid function; `user_data` is what the caller passed with it.
-pub(crate) unsafe fn drive_turn<T: Renewer>(
-    inner: &mut T,
-    now: i64,
-    enc: leasehold_core::Encoding,
-    transmit: unsafe extern "C" fn(*mut c_void, u64, u64, *const u8, usize) -> i32,
-    user_data: *mut c_void,
-    mut deliver: impl FnMut(T::Event) -> Res<()>,
-) -> Res<Option<i64>> {
-    inner.handle_timeout(now);
-    while let Some(t) = inner.poll_transmit(now) {
-        let bytes = t.request.encode(enc);
-        let rc =
-            unsafe { transmit(user_data, t.landlord.0, t.request.id, bytes.as_ptr(), bytes.len()) };
-        if rc != 0 {
-            let e = LeaseError::Indefinite(format!("the transport callback returned {rc}"));
-            inner.handle_failure(t.request.id, e, now);
-        }
+    unsafe {
+        sansio::drive(manager, now, encoding, transmit, on_event, user_data, out_has, out_next)
     }
-    while let Some(e) = inner.poll_event() {
-        deliver(e)?;
-    }
-    Ok(inner.poll_timeout())
 }

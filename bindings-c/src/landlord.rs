@@ -1,18 +1,19 @@
 //! The grantor: a landlord issuing, renewing, cancelling and expiring leases on resources
 //! (opaque byte strings), and answering the wire protocol.
 
+use std::cell::OnceCell;
 use std::ffi::{c_char, c_void};
 
 use leasehold_core::lease::{Cookie, LandlordId};
 use leasehold_core::wire::Limits;
-use leasehold_core::{Landlord, LandlordConfig, LandlordSnapshot};
+use leasehold_core::{Expired, Landlord, LandlordConfig, LandlordSnapshot, LeaseError, Millis};
 
-use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits};
-use crate::error::{
-    arg, arg_mut, guard, guard_void, leasehold_status, slice, text, Fail, Out, Res,
-};
+use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits, take_bytes};
+use crate::error::{arg, arg_mut, guard, leasehold_status, null, slice, text, Fail, Out, Res};
+use crate::handle::{self, give, give_box, opaque, read, write, Handle};
 use crate::lease::leasehold_lease;
 use crate::policy::leasehold_policy;
+use crate::sansio::{self, CEvent, Component, Machine};
 
 /// Length of a landlord's cookie seed in bytes.
 pub const LEASEHOLD_SEED_SIZE: usize = 32;
@@ -28,7 +29,25 @@ pub struct leasehold_landlord_config {
 /// once; it may move between threads.
 #[allow(non_camel_case_types)]
 pub struct leasehold_landlord {
-    pub(crate) inner: Landlord<Vec<u8>>,
+    h: Handle<Landlord<Vec<u8>>>,
+}
+opaque!(leasehold_landlord, Landlord<Vec<u8>>, "landlord", "landlord");
+
+impl Machine for Landlord<Vec<u8>> {
+    type Event = Expired<Vec<u8>>;
+    fn poll_timeout(&self) -> Option<Millis> {
+        Landlord::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Millis) {
+        Landlord::handle_timeout(self, now)
+    }
+    fn poll_event(&mut self) -> Option<Expired<Vec<u8>>> {
+        self.poll_expired()
+    }
+}
+
+impl Component for leasehold_landlord {
+    type Event = leasehold_expired;
 }
 
 /// The answer to a grant.
@@ -113,16 +132,26 @@ pub unsafe extern "C" fn leasehold_landlord_config_new(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        if seed.is_null() {
-            return Err(crate::error::null("seed"));
-        }
-        let s = unsafe { slice(seed, seed_len, "seed") }?;
-        let seed: [u8; LEASEHOLD_SEED_SIZE] = s.try_into().map_err(|_| {
-            Fail::invalid(format!("seed must be {LEASEHOLD_SEED_SIZE} bytes, got {seed_len}"))
-        })?;
-        let inner = LandlordConfig::new(LandlordId(id), seed);
-        unsafe { out.write(Box::into_raw(Box::new(leasehold_landlord_config { inner }))) };
+        let seed = unsafe { seed_arg(seed, seed_len) }?;
+        give_box(
+            leasehold_landlord_config { inner: LandlordConfig::new(LandlordId(id), seed) },
+            out,
+        );
         Ok(())
+    })
+}
+
+/// A cookie seed from a pointer and a length that must be `LEASEHOLD_SEED_SIZE`.
+///
+/// # Safety
+/// `seed` is NULL or points to `seed_len` readable bytes.
+pub(crate) unsafe fn seed_arg(seed: *const u8, seed_len: usize) -> Res<[u8; LEASEHOLD_SEED_SIZE]> {
+    if seed.is_null() {
+        return Err(null("seed"));
+    }
+    let s = unsafe { slice(seed, seed_len, "seed") }?;
+    s.try_into().map_err(|_| {
+        Fail::invalid(format!("seed must be {LEASEHOLD_SEED_SIZE} bytes, got {seed_len}"))
     })
 }
 
@@ -184,11 +213,7 @@ pub unsafe extern "C" fn leasehold_landlord_config_set_limits(
 /// `config` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_landlord_config_free(config: *mut leasehold_landlord_config) {
-    guard_void(|| {
-        if !config.is_null() {
-            drop(unsafe { Box::from_raw(config) });
-        }
-    })
+    unsafe { handle::free_box(config) }
 }
 
 // ---------- landlord ----------
@@ -207,23 +232,20 @@ pub unsafe extern "C" fn leasehold_landlord_new(
         let out = Out::new(out, "out")?;
         let c = unsafe { arg(config, "config") }?;
         let p = unsafe { arg(policy, "policy") }?;
-        let inner = Landlord::new(c.inner.clone(), p.spec.build()?);
-        unsafe { out.write(Box::into_raw(Box::new(leasehold_landlord { inner }))) };
+        give(Landlord::new(c.inner.clone(), p.spec.build()?), out);
         Ok(())
     })
 }
 
-/// Frees a landlord and every lease it holds. NULL is ignored.
+/// Frees a landlord and every lease it holds. NULL is ignored. Inside a callback that this
+/// landlord's `for_each` is running, the landlord is freed when `for_each` returns, visits no
+/// more leases, and answers any other call with `BUSY`.
 ///
 /// # Safety
 /// `landlord` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_landlord_free(landlord: *mut leasehold_landlord) {
-    guard_void(|| {
-        if !landlord.is_null() {
-            drop(unsafe { Box::from_raw(landlord) });
-        }
-    })
+    unsafe { handle::free(landlord) }
 }
 
 /// This landlord's id.
@@ -235,12 +257,7 @@ pub unsafe extern "C" fn leasehold_landlord_id(
     landlord: *const leasehold_landlord,
     out: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let l = unsafe { arg(landlord, "landlord") }?;
-        unsafe { out.write(l.inner.id().0) };
-        Ok(())
-    })
+    unsafe { handle::get(landlord, out, |l| Ok(l.id().0)) }
 }
 
 /// Leases held, including any past expiration that no `handle_timeout` has swept yet.
@@ -252,12 +269,7 @@ pub unsafe extern "C" fn leasehold_landlord_len(
     landlord: *const leasehold_landlord,
     out: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let l = unsafe { arg(landlord, "landlord") }?;
-        unsafe { out.write(l.inner.len()) };
-        Ok(())
-    })
+    unsafe { handle::get(landlord, out, |l| Ok(l.len())) }
 }
 
 /// Expired leases swept by `handle_timeout` and waiting for `leasehold_landlord_poll_expired`.
@@ -269,11 +281,7 @@ pub unsafe extern "C" fn leasehold_landlord_expired_len(
     landlord: *const leasehold_landlord,
     out: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(landlord, "landlord")?.inner.expired_len()) };
-        Ok(())
-    })
+    unsafe { handle::get(landlord, out, |l| Ok(l.expired_len())) }
 }
 
 /// Heap bytes held by the landlord's tables (not counting the resources themselves).
@@ -285,11 +293,7 @@ pub unsafe extern "C" fn leasehold_landlord_heap_bytes(
     landlord: *const leasehold_landlord,
     out: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(landlord, "landlord")?.inner.heap_bytes()) };
-        Ok(())
-    })
+    unsafe { handle::get(landlord, out, |l| Ok(l.heap_bytes())) }
 }
 
 /// Grants a lease on `resource` (`resource_len` bytes, copied; may be empty) for at most
@@ -309,9 +313,8 @@ pub unsafe extern "C" fn leasehold_landlord_grant(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let l = unsafe { arg_mut(landlord, "landlord") }?;
         let r = unsafe { slice(resource, resource_len, "resource") }?;
-        let g = l.inner.grant(r.to_vec(), requested, now)?;
+        let g = unsafe { write(landlord, |l| Ok(l.grant(r.to_vec(), requested, now)?)) }?;
         let g = leasehold_grant {
             cookie: g.cookie.into(),
             duration: g.duration,
@@ -337,8 +340,7 @@ pub unsafe extern "C" fn leasehold_landlord_renew(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_granted, "out_granted")?;
-        let l = unsafe { arg_mut(landlord, "landlord") }?;
-        let d = l.inner.renew(cookie.into(), requested, now)?;
+        let d = unsafe { write(landlord, |l| Ok(l.renew(cookie.into(), requested, now)?)) }?;
         unsafe { out.write(d) };
         Ok(())
     })
@@ -359,8 +361,7 @@ pub unsafe extern "C" fn leasehold_landlord_cancel(
 ) -> leasehold_status {
     guard(|| {
         let outs = optional_bytes(out_resource, out_resource_len)?;
-        let l = unsafe { arg_mut(landlord, "landlord") }?;
-        let r = l.inner.cancel(cookie.into(), now)?;
+        let r = unsafe { write(landlord, |l| Ok(l.cancel(cookie.into(), now)?)) }?;
         if let Some((d, n)) = outs {
             unsafe { give_bytes(r, d, n) };
         }
@@ -391,16 +392,68 @@ pub(crate) fn check_batch(count: usize, limits: &Limits) -> Res {
     Ok(())
 }
 
-fn batch_status(results: &[leasehold_batch_result]) -> Res {
-    let failed =
-        results.iter().filter(|r| r.status != leasehold_status::LEASEHOLD_STATUS_OK).count();
+/// The common part of `renew_all` and `cancel_all`: checks the size against the landlord's
+/// limits, then `items` and `results`, runs `run`, writes one result per lease (the granted
+/// duration of a renewal, else 0), and answers `LEASE_MAP` if any failed.
+///
+/// # Safety
+/// `landlord` is NULL or live; `items` and `results` are NULL or point to `count` elements.
+unsafe fn batch<I, T: BatchOk>(
+    landlord: *mut leasehold_landlord,
+    items: *const I,
+    count: usize,
+    name: &str,
+    results: *mut leasehold_batch_result,
+    run: impl FnOnce(&mut Landlord<Vec<u8>>, &[I]) -> Vec<Result<T, LeaseError>>,
+) -> Res {
+    let limits = unsafe { read(landlord, |l| Ok(l.config().limits)) }?;
+    check_batch(count, &limits)?;
+    let items = unsafe { slice(items, count, name) }?;
+    if count > 0 && results.is_null() {
+        return Err(null("results"));
+    }
+    let outcomes = unsafe { write(landlord, |l| Ok(run(l, items))) }?;
+    let out: Vec<leasehold_batch_result> = outcomes
+        .into_iter()
+        .map(|r| match r {
+            Ok(v) => leasehold_batch_result {
+                status: leasehold_status::LEASEHOLD_STATUS_OK,
+                duration: v.duration(),
+            },
+            Err(e) => leasehold_batch_result {
+                status: leasehold_status::from_code(e.code()),
+                duration: 0,
+            },
+        })
+        .collect();
+    if count > 0 {
+        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), results, count) };
+    }
+    let failed = out.iter().filter(|r| r.status != leasehold_status::LEASEHOLD_STATUS_OK).count();
     if failed > 0 {
         return Err(Fail::new(
             leasehold_status::LEASEHOLD_STATUS_LEASE_MAP,
-            format!("{failed} of {} lease(s) of the batch failed", results.len()),
+            format!("{failed} of {count} lease(s) of the batch failed"),
         ));
     }
     Ok(())
+}
+
+/// What a batch result carries for a lease that succeeded.
+trait BatchOk {
+    fn duration(&self) -> i64;
+}
+
+impl BatchOk for i64 {
+    fn duration(&self) -> i64 {
+        *self
+    }
+}
+
+impl BatchOk for Vec<u8> {
+    fn duration(&self) -> i64 {
+        0
+    }
 }
 
 /// Renews `count` leases at `now`; `results` (room for `count`, caller-owned) gets one outcome
@@ -418,34 +471,12 @@ pub unsafe extern "C" fn leasehold_landlord_renew_all(
     now: i64,
     results: *mut leasehold_batch_result,
 ) -> leasehold_status {
-    guard(|| {
-        let l = unsafe { arg_mut(landlord, "landlord") }?;
-        check_batch(count, &l.inner.config().limits)?;
-        let items = unsafe { slice(items, count, "items") }?;
-        if count > 0 && results.is_null() {
-            return Err(crate::error::null("results"));
-        }
-        let items: Vec<(Cookie, i64)> =
-            items.iter().map(|i| (i.cookie.into(), i.duration)).collect();
-        let out: Vec<leasehold_batch_result> = l
-            .inner
-            .renew_all(&items, now)
-            .into_iter()
-            .map(|r| match r {
-                Ok(d) => leasehold_batch_result {
-                    status: leasehold_status::LEASEHOLD_STATUS_OK,
-                    duration: d,
-                },
-                Err(e) => leasehold_batch_result {
-                    status: leasehold_status::from_code(e.code()),
-                    duration: 0,
-                },
-            })
-            .collect();
-        if count > 0 {
-            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), results, count) };
-        }
-        batch_status(&out)
+    guard(|| unsafe {
+        batch(landlord, items, count, "items", results, |l, items| {
+            let items: Vec<(Cookie, i64)> =
+                items.iter().map(|i| (i.cookie.into(), i.duration)).collect();
+            l.renew_all(&items, now)
+        })
     })
 }
 
@@ -462,30 +493,11 @@ pub unsafe extern "C" fn leasehold_landlord_cancel_all(
     now: i64,
     results: *mut leasehold_batch_result,
 ) -> leasehold_status {
-    guard(|| {
-        let l = unsafe { arg_mut(landlord, "landlord") }?;
-        check_batch(count, &l.inner.config().limits)?;
-        let cookies = unsafe { slice(cookies, count, "cookies") }?;
-        if count > 0 && results.is_null() {
-            return Err(crate::error::null("results"));
-        }
-        let cookies: Vec<Cookie> = cookies.iter().map(|&c| c.into()).collect();
-        let out: Vec<leasehold_batch_result> = l
-            .inner
-            .cancel_all(&cookies, now)
-            .into_iter()
-            .map(|r| leasehold_batch_result {
-                status: match r {
-                    Ok(_) => leasehold_status::LEASEHOLD_STATUS_OK,
-                    Err(e) => leasehold_status::from_code(e.code()),
-                },
-                duration: 0,
-            })
-            .collect();
-        if count > 0 {
-            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), results, count) };
-        }
-        batch_status(&out)
+    guard(|| unsafe {
+        batch(landlord, cookies, count, "cookies", results, |l, cookies| {
+            let cookies: Vec<Cookie> = cookies.iter().map(|&c| c.into()).collect();
+            l.cancel_all(&cookies, now)
+        })
     })
 }
 
@@ -506,11 +518,15 @@ pub unsafe extern "C" fn leasehold_landlord_get(
     guard(|| {
         let exp = Out::new(out_expiration, "out_expiration")?;
         let outs = optional_bytes(out_resource, out_resource_len)?;
-        let l = unsafe { arg(landlord, "landlord") }?;
-        let (e, r) =
-            l.inner.get(cookie.into(), now).ok_or(leasehold_core::LeaseError::UnknownLease)?;
-        if let Some((d, n)) = outs {
-            unsafe { give_bytes(r.clone(), d, n) };
+        let want = outs.is_some();
+        let (e, r) = unsafe {
+            read(landlord, |l| {
+                let (e, r) = l.get(cookie.into(), now).ok_or(LeaseError::UnknownLease)?;
+                Ok((e, want.then(|| r.clone())))
+            })
+        }?;
+        if let (Some((d, n)), Some(r)) = (outs, r) {
+            unsafe { give_bytes(r, d, n) };
         }
         unsafe { exp.write(e) };
         Ok(())
@@ -529,18 +545,17 @@ pub unsafe extern "C" fn leasehold_landlord_lease(
     now: i64,
     out: *mut leasehold_lease,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let l = unsafe { arg(landlord, "landlord") }?;
-        let lease =
-            l.inner.lease(cookie.into(), now).ok_or(leasehold_core::LeaseError::UnknownLease)?;
-        unsafe { out.write(lease.into()) };
-        Ok(())
-    })
+    unsafe {
+        handle::get(landlord, out, |l| {
+            Ok(l.lease(cookie.into(), now).ok_or(LeaseError::UnknownLease)?.into())
+        })
+    }
 }
 
-/// Calls `visit` for every lease held (in no particular order) until it returns non-zero.
-/// `visit` must not call back into this landlord.
+/// Calls `visit` for every lease held when the call starts (in no particular order) until it
+/// returns non-zero. The visit runs over a copy: `visit` may call anything on this landlord
+/// (grant, cancel, ... take effect at once but do not change what this call visits); freeing
+/// the landlord ends the visit.
 ///
 /// # Safety
 /// `landlord` is NULL or live; `visit` is NULL or a valid function.
@@ -551,14 +566,24 @@ pub unsafe extern "C" fn leasehold_landlord_for_each(
     user_data: *mut c_void,
 ) -> leasehold_status {
     guard(|| {
-        let l = unsafe { arg(landlord, "landlord") }?;
-        let visit = visit.ok_or_else(|| crate::error::null("visit"))?;
-        for (c, e, r) in l.inner.iter() {
-            if unsafe { visit(user_data, c.into(), e, r.as_ptr(), r.len()) } != 0 {
-                break;
+        let visit = visit.ok_or_else(|| null("visit"))?;
+        // One buffer for every resource, so a copy costs two allocations, not one per lease.
+        let buf = OnceCell::new();
+        let collect = |l: &Landlord<Vec<u8>>| {
+            let (mut items, mut bytes) = (Vec::with_capacity(l.len()), Vec::new());
+            for (c, e, r) in l.iter() {
+                items.push((leasehold_cookie::from(c), e, bytes.len(), r.len()));
+                bytes.extend_from_slice(r);
             }
+            let _ = buf.set(bytes);
+            Ok(items)
+        };
+        unsafe {
+            handle::for_each(landlord, collect, |&(c, e, at, n)| {
+                let r = buf.get().map_or(&[][..], |b: &Vec<u8>| &b[at..at + n]);
+                visit(user_data, c, e, r.as_ptr(), n)
+            })
         }
-        Ok(())
     })
 }
 
@@ -573,19 +598,7 @@ pub unsafe extern "C" fn leasehold_landlord_poll_timeout(
     out_has: *mut bool,
     out_at: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let at = Out::new(out_at, "out_at")?;
-        let l = unsafe { arg(landlord, "landlord") }?;
-        match l.inner.poll_timeout() {
-            Some(t) => unsafe {
-                has.write(true);
-                at.write(t);
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
+    unsafe { sansio::poll_timeout(landlord, out_has, out_at) }
 }
 
 /// Advances expiry to `now`: expired leases are removed and queued for
@@ -598,10 +611,7 @@ pub unsafe extern "C" fn leasehold_landlord_handle_timeout(
     landlord: *mut leasehold_landlord,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        unsafe { arg_mut(landlord, "landlord") }?.inner.handle_timeout(now);
-        Ok(())
-    })
+    unsafe { sansio::handle_timeout(landlord, now) }
 }
 
 /// The next expired lease found by `handle_timeout`: `*out_found` says whether there was one;
@@ -615,29 +625,7 @@ pub unsafe extern "C" fn leasehold_landlord_poll_expired(
     out: *mut leasehold_expired,
     out_found: *mut bool,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let found = Out::new(out_found, "out_found")?;
-        let l = unsafe { arg_mut(landlord, "landlord") }?;
-        match l.inner.poll_expired() {
-            Some(e) => {
-                let b = e.resource.into_boxed_slice();
-                let resource_len = b.len();
-                let resource = Box::into_raw(b).cast::<u8>();
-                unsafe {
-                    out.write(leasehold_expired {
-                        cookie: e.cookie.into(),
-                        expiration: e.expiration,
-                        resource,
-                        resource_len,
-                    });
-                    found.write(true);
-                }
-            }
-            None => unsafe { found.write(false) },
-        }
-        Ok(())
-    })
+    unsafe { sansio::poll_event(landlord, out, out_found) }
 }
 
 /// Answers one encoded request message (`len` bytes in `encoding`, `LEASEHOLD_ENCODING_JSON` or
@@ -657,16 +645,7 @@ pub unsafe extern "C" fn leasehold_landlord_handle_bytes(
     out_reply: *mut *mut u8,
     out_reply_len: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let d = Out::new(out_reply, "out_reply")?;
-        let n = Out::new(out_reply_len, "out_reply_len")?;
-        let enc = crate::common::encoding(encoding)?;
-        let l = unsafe { arg_mut(landlord, "landlord") }?;
-        let b = unsafe { slice(request, len, "request") }?;
-        let reply = l.inner.handle_bytes(b, enc, now);
-        unsafe { give_bytes(reply, d, n) };
-        Ok(())
-    })
+    unsafe { sansio::answer_bytes(landlord, request, len, encoding, now, out_reply, out_reply_len) }
 }
 
 // ---------- snapshot and restore ----------
@@ -686,8 +665,7 @@ pub unsafe extern "C" fn leasehold_landlord_snapshot(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let l = unsafe { arg(landlord, "landlord") }?;
-        let s = serde_json::to_string(&l.inner.snapshot(now))
+        let s = unsafe { read(landlord, |l| Ok(serde_json::to_string(&l.snapshot(now)))) }?
             .map_err(|e| Fail::invalid(format!("snapshot is not representable as JSON: {e}")))?;
         unsafe { out.write(c_string(s)?) };
         Ok(())
@@ -716,8 +694,23 @@ pub unsafe extern "C" fn leasehold_landlord_restore(
         let snap: LandlordSnapshot<Vec<u8>> = serde_json::from_str(s).map_err(|e| {
             Fail::new(leasehold_status::LEASEHOLD_STATUS_DECODE, format!("landlord snapshot: {e}"))
         })?;
-        let inner = Landlord::restore(snap, p.spec.build()?, now)?;
-        unsafe { out.write(Box::into_raw(Box::new(leasehold_landlord { inner }))) };
+        give(Landlord::restore(snap, p.spec.build()?, now)?, out);
         Ok(())
     })
+}
+
+impl CEvent for leasehold_expired {
+    type Core = Expired<Vec<u8>>;
+    fn convert(e: Expired<Vec<u8>>) -> Res<leasehold_expired> {
+        let (resource, resource_len) = take_bytes(e.resource);
+        Ok(leasehold_expired {
+            cookie: e.cookie.into(),
+            expiration: e.expiration,
+            resource,
+            resource_len,
+        })
+    }
+    unsafe fn free_fields(&self) {
+        unsafe { crate::common::leasehold_bytes_free(self.resource, self.resource_len) }
+    }
 }

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 
 use leasehold_core::lease::{LandlordId, Lease, SerialFormat};
 
-use crate::common::{c_string, give_bytes, leasehold_cookie};
+use crate::common::{bytes_out, c_string, leasehold_cookie};
 use crate::error::{arg, guard, leasehold_status, slice, text, Out, Res};
 
 /// Serial format DURATION: the time left is stored and read back against the reader's `now`.
@@ -183,13 +183,7 @@ pub unsafe extern "C" fn leasehold_lease_to_bytes(
     out_data: *mut *mut u8,
     out_len: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let data = Out::new(out_data, "out_data")?;
-        let len = Out::new(out_len, "out_len")?;
-        let l = unsafe { lease_arg(lease, "lease") }?;
-        unsafe { give_bytes(l.to_bytes(now), data, len) };
-        Ok(())
-    })
+    unsafe { bytes_out(out_data, out_len, || Ok(lease_arg(lease, "lease")?.to_bytes(now))) }
 }
 
 /// Reads the compact binary form (`len` bytes of `data`) at the reader's `now`.

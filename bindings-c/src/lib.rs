@@ -14,10 +14,12 @@
 pub mod common;
 pub mod error;
 pub mod event;
+pub mod handle;
 pub mod holder;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
+pub mod sansio;
 pub mod service;
 pub mod wire;
 

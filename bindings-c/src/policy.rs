@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use leasehold_core::policy::{Adaptive, AdaptiveConfig, PolicySpec};
 
 use crate::common::c_string;
-use crate::error::{arg, guard, guard_void, leasehold_status, text, Fail, Out, Res};
+use crate::error::{arg, guard, leasehold_status, text, Fail, Out, Res};
 
 /// A grant policy (opaque). Immutable once made: one policy may be shared by several threads
 /// and used for several landlords. Free with `leasehold_policy_free`.
@@ -17,7 +17,7 @@ pub struct leasehold_policy {
 fn give(spec: PolicySpec, out: Out<*mut leasehold_policy>) -> Res {
     // Building checks the settings now, so a bad policy fails here and not at the landlord.
     spec.build()?;
-    unsafe { out.write(Box::into_raw(Box::new(leasehold_policy { spec }))) };
+    crate::handle::give_box(leasehold_policy { spec }, out);
     Ok(())
 }
 
@@ -233,9 +233,5 @@ pub unsafe extern "C" fn leasehold_policy_adaptive_bandwidth_ceiling(
 /// `policy` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_policy_free(policy: *mut leasehold_policy) {
-    guard_void(|| {
-        if !policy.is_null() {
-            drop(unsafe { Box::from_raw(policy) });
-        }
-    })
+    unsafe { crate::handle::free_box(policy) }
 }

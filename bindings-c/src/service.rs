@@ -3,24 +3,24 @@
 
 use std::ffi::{c_char, c_void};
 
-use leasehold_core::lease::LandlordId;
+use leasehold_core::lease::{LandlordId, Lease};
 use leasehold_core::service::{
     RenewalService, RenewalServiceConfig, ServiceSnapshot, SetEvent, SetEventKind, SetId,
 };
 use leasehold_core::{LeaseError, RenewalManagerConfig};
 
-use crate::common::{c_string, give_bytes, leasehold_limits};
-use crate::error::{
-    arg, arg_mut, guard, guard_void, leasehold_status, null, slice, text, Fail, Out, Res,
-};
+use crate::common::{c_string, leasehold_limits, take_bytes};
+use crate::error::{arg, arg_mut, guard, leasehold_status, null, slice, text, Out, Res};
 use crate::event::{leasehold_event_registration, leasehold_event_source};
+use crate::handle::{self, give, give_box, opaque, read, write, Handle};
 use crate::holder::{
-    leasehold_renewal_manager_config, leasehold_renewal_stats, leasehold_transmit_fn,
+    error_parts, leasehold_renewal_manager_config, leasehold_renewal_stats, leasehold_transmit_fn,
 };
-use crate::landlord::LEASEHOLD_SEED_SIZE;
+use crate::landlord::seed_arg;
 use crate::lease::leasehold_lease;
 use crate::policy::leasehold_policy;
-use crate::wire::{give_reply, give_request, leasehold_reply, leasehold_request};
+use crate::sansio::{self, CEvent, Component};
+use crate::wire::{leasehold_reply, leasehold_request};
 
 /// How a renewal service is set up (opaque): the id and seed of its set-lease landlord, the
 /// set-lease policy, the renewal manager's settings, the event restore jump. Copied by
@@ -34,7 +34,12 @@ pub struct leasehold_service_config {
 /// from two threads at once; it may move between threads.
 #[allow(non_camel_case_types)]
 pub struct leasehold_renewal_service {
-    inner: RenewalService,
+    h: Handle<RenewalService>,
+}
+opaque!(leasehold_renewal_service, RenewalService, "service", "renewal service");
+
+impl Component for leasehold_renewal_service {
+    type Event = leasehold_set_event;
 }
 
 /// A client lease's place in a set: until when it is renewed, and for how long each time.
@@ -132,15 +137,9 @@ pub unsafe extern "C" fn leasehold_service_config_new(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        if seed.is_null() {
-            return Err(null("seed"));
-        }
-        let s = unsafe { slice(seed, seed_len, "seed") }?;
-        let seed: [u8; LEASEHOLD_SEED_SIZE] = s.try_into().map_err(|_| {
-            Fail::invalid(format!("seed must be {LEASEHOLD_SEED_SIZE} bytes, got {seed_len}"))
-        })?;
+        let seed = unsafe { seed_arg(seed, seed_len) }?;
         let inner = RenewalServiceConfig::new(LandlordId(id), seed);
-        unsafe { out.write(Box::into_raw(Box::new(leasehold_service_config { inner }))) };
+        give_box(leasehold_service_config { inner }, out);
         Ok(())
     })
 }
@@ -221,18 +220,10 @@ pub unsafe extern "C" fn leasehold_service_config_set_restore_jump(
 /// `config` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_service_config_free(config: *mut leasehold_service_config) {
-    guard_void(|| {
-        if !config.is_null() {
-            drop(unsafe { Box::from_raw(config) });
-        }
-    })
+    unsafe { handle::free_box(config) }
 }
 
 // ---------- the service ----------
-
-fn give_service(inner: RenewalService, out: Out<*mut leasehold_renewal_service>) {
-    unsafe { out.write(Box::into_raw(Box::new(leasehold_renewal_service { inner }))) }
-}
 
 /// A renewal service with no sets, set up by `config` (copied).
 ///
@@ -246,22 +237,21 @@ pub unsafe extern "C" fn leasehold_renewal_service_new(
     guard(|| {
         let out = Out::new(out, "out")?;
         let c = unsafe { arg(config, "config") }?;
-        give_service(RenewalService::new(c.inner.clone())?, out);
+        give(RenewalService::new(c.inner.clone())?, out);
         Ok(())
     })
 }
 
-/// Frees a service (client leases are not cancelled). NULL is ignored.
+/// Frees a service (client leases are not cancelled). NULL is ignored. Inside a callback that
+/// one of this service's calls is running (`drive`, a `for_each_*`), the service is freed when
+/// that call returns, the call makes no further callbacks, and any other call on the service
+/// is `BUSY`.
 ///
 /// # Safety
 /// `service` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_service_free(service: *mut leasehold_renewal_service) {
-    guard_void(|| {
-        if !service.is_null() {
-            drop(unsafe { Box::from_raw(service) });
-        }
-    })
+    unsafe { handle::free(service) }
 }
 
 /// The id of the service's landlord (every set lease carries it).
@@ -273,11 +263,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_id(
     service: *const leasehold_renewal_service,
     out: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(service, "service")?.inner.id().0) };
-        Ok(())
-    })
+    unsafe { handle::get(service, out, |s| Ok(s.id().0)) }
 }
 
 /// Creates a set whose lease lasts at most `lease_duration` (positive, FOREVER or ANY; the set
@@ -296,8 +282,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_create_set(
     guard(|| {
         let set_out = Out::new(out_set, "out_set")?;
         let lease_out = Out::new(out_lease, "out_lease")?;
-        let s = unsafe { arg_mut(service, "service") }?;
-        let (set, lease) = s.inner.create_set(lease_duration, now)?;
+        let (set, lease) = unsafe { write(service, |s| Ok(s.create_set(lease_duration, now)?)) }?;
         unsafe {
             set_out.write(set.0);
             lease_out.write(lease.into());
@@ -306,10 +291,12 @@ pub unsafe extern "C" fn leasehold_renewal_service_create_set(
     })
 }
 
-/// Calls `visit` for every set alive, in creation order, until it returns non-zero.
+/// Calls `visit` for every set alive when the call starts, in creation order, until it returns
+/// non-zero. The visit runs over a copy: `visit` may call anything on this service (changes do
+/// not change what this call visits); freeing the service ends the visit.
 ///
 /// # Safety
-/// `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+/// `service` is NULL or live; `visit` is NULL or a valid function.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_service_for_each_set(
     service: *const leasehold_renewal_service,
@@ -317,14 +304,9 @@ pub unsafe extern "C" fn leasehold_renewal_service_for_each_set(
     user_data: *mut c_void,
 ) -> leasehold_status {
     guard(|| {
-        let s = unsafe { arg(service, "service") }?;
         let visit = visit.ok_or_else(|| null("visit"))?;
-        for set in s.inner.sets() {
-            if unsafe { visit(user_data, set.0) } != 0 {
-                break;
-            }
-        }
-        Ok(())
+        let collect = |s: &RenewalService| Ok(s.sets());
+        unsafe { handle::for_each(service, collect, |set: &SetId| visit(user_data, set.0)) }
     })
 }
 
@@ -339,13 +321,11 @@ pub unsafe extern "C" fn leasehold_renewal_service_set_lease(
     now: i64,
     out: *mut leasehold_lease,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let s = unsafe { arg(service, "service") }?;
-        let l = s.inner.set_lease(SetId(set), now).ok_or(LeaseError::UnknownLease)?;
-        unsafe { out.write(l.into()) };
-        Ok(())
-    })
+    unsafe {
+        handle::get(service, out, |s| {
+            Ok(s.set_lease(SetId(set), now).ok_or(LeaseError::UnknownLease)?.into())
+        })
+    }
 }
 
 /// The set whose lease is `lease`, if alive at `now` (`UNKNOWN_LEASE` otherwise).
@@ -361,9 +341,9 @@ pub unsafe extern "C" fn leasehold_renewal_service_set_of(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_set, "out_set")?;
-        let s = unsafe { arg(service, "service") }?;
         let l = unsafe { arg(lease, "lease") }?.to_core()?;
-        let set = s.inner.set_of(&l, now).ok_or(LeaseError::UnknownLease)?;
+        let set =
+            unsafe { read(service, |s| Ok(s.set_of(&l, now))) }?.ok_or(LeaseError::UnknownLease)?;
         unsafe { out.write(set.0) };
         Ok(())
     })
@@ -383,12 +363,12 @@ pub unsafe extern "C" fn leasehold_renewal_service_add(
     renew_duration: i64,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let s = unsafe { arg_mut(service, "service") }?;
-        let l = unsafe { arg(lease, "lease") }?.to_core()?;
-        s.inner.add(SetId(set), l, membership_duration, renew_duration, now)?;
-        Ok(())
-    })
+    unsafe {
+        handle::change(service, |s| {
+            let l = arg(lease, "lease")?.to_core()?;
+            Ok(s.add(SetId(set), l, membership_duration, renew_duration, now)?)
+        })
+    }
 }
 
 /// Takes `lease` out of `set` without cancelling it: `*out_removed` says whether the set held
@@ -407,9 +387,8 @@ pub unsafe extern "C" fn leasehold_renewal_service_remove(
 ) -> leasehold_status {
     guard(|| {
         let removed = Out::new(out_removed, "out_removed")?;
-        let s = unsafe { arg_mut(service, "service") }?;
         let l = unsafe { arg(lease, "lease") }?.to_core()?;
-        match s.inner.remove(SetId(set), &l, now)? {
+        match unsafe { write(service, |s| Ok(s.remove(SetId(set), &l, now)?)) }? {
             Some(got) => unsafe {
                 removed.write(true);
                 if let Some(o) = Out::optional(out_lease) {
@@ -422,10 +401,11 @@ pub unsafe extern "C" fn leasehold_renewal_service_remove(
     })
 }
 
-/// Calls `visit` for every client lease of `set` (as last known) until it returns non-zero.
+/// Calls `visit` for every client lease of `set` (as last known when the call starts) until it
+/// returns non-zero. The visit runs over a copy, as for `leasehold_renewal_service_for_each_set`.
 ///
 /// # Safety
-/// `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+/// `service` is NULL or live; `visit` is NULL or a valid function.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_service_for_each_lease(
     service: *const leasehold_renewal_service,
@@ -435,15 +415,9 @@ pub unsafe extern "C" fn leasehold_renewal_service_for_each_lease(
     user_data: *mut c_void,
 ) -> leasehold_status {
     guard(|| {
-        let s = unsafe { arg(service, "service") }?;
         let visit = visit.ok_or_else(|| null("visit"))?;
-        for l in s.inner.leases(SetId(set), now)? {
-            let v: leasehold_lease = l.into();
-            if unsafe { visit(user_data, &v) } != 0 {
-                break;
-            }
-        }
-        Ok(())
+        let collect = |s: &RenewalService| Ok(s.leases(SetId(set), now)?);
+        unsafe { handle::for_each(service, collect, |l: &Lease| visit(user_data, &(*l).into())) }
     })
 }
 
@@ -460,23 +434,15 @@ pub unsafe extern "C" fn leasehold_renewal_service_membership(
     out_found: *mut bool,
     out: *mut leasehold_membership,
 ) -> leasehold_status {
-    guard(|| {
-        let found = Out::new(out_found, "out_found")?;
-        let out = Out::new(out, "out")?;
-        let s = unsafe { arg(service, "service") }?;
-        let l = unsafe { arg(lease, "lease") }?.to_core()?;
-        match s.inner.membership(SetId(set), &l, now)? {
-            Some(m) => unsafe {
-                found.write(true);
-                out.write(leasehold_membership {
-                    expiration: m.expiration,
-                    renew_duration: m.renew_duration,
-                });
-            },
-            None => unsafe { found.write(false) },
-        }
-        Ok(())
-    })
+    unsafe {
+        handle::get_maybe(service, out_found, out, ["out_found", "out"], |s| {
+            let l = arg(lease, "lease")?.to_core()?;
+            Ok(s.membership(SetId(set), &l, now)?.map(|m| leasehold_membership {
+                expiration: m.expiration,
+                renew_duration: m.renew_duration,
+            }))
+        })
+    }
 }
 
 /// Registers for the set's expiration-warning event, due `min_warning` ms before the set's lease
@@ -498,9 +464,12 @@ pub unsafe extern "C" fn leasehold_renewal_service_set_expiration_warning_listen
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let s = unsafe { arg_mut(service, "service") }?;
         let h = unsafe { slice(handback, handback_len, "handback") }?.to_vec();
-        let r = s.inner.set_expiration_warning_listener(SetId(set), min_warning, h, now)?;
+        let r = unsafe {
+            write(service, |s| {
+                Ok(s.set_expiration_warning_listener(SetId(set), min_warning, h, now)?)
+            })
+        }?;
         unsafe { out.write(r.into()) };
         Ok(())
     })
@@ -522,9 +491,9 @@ pub unsafe extern "C" fn leasehold_renewal_service_set_renewal_failure_listener(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let s = unsafe { arg_mut(service, "service") }?;
         let h = unsafe { slice(handback, handback_len, "handback") }?.to_vec();
-        let r = s.inner.set_renewal_failure_listener(SetId(set), h, now)?;
+        let r =
+            unsafe { write(service, |s| Ok(s.set_renewal_failure_listener(SetId(set), h, now)?)) }?;
         unsafe { out.write(r.into()) };
         Ok(())
     })
@@ -540,12 +509,9 @@ pub unsafe extern "C" fn leasehold_renewal_service_clear_expiration_warning_list
     set: u64,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        unsafe { arg_mut(service, "service") }?
-            .inner
-            .clear_expiration_warning_listener(SetId(set), now)?;
-        Ok(())
-    })
+    unsafe {
+        handle::change(service, |s| Ok(s.clear_expiration_warning_listener(SetId(set), now)?))
+    }
 }
 
 /// Ends the set's renewal-failure registration, if any.
@@ -558,12 +524,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_clear_renewal_failure_listene
     set: u64,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        unsafe { arg_mut(service, "service") }?
-            .inner
-            .clear_renewal_failure_listener(SetId(set), now)?;
-        Ok(())
-    })
+    unsafe { handle::change(service, |s| Ok(s.clear_renewal_failure_listener(SetId(set), now)?)) }
 }
 
 /// Reports that the listener of `event_id` answered "unknown event": that registration ends.
@@ -578,7 +539,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_unknown_event(
     out_was_active: *mut bool,
 ) -> leasehold_status {
     guard(|| {
-        let was = unsafe { arg_mut(service, "service") }?.inner.unknown_event(event_id);
+        let was = unsafe { write(service, |s| Ok(s.unknown_event(event_id))) }?;
         if let Some(o) = Out::optional(out_was_active) {
             unsafe { o.write(was) };
         }
@@ -586,10 +547,11 @@ pub unsafe extern "C" fn leasehold_renewal_service_unknown_event(
     })
 }
 
-/// Calls `visit` for every active registration of `set` (warning first, then failure).
+/// Calls `visit` for every active registration of `set` when the call starts (warning first,
+/// then failure). The visit runs over a copy, as for `leasehold_renewal_service_for_each_set`.
 ///
 /// # Safety
-/// `service` is NULL or live; `visit` is NULL or a valid function not calling into `service`.
+/// `service` is NULL or live; `visit` is NULL or a valid function.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_service_for_each_registration(
     service: *const leasehold_renewal_service,
@@ -599,15 +561,12 @@ pub unsafe extern "C" fn leasehold_renewal_service_for_each_registration(
     user_data: *mut c_void,
 ) -> leasehold_status {
     guard(|| {
-        let s = unsafe { arg(service, "service") }?;
         let visit = visit.ok_or_else(|| null("visit"))?;
-        for r in s.inner.registrations(SetId(set), now)? {
-            let v: leasehold_event_registration = r.into();
-            if unsafe { visit(user_data, &v) } != 0 {
-                break;
-            }
-        }
-        Ok(())
+        let collect = |s: &RenewalService| {
+            let r = s.registrations(SetId(set), now)?;
+            Ok(r.into_iter().map(leasehold_event_registration::from).collect())
+        };
+        unsafe { handle::for_each(service, collect, |r| visit(user_data, r)) }
     })
 }
 
@@ -623,13 +582,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_handle_request(
     now: i64,
     out: *mut *mut leasehold_reply,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let s = unsafe { arg_mut(service, "service") }?;
-        let r = unsafe { arg(request, "request") }?;
-        give_reply(s.inner.handle_request(&r.inner, now), out);
-        Ok(())
-    })
+    unsafe { sansio::answer_request(service, request, now, out) }
 }
 
 /// Answers an encoded request about set leases with an encoded reply (free with
@@ -647,15 +600,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_handle_bytes(
     out_reply: *mut *mut u8,
     out_reply_len: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let d = Out::new(out_reply, "out_reply")?;
-        let n = Out::new(out_reply_len, "out_reply_len")?;
-        let enc = crate::common::encoding(encoding)?;
-        let s = unsafe { arg_mut(service, "service") }?;
-        let b = unsafe { slice(request, len, "request") }?;
-        unsafe { give_bytes(s.inner.handle_bytes(b, enc, now), d, n) };
-        Ok(())
-    })
+    unsafe { sansio::answer_bytes(service, request, len, encoding, now, out_reply, out_reply_len) }
 }
 
 /// When the host should next call `leasehold_renewal_service_handle_timeout`.
@@ -668,18 +613,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_poll_timeout(
     out_has: *mut bool,
     out_at: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let at = Out::new(out_at, "out_at")?;
-        match unsafe { arg(service, "service") }?.inner.poll_timeout() {
-            Some(t) => unsafe {
-                has.write(true);
-                at.write(t);
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
+    unsafe { sansio::poll_timeout(service, out_has, out_at) }
 }
 
 /// Advances time to `now`: destroys expired sets, ends memberships, issues warnings, renews.
@@ -691,10 +625,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_handle_timeout(
     service: *mut leasehold_renewal_service,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        unsafe { arg_mut(service, "service") }?.inner.handle_timeout(now);
-        Ok(())
-    })
+    unsafe { sansio::handle_timeout(service, now) }
 }
 
 /// The next renewal request to send to a client lease's landlord (as
@@ -710,22 +641,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_poll_transmit(
     out_landlord: *mut u64,
     out_request: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let found = Out::new(out_found, "out_found")?;
-        let landlord = Out::new(out_landlord, "out_landlord")?;
-        let req = Out::new(out_request, "out_request")?;
-        match unsafe { arg_mut(service, "service") }?.inner.poll_transmit(now) {
-            Some(t) => {
-                unsafe {
-                    found.write(true);
-                    landlord.write(t.landlord.0);
-                }
-                give_request(t.request, req);
-            }
-            None => unsafe { found.write(false) },
-        }
-        Ok(())
-    })
+    unsafe { sansio::poll_transmit(service, now, out_found, out_landlord, out_request) }
 }
 
 /// A landlord's reply to a request from `poll_transmit`.
@@ -738,12 +654,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_handle_reply(
     reply: *const leasehold_reply,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let s = unsafe { arg_mut(service, "service") }?;
-        let r = unsafe { arg(reply, "reply") }?;
-        s.inner.handle_reply(&r.inner, now);
-        Ok(())
-    })
+    unsafe { sansio::handle_reply(service, reply, now) }
 }
 
 /// An encoded reply (default limits) to a request from `poll_transmit`; `DECODE` if it does not
@@ -759,14 +670,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_handle_reply_bytes(
     encoding: i32,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let enc = crate::common::encoding(encoding)?;
-        let s = unsafe { arg_mut(service, "service") }?;
-        let b = unsafe { slice(data, len, "data") }?;
-        let reply = leasehold_core::Reply::decode(b, enc, &Default::default())?;
-        s.inner.handle_reply(&reply, now);
-        Ok(())
-    })
+    unsafe { sansio::handle_reply_bytes(service, data, len, encoding, now) }
 }
 
 /// Request `request_id` got no reply: `code` (non-zero status number; INDEFINITE is retried)
@@ -783,59 +687,48 @@ pub unsafe extern "C" fn leasehold_renewal_service_handle_failure(
     message_len: usize,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        let s = unsafe { arg_mut(service, "service") }?;
-        let msg = unsafe { text(message, message_len, "message") }?;
-        if code == 0 {
-            return Err(Fail::invalid("a failure needs a non-zero code"));
-        }
-        s.inner.handle_failure(request_id, LeaseError::from_code(code, msg), now);
-        Ok(())
-    })
+    unsafe { sansio::handle_failure(service, request_id, code, message, message_len, now) }
 }
 
-fn set_event_of(e: SetEvent) -> Res<leasehold_set_event> {
-    use leasehold_set_event_kind as K;
-    let zero = leasehold_lease {
-        landlord: 0,
-        cookie: Default::default(),
-        expiration: 0,
-        serial_format: crate::lease::LEASEHOLD_SERIAL_DURATION,
-    };
-    let (kind, set, expiration, lease, err) = match e.kind {
-        SetEventKind::ExpirationWarning { set, expiration } => {
-            (K::LEASEHOLD_SET_EXPIRATION_WARNING, set, expiration, zero, None)
+impl CEvent for leasehold_set_event {
+    type Core = SetEvent;
+    fn convert(e: SetEvent) -> Res<leasehold_set_event> {
+        use leasehold_set_event_kind as K;
+        let zero = leasehold_lease {
+            landlord: 0,
+            cookie: Default::default(),
+            expiration: 0,
+            serial_format: crate::lease::LEASEHOLD_SERIAL_DURATION,
+        };
+        let (kind, set, expiration, lease, err) = match e.kind {
+            SetEventKind::ExpirationWarning { set, expiration } => {
+                (K::LEASEHOLD_SET_EXPIRATION_WARNING, set, expiration, zero, None)
+            }
+            SetEventKind::RenewalFailure { set, lease, error } => {
+                (K::LEASEHOLD_SET_RENEWAL_FAILURE, set, 0, lease.into(), error)
+            }
+        };
+        let (error_code, error_message) = error_parts(err)?;
+        let (handback, handback_len) = take_bytes(e.handback);
+        Ok(leasehold_set_event {
+            event_id: e.event_id,
+            source: e.source.into(),
+            sequence: e.sequence,
+            handback,
+            handback_len,
+            kind,
+            set: set.0,
+            expiration,
+            lease,
+            error_code,
+            error_message,
+        })
+    }
+    unsafe fn free_fields(&self) {
+        unsafe {
+            crate::common::leasehold_bytes_free(self.handback, self.handback_len);
+            crate::common::leasehold_string_free(self.error_message);
         }
-        SetEventKind::RenewalFailure { set, lease, error } => {
-            (K::LEASEHOLD_SET_RENEWAL_FAILURE, set, 0, lease.into(), error)
-        }
-    };
-    let (error_code, error_message) = match err {
-        Some(e) => (e.code() as i32, c_string(e.to_string().replace('\0', " "))?),
-        None => (0, std::ptr::null_mut()),
-    };
-    let b = e.handback.into_boxed_slice();
-    let handback_len = b.len();
-    let handback = Box::into_raw(b).cast::<u8>();
-    Ok(leasehold_set_event {
-        event_id: e.event_id,
-        source: e.source.into(),
-        sequence: e.sequence,
-        handback,
-        handback_len,
-        kind,
-        set: set.0,
-        expiration,
-        lease,
-        error_code,
-        error_message,
-    })
-}
-
-unsafe fn free_set_event_fields(e: &leasehold_set_event) {
-    unsafe {
-        crate::common::leasehold_bytes_free(e.handback, e.handback_len);
-        crate::common::leasehold_string_free(e.error_message);
     }
 }
 
@@ -850,30 +743,17 @@ pub unsafe extern "C" fn leasehold_renewal_service_poll_event(
     out: *mut leasehold_set_event,
     out_found: *mut bool,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let found = Out::new(out_found, "out_found")?;
-        match unsafe { arg_mut(service, "service") }?.inner.poll_event() {
-            Some(e) => {
-                let ev = set_event_of(e)?;
-                unsafe {
-                    out.write(ev);
-                    found.write(true);
-                }
-            }
-            None => unsafe { found.write(false) },
-        }
-        Ok(())
-    })
+    unsafe { sansio::poll_event(service, out, out_found) }
 }
 
 /// One turn of the C driver at `now` (as `leasehold_renewal_manager_drive`): handle_timeout,
 /// every due request to `transmit`, every event to `on_event` (optional), then when to call
-/// again in `*out_has` / `*out_next`.
+/// again in `*out_has` / `*out_next`. The callbacks may call back into the service, and free
+/// it, as for the renewal manager's driver.
 ///
 /// # Safety
-/// `service` is NULL or live; the callbacks are NULL or valid functions that do not call back
-/// into this service; the outputs are NULL or writable.
+/// `service` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL
+/// or writable.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_service_drive(
     service: *mut leasehold_renewal_service,
@@ -885,31 +765,9 @@ pub unsafe extern "C" fn leasehold_renewal_service_drive(
     out_has: *mut bool,
     out_next: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let has = Out::new(out_has, "out_has")?;
-        let next = Out::new(out_next, "out_next")?;
-        let enc = crate::common::encoding(encoding)?;
-        let transmit = transmit.ok_or_else(|| null("transmit"))?;
-        let s = unsafe { arg_mut(service, "service") }?;
-        let at = unsafe {
-            crate::holder::drive_turn(&mut s.inner, now, enc, transmit, user_data, |e| {
-                let ev = set_event_of(e)?;
-                if let Some(cb) = on_event {
-                    cb(user_data, &ev);
-                }
-                free_set_event_fields(&ev);
-                Ok(())
-            })
-        }?;
-        match at {
-            Some(t) => unsafe {
-                has.write(true);
-                next.write(t);
-            },
-            None => unsafe { has.write(false) },
-        }
-        Ok(())
-    })
+    unsafe {
+        sansio::drive(service, now, encoding, transmit, on_event, user_data, out_has, out_next)
+    }
 }
 
 /// The counters of the service's renewal manager.
@@ -921,12 +779,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_stats(
     service: *const leasehold_renewal_service,
     out: *mut leasehold_renewal_stats,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let s = unsafe { arg(service, "service") }?.inner.manager().stats();
-        unsafe { out.write(crate::holder::stats_of(s)) };
-        Ok(())
-    })
+    unsafe { handle::get(service, out, |s| Ok(crate::holder::stats_of(s.manager().stats()))) }
 }
 
 /// Everything the service holds at `now` (sets, memberships, client leases, registrations,
@@ -943,8 +796,8 @@ pub unsafe extern "C" fn leasehold_renewal_service_snapshot(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let s = unsafe { arg(service, "service") }?;
-        unsafe { out.write(c_string(s.inner.snapshot(now).to_json())?) };
+        let json = unsafe { read(service, |s| Ok(s.snapshot(now).to_json())) }?;
+        unsafe { out.write(c_string(json)?) };
         Ok(())
     })
 }
@@ -967,7 +820,7 @@ pub unsafe extern "C" fn leasehold_renewal_service_restore(
         let out = Out::new(out, "out")?;
         let c = unsafe { arg(config, "config") }?;
         let snap = ServiceSnapshot::from_json(unsafe { text(json, len, "json") }?)?;
-        give_service(RenewalService::restore(c.inner.clone(), snap, now)?, out);
+        give(RenewalService::restore(c.inner.clone(), snap, now)?, out);
         Ok(())
     })
 }

@@ -4,9 +4,11 @@ use std::ffi::c_char;
 
 use leasehold_core::lease::Cookie;
 use leasehold_core::wire::{Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
+use leasehold_core::{Encoding, LeaseError, Limits};
 
-use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits, limits_or_default};
-use crate::error::{arg, arg_mut, guard, guard_void, leasehold_status, slice, Fail, Out, Res};
+use crate::common::{bytes_out, c_string, leasehold_cookie, leasehold_limits, limits_or_default};
+use crate::error::{arg, guard, leasehold_status, slice, Fail, Out, Res};
+use crate::handle::give_box;
 use crate::landlord::{leasehold_batch_result, leasehold_landlord, leasehold_renewal};
 
 /// What a request asks (the numbers are the binary op codes).
@@ -57,12 +59,89 @@ pub struct leasehold_reply {
     pub(crate) inner: Reply,
 }
 
+/// What the two message handles share: decoding, encoding, the id.
+trait Message: Sized {
+    const ARG: &'static str;
+    fn decode(b: &[u8], enc: Encoding, limits: &Limits) -> Result<Self, LeaseError>;
+    fn encode(&self, enc: Encoding) -> Vec<u8>;
+    fn id(&self) -> u64;
+}
+
+macro_rules! message {
+    ($c:ident, $inner:ty, $arg:literal) => {
+        impl Message for $c {
+            const ARG: &'static str = $arg;
+            fn decode(b: &[u8], enc: Encoding, limits: &Limits) -> Result<Self, LeaseError> {
+                Ok($c { inner: <$inner>::decode(b, enc, limits)? })
+            }
+            fn encode(&self, enc: Encoding) -> Vec<u8> {
+                self.inner.encode(enc)
+            }
+            fn id(&self) -> u64 {
+                self.inner.id
+            }
+        }
+    };
+}
+message!(leasehold_request, Request, "request");
+message!(leasehold_reply, Reply, "reply");
+
+/// `_decode`: `len` bytes in `encoding`, within `limits` (NULL: the defaults).
+///
+/// # Safety
+/// `data` is NULL or points to `len` bytes; `limits` is NULL or valid; `out` is NULL or writable.
+unsafe fn decode<M: Message>(
+    data: *const u8,
+    len: usize,
+    encoding: i32,
+    limits: *const leasehold_limits,
+    out: *mut *mut M,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let enc = crate::common::encoding(encoding)?;
+        let b = unsafe { slice(data, len, "data") }?;
+        give_box(M::decode(b, enc, &unsafe { limits_or_default(limits) })?, out);
+        Ok(())
+    })
+}
+
+/// `_encode`: the message in `encoding`, for the caller to free with `leasehold_bytes_free`.
+///
+/// # Safety
+/// `m` is NULL or live; the outputs are NULL or writable.
+unsafe fn encode<M: Message>(
+    m: *const M,
+    encoding: i32,
+    out_data: *mut *mut u8,
+    out_len: *mut usize,
+) -> leasehold_status {
+    unsafe {
+        bytes_out(out_data, out_len, || {
+            let enc = crate::common::encoding(encoding)?;
+            Ok(arg(m, M::ARG)?.encode(enc))
+        })
+    }
+}
+
+/// `_id`.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+unsafe fn message_id<M: Message>(m: *const M, out: *mut u64) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        unsafe { out.write(arg(m, M::ARG)?.id()) };
+        Ok(())
+    })
+}
+
 pub(crate) fn give_request(r: Request, out: Out<*mut leasehold_request>) {
-    unsafe { out.write(Box::into_raw(Box::new(leasehold_request { inner: r }))) }
+    give_box(leasehold_request { inner: r }, out)
 }
 
 pub(crate) fn give_reply(r: Reply, out: Out<*mut leasehold_reply>) {
-    unsafe { out.write(Box::into_raw(Box::new(leasehold_reply { inner: r }))) }
+    give_box(leasehold_reply { inner: r }, out)
 }
 
 // ---------- building requests ----------
@@ -177,14 +256,7 @@ pub unsafe extern "C" fn leasehold_request_decode(
     limits: *const leasehold_limits,
     out: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let enc = crate::common::encoding(encoding)?;
-        let b = unsafe { slice(data, len, "data") }?;
-        let r = Request::decode(b, enc, &unsafe { limits_or_default(limits) })?;
-        give_request(r, out);
-        Ok(())
-    })
+    unsafe { decode(data, len, encoding, limits, out) }
 }
 
 /// Encodes a request in `encoding`; free the bytes with `leasehold_bytes_free`.
@@ -198,14 +270,7 @@ pub unsafe extern "C" fn leasehold_request_encode(
     out_data: *mut *mut u8,
     out_len: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let d = Out::new(out_data, "out_data")?;
-        let n = Out::new(out_len, "out_len")?;
-        let enc = crate::common::encoding(encoding)?;
-        let r = unsafe { arg(request, "request") }?;
-        unsafe { give_bytes(r.inner.encode(enc), d, n) };
-        Ok(())
-    })
+    unsafe { encode(request, encoding, out_data, out_len) }
 }
 
 /// The request's id (echoed by the reply).
@@ -217,11 +282,7 @@ pub unsafe extern "C" fn leasehold_request_id(
     request: *const leasehold_request,
     out: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(request, "request")?.inner.id) };
-        Ok(())
-    })
+    unsafe { message_id(request, out) }
 }
 
 /// What the request asks.
@@ -302,16 +363,12 @@ pub unsafe extern "C" fn leasehold_request_resource(
     out_data: *mut *mut u8,
     out_len: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let d = Out::new(out_data, "out_data")?;
-        let n = Out::new(out_len, "out_len")?;
-        let r = match &unsafe { arg(request, "request") }?.inner.body {
-            RequestBody::Grant { resource, .. } => resource.clone(),
-            _ => return Err(wrong_op("resource")),
-        };
-        unsafe { give_bytes(r, d, n) };
-        Ok(())
-    })
+    unsafe {
+        bytes_out(out_data, out_len, || match &arg(request, "request")?.inner.body {
+            RequestBody::Grant { resource, .. } => Ok(resource.clone()),
+            _ => Err(wrong_op("resource")),
+        })
+    }
 }
 
 /// Leases in a renew_all or cancel_all request (0 for the single-lease ops).
@@ -364,11 +421,7 @@ pub unsafe extern "C" fn leasehold_request_item(
 /// `request` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_request_free(request: *mut leasehold_request) {
-    guard_void(|| {
-        if !request.is_null() {
-            drop(unsafe { Box::from_raw(request) });
-        }
-    })
+    unsafe { crate::handle::free_box(request) }
 }
 
 // ---------- landlord answers ----------
@@ -384,13 +437,7 @@ pub unsafe extern "C" fn leasehold_landlord_handle_request(
     now: i64,
     out: *mut *mut leasehold_reply,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let l = unsafe { arg_mut(landlord, "landlord") }?;
-        let r = unsafe { arg(request, "request") }?;
-        give_reply(l.inner.handle_request(&r.inner, now), out);
-        Ok(())
-    })
+    unsafe { crate::sansio::answer_request(landlord, request, now, out) }
 }
 
 // ---------- replies ----------
@@ -407,13 +454,7 @@ pub unsafe extern "C" fn leasehold_reply_decode(
     limits: *const leasehold_limits,
     out: *mut *mut leasehold_reply,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let enc = crate::common::encoding(encoding)?;
-        let b = unsafe { slice(data, len, "data") }?;
-        give_reply(Reply::decode(b, enc, &unsafe { limits_or_default(limits) })?, out);
-        Ok(())
-    })
+    unsafe { decode(data, len, encoding, limits, out) }
 }
 
 /// Encodes a reply in `encoding`; free the bytes with `leasehold_bytes_free`.
@@ -427,14 +468,7 @@ pub unsafe extern "C" fn leasehold_reply_encode(
     out_data: *mut *mut u8,
     out_len: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let d = Out::new(out_data, "out_data")?;
-        let n = Out::new(out_len, "out_len")?;
-        let enc = crate::common::encoding(encoding)?;
-        let r = unsafe { arg(reply, "reply") }?;
-        unsafe { give_bytes(r.inner.encode(enc), d, n) };
-        Ok(())
-    })
+    unsafe { encode(reply, encoding, out_data, out_len) }
 }
 
 /// The id of the request this reply answers.
@@ -446,11 +480,7 @@ pub unsafe extern "C" fn leasehold_reply_id(
     reply: *const leasehold_reply,
     out: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(reply, "reply")?.inner.id) };
-        Ok(())
-    })
+    unsafe { message_id(reply, out) }
 }
 
 /// The id of the landlord that answered.
@@ -644,9 +674,5 @@ pub unsafe extern "C" fn leasehold_reply_result(
 /// `reply` was made by libleasehold and not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_reply_free(reply: *mut leasehold_reply) {
-    guard_void(|| {
-        if !reply.is_null() {
-            drop(unsafe { Box::from_raw(reply) });
-        }
-    })
+    unsafe { crate::handle::free_box(reply) }
 }

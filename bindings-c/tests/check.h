@@ -57,6 +57,7 @@ void test_wire(void);
 void test_holder(void);
 void test_service(void);
 void test_hostile(void);
+void test_reentrancy(void);
 void test_vectors(const char *dir);
 
 #endif

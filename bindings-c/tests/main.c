@@ -13,6 +13,7 @@ int main(int argc, char **argv) {
     test_holder();
     test_service();
     test_hostile();
+    test_reentrancy();
     test_vectors(argc > 1 ? argv[1] : "core/tests/vectors");
     printf("tests: %d passed, %d failed\n", check_passed, check_failed);
     return check_failed == 0 ? 0 : 1;

@@ -60,6 +60,7 @@ struct net {
     int n_replies;
     int renewed, failed, reached;
     int32_t failed_code;
+    int64_t reached_at, reached_desired; /* of the last DESIRED_EXPIRATION_REACHED */
 };
 
 static int32_t transmit(void *user_data, uint64_t landlord_id, uint64_t request_id, const uint8_t *data,
@@ -79,7 +80,11 @@ static int32_t transmit(void *user_data, uint64_t landlord_id, uint64_t request_
 static void on_event(void *user_data, const leasehold_renewal_event *e) {
     struct net *n = (struct net *)user_data;
     if (e->kind == LEASEHOLD_RENEWAL_RENEWED) n->renewed++;
-    if (e->kind == LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED) n->reached++;
+    if (e->kind == LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED) {
+        n->reached++;
+        n->reached_at = n->now;
+        n->reached_desired = e->desired_expiration;
+    }
     if (e->kind == LEASEHOLD_RENEWAL_FAILED) {
         n->failed++;
         n->failed_code = e->error_code;
@@ -108,7 +113,58 @@ static void run(leasehold_renewal_manager *m, struct net *n, int64_t until) {
     }
 }
 
+/* Issue 13, finding 7: with the default clock-drift margin (100 ppm) the last grant's local
+ * expiration falls a few ms short of the desired expiration; the DESIRED_EXPIRATION_REACHED
+ * event still never comes before the desired expiration, and carries it, through poll_event
+ * and through the driver alike. Virtual time. */
+static void test_desired_expiration(void) {
+    leasehold_landlord *ll = landlord(0x15, 60000);
+    leasehold_renewal_manager *m = NULL;
+    OK(leasehold_renewal_manager_new(NULL, &m)); /* defaults: max_clock_drift_ppm = 100 */
+    struct net net;
+    memset(&net, 0, sizeof net);
+    net.ll = ll;
+    leasehold_lease a = take(ll, 10000, 0);
+    leasehold_lease b = take(ll, 10000, 0);
+    OK(leasehold_renewal_manager_renew_until(m, &a, 100000, 60000, 0));
+    OK(leasehold_renewal_manager_renew_until(m, &b, 150000, 60000, 0));
+
+    /* Up to 1 ms before the first desired expiration: renewals, no event of its end. */
+    run(m, &net, 99999);
+    CHECK(net.renewed >= 2 && net.reached == 0 && net.failed == 0);
+    leasehold_lease got;
+    OK(leasehold_renewal_manager_lease(m, &a, &got));
+    CHECK(got.expiration < 100000); /* the last grant's end, less the drift margin, falls short */
+    CHECK(got.expiration > 100000 - 100);
+    OK(leasehold_renewal_manager_handle_timeout(m, 99999));
+    leasehold_renewal_event ev;
+    bool found = true;
+    OK(leasehold_renewal_manager_poll_event(m, &ev, &found));
+    CHECK(!found);
+
+    /* At the desired expiration, by poll_event: the event, with the desired expiration. */
+    net.now = 100000;
+    OK(leasehold_renewal_manager_handle_timeout(m, net.now));
+    OK(leasehold_renewal_manager_poll_event(m, &ev, &found));
+    CHECK(found && ev.kind == LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED);
+    CHECK(ev.desired_expiration == 100000 && memcmp(ev.lease.cookie.bytes, a.cookie.bytes, 16) == 0);
+    CHECK(ev.error_code == 0 && ev.error_message == NULL);
+    leasehold_string_free(ev.error_message);
+
+    /* The other one through the driver: delivered at its desired expiration, not before. */
+    run(m, &net, 160000);
+    CHECK(net.reached == 1 && net.failed == 0);
+    CHECK(net.reached_desired == 150000 && net.reached_at >= 150000);
+    size_t left = 9;
+    OK(leasehold_renewal_manager_len(m, &left));
+    CHECK(left == 0);
+    leasehold_renewal_manager_free(m);
+    leasehold_landlord_free(ll);
+}
+
 void test_holder(void) {
+    test_desired_expiration();
+
     leasehold_landlord *ll = landlord(0x11, 1000);
 
     /* Grant helpers: the holder counts from its send time. */

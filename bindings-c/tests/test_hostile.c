@@ -103,11 +103,17 @@ void test_hostile(void) {
     FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_landlord_handle_bytes(ll, SEED, 3, -5, 0, &out, &n));
     leasehold_request *req = NULL;
     FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_request_decode(SEED, 3, 77, NULL, &req));
-    /* Extreme times saturate instead of wrapping. */
-    OK(leasehold_landlord_grant(ll, NULL, 0, 1000, INT64_MAX - 10, &g));
-    CHECK(g.expiration == INT64_MAX || g.expiration >= INT64_MAX - 10);
-    OK(leasehold_landlord_grant(ll, NULL, 0, 1000, INT64_MIN, &g));
+    /* Extreme times saturate instead of wrapping, on a landlord of their own (its time is the
+     * latest `now` it has seen, and never runs backwards: a later INT64_MIN reads as the end). */
+    leasehold_landlord *edge = NULL;
+    OK(leasehold_landlord_new(cfg, p, &edge));
+    OK(leasehold_landlord_grant(edge, NULL, 0, 1000, INT64_MIN, &g));
     CHECK(g.expiration == INT64_MIN + 1000);
+    OK(leasehold_landlord_grant(edge, NULL, 0, 1000, INT64_MAX - 10, &g));
+    CHECK(g.expiration == INT64_MAX || g.expiration >= INT64_MAX - 10);
+    OK(leasehold_landlord_grant(edge, NULL, 0, 1000, INT64_MIN, &g));
+    CHECK(g.expiration >= INT64_MAX - 10);
+    leasehold_landlord_free(edge);
 
     /* Oversized batches: rejected before touching any lease, even with a huge count. */
     leasehold_renewal items[5];

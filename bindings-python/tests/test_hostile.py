@@ -128,10 +128,12 @@ def test_every_argument_slot_rejects_cleanly(value: Any) -> None:
 
 def test_extreme_times_saturate() -> None:
     ll = Landlord(1, Policy.bounded(FOREVER, FOREVER), seed=bytes(32))
-    g = ll.grant("r", FOREVER - 1, FOREVER - 1)
-    assert g.expiration == FOREVER - 1  # saturates, and a finite lease never becomes FOREVER
     g2 = ll.grant("r", 5, -(2**63))
     assert g2.expiration == -(2**63) + 5
+    g = ll.grant("r", FOREVER - 1, FOREVER - 1)
+    assert g.expiration == FOREVER - 1  # saturates, and a finite lease never becomes FOREVER
+    # The landlord's time never runs back: a grant at the earliest time counts from the latest.
+    assert ll.grant("r", 5, -(2**63)).expiration == FOREVER - 1
     ll.handle_timeout(FOREVER)
     ll.handle_timeout(-(2**63))
     assert Lease(1, C, -(2**63)).remaining(FOREVER) < 0

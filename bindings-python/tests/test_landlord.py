@@ -152,4 +152,4 @@ def test_snapshot_and_restore_keep_every_lease() -> None:
     with pytest.raises(leasehold.DecodeError):
         Landlord.restore("{}", Policy.fixed(5), 0)
     with pytest.raises(leasehold.DecodeError):
-        Landlord.restore(text.replace('"version":1', '"version":7'), Policy.fixed(5), 0)
+        Landlord.restore(text.replace('"version":2', '"version":7'), Policy.fixed(5), 0)

@@ -104,11 +104,11 @@ struct ReplyJson {
     body: ReplyBody,
 }
 
-fn decode_err(msg: impl Into<String>) -> LeaseError {
+pub(crate) fn decode_err(msg: impl Into<String>) -> LeaseError {
     LeaseError::Decode(msg.into())
 }
 
-fn check_size(len: usize, limits: &Limits) -> Result<()> {
+pub(crate) fn check_size(len: usize, limits: &Limits) -> Result<()> {
     if len > limits.max_message_bytes {
         return Err(decode_err(format!(
             "message is {len} bytes, more than the {} allowed",
@@ -118,7 +118,7 @@ fn check_size(len: usize, limits: &Limits) -> Result<()> {
     Ok(())
 }
 
-fn check_version(v: u32) -> Result<()> {
+pub(crate) fn check_version(v: u32) -> Result<()> {
     if v != WIRE_VERSION as u32 {
         return Err(decode_err(format!(
             "wire version {v} is not supported (expected {WIRE_VERSION})"
@@ -167,28 +167,28 @@ fn check_reply_limits(body: &ReplyBody, limits: &Limits) -> Result<()> {
 
 // ---------- binary writer ----------
 
-struct W(Vec<u8>);
+pub(crate) struct W(pub(crate) Vec<u8>);
 impl W {
-    fn u8(&mut self, x: u8) {
+    pub(crate) fn u8(&mut self, x: u8) {
         self.0.push(x)
     }
-    fn u32(&mut self, x: u32) {
+    pub(crate) fn u32(&mut self, x: u32) {
         self.0.extend_from_slice(&x.to_be_bytes())
     }
-    fn u64(&mut self, x: u64) {
+    pub(crate) fn u64(&mut self, x: u64) {
         self.0.extend_from_slice(&x.to_be_bytes())
     }
-    fn i64(&mut self, x: i64) {
+    pub(crate) fn i64(&mut self, x: i64) {
         self.0.extend_from_slice(&x.to_be_bytes())
     }
-    fn cookie(&mut self, c: Cookie) {
+    pub(crate) fn cookie(&mut self, c: Cookie) {
         self.0.extend_from_slice(&c.0.to_be_bytes())
     }
-    fn bytes(&mut self, b: &[u8]) {
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
         self.u32(u32::try_from(b.len()).unwrap_or(u32::MAX));
         self.0.extend_from_slice(b)
     }
-    fn error(&mut self, e: &WireError) {
+    pub(crate) fn error(&mut self, e: &WireError) {
         self.0.extend_from_slice(&e.code.to_be_bytes());
         self.bytes(e.message.as_bytes());
     }
@@ -196,12 +196,12 @@ impl W {
 
 // ---------- binary reader ----------
 
-struct R<'a> {
-    b: &'a [u8],
-    at: usize,
+pub(crate) struct R<'a> {
+    pub(crate) b: &'a [u8],
+    pub(crate) at: usize,
 }
 impl<'a> R<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if self.b.len() - self.at < n {
             return Err(decode_err(format!(
                 "truncated message: wanted {n} more byte(s) at offset {}, have {}",
@@ -213,37 +213,37 @@ impl<'a> R<'a> {
         self.at += n;
         Ok(s)
     }
-    fn u8(&mut self) -> Result<u8> {
+    pub(crate) fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
-    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
-    fn u32(&mut self) -> Result<u32> {
+    pub(crate) fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_be_bytes(self.array()?))
     }
-    fn i32(&mut self) -> Result<i32> {
+    pub(crate) fn i32(&mut self) -> Result<i32> {
         Ok(i32::from_be_bytes(self.array()?))
     }
-    fn u64(&mut self) -> Result<u64> {
+    pub(crate) fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_be_bytes(self.array()?))
     }
-    fn i64(&mut self) -> Result<i64> {
+    pub(crate) fn i64(&mut self) -> Result<i64> {
         Ok(i64::from_be_bytes(self.array()?))
     }
-    fn cookie(&mut self) -> Result<Cookie> {
+    pub(crate) fn cookie(&mut self) -> Result<Cookie> {
         Ok(Cookie(u128::from_be_bytes(self.array()?)))
     }
-    fn bytes(&mut self, max: usize, what: &str) -> Result<&'a [u8]> {
+    pub(crate) fn bytes(&mut self, max: usize, what: &str) -> Result<&'a [u8]> {
         let n = self.u32()? as usize;
         if n > max {
             return Err(decode_err(format!("{what} is {n} bytes, more than the {max} allowed")));
         }
         self.take(n)
     }
-    fn count(&mut self, limits: &Limits, each: usize) -> Result<usize> {
+    pub(crate) fn count(&mut self, limits: &Limits, each: usize) -> Result<usize> {
         let n = self.u32()? as usize;
         check_batch(n, limits)?;
         // Never trust a count further than the bytes that are actually there.
@@ -255,7 +255,7 @@ impl<'a> R<'a> {
         }
         Ok(n)
     }
-    fn error(&mut self, limits: &Limits) -> Result<WireError> {
+    pub(crate) fn error(&mut self, limits: &Limits) -> Result<WireError> {
         let code = self.i32()?;
         let msg = self.bytes(limits.max_message_bytes, "error message")?;
         let message = std::str::from_utf8(msg)
@@ -263,7 +263,7 @@ impl<'a> R<'a> {
             .to_string();
         Ok(WireError { code, message })
     }
-    fn header(&mut self, kind: u8) -> Result<u64> {
+    pub(crate) fn header(&mut self, kind: u8) -> Result<u64> {
         let magic = self.u8()?;
         if magic != MAGIC {
             return Err(decode_err(format!("bad magic byte 0x{magic:02x}")));
@@ -275,7 +275,7 @@ impl<'a> R<'a> {
         }
         self.u64()
     }
-    fn finish(&self) -> Result<()> {
+    pub(crate) fn finish(&self) -> Result<()> {
         if self.at != self.b.len() {
             return Err(decode_err(format!(
                 "{} trailing byte(s) after the message",

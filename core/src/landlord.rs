@@ -15,37 +15,60 @@
 //! assert_eq!(ll.poll_expired().unwrap().resource, "printer");
 //! ```
 //!
+//! # Time
+//!
+//! A landlord's time never runs backwards, whatever `now` the host passes: it is the latest
+//! `now` seen so far. A host clock that steps back freezes the landlord's time until the clock
+//! catches up, so once a landlord has said a lease is gone (expired it, or answered "unknown
+//! lease" because it was past its expiration plus grace), the lease stays gone. Every `now` in
+//! this module is read that way.
+//!
+//! # Cookies
+//!
+//! A cookie is 128 bits: the lease's slot in the table (low 32 bits) and 96 bits drawn from a
+//! ChaCha generator keyed by the configured seed, on a stream chosen by the landlord's id. Two
+//! landlords with different ids never issue (or honour) each other's cookies, even when a
+//! careless host gives both the same seed; a cookie cannot be guessed without the seed.
+//!
 //! # How it scales
 //!
-//! Leases live in a slab (a `Vec` of compact slots) indexed by the low 32 bits of the cookie;
-//! the other 96 bits are drawn from the seeded ChaCha generator, so a cookie cannot be guessed
-//! and the cookie of a slot's earlier occupant does not match its new one. Deadlines are filed in
-//! a hierarchical timing wheel (64 lists per level, 11 levels over the whole time range) whose
-//! lists run through the slots themselves, so:
+//! Leases live in a slab (a `Vec` of compact slots) indexed by the low 32 bits of the cookie.
+//! Deadlines are filed in a hierarchical timing wheel (64 lists per level, 11 levels over the
+//! whole time range) whose lists run through the slots themselves, so:
 //!
 //! - grant, renew, cancel and lookup are O(1), with no hashing; a renewal that extends a lease
 //!   (the common case) only rewrites the slot, and the wheel re-files the lease when its old
 //!   deadline comes up;
 //! - expiry costs grow with the leases that expire (and the wheel levels they cascade through),
 //!   never with the number of leases held;
-//! - one [`Landlord::handle_timeout`] call does at most [`LandlordConfig::expiry_budget`] units
-//!   of work (a lease expired or moved between levels), so a million simultaneous expiries are
-//!   handed out over several calls, with [`Landlord::poll_timeout`] asking to be called again
-//!   at once while work remains;
+//! - one [`Landlord::handle_timeout`] call expires at most [`LandlordConfig::expiry_budget`]
+//!   leases, so a million simultaneous expiries are handed out over several calls, with
+//!   [`Landlord::poll_timeout`] asking to be called again at once while some are left;
 //! - [`FOREVER`] leases never enter the wheel.
 //!
-//! # Snapshots
+//! # Exactness
 //!
-//! [`Landlord::snapshot`] and [`Landlord::restore`] carry every lease with its *remaining* time:
-//! a lease with 10 s left when the snapshot was taken has 10 s left after the restore, whatever
-//! the clock says then (the holders could not reach the landlord while it was down, so they keep
-//! their time; and the host's clock may restart from zero). To keep absolute expirations instead,
-//! restore with `now` equal to [`LandlordSnapshot::taken_at`] and then call
-//! [`Landlord::handle_timeout`] with the real time.
+//! What a landlord does depends only on the leases it holds, never on how its internal tables
+//! happen to be laid out: leases expire in order of deadline, then slot (whatever order they
+//! were filed in), a freed slot is reused last-freed-first, and cookies come from the generator
+//! in order. So a landlord restored from a snapshot (or rebuilt from a snapshot and its
+//! journal), fed the same requests at the same times, gives the same replies byte for byte and
+//! the same expiries as the original.
+//!
+//! # Snapshots and the journal
+//!
+//! [`Landlord::snapshot`] and [`Landlord::restore`] carry every lease with its *remaining* time
+//! in JSON-friendly form: a lease with 10 s left when the snapshot was taken has 10 s left after
+//! the restore, whatever the clock says then. For durability, a landlord keeps a journal
+//! ([`Landlord::enable_journal`], [`Landlord::take_journal`]) and writes compact binary
+//! snapshots ([`Landlord::snapshot_bytes`]); [`Landlord::recover`] rebuilds it from both. The
+//! same rule holds there: time spent down does not count (see [`Landlord::resume`]).
 
+mod durable;
+mod state;
 mod wheel;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use rand_chacha::ChaCha12Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -57,30 +80,51 @@ use crate::policy::{LeasePolicy, PolicyContext};
 use crate::time::{self, Duration, Millis, ANY, FOREVER};
 use crate::wire::{Encoding, Limits, Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
 
+pub use crate::journal::Recovered;
+pub use state::{
+    LandlordSnapshot, RngState, SnapshotLease, String128, BINARY_SNAPSHOT_VERSION, SNAPSHOT_VERSION,
+};
 use wheel::{key_of, time_of, Links, Node, Wheel, LIST_EARLY, LIST_FREE, LIST_NONE, NIL};
+
+fn default_clock_interval() -> Duration {
+    1_000
+}
 
 /// How a landlord is set up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LandlordConfig {
-    /// This landlord's id, carried by every lease it grants.
+    /// This landlord's id, carried by every lease it grants; it also picks the stream its
+    /// cookies come from, so landlords with different ids never share cookies.
     pub id: LandlordId,
     /// Secret seed for cookies; supply real entropy (the core has none of its own).
     pub seed: [u8; 32],
     /// Slack after expiry during which a lease is still honoured (clock skew, seed 001).
     /// A negative value counts as zero.
     pub grace: Duration,
-    /// Most units of expiry work per [`Landlord::handle_timeout`] call: each lease expired, or
-    /// moved from one timing-wheel level to a lower one, counts one. So it also bounds the
-    /// expired leases handed out per call. Zero counts as one.
+    /// Most leases expired per [`Landlord::handle_timeout`] call (so also the most handed out
+    /// by one call). Zero counts as one.
     pub expiry_budget: usize,
     /// Bounds for decoding requests in [`Landlord::handle_bytes`].
     pub limits: Limits,
+    /// With a journal and leases held, the longest the landlord's time may run on without a
+    /// journal record saying so (a clock record is written when it would be longer). After a
+    /// crash the landlord resumes from the last recorded time, so this bounds the time before
+    /// a crash that does not count. Zero turns the clock records off. Default 1 s.
+    #[serde(default = "default_clock_interval")]
+    pub journal_clock_interval: Duration,
 }
 
 impl LandlordConfig {
-    /// Defaults: no grace, 10 000 expiries per call, default limits.
+    /// Defaults: no grace, 10 000 expiries per call, default limits, a clock record a second.
     pub fn new(id: LandlordId, seed: [u8; 32]) -> LandlordConfig {
-        LandlordConfig { id, seed, grace: 0, expiry_budget: 10_000, limits: Limits::default() }
+        LandlordConfig {
+            id,
+            seed,
+            grace: 0,
+            expiry_budget: 10_000,
+            limits: Limits::default(),
+            journal_clock_interval: default_clock_interval(),
+        }
     }
     /// With a grace period after expiry.
     pub fn with_grace(mut self, grace: Duration) -> LandlordConfig {
@@ -101,7 +145,7 @@ pub struct Grant {
     pub cookie: Cookie,
     /// Granted duration.
     pub duration: Duration,
-    /// Expiration on the landlord's clock.
+    /// Expiration on the host's clock.
     pub expiration: Millis,
 }
 
@@ -110,7 +154,7 @@ pub struct Grant {
 pub struct Expired<R> {
     /// The lease.
     pub cookie: Cookie,
-    /// When it expired (before grace).
+    /// When it expired (before grace), on the host's clock.
     pub expiration: Millis,
     /// What it was for.
     pub resource: R,
@@ -131,6 +175,12 @@ struct Slot<R> {
     list: u16,
     /// `None` exactly when the slot is free.
     resource: Option<R>,
+}
+
+impl<R> Slot<R> {
+    fn free() -> Slot<R> {
+        Slot { hi: 0, expiration: 0, mid: 0, prev: NIL, next: NIL, list: LIST_FREE, resource: None }
+    }
 }
 
 impl<R> Node for Slot<R> {
@@ -162,6 +212,13 @@ fn split(cookie: Cookie) -> (u64, u32, u32) {
     ((cookie.0 >> 64) as u64, (cookie.0 >> 32) as u32, cookie.0 as u32)
 }
 
+/// The cookie generator of a landlord: keyed by the seed, on the stream of the landlord's id.
+fn cookie_rng(config: &LandlordConfig) -> ChaCha12Rng {
+    let mut rng = ChaCha12Rng::from_seed(config.seed);
+    rng.set_stream(config.id.0);
+    rng
+}
+
 /// Issues, renews, cancels and expires leases. `R` is what a lease is for.
 pub struct Landlord<R = Vec<u8>> {
     config: LandlordConfig,
@@ -171,108 +228,42 @@ pub struct Landlord<R = Vec<u8>> {
     free: u32,
     live: usize,
     wheel: Wheel,
+    /// Leases past their deadline, taken off the wheel in order of (deadline, slot), waiting
+    /// for expiry budget.
+    due: VecDeque<u32>,
+    /// Scratch for sorting a wheel list's due leases.
+    batch: Vec<(u64, u32)>,
+    /// Expired leases not yet handed out (expirations on the landlord's clock).
     expired: VecDeque<Expired<R>>,
-}
-
-/// Version of [`LandlordSnapshot`] written by this build (and the only one it reads).
-pub const SNAPSHOT_VERSION: u32 = 1;
-
-/// The position of the cookie generator in a [`LandlordSnapshot`] (its key is the config's seed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RngState {
-    /// ChaCha stream number.
-    pub stream: u64,
-    /// ChaCha word position, as a decimal string (it may exceed 64 bits).
-    pub word_pos: String128,
-}
-
-/// A `u128` written as a decimal string, so that JSON readers without big integers keep it exact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct String128(pub u128);
-
-impl Serialize for String128 {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for String128 {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        if s.is_empty() || s.len() > 39 || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(serde::de::Error::custom("expected a decimal u128 string"));
-        }
-        s.parse().map(String128).map_err(serde::de::Error::custom)
-    }
-}
-
-/// One lease in a [`LandlordSnapshot`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SnapshotLease<R> {
-    /// The lease's cookie (its low 32 bits are its slot).
-    pub cookie: Cookie,
-    /// Time left when the snapshot was taken: [`FOREVER`] for a perpetual lease, negative for
-    /// a lease past its expiration (in grace, or not yet swept; for an expired lease, how long
-    /// ago it expired).
-    pub remaining: Duration,
-    /// What it is for.
-    pub resource: R,
-}
-
-/// Everything a landlord holds, to restart it without losing a lease
-/// ([`Landlord::snapshot`], [`Landlord::restore`]).
-///
-/// It contains the cookie secret (the seed and the generator's position): store it like a key.
-/// Serializes with serde (JSON via `serde_json` works).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LandlordSnapshot<R> {
-    /// Format version, [`SNAPSHOT_VERSION`].
-    pub version: u32,
-    /// The landlord's configuration (with its seed).
-    pub config: LandlordConfig,
-    /// The landlord's `now` when the snapshot was taken.
-    pub taken_at: Millis,
-    /// Where the cookie generator was.
-    pub rng: RngState,
-    /// Slab length: every cookie's slot index is below it.
-    pub slots: u32,
-    /// Free slots, the next one to reuse first.
-    pub free: Vec<u32>,
-    /// The leases held (including any not yet swept after expiry).
-    pub leases: Vec<SnapshotLease<R>>,
-    /// Expired leases swept but not yet handed out by [`Landlord::poll_expired`], in order.
-    pub expired: Vec<SnapshotLease<R>>,
-}
-
-fn bad_snapshot(msg: String) -> LeaseError {
-    LeaseError::Decode(format!("bad landlord snapshot: {msg}"))
-}
-
-/// `now + remaining`, keeping FOREVER exactly FOREVER and a finite lease finite.
-fn shift(now: Millis, remaining: Duration) -> Millis {
-    if remaining == FOREVER {
-        FOREVER
-    } else {
-        now.saturating_add(remaining).min(FOREVER - 1)
-    }
+    /// The landlord's time: the latest `now` seen, on its own clock (`i64::MIN` before any).
+    clock: Millis,
+    /// Added to the host's `now` to give the landlord's clock (non-zero after a resume).
+    offset: Millis,
+    journal: Option<Box<durable::Journal<R>>>,
 }
 
 impl<R> Landlord<R> {
     /// A landlord with `policy`.
     pub fn new(config: LandlordConfig, policy: impl LeasePolicy + 'static) -> Landlord<R> {
-        let rng = ChaCha12Rng::from_seed(config.seed);
+        Landlord::empty(config, Box::new(policy))
+    }
+
+    fn empty(config: LandlordConfig, policy: Box<dyn LeasePolicy>) -> Landlord<R> {
+        let rng = cookie_rng(&config);
         Landlord {
             config,
-            policy: Box::new(policy),
+            policy,
             rng,
             slots: Vec::new(),
             free: NIL,
             live: 0,
             wheel: Wheel::new(0),
+            due: VecDeque::new(),
+            batch: Vec::new(),
             expired: VecDeque::new(),
+            clock: Millis::MIN,
+            offset: 0,
+            journal: None,
         }
     }
 
@@ -301,12 +292,48 @@ impl<R> Landlord<R> {
         self.expired.len()
     }
 
-    /// Heap bytes held by this landlord's tables (slab, wheel, expired queue), not counting
-    /// what the resources themselves own.
+    /// The landlord's time on the host's clock: the latest `now` it has seen (`i64::MIN`
+    /// before any).
+    pub fn now(&self) -> Millis {
+        if self.clock == Millis::MIN {
+            Millis::MIN
+        } else {
+            self.to_host(self.clock)
+        }
+    }
+
+    /// Heap bytes held by this landlord's tables (slab, wheel, queues), not counting what the
+    /// resources themselves own.
     pub fn heap_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot<R>>()
             + self.wheel.heap_bytes()
+            + self.due.capacity() * std::mem::size_of::<u32>()
+            + self.batch.capacity() * std::mem::size_of::<(u64, u32)>()
             + self.expired.capacity() * std::mem::size_of::<Expired<R>>()
+            + self.journal.as_ref().map_or(0, |j| j.heap_bytes())
+    }
+
+    /// The host's `now` on the landlord's clock, without moving the clock.
+    #[inline]
+    fn landlord_time(&self, now: Millis) -> Millis {
+        now.saturating_add(self.offset).max(self.clock)
+    }
+
+    /// Moves the landlord's clock to the host's `now` (never backwards) and returns it.
+    #[inline]
+    fn tick(&mut self, now: Millis) -> Millis {
+        self.clock = self.landlord_time(now);
+        self.clock
+    }
+
+    /// A time on the landlord's clock, on the host's.
+    #[inline]
+    fn to_host(&self, t: Millis) -> Millis {
+        if t == FOREVER {
+            FOREVER
+        } else {
+            t.saturating_sub(self.offset).min(FOREVER - 1)
+        }
     }
 
     #[inline]
@@ -347,18 +374,25 @@ impl<R> Landlord<R> {
         (s.list != LIST_FREE && s.hi == hi && s.mid == mid).then_some(idx)
     }
 
-    /// The slot of a lease still honoured at `now`.
+    /// The slot of a lease still honoured at the landlord's time. A lease held but past its
+    /// deadline is unknown from now on: with a journal, the time that made it so is recorded
+    /// before the answer can leave (so that a restart cannot bring the lease back).
     #[inline]
-    fn live_slot(&self, cookie: Cookie, now: Millis) -> Result<u32> {
+    fn live_slot(&mut self, cookie: Cookie) -> Result<u32> {
         match self.slot_of(cookie) {
-            Some(i) if self.honoured(self.slots[i as usize].expiration, now) => Ok(i),
-            _ => Err(LeaseError::UnknownLease),
+            Some(i) if self.honoured(self.slots[i as usize].expiration, self.clock) => Ok(i),
+            Some(_) => {
+                self.record_clock();
+                Err(LeaseError::UnknownLease)
+            }
+            None => Err(LeaseError::UnknownLease),
         }
     }
 
-    fn file(&mut self, idx: u32, now: Millis) {
+    fn file(&mut self, idx: u32) {
+        let now = key_of(self.clock);
         match self.due_key(self.slots[idx as usize].expiration) {
-            Some(k) => self.wheel.insert(&mut self.slots, idx, k, key_of(now)),
+            Some(k) => self.wheel.insert(&mut self.slots, idx, k, now),
             None => self.slots[idx as usize].list = LIST_NONE,
         }
     }
@@ -380,6 +414,7 @@ impl<R> Landlord<R> {
 
     /// Grants a lease on `resource` for (at most) `requested` ms.
     pub fn grant(&mut self, resource: R, requested: Duration, now: Millis) -> Result<Grant> {
+        let now = self.tick(now);
         time::check_requested(requested)?;
         if self.free == NIL && self.slots.len() >= NIL as usize {
             return Err(LeaseError::LeaseDenied(format!(
@@ -389,14 +424,17 @@ impl<R> Landlord<R> {
         }
         let ctx = PolicyContext { now, live: self.live };
         let duration = limit(requested, self.policy.grant(requested, &ctx)?);
-        let expiration = time::expiration_after(now, duration);
+        let (cookie, expiration) = self.place(resource, duration);
+        Ok(Grant { cookie, duration, expiration: self.to_host(expiration) })
+    }
+
+    /// Puts a new lease of `duration` from the landlord's time into the next slot, with the
+    /// next cookie, and journals it.
+    fn place(&mut self, resource: R, duration: Duration) -> (Cookie, Millis) {
+        let expiration = time::expiration_after(self.clock, duration);
+        let (hi, mid) = self.new_tag();
         let idx = if self.free != NIL {
             let idx = self.free;
-            let (old_hi, old_mid) = {
-                let s = &self.slots[idx as usize];
-                (s.hi, s.mid)
-            };
-            let (hi, mid) = self.new_tag(old_hi, old_mid);
             let s = &mut self.slots[idx as usize];
             self.free = s.next;
             s.hi = hi;
@@ -406,7 +444,6 @@ impl<R> Landlord<R> {
             s.resource = Some(resource);
             idx
         } else {
-            let (hi, mid) = self.new_tag(0, 0);
             let idx = self.slots.len() as u32;
             self.slots.push(Slot {
                 hi,
@@ -420,17 +457,21 @@ impl<R> Landlord<R> {
             idx
         };
         self.live += 1;
-        self.file(idx, now);
-        let s = &self.slots[idx as usize];
-        Ok(Grant { cookie: cookie_of(s.hi, s.mid, idx), duration, expiration })
+        self.file(idx);
+        let cookie = cookie_of(hi, mid, idx);
+        if let Some(j) = self.journal.as_deref_mut() {
+            let r = self.slots[idx as usize].resource.as_ref().expect("just placed");
+            j.grant(self.clock, cookie, duration, r);
+        }
+        (cookie, expiration)
     }
 
-    /// 96 fresh random cookie bits, never all zero and never the slot's previous ones.
-    fn new_tag(&mut self, old_hi: u64, old_mid: u32) -> (u64, u32) {
+    /// 96 fresh random cookie bits, never all zero.
+    fn new_tag(&mut self) -> (u64, u32) {
         loop {
             let hi = self.rng.next_u64();
             let mid = self.rng.next_u32();
-            if (hi, mid) != (0, 0) && (hi, mid) != (old_hi, old_mid) {
+            if (hi, mid) != (0, 0) {
                 return (hi, mid);
             }
         }
@@ -439,12 +480,23 @@ impl<R> Landlord<R> {
     /// Renews a lease for (at most) `requested` ms from `now`; returns the granted duration.
     /// A denied renewal leaves the lease as it was.
     pub fn renew(&mut self, cookie: Cookie, requested: Duration, now: Millis) -> Result<Duration> {
+        let now = self.tick(now);
         time::check_requested(requested)?;
-        let idx = self.live_slot(cookie, now)?;
+        let idx = self.live_slot(cookie)?;
         let old = self.slots[idx as usize].expiration;
         let ctx = PolicyContext { now, live: self.live };
         let duration = limit(requested, self.policy.renew(requested, old, &ctx)?);
-        let expiration = time::expiration_after(now, duration);
+        self.extend(idx, duration);
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.renew(self.clock, cookie, duration);
+        }
+        Ok(duration)
+    }
+
+    /// Sets a held lease's expiration to `duration` from the landlord's time.
+    fn extend(&mut self, idx: u32, duration: Duration) {
+        let old = self.slots[idx as usize].expiration;
+        let expiration = time::expiration_after(self.clock, duration);
         let list = self.slots[idx as usize].list;
         let lazy = list < LIST_EARLY
             && match (self.due_key(old), self.due_key(expiration)) {
@@ -457,14 +509,17 @@ impl<R> Landlord<R> {
         } else {
             self.unfile(idx);
             self.slots[idx as usize].expiration = expiration;
-            self.file(idx, now);
+            self.file(idx);
         }
-        Ok(duration)
     }
 
     /// Cancels a lease and hands back its resource.
     pub fn cancel(&mut self, cookie: Cookie, now: Millis) -> Result<R> {
-        let idx = self.live_slot(cookie, now)?;
+        self.tick(now);
+        let idx = self.live_slot(cookie)?;
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.cancel(self.clock, cookie);
+        }
         self.unfile(idx);
         Ok(self.release(idx))
     }
@@ -498,110 +553,153 @@ impl<R> Landlord<R> {
         cookies.iter().map(|&c| self.cancel(c, now)).collect()
     }
 
-    /// The expiration and resource of a lease still honoured at `now`.
+    /// The expiration (on the host's clock) and resource of a lease still honoured at `now`
+    /// (read as the landlord's time: never before the latest `now` it has seen).
     pub fn get(&self, cookie: Cookie, now: Millis) -> Option<(Millis, &R)> {
-        let idx = self.live_slot(cookie, now).ok()?;
+        let idx = self.slot_of(cookie)?;
         let s = &self.slots[idx as usize];
-        s.resource.as_ref().map(|r| (s.expiration, r))
+        if !self.honoured(s.expiration, self.landlord_time(now)) {
+            return None;
+        }
+        s.resource.as_ref().map(|r| (self.to_host(s.expiration), r))
     }
 
-    /// The holder's view of a lease still honoured at `now` (expiration on the landlord's clock).
+    /// The holder's view of a lease still honoured at `now` (expiration on the host's clock).
     pub fn lease(&self, cookie: Cookie, now: Millis) -> Option<Lease> {
         self.get(cookie, now).map(|(exp, _)| Lease::new(self.config.id, cookie, exp))
     }
 
-    /// Every lease held: cookie, expiration, resource (in slot order). Includes leases past
-    /// expiration that no [`Landlord::handle_timeout`] has swept yet.
+    /// Every lease held: cookie, expiration (host's clock), resource, in slot order. Includes
+    /// leases past expiration that no [`Landlord::handle_timeout`] has swept yet.
     pub fn iter(&self) -> impl Iterator<Item = (Cookie, Millis, &R)> + '_ {
         self.slots.iter().enumerate().filter_map(|(i, s)| {
-            s.resource.as_ref().map(|r| (cookie_of(s.hi, s.mid, i as u32), s.expiration, r))
+            s.resource
+                .as_ref()
+                .map(|r| (cookie_of(s.hi, s.mid, i as u32), self.to_host(s.expiration), r))
         })
     }
 
-    /// When the host should next call [`Landlord::handle_timeout`]; `None` if nothing will expire.
+    /// When the host should next call [`Landlord::handle_timeout`] (host's clock); `None` if
+    /// nothing will expire.
     ///
     /// Never later than the next expiry (it may be earlier: the wheel then refines its view
-    /// and asks again). While expiry work is left over from a call that ran out of budget, it
-    /// is at most that call's `now`: call again at once.
+    /// and asks again). While leases are left over from a call that ran out of budget, it is
+    /// already past: call again at once. With a journal and leases held, never later
+    /// than the next clock record is due ([`LandlordConfig::journal_clock_interval`]).
     pub fn poll_timeout(&self) -> Option<Millis> {
-        self.wheel.next_key().map(time_of)
+        if let Some(&idx) = self.due.front() {
+            // Left over from a call that ran out of budget: due already.
+            let k = self.due_key(self.slots[idx as usize].expiration).expect("a due lease");
+            return Some(self.to_host(time_of(k)));
+        }
+        let wheel = self.wheel.next_key().map(time_of);
+        let clock = match &self.journal {
+            Some(j) if self.live > 0 && self.config.journal_clock_interval > 0 => {
+                Some(j.clock().saturating_add(self.config.journal_clock_interval))
+            }
+            _ => None,
+        };
+        let t = match (wheel, clock) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        t.map(|t| self.to_host(t))
     }
 
     /// Advances expiry to `now`: leases whose expiration plus grace is before `now` are removed
-    /// and queued for [`Landlord::poll_expired`]. At most [`LandlordConfig::expiry_budget`]
-    /// units of work per call; [`Landlord::poll_timeout`] tells whether more is waiting.
+    /// and queued for [`Landlord::poll_expired`], in order of deadline, then slot. At most
+    /// [`LandlordConfig::expiry_budget`] per call; [`Landlord::poll_timeout`] tells whether
+    /// more are waiting.
     pub fn handle_timeout(&mut self, now: Millis) {
-        let t = key_of(now);
-        let mut budget = self.budget();
-        // 1. Finish a cascade that an earlier call left half done.
-        if let Some(list) = self.wheel.cascading() {
-            loop {
-                if budget == 0 {
-                    return;
-                }
-                match self.wheel.pop(&mut self.slots, list) {
-                    Some(idx) => {
-                        budget -= 1;
-                        self.expire_or_refile(idx, t, now);
-                    }
-                    None => {
-                        self.wheel.end_cascade();
-                        break;
-                    }
-                }
+        self.tick(now);
+        let n = self.sweep(self.budget());
+        let interval = self.config.journal_clock_interval;
+        if let Some(j) = self.journal.as_deref_mut() {
+            if n > 0 {
+                j.sweep(self.clock, n as u64);
+            } else if interval > 0
+                && self.live > 0
+                && self.clock.saturating_sub(j.clock()) >= interval
+            {
+                j.clock_record(self.clock);
             }
         }
-        // 2. Leases filed while the host's clock was behind the wheel.
+    }
+
+    /// Expires up to `limit` leases due at the landlord's time, in canonical order; returns how
+    /// many it expired.
+    fn sweep(&mut self, limit: usize) -> usize {
+        let t = key_of(self.clock);
+        let mut n = 0;
         loop {
-            if budget == 0 {
-                return;
+            while n < limit {
+                let Some(idx) = self.due.pop_front() else { break };
+                self.expire(idx);
+                n += 1;
             }
-            match self.wheel.pop_early(t) {
-                Some((_, idx)) => {
-                    budget -= 1;
-                    self.expire(idx);
-                }
-                None => break,
+            if n == limit {
+                // Out of budget: the rest waits (poll_timeout asks for another call).
+                return n;
             }
-        }
-        // 3. The wheel, earliest list first.
-        while let Some(due) = self.wheel.earliest() {
-            if due.start > t {
+            if !self.refill(t) {
                 break;
             }
-            if due.end > t {
-                // Only partly due: move its leases down a level (or out, if due).
-                self.wheel.begin_cascade(due);
-            }
-            loop {
-                if budget == 0 {
-                    return;
-                }
-                match self.wheel.pop(&mut self.slots, due.list) {
-                    Some(idx) => {
-                        budget -= 1;
-                        self.expire_or_refile(idx, t, now);
-                    }
-                    None => break,
-                }
-            }
-            self.wheel.end_cascade();
         }
         self.wheel.advance(t);
+        n
     }
 
-    /// A lease taken off a wheel list: expires it if due at `t`, else files it again (it was
-    /// extended, or is being cascaded).
-    #[inline]
-    fn expire_or_refile(&mut self, idx: u32, t: u64, now: Millis) {
-        match self.due_key(self.slots[idx as usize].expiration) {
-            Some(k) if k <= t => self.expire(idx),
-            Some(k) => self.wheel.insert(&mut self.slots, idx, k, key_of(now)),
-            None => self.slots[idx as usize].list = LIST_NONE,
+    /// Moves the next leases due at key `t` from the wheel to `due`, sorted by (deadline, slot);
+    /// false if none are due.
+    fn refill(&mut self, t: u64) -> bool {
+        let now = key_of(self.clock);
+        loop {
+            // The side set holds keys at or behind the wheel's position: always the earliest.
+            let mut found = false;
+            while let Some((_, idx)) = self.wheel.pop_early(t) {
+                self.due.push_back(idx);
+                found = true;
+            }
+            if found {
+                return true;
+            }
+            let Some(due) = self.wheel.earliest() else { return false };
+            if due.start > t {
+                return false;
+            }
+            if due.end > t {
+                // Only partly due: move its leases down a level (or to the side set).
+                self.wheel.begin_cascade(due);
+                while let Some(idx) = self.wheel.pop(&mut self.slots, due.list) {
+                    match self.due_key(self.slots[idx as usize].expiration) {
+                        Some(k) => self.wheel.insert(&mut self.slots, idx, k, now),
+                        None => self.slots[idx as usize].list = LIST_NONE,
+                    }
+                }
+                continue;
+            }
+            // Wholly due: its leases expire, except those extended meanwhile, which are filed
+            // again at their new deadline (even one that is due too: leases of later lists
+            // may come before it).
+            let mut batch = std::mem::take(&mut self.batch);
+            while let Some(idx) = self.wheel.pop(&mut self.slots, due.list) {
+                match self.due_key(self.slots[idx as usize].expiration) {
+                    Some(k) if k <= due.end => batch.push((k, idx)),
+                    Some(k) => self.wheel.insert(&mut self.slots, idx, k, now),
+                    None => self.slots[idx as usize].list = LIST_NONE,
+                }
+            }
+            let found = !batch.is_empty();
+            batch.sort_unstable();
+            self.due.extend(batch.drain(..).map(|(_, idx)| idx));
+            self.batch = batch;
+            if found {
+                return true;
+            }
         }
     }
 
-    /// Moves a lease (already unfiled) to the expired queue.
+    /// Moves a lease (already off the wheel) to the expired queue.
     #[inline]
     fn expire(&mut self, idx: u32) {
         let (hi, mid, expiration) = {
@@ -612,9 +710,25 @@ impl<R> Landlord<R> {
         self.expired.push_back(Expired { cookie: cookie_of(hi, mid, idx), expiration, resource });
     }
 
-    /// The next expired lease found by [`Landlord::handle_timeout`].
+    /// The next expired lease found by [`Landlord::handle_timeout`] (expiration on the host's
+    /// clock). With a journal, that it was handed out is journaled too.
     pub fn poll_expired(&mut self) -> Option<Expired<R>> {
-        self.expired.pop_front()
+        let mut e = self.expired.pop_front()?;
+        e.expiration = self.to_host(e.expiration);
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.delivered();
+        }
+        Some(e)
+    }
+
+    /// Journals the landlord's time if it ran on since the last record (an answer about to
+    /// leave depends on it).
+    fn record_clock(&mut self) {
+        if let Some(j) = self.journal.as_deref_mut() {
+            if self.clock > j.clock() {
+                j.clock_record(self.clock);
+            }
+        }
     }
 }
 
@@ -626,178 +740,11 @@ fn limit(requested: Duration, offered: Duration) -> Duration {
     d.max(0)
 }
 
-impl<R: Clone> Landlord<R> {
-    /// Everything this landlord holds, with each lease's time left at `now`.
-    ///
-    /// Leases past expiration that no [`Landlord::handle_timeout`] swept yet are kept (with a
-    /// negative remaining time), as are expired leases not yet taken by
-    /// [`Landlord::poll_expired`], so that the restored landlord still hands them out.
-    pub fn snapshot(&self, now: Millis) -> LandlordSnapshot<R> {
-        let mut free = Vec::new();
-        let mut f = self.free;
-        while f != NIL {
-            free.push(f);
-            f = self.slots[f as usize].next;
-        }
-        let leases = self
-            .iter()
-            .map(|(cookie, exp, r)| SnapshotLease {
-                cookie,
-                remaining: time::remaining(exp, now),
-                resource: r.clone(),
-            })
-            .collect();
-        let expired = self
-            .expired
-            .iter()
-            .map(|e| SnapshotLease {
-                cookie: e.cookie,
-                remaining: time::remaining(e.expiration, now),
-                resource: e.resource.clone(),
-            })
-            .collect();
-        LandlordSnapshot {
-            version: SNAPSHOT_VERSION,
-            config: self.config.clone(),
-            taken_at: now,
-            rng: RngState {
-                stream: self.rng.get_stream(),
-                word_pos: String128(self.rng.get_word_pos()),
-            },
-            slots: self.slots.len() as u32,
-            free,
-            leases,
-            expired,
-        }
-    }
-}
-
-impl<R> Landlord<R> {
-    /// Rebuilds a landlord from a [`LandlordSnapshot`] at `now`, with `policy` (policies are
-    /// code, not data, so the host supplies it again).
-    ///
-    /// Every lease keeps its cookie and the time it had left when the snapshot was taken,
-    /// counted from `now`; the cookie generator continues where it was, so no cookie is ever
-    /// issued twice. A snapshot of another version, or one that is inconsistent (a cookie twice,
-    /// two leases in one slot, a slot both free and held, a slot outside the table) is a
-    /// [`LeaseError::Decode`] error.
-    pub fn restore(
-        snapshot: LandlordSnapshot<R>,
-        policy: impl LeasePolicy + 'static,
-        now: Millis,
-    ) -> Result<Landlord<R>> {
-        let LandlordSnapshot { version, config, taken_at: _, rng, slots, free, leases, expired } =
-            snapshot;
-        if version != SNAPSHOT_VERSION {
-            return Err(bad_snapshot(format!(
-                "version {version}, this build reads version {SNAPSHOT_VERSION}"
-            )));
-        }
-        if slots == NIL {
-            return Err(bad_snapshot(format!("{slots} slots is more than a landlord holds")));
-        }
-        let n = slots as usize;
-        if leases.len() + free.len() != n {
-            return Err(bad_snapshot(format!(
-                "{} leases and {} free slots do not make up {n} slots",
-                leases.len(),
-                free.len()
-            )));
-        }
-        let mut rng_state = ChaCha12Rng::from_seed(config.seed);
-        rng_state.set_stream(rng.stream);
-        rng_state.set_word_pos(rng.word_pos.0);
-        let mut ll = Landlord {
-            config,
-            policy: Box::new(policy) as Box<dyn LeasePolicy>,
-            rng: rng_state,
-            slots: Vec::with_capacity(n),
-            free: NIL,
-            live: 0,
-            wheel: Wheel::new(0),
-            expired: VecDeque::with_capacity(expired.len()),
-        };
-        ll.slots.extend((0..n).map(|_| Slot {
-            hi: 0,
-            expiration: 0,
-            mid: 0,
-            prev: NIL,
-            next: NIL,
-            list: LIST_FREE,
-            resource: None,
-        }));
-        // Lowest due key first, so the wheel starts behind every lease.
-        let mut min_key = key_of(now);
-        for l in leases {
-            let (hi, mid, idx) = split(l.cookie);
-            if (hi, mid) == (0, 0) {
-                return Err(bad_snapshot(format!("cookie {} has no random part", l.cookie)));
-            }
-            let s = ll.slots.get_mut(idx as usize).ok_or_else(|| {
-                bad_snapshot(format!("cookie {} names slot {idx} of {n}", l.cookie))
-            })?;
-            if s.resource.is_some() {
-                return Err(bad_snapshot(format!(
-                    "cookie {} and {} share slot {idx} (a duplicate cookie?)",
-                    cookie_of(s.hi, s.mid, idx),
-                    l.cookie
-                )));
-            }
-            let expiration = shift(now, l.remaining);
-            *s = Slot {
-                hi,
-                expiration,
-                mid,
-                prev: NIL,
-                next: NIL,
-                list: LIST_NONE,
-                resource: Some(l.resource),
-            };
-            ll.live += 1;
-            if let Some(k) = ll.due_key(expiration) {
-                min_key = min_key.min(k - 1);
-            }
-        }
-        let mut seen = HashSet::with_capacity(free.len());
-        for &f in &free {
-            match ll.slots.get(f as usize) {
-                None => return Err(bad_snapshot(format!("free slot {f} of {n}"))),
-                Some(s) if s.resource.is_some() => {
-                    return Err(bad_snapshot(format!("slot {f} is both free and held")))
-                }
-                Some(_) if !seen.insert(f) => {
-                    return Err(bad_snapshot(format!("slot {f} is free twice")))
-                }
-                Some(_) => {}
-            }
-        }
-        for &f in free.iter().rev() {
-            ll.slots[f as usize].next = ll.free;
-            ll.free = f;
-        }
-        ll.wheel = Wheel::new(min_key);
-        for idx in 0..slots {
-            if ll.slots[idx as usize].resource.is_some() {
-                ll.file(idx, time_of(min_key));
-            }
-        }
-        let mut cookies = HashSet::with_capacity(expired.len());
-        for e in expired {
-            if !cookies.insert(e.cookie) {
-                return Err(bad_snapshot(format!("expired cookie {} appears twice", e.cookie)));
-            }
-            ll.expired.push_back(Expired {
-                cookie: e.cookie,
-                expiration: shift(now, e.remaining),
-                resource: e.resource,
-            });
-        }
-        Ok(ll)
-    }
-}
-
 impl<R: From<Vec<u8>>> Landlord<R> {
     /// Answers one request message.
+    ///
+    /// With a journal, the reply may leave only once [`Landlord::journal_seq`] (read right
+    /// after this call) is durable: see [`crate::journal::Gate`].
     pub fn handle_request(&mut self, request: &Request, now: Millis) -> Reply {
         let body = match &request.body {
             RequestBody::Grant { resource, duration } => {

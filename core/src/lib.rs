@@ -12,23 +12,35 @@
 //! - [`Landlord`]: the grantor, with expiry, batching, snapshot and the [`wire`] protocol.
 //! - [`event`]: event registrations, sequence numbers, gaps and handbacks.
 //! - [`service`]: the lease renewal service: leased renewal sets, warnings and failure events.
+//! - [`discovery`]: the lookup discovery service: leased registrations, discovered and
+//!   discarded events, announcements and unicast discovery driven by the host.
 //! - [`inverted`]: inverted leasing (the landlord polls, holders answer), seed 004.
+//! - [`journal`]: durability without I/O: journal frames, snapshots, and replies held until
+//!   the records behind them are durable.
+//! - [`store`]: the embedded file store's directory format and policy, carried out by hosts.
 #![deny(missing_docs)]
 
 pub mod codec;
+pub mod discovery;
 pub mod error;
 pub mod event;
 pub mod holder;
 pub mod inverted;
+pub mod journal;
 pub mod landlord;
 pub mod lease;
 pub mod policy;
 pub mod serial;
 pub mod service;
 pub mod simnet;
+pub mod store;
 pub mod time;
 pub mod wire;
 
+pub use discovery::{
+    DiscoveryConfig, DiscoveryService, Groups, Locator, RegistrarId, RegistrationId,
+    RemoteDiscoveryEvent,
+};
 pub use error::{ErrorCode, LeaseError, LeaseFailure, Result};
 pub use event::{
     Delivery, EventId, EventRegistration, EventSource, EventTable, GapTracker, RemoteEvent,

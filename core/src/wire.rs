@@ -307,7 +307,11 @@ pub(crate) mod hex_bytes {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        let bad = || serde::de::Error::custom("resource must be an even number of hex digits");
+        let bad = || {
+            serde::de::Error::custom(
+                "bytes (a resource, a handback) must be an even number of hex digits",
+            )
+        };
         if s.len() % 2 != 0 {
             return Err(bad());
         }

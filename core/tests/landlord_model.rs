@@ -79,9 +79,10 @@ impl Model {
     }
 }
 
-/// What a restore at `now` makes of an expiration (documented: time left, saturating).
-fn restored(now: Millis, exp: Millis) -> Millis {
-    let rem = time::remaining(exp, now);
+/// What a restore at `now` of a snapshot taken at landlord time `clock` makes of an expiration
+/// (documented: time left, saturating).
+fn restored(clock: Millis, now: Millis, exp: Millis) -> Millis {
+    let rem = time::remaining(exp, clock);
     if rem == FOREVER {
         FOREVER
     } else {
@@ -209,7 +210,7 @@ fn drain(ll: &mut Landlord, now: Millis, budget: usize) -> BTreeSet<(Cookie, Mil
         }
         assert!(n <= budget.max(1), "{n} expiries in one call, budget {budget}");
         match ll.poll_timeout() {
-            Some(t) if t <= now => continue,
+            Some(t) if t <= ll.now().max(now) => continue,
             _ => return out,
         }
     }
@@ -222,18 +223,26 @@ fn config(grace: Duration, budget: usize) -> LandlordConfig {
     c
 }
 
-fn run(spec: PolicySpec, grace: Duration, budget: usize, mut now: Millis, ops: Vec<Op>) {
+fn run(spec: PolicySpec, grace: Duration, budget: usize, start: Millis, ops: Vec<Op>) {
+    // The host's clock, which may step back; the landlord's time is the latest `now` it saw.
+    let mut host = start;
     let mut ll = Landlord::new(config(grace, budget), spec.build().unwrap());
     let mut model = Model { leases: HashMap::new(), grace, policy: spec.build().unwrap() };
     let mut known: Vec<Cookie> = Vec::new();
     let mut ever: BTreeSet<Cookie> = BTreeSet::new();
     let mut next_res = 0u32;
+    // The landlord's time: the latest `now` it was given (it never runs backwards).
+    let mut clock = Millis::MIN;
     for op in ops {
+        if !matches!(op, Op::Get(_) | Op::Step(_) | Op::Restore) {
+            clock = clock.max(host);
+        }
+        let now = if matches!(op, Op::Get(_)) { clock.max(host) } else { clock };
         match op {
             Op::Grant(req) => {
                 next_res += 1;
                 let want = model.grant_duration(req, now);
-                let got = ll.grant(next_res, req, now);
+                let got = ll.grant(next_res, req, host);
                 match (want, got) {
                     (Ok(d), Ok(g)) => {
                         assert_eq!(g.duration, d);
@@ -249,40 +258,40 @@ fn run(spec: PolicySpec, grace: Duration, budget: usize, mut now: Millis, ops: V
             }
             Op::Renew(p, req) => {
                 let c = cookie(&known, p);
-                assert_eq!(ll.renew(c, req, now), model.renew(c, req, now));
+                assert_eq!(ll.renew(c, req, host), model.renew(c, req, now));
             }
             Op::Cancel(p) => {
                 let c = cookie(&known, p);
-                assert_eq!(ll.cancel(c, now), model.cancel(c, now));
+                assert_eq!(ll.cancel(c, host), model.cancel(c, now));
             }
             Op::RenewAll(items) => {
                 let items: Vec<_> = items.iter().map(|&(p, d)| (cookie(&known, p), d)).collect();
                 let want: Vec<_> = items.iter().map(|&(c, d)| model.renew(c, d, now)).collect();
-                assert_eq!(ll.renew_all(&items, now), want);
+                assert_eq!(ll.renew_all(&items, host), want);
             }
             Op::CancelAll(ps) => {
                 let cs: Vec<_> = ps.iter().map(|&p| cookie(&known, p)).collect();
                 let want: Vec<_> = cs.iter().map(|&c| model.cancel(c, now)).collect();
-                assert_eq!(ll.cancel_all(&cs, now), want);
+                assert_eq!(ll.cancel_all(&cs, host), want);
             }
             Op::Get(p) => {
                 let c = cookie(&known, p);
-                assert_eq!(ll.get(c, now).map(|(e, r)| (e, *r)), model.honoured(c, now));
+                assert_eq!(ll.get(c, host).map(|(e, r)| (e, *r)), model.honoured(c, now));
                 assert_eq!(
-                    ll.lease(c, now).map(|l| l.expiration()),
+                    ll.lease(c, host).map(|l| l.expiration()),
                     model.honoured(c, now).map(|x| x.0)
                 );
             }
-            Op::Step(s) => now = now.saturating_add(s),
+            Op::Step(s) => host = host.saturating_add(s),
             Op::Timeout => {
-                let got = drain(&mut ll, now, budget);
+                let got = drain(&mut ll, host, budget);
                 assert_eq!(got, model.sweep(now));
                 if let Some(p) = ll.poll_timeout() {
                     assert!(p > now, "work left at {now}: poll_timeout {p}");
                 }
             }
             Op::TimeoutOnce => {
-                ll.handle_timeout(now);
+                ll.handle_timeout(host);
                 let mut n = 0;
                 while let Some(e) = ll.poll_expired() {
                     n += 1;
@@ -294,13 +303,16 @@ fn run(spec: PolicySpec, grace: Duration, budget: usize, mut now: Millis, ops: V
                 assert!(n <= budget.max(1));
             }
             Op::Restore => {
-                let json = serde_json::to_string(&ll.snapshot(now)).unwrap();
+                let json = serde_json::to_string(&ll.snapshot(host)).unwrap();
                 let snap: LandlordSnapshot<u32> = serde_json::from_str(&json).unwrap();
-                ll = Landlord::restore(snap, spec.build().unwrap(), now).unwrap();
+                ll = Landlord::restore(snap, spec.build().unwrap(), host).unwrap();
                 // The snapshot keeps time left as an i64: beyond +-2^63 ms it saturates.
+                let taken = clock.max(host);
                 for (exp, _) in model.leases.values_mut() {
-                    *exp = restored(now, *exp);
+                    *exp = restored(taken, host, *exp);
                 }
+                // A restore counts time again from the host's `now`.
+                clock = host;
             }
         }
         assert_eq!(ll.len(), model.leases.len());

@@ -207,3 +207,55 @@ fn error_vectors() {
         }
     }
 }
+
+/// The store directory of `store.json`: opened as a host would (here through `MemDir`), it gives
+/// exactly the leases, sequence number and next cookie listed; the damaged copies are refused.
+#[test]
+fn store_vectors() {
+    use leasehold::policy::Bounded;
+    use leasehold::store::{MemDir, Store, StoreConfig};
+    type LL = leasehold::Landlord<Vec<u8>>;
+    let v = load("store.json");
+    let files_of = |list: &Value| -> MemDir {
+        let mut d = MemDir::new();
+        for f in list.as_array().unwrap() {
+            d.set(s(f, "name"), unhex(s(f, "hex")));
+        }
+        d
+    };
+    let p = &v["landlord"]["policy"];
+    assert_eq!(s(p, "kind"), "bounded");
+    let policy = || Bounded::new(i(p, "max"), i(p, "default")).unwrap();
+    let open = |d: &MemDir| {
+        Store::open(StoreConfig::default(), &d.files(), |snap| {
+            LL::from_snapshot_bytes(snap.expect("the vector has a snapshot"), policy())
+        })
+    };
+    let o = open(&files_of(&v["files"])).unwrap();
+    let e = &v["expect"];
+    assert_eq!(o.recovered.torn.is_some(), e["torn"].as_bool().unwrap());
+    let mut ll = o.state;
+    let now = i(&v, "read_now");
+    ll.resume(now);
+    assert_eq!(ll.journal_seq() as i64, i(e, "journal_seq"));
+    assert_eq!(ll.expired_len() as u64, e["expired_waiting"].as_u64().unwrap());
+    let got: Vec<(String, i64, String)> =
+        ll.iter().map(|(c, x, r)| (c.to_string(), x, hex(r))).collect();
+    let want: Vec<(String, i64, String)> = e["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (s(l, "cookie").to_string(), i(l, "expiration"), s(l, "resource").to_string()))
+        .collect();
+    assert_eq!(got, want);
+    let n = &e["next_grant"];
+    let g = ll.grant(unhex(s(n, "resource")), i(n, "duration"), i(n, "now")).unwrap();
+    assert_eq!(g.cookie.to_string(), s(n, "cookie"));
+    assert_eq!(g.expiration, i(n, "expiration"));
+    for d in v["damaged"].as_array().unwrap() {
+        let err = open(&files_of(&d["files"]))
+            .err()
+            .unwrap_or_else(|| panic!("{} accepted", s(d, "name")));
+        assert_eq!(err.code() as i64, d["error_code"].as_i64().unwrap(), "{}", s(d, "name"));
+    }
+}

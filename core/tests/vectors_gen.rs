@@ -7,6 +7,9 @@
 
 use std::path::PathBuf;
 
+#[path = "vectors_gen/discovery.rs"]
+mod discovery;
+
 use leasehold::serial::LEASE_JSON_MAX;
 use leasehold::wire::{Outcome, WireError};
 use leasehold::{
@@ -820,6 +823,116 @@ fn error_vectors() -> Value {
     json!({"schema": 1, "about": "Stable error codes; numbers never change, new ones are appended.", "codes": rows})
 }
 
+/// A store directory written by the core (through `MemDir`, byte for byte what every host
+/// writes), with a torn tail, and what opening it must give; plus damaged copies to refuse.
+fn store_vectors() -> Value {
+    use leasehold::policy::Bounded;
+    use leasehold::store::{MemDir, Store, StoreConfig};
+    use leasehold::{Landlord, LandlordConfig};
+    type LL = Landlord<Vec<u8>>;
+    let seed = [0x5a; 32];
+    let policy = || Bounded::new(60_000, 1_000).unwrap();
+    let sc = StoreConfig { segment_bytes: 150, min_compact_bytes: u64::MAX };
+    let mut dir = MemDir::new();
+    let open = |dir: &MemDir| {
+        Store::open(sc, &dir.files(), |snap| match snap {
+            Some(b) => LL::from_snapshot_bytes(b, policy()),
+            None => {
+                let mut ll = LL::new(LandlordConfig::new(L, seed), policy());
+                ll.enable_journal();
+                Ok(ll)
+            }
+        })
+    };
+    let o = open(&dir).unwrap();
+    dir.apply_all(&o.ops);
+    let (mut ll, mut store) = (o.state, o.store);
+    let commit = |ll: &mut LL, store: &mut Store, dir: &mut MemDir| {
+        let c = store.commit(ll).unwrap();
+        dir.apply_all(&c.ops);
+    };
+    let t = EPOCH;
+    let a = ll.grant(b"printer".to_vec(), 30_000, t).unwrap().cookie;
+    let b = ll.grant(b"scanner".to_vec(), 5_000, t + 10).unwrap().cookie;
+    let c = ll.grant(b"plotter".to_vec(), ANY, t + 20).unwrap().cookie;
+    commit(&mut ll, &mut store, &mut dir);
+    ll.renew(a, 60_000, t + 800).unwrap();
+    ll.cancel(c, t + 900).unwrap();
+    commit(&mut ll, &mut store, &mut dir);
+    // A compaction: the snapshot now holds the above; the log starts again.
+    dir.apply_all(&store.compact(&mut ll));
+    let d = ll.grant(vec![0, 1, 2, 255], 20_000, t + 2_000).unwrap().cookie;
+    ll.handle_timeout(t + 6_000); // b (5 s from t + 10) expires
+    let gone = ll.poll_expired().unwrap();
+    assert_eq!(gone.cookie, b);
+    for i in 0..6u8 {
+        ll.grant(vec![b'x', i], 10_000 + i as i64, t + 6_100 + i as i64).unwrap();
+        commit(&mut ll, &mut store, &mut dir);
+    }
+    // The last commit is torn: its frame cut short, as a crash in the middle of a write leaves it.
+    ll.grant(b"torn".to_vec(), 10_000, t + 7_000).unwrap();
+    let last = store.commit(&mut ll).unwrap();
+    dir.apply(&last.ops[0]);
+    dir.crash(|_, n| n.saturating_sub(3));
+    let files: Vec<Value> =
+        dir.files().iter().map(|(n, b)| json!({"name": n, "hex": hex(b)})).collect();
+    // What a reader must find, resuming at `read_now` on its own clock (time down not counted).
+    let read_now = 5_000i64;
+    let o = open(&dir).unwrap();
+    let mut back = o.state;
+    back.resume(read_now);
+    let leases: Vec<Value> = back
+        .iter()
+        .map(|(c, e, r)| json!({"cookie": c.to_string(), "expiration": dec(e), "resource": hex(r)}))
+        .collect();
+    assert_eq!(back.get(d, read_now).unwrap().1, &vec![0, 1, 2, 255]);
+    let seq = back.journal_seq();
+    let next = back.grant(b"next".to_vec(), 1_000, read_now).unwrap();
+    let torn_at = o.recovered.torn.as_ref().map(|(_, len, _)| *len);
+    let expect = json!({
+        "leases": leases,
+        "expired_waiting": back.expired_len(),
+        "journal_seq": dec(seq as i64),
+        "torn": torn_at.is_some(),
+        "next_grant": {"resource": hex(b"next"), "duration": dec(1_000), "now": dec(read_now),
+                       "cookie": next.cookie.to_string(), "expiration": dec(next.expiration)},
+    });
+    // Damaged copies.
+    let seg = dir.files().into_iter().find(|(n, _)| n.starts_with("log-")).unwrap();
+    let mut flipped = dir.clone();
+    let mut bytes = seg.1.clone();
+    bytes[40] ^= 0x01;
+    flipped.set(&seg.0, bytes);
+    let mut no_snapshot = dir.clone();
+    no_snapshot.remove(leasehold::store::SNAPSHOT_FILE);
+    let mut damaged = vec![];
+    for (name, note, d) in [
+        ("flipped_byte", "a byte flipped in the middle of the log: refused", flipped),
+        (
+            "missing_snapshot",
+            "the snapshot is missing and the log no longer starts at record 1",
+            no_snapshot,
+        ),
+    ] {
+        assert!(open(&d).is_err(), "{name} must be refused");
+        let files: Vec<Value> =
+            d.files().iter().map(|(n, b)| json!({"name": n, "hex": hex(b)})).collect();
+        damaged.push(json!({"name": name, "note": note, "files": files, "error_code": 5}));
+    }
+    json!({
+        "schema": 1,
+        "about": "A landlord's store directory written by the core, with a torn tail; open it with \
+                  the binding's file store, resume at read_now, and expect exactly this.",
+        "landlord": {"id": L.to_string(), "seed": hex(&seed),
+                     "policy": {"kind": "bounded", "max": dec(60_000), "default": dec(1_000)}},
+        "store": {"segment_bytes": sc.segment_bytes},
+        "files": files,
+        "read_now": dec(read_now),
+        "expect": expect,
+        "damaged": damaged,
+    })
+}
+
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
 }
@@ -836,6 +949,8 @@ fn vectors_are_up_to_date() {
         ("lease.json", lease_vectors()),
         ("wire.json", wire_vectors()),
         ("errors.json", error_vectors()),
+        ("store.json", store_vectors()),
+        ("discovery.json", discovery::vectors()),
     ];
     let regen = std::env::var_os("LEASEHOLD_REGEN_VECTORS").is_some();
     let mut stale = vec![];

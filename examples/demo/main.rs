@@ -13,10 +13,11 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration as StdDuration, Instant};
 
 use leasehold::holder::{grant_request, lease_from_reply, RenewalEvent, RenewalManager, Transmit};
+use leasehold::journal::Recovered;
 use leasehold::policy::AdaptiveConfig;
 use leasehold::service::{RenewalService, RenewalServiceConfig, SetEventKind};
 use leasehold::{
@@ -25,6 +26,7 @@ use leasehold::{
 };
 use leasehold_examples::http::{Client, Server};
 use leasehold_examples::timeline::{Kind, Timeline};
+use leasehold_store::{Durable, Shared as Store};
 
 const USAGE: &str = "\
 leasehold demo: a landlord over loopback HTTP and holders that renew, crash, cancel, get denied
@@ -41,6 +43,12 @@ OPTIONS:
   --grace-ms MS     landlord's grace after expiry, for clock skew (default 0)
   --encoding E      wire encoding: json | binary (default json)
   --svg PATH        where to write the timeline chart (default target/demo-timeline.svg)
+  --data DIR        the landlord's store: journal and snapshot (default target/demo-data,
+                    emptied first); replies leave only once their records are on disk
+  --memory          keep the landlord in memory only (no store, no restart)
+  --restart-at MS   crash the landlord then (dropped without a clean shutdown) and recover
+                    it from its store while holders keep renewing (default: half the run;
+                    0: never)
   --quiet           print only the summary
   -h, --help        this text
 ";
@@ -56,6 +64,8 @@ struct Options {
     encoding: Encoding,
     svg: String,
     quiet: bool,
+    data: Option<String>,
+    restart_at: Option<i64>,
 }
 
 fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
@@ -69,7 +79,10 @@ fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
         encoding: Encoding::Json,
         svg: "target/demo-timeline.svg".into(),
         quiet: false,
+        data: Some("target/demo-data".into()),
+        restart_at: None,
     };
+    let mut restart_set = false;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = |name: &str| {
@@ -106,8 +119,21 @@ fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
             }
             "--svg" => o.svg = value(flag)?,
             "--quiet" => o.quiet = true,
+            "--data" => o.data = Some(value(flag)?),
+            "--memory" => o.data = None,
+            "--restart-at" => {
+                let t = int(flag, &value(flag)?, 0, 55_000)?;
+                o.restart_at = (t > 0).then_some(t);
+                restart_set = true;
+            }
             other => return Err(format!("unknown option {other:?} (see --help)")),
         }
+    }
+    if !restart_set {
+        o.restart_at = Some(o.run_ms / 2);
+    }
+    if o.data.is_none() {
+        o.restart_at = None;
     }
     if o.lease_ms * 2 > o.run_ms {
         return Err(format!(
@@ -338,6 +364,98 @@ fn main() -> ExitCode {
     }
 }
 
+type LL = Landlord<Vec<u8>>;
+
+/// One incarnation of the demo's landlord: in memory, or in its store directory.
+enum Node {
+    Memory(Box<Mutex<LL>>),
+    Durable(Box<Store<LL>>),
+}
+
+/// The demo's landlord, which can crash and come back from its store while the HTTP server
+/// and the holders carry on (requests that arrive meanwhile wait).
+struct Host {
+    spec: PolicySpec,
+    config: LandlordConfig,
+    data: Option<std::path::PathBuf>,
+    current: Mutex<Option<Arc<Node>>>,
+    back: Condvar,
+}
+
+impl Host {
+    fn open(&self) -> Result<Node, String> {
+        let Some(dir) = &self.data else {
+            let policy = self.spec.build().map_err(|e| e.to_string())?;
+            return Ok(Node::Memory(Box::new(Mutex::new(Landlord::new(
+                self.config.clone(),
+                policy,
+            )))));
+        };
+        // The previous incarnation may still be let go by a request in flight: its directory
+        // lock goes with it.
+        for _ in 0..500 {
+            match Durable::open(dir, Default::default(), |snapshot| {
+                let policy = self.spec.build()?;
+                match snapshot {
+                    Some(bytes) => LL::from_snapshot_bytes(bytes, policy),
+                    None => {
+                        let mut ll = Landlord::new(self.config.clone(), policy);
+                        ll.enable_journal();
+                        Ok(ll)
+                    }
+                }
+            }) {
+                Ok(d) => return Ok(Node::Durable(Box::new(Store::new(d)))),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(StdDuration::from_millis(2))
+                }
+                Err(e) => return Err(format!("cannot open the store in {}: {e}", dir.display())),
+            }
+        }
+        Err(format!("{} stayed locked", dir.display()))
+    }
+
+    fn node(&self) -> Arc<Node> {
+        let mut cur = self.current.lock().unwrap();
+        loop {
+            if let Some(n) = &*cur {
+                return n.clone();
+            }
+            cur = self.back.wait(cur).unwrap();
+        }
+    }
+
+    /// Runs `f` on the landlord; with a store, returns only once what `f` did is durable.
+    fn with<T>(&self, f: impl FnOnce(&mut LL) -> T) -> T {
+        match &*self.node() {
+            Node::Memory(m) => f(&mut m.lock().unwrap()),
+            Node::Durable(s) => {
+                let (t, seq) = s.with(f);
+                // A failed write means nothing is acknowledged: the caller's request times out.
+                while s.wait_durable(seq).is_err() {
+                    std::thread::sleep(StdDuration::from_millis(50));
+                }
+                t
+            }
+        }
+    }
+
+    /// Drops the landlord without a clean shutdown (what was not committed is lost, as in a
+    /// crash) and recovers it from its store.
+    fn crash_and_recover(&self) -> Result<(Recovered, usize), String> {
+        let old = self.current.lock().unwrap().take();
+        drop(old);
+        let node = self.open()?;
+        let (rec, n) = match &node {
+            Node::Durable(s) => (s.recovered().clone(), s.read(|ll| ll.len())),
+            Node::Memory(_) => (Recovered::default(), 0),
+        };
+        *self.current.lock().unwrap() = Some(Arc::new(node));
+        self.back.notify_all();
+        Ok((rec, n))
+    }
+}
+
 fn run(o: &Options) -> Result<bool, String> {
     let shared = Arc::new(Shared {
         start: Instant::now(),
@@ -357,26 +475,41 @@ fn run(o: &Options) -> Result<bool, String> {
         s[16..24].copy_from_slice(&(addr as u64).to_le_bytes());
         s
     };
-    let policy = policy_spec(o).build().map_err(|e| e.to_string())?;
     let config = LandlordConfig::new(LandlordId(0x1ea5e), seed(1)).with_grace(o.grace_ms);
-    let landlord: Arc<Mutex<Landlord<Vec<u8>>>> =
-        Arc::new(Mutex::new(Landlord::new(config, policy)));
+    let data = o.data.as_ref().map(std::path::PathBuf::from);
+    if let Some(dir) = &data {
+        // A fresh store each run, so that the demo tells the same story every time.
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let landlord = Arc::new(Host {
+        spec: policy_spec(o),
+        config,
+        data,
+        current: Mutex::new(None),
+        back: Condvar::new(),
+    });
+    let first = landlord.open()?;
+    *landlord.current.lock().unwrap() = Some(Arc::new(first));
 
     // The landlord over HTTP, and its expiry driver on the real clock.
     let ll = landlord.clone();
     let sh = shared.clone();
     let mut server =
-        Server::start(move |body, enc| ll.lock().unwrap().handle_bytes(body, enc, sh.now()))
+        Server::start(move |body, enc| ll.with(|l| l.handle_bytes(body, enc, sh.now())))
             .map_err(|e| format!("cannot listen on loopback: {e}"))?;
     let addr = server.addr();
     if !o.quiet {
         println!(
-            "landlord {} serving {} ({} policy, capacity {}, {} encoding)\n",
+            "landlord {} serving {} ({} policy, capacity {}, {} encoding, {})\n",
             LandlordId(0x1ea5e),
             server.url(),
             o.policy,
             o.capacity.unwrap_or(o.holders + 3),
-            if o.encoding == Encoding::Json { "JSON" } else { "binary" }
+            if o.encoding == Encoding::Json { "JSON" } else { "binary" },
+            match &o.data {
+                Some(d) => format!("journaled to {d}"),
+                None => "in memory only".into(),
+            }
         );
     }
     let mut threads = Vec::new();
@@ -385,14 +518,15 @@ fn run(o: &Options) -> Result<bool, String> {
         threads.push(std::thread::spawn(move || {
             while !sh.stop.load(Ordering::Relaxed) {
                 let now = sh.now();
-                let mut l = ll.lock().unwrap();
-                l.handle_timeout(now);
-                while let Some(e) = l.poll_expired() {
+                let (gone, next) = ll.with(|l| {
+                    l.handle_timeout(now);
+                    let gone: Vec<_> = std::iter::from_fn(|| l.poll_expired()).collect();
+                    (gone, l.poll_timeout().unwrap_or(now + 50).min(now + 50))
+                });
+                for e in gone {
                     let who = String::from_utf8_lossy(&e.resource).into_owned();
                     sh.log(&who, Kind::Expired, None, "landlord dropped the lease");
                 }
-                let next = l.poll_timeout().unwrap_or(now + 50);
-                drop(l);
                 sh.sleep_until(next);
             }
         }));
@@ -443,11 +577,32 @@ fn run(o: &Options) -> Result<bool, String> {
 
     // Let it run, then stop everything and check the story.
     let end = o.run_ms + o.lease_ms + o.grace_ms + 300;
+    let mut restarted = None;
+    if let Some(at) = o.restart_at {
+        while shared.now() < at {
+            std::thread::sleep(StdDuration::from_millis(20));
+        }
+        let t = Instant::now();
+        let (rec, n) = landlord.crash_and_recover()?;
+        let took = t.elapsed().as_secs_f64() * 1e3;
+        shared.log(
+            "landlord",
+            Kind::Note,
+            None,
+            format!(
+                "crashed and recovered from its store in {took:.1} ms: {n} leases, {} journal \
+                 records replayed{}",
+                rec.replayed,
+                if rec.torn.is_some() { ", a torn tail dropped" } else { "" }
+            ),
+        );
+        restarted = Some(n);
+    }
     while shared.now() < o.run_ms * 3 / 4 {
         std::thread::sleep(StdDuration::from_millis(20));
     }
     let delegated_alive =
-        delegated.is_some_and(|l| landlord.lock().unwrap().get(l.cookie(), shared.now()).is_some());
+        delegated.is_some_and(|l| landlord.with(|ll| ll.get(l.cookie(), shared.now()).is_some()));
     // Wait for the delegated lease to lapse after its membership ended, then stop.
     while shared.now() < end {
         std::thread::sleep(StdDuration::from_millis(20));
@@ -489,6 +644,12 @@ fn run(o: &Options) -> Result<bool, String> {
         "delegator's lease outlived its holder through the renewal set".into(),
         delegated_alive && tl.count("delegator", Kind::Renewed) > 0,
     ));
+    if o.restart_at.is_some() {
+        checks.push((
+            "landlord crashed mid-run and came back from its store with every lease".into(),
+            restarted.is_some_and(|n| n > 0),
+        ));
+    }
     let totals = tl.totals();
     println!("\nsummary after {:.1} s:", shared.now() as f64 / 1000.0);
     for (k, n) in &totals {

@@ -71,6 +71,10 @@ struct Args {
     /// Print only the failing seeds and the summary.
     #[arg(long)]
     quiet: bool,
+    /// A seed still running after this many seconds of wall time is reported as a hang (the
+    /// process then exits, naming it).
+    #[arg(long, default_value_t = 60)]
+    hang_secs: u64,
     /// Steer around known bugs, to hunt for others while they are open (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',')]
     avoid: Vec<Known>,
@@ -141,6 +145,8 @@ fn report(o: &Outcome, replay: &str) -> String {
 
 fn main() {
     let args = Args::parse();
+    // A panic of the code under test is reported as the failure of its seed, with its message.
+    std::panic::set_hook(Box::new(|_| {}));
     let mode = match args.restore {
         Mode::Absolute => RestoreMode::Absolute,
         Mode::Remaining => RestoreMode::Remaining,
@@ -171,40 +177,74 @@ fn main() {
     let total = Mutex::new((0u64, 0u64, 0u64, Faults::default()));
     let failures: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
     let start = Instant::now();
+    // What each worker runs, and since when: a seed that never ends (a loop inside the core)
+    // must not hang the whole sweep silently.
+    let running: Mutex<Vec<Option<(u64, Instant)>>> = Mutex::new(vec![None; jobs]);
+    let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= args.seeds {
-                    return;
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                let slow = running
+                    .lock()
+                    .expect("lock")
+                    .iter()
+                    .flatten()
+                    .find(|(_, t)| t.elapsed().as_secs() >= args.hang_secs)
+                    .copied();
+                if let Some((seed, _)) = slow {
+                    println!(
+                        "seed {seed} HANGS: still running after {} s of wall time (replay: vopr \
+                         --seed {seed}{replay})",
+                        args.hang_secs
+                    );
+                    println!("vopr: 0 passed, 1 failed");
+                    std::process::exit(2);
                 }
-                let seed = args.first_seed.wrapping_add(i);
-                let o = run(seed, &fast);
-                {
-                    let mut t = total.lock().expect("lock");
-                    t.0 += 1;
-                    t.1 += o.steps;
-                    t.2 += o.simulated as u64;
-                    t.3.add(&o.faults);
-                }
-                if o.failure.is_some() {
-                    // Replay with a trace: the same seed gives the same run, step for step.
-                    let mut r = run(seed, &traced);
-                    if r.failure != o.failure || r.steps != o.steps {
-                        r.failure = Some(nodes::Failure {
-                            check: nodes::Check::Twin,
-                            message: format!(
+            }
+        });
+        let workers: Vec<_> = (0..jobs)
+            .map(|w| {
+                let (next, running, total, failures) = (&next, &running, &total, &failures);
+                let (fast, traced, args) = (&fast, &traced, &args);
+                s.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= args.seeds {
+                        return;
+                    }
+                    let seed = args.first_seed.wrapping_add(i);
+                    running.lock().expect("lock")[w] = Some((seed, Instant::now()));
+                    let o = run(seed, fast);
+                    {
+                        let mut t = total.lock().expect("lock");
+                        t.0 += 1;
+                        t.1 += o.steps;
+                        t.2 += o.simulated as u64;
+                        t.3.add(&o.faults);
+                    }
+                    if o.failure.is_some() {
+                        // Replay with a trace: the same seed gives the same run, step for step.
+                        let mut r = run(seed, traced);
+                        if r.failure != o.failure || r.steps != o.steps {
+                            r.failure = Some(nodes::Failure {
+                                check: nodes::Check::Twin,
+                                message: format!(
                                 "NONDETERMINISM: the replay of seed {seed} differs ({:?} after \
                                  {} steps, then {:?} after {} steps)",
                                 o.failure, o.steps, r.failure, r.steps
                             ),
-                            at: 0,
-                        });
+                                at: 0,
+                            });
+                        }
+                        failures.lock().expect("lock").push(r);
                     }
-                    failures.lock().expect("lock").push(r);
-                }
-            });
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().expect("a worker panicked");
         }
+        done.store(true, Ordering::Relaxed);
     });
     let elapsed = start.elapsed();
     let mut failures = failures.into_inner().expect("lock");

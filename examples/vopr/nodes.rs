@@ -136,6 +136,8 @@ pub enum Check {
     Twin,
     /// Restore accepted an inconsistent snapshot, or refused a good one.
     Restore,
+    /// The code under test panicked.
+    Panic,
 }
 
 impl Check {
@@ -150,6 +152,7 @@ impl Check {
             Check::Cookie => "cookie binding",
             Check::Twin => "restore twin",
             Check::Restore => "restore check",
+            Check::Panic => "panic",
         }
     }
 }
@@ -171,6 +174,8 @@ pub struct Ctx {
     pub real: Millis,
     trace: Option<VecDeque<String>>,
     trace_cap: usize,
+    /// Print trace lines as they happen (VOPR_TRACE_LIVE=1), to see a run that hangs.
+    live: bool,
     /// The first failed check.
     pub failure: Option<Failure>,
     /// Faults injected.
@@ -214,6 +219,7 @@ impl Ctx {
             real: 0,
             trace: (trace > 0).then(VecDeque::new),
             trace_cap: trace,
+            live: trace > 0 && std::env::var_os("VOPR_TRACE_LIVE").is_some(),
             failure: None,
             faults: Faults::default(),
             promises: BTreeMap::new(),
@@ -249,6 +255,9 @@ impl Ctx {
                 t.pop_front();
             }
             t.push_back(format!("{:>10} {}", self.real, line()));
+            if self.live {
+                eprintln!("{}", t.back().expect("pushed"));
+            }
         }
     }
 

@@ -289,8 +289,30 @@ fn seed32(rng: &mut ChaCha12Rng) -> [u8; 32] {
     s
 }
 
-/// Runs one seed.
+/// Runs one seed; a panic of the code under test is a failure of the run.
 pub fn run(seed: u64, cfg: &RunConfig) -> Outcome {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_inner(seed, cfg)));
+    r.unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        Outcome {
+            seed,
+            steps: 0,
+            faults: Faults::default(),
+            failure: Some(Failure { check: Check::Panic, message: msg, at: 0 }),
+            options: String::new(),
+            trace: Vec::new(),
+            simulated: 0,
+            renewals: 0,
+            events: 0,
+        }
+    })
+}
+
+fn run_inner(seed: u64, cfg: &RunConfig) -> Outcome {
     let mut w = World::new(seed, cfg);
     w.run();
     let c = w.ctx.borrow();

@@ -2,7 +2,8 @@
 //   - answers wire requests at POST /lease (binary body in, binary reply out),
 //   - streams what happens to every lease at GET /events (server-sent events: granted, renewed,
 //     cancelled, expired, denied),
-//   - serves the page (/) and the browser build of the package (/pkg/...).
+//   - serves the page (/), the tabs demo (/tabs: leader election among tabs, landlord in a
+//     SharedWorker) and the browser build of the package (/pkg/...).
 // Usage: node examples/web/server.mjs [port]   (LEASEHOLD_PKG=dir of the built package;
 // default bindings-wasm/pkg). Open http://127.0.0.1:<port>/.
 import { createServer } from 'node:http';
@@ -64,11 +65,11 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
     } else if (q.op === 'renew' && r.op === 'renewed') {
       emit('renewed', q.cookie, { duration: r.duration });
     } else if (q.op === 'renew_all' && r.op === 'renewed_all') {
-      q.items.forEach(([c], i) => r.results[i].ok && emit('renewed', c, { duration: r.results[i].value }));
+      q.items.forEach(({ cookie }, i) => 'duration' in r.results[i] && emit('renewed', cookie, { duration: r.results[i].duration }));
     } else if (q.op === 'cancel' && r.op === 'cancelled') {
       emit('cancelled', q.cookie);
     } else if (q.op === 'cancel_all' && r.op === 'cancelled_all') {
-      q.cookies.forEach((c, i) => r.results[i].ok && emit('cancelled', c));
+      q.cookies.forEach((c, i) => !('error' in r.results[i]) && emit('cancelled', c));
     }
     return lh.encodeReply(reply);
   }
@@ -115,6 +116,10 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
       await file(res, 'index.html', here);
     } else if (url.pathname === '/app.js') {
       await file(res, 'app.js', here);
+    } else if (url.pathname === '/tabs' || url.pathname === '/tabs.html') {
+      await file(res, 'tabs.html', here);
+    } else if (url.pathname === '/tabs-app.js') {
+      await file(res, 'tabs-app.js', here);
     } else {
       res.writeHead(404).end('not found');
     }

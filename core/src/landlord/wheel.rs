@@ -11,11 +11,9 @@
 //! The nodes live in the caller's slab; the wheel only keeps the list heads. An entry filed at a
 //! key not above `elapsed` (the host's clock went backwards) goes to a small ordered side set.
 //!
-//! Processing (done by the landlord, which decides per entry whether it expires) is incremental:
-//! a list whose whole range is due is drained entry by entry; a list that is only partly due is
-//! *cascaded*: `elapsed` moves to its start and its entries are re-filed one by one (landing on
-//! lower levels). Both can stop after any entry and resume later, which is what bounds the work
-//! of one call.
+//! Processing is done by the landlord, which decides per entry whether it expires: a list whose
+//! whole range is due is drained; a list that is only partly due is *cascaded*: `elapsed` moves
+//! to its start and its entries are re-filed one by one (landing on lower levels).
 
 use std::collections::BTreeSet;
 
@@ -88,7 +86,6 @@ pub(crate) struct Wheel {
     occupied: [u64; LEVELS],
     elapsed: u64,
     filed: usize,
-    cascading: Option<u16>,
     early: BTreeSet<(u64, u32)>,
 }
 
@@ -121,7 +118,6 @@ impl Wheel {
             occupied: [0; LEVELS],
             elapsed,
             filed: 0,
-            cascading: None,
             early: BTreeSet::new(),
         }
     }
@@ -132,12 +128,12 @@ impl Wheel {
             + self.early.len() * std::mem::size_of::<(u64, u32)>()
     }
 
-    /// Files `idx` at `key`. `now` (a key) lets an empty wheel jump forward (or back) for free.
+    /// Files `idx` at `key`. `now` (a key) lets an empty wheel jump forward for free.
     pub fn insert<N: Node>(&mut self, nodes: &mut [N], idx: u32, key: u64, now: u64) {
         if self.filed == 0 {
-            // Nothing filed: any `elapsed` up to the host's now is consistent.
-            self.cascading = None;
-            self.elapsed = now.min(key.saturating_sub(1));
+            // Nothing filed: any `elapsed` up to the landlord's now is consistent. Never back:
+            // a cascade in progress has moved `elapsed` to the start of the list it empties.
+            self.elapsed = self.elapsed.max(now.min(key.saturating_sub(1)));
         }
         if key <= self.elapsed {
             self.early.insert((key, idx));
@@ -213,24 +209,14 @@ impl Wheel {
         }
     }
 
-    /// The list being cascaded, if a cascade was interrupted.
-    pub fn cascading(&self) -> Option<u16> {
-        self.cascading
-    }
-
-    /// Marks the cascade finished.
-    pub fn end_cascade(&mut self) {
-        self.cascading = None;
-    }
-
-    /// Starts cascading `due` (a list only partly due): `elapsed` moves to its start.
+    /// Starts cascading `due` (a list only partly due): `elapsed` moves to its start, so its
+    /// entries, popped and inserted again, land on lower levels.
     pub fn begin_cascade(&mut self, due: Due) {
         debug_assert!(due.start > self.elapsed);
         self.elapsed = due.start;
-        self.cascading = Some(due.list);
     }
 
-    /// The earliest occupied list (not counting one being cascaded).
+    /// The earliest occupied list.
     pub fn earliest(&self) -> Option<Due> {
         for level in 0..LEVELS {
             let cur = digit(self.elapsed, level);
@@ -249,7 +235,7 @@ impl Wheel {
 
     /// Marks everything up to `t` processed (call only when nothing at or before `t` is left).
     pub fn advance(&mut self, t: u64) {
-        if self.cascading.is_none() && t > self.elapsed {
+        if t > self.elapsed {
             self.elapsed = t;
         }
     }
@@ -258,11 +244,6 @@ impl Wheel {
     /// earliest entry.
     pub fn next_key(&self) -> Option<u64> {
         let mut best = self.early.first().map(|&(k, _)| k);
-        if let Some(list) = self.cascading {
-            if self.heads[list as usize] != NIL {
-                best = Some(best.map_or(self.elapsed, |b| b.min(self.elapsed)));
-            }
-        }
         if let Some(d) = self.earliest() {
             best = Some(best.map_or(d.start, |b| b.min(d.start)));
         }
@@ -345,5 +326,20 @@ mod tests {
         assert_eq!(w.next_key(), Some(50));
         assert_eq!(w.pop_early(49), None);
         assert_eq!(w.pop_early(50), Some((50, 1)));
+    }
+
+    /// Regression: re-filing the only entry of a list being cascaded must not move `elapsed`
+    /// back, or the entry lands in the same list again and the cascade never ends.
+    #[test]
+    fn a_cascade_of_one_entry_never_moves_back() {
+        let mut ns = nodes(1);
+        let mut w = Wheel::new(0);
+        w.insert(&mut ns, 0, 128, 0);
+        let due = w.earliest().unwrap();
+        assert!(due.start <= 128 && due.end > 128);
+        w.begin_cascade(due);
+        assert_eq!(w.pop(&mut ns, due.list), Some(0));
+        w.insert(&mut ns, 0, 128, 200);
+        assert_eq!(ns[0].0.list, LIST_EARLY, "filed at or behind elapsed, not in a wheel list");
     }
 }

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Durable landlords against in-memory ones (issue 14): requests in flight, snapshot size and
+# speed, bytes on disk, recovery time at 1e6 leases. Prints markdown tables.
+# Usage: scripts/bench-durable.sh [--leases N] [--secs S] [--no-inflight]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build -q --release -p leasehold-store --example bench_durable
+exec "${CARGO_TARGET_DIR:-target}/release/examples/bench_durable" "$@"
