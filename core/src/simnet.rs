@@ -724,25 +724,46 @@ mod tests {
         assert_eq!(net.local_now(n), 60);
     }
 
+    /// An actor that asks to be woken at one local time, and records when it was.
+    struct Alarm {
+        at: Option<Millis>,
+        woken: Vec<Millis>,
+    }
+
+    impl Actor for Alarm {
+        fn poll_timeout(&self) -> Option<Millis> {
+            self.at
+        }
+        fn handle_timeout(&mut self, now: Millis) {
+            if self.at.is_some_and(|t| t <= now) {
+                self.at = None;
+                self.woken.push(now);
+            }
+        }
+        fn poll_outgoing(&mut self, _now: Millis) -> Option<Outgoing> {
+            None
+        }
+        fn handle_message(&mut self, _from: NodeId, _message: Message, _now: Millis) {}
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+        fn as_any_mut(&mut self) -> &mut dyn Any {
+            self
+        }
+    }
+
     #[test]
     fn a_node_whose_clock_steps_back_still_wakes_for_what_is_due() {
-        // A landlord whose lease expires at local 1 000 has been woken at local 1 001; its clock
-        // then steps back by 10 s and it is granted a lease that expires at local -8 000. It
-        // must be woken for that expiry when its clock reads it, not once it reads 1 002 again.
+        // Woken at local 1 000; its clock then steps back by 10 s and it asks to be woken at
+        // local -8 000: that must happen when its clock reads -8 000, not once it reads 1 001.
         let mut net = SimNet::new(1);
-        let mut ll = Landlord::new(
-            crate::LandlordConfig::new(LandlordId(1), [1; 32]),
-            crate::policy::Fixed::new(1_000).unwrap(),
-        );
-        ll.grant(b"a".to_vec(), 1_000, 0).unwrap();
-        let n = net.add_landlord(ll, Clock::exact());
+        let n =
+            net.add_node(Box::new(Alarm { at: Some(1_000), woken: Vec::new() }), Clock::exact());
         net.run_until(2_000);
-        assert_eq!(net.landlord(n).expired.len(), 1);
         net.step_clock(n, -11_000);
-        let now = net.local_now(n);
-        net.landlord_mut(n).landlord.grant(b"b".to_vec(), 1_000, now).unwrap();
+        net.node_mut::<Alarm>(n).unwrap().at = Some(-8_000);
         net.run_until(3_100);
-        assert_eq!(net.landlord(n).expired.len(), 2, "woken at local {}", net.local_now(n));
+        assert_eq!(net.node::<Alarm>(n).unwrap().woken, vec![1_000, -8_000]);
     }
 
     #[test]
