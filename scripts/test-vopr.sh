@@ -28,7 +28,7 @@ out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 step "vopr --seeds $seeds" bash -c "'$target/release/vopr' --seeds '$seeds' --trace 40 >'$out' 2>&1"
 # Failing seeds print their world and last steps; keep the log short in CI.
-grep -E '^seed [0-9]+ FAILED' "$out" | head -20
+grep -E '^seed [0-9]+ (FAILED|HANGS)' "$out" | head -20
 n_fail="$(grep -cE '^seed [0-9]+ FAILED' "$out")"
 if [ "$n_fail" -gt 0 ]; then
   first="$(grep -nE '^seed [0-9]+ FAILED' "$out" | head -1 | cut -d: -f1)"
