@@ -28,8 +28,9 @@ fn asked(t: &leasehold::Transmit) -> i64 {
 }
 
 /// A renewal sent after the host clock stepped back asks for no more than what the desired
-/// expiration leaves at the manager's time: the lease is never kept past its desired
-/// expiration because the clock went back.
+/// expiration leaves on the manager's clock (which did not go back): the lease is never kept
+/// past its desired expiration because the clock went back. What the manager shows is on the
+/// host's clock as it reads now: 9 s earlier than before the step.
 #[test]
 fn a_renewal_after_a_step_back_never_reaches_past_the_desired_expiration() {
     let mut m = RenewalManager::new(exact());
@@ -39,21 +40,52 @@ fn a_renewal_after_a_step_back_never_reaches_past_the_desired_expiration() {
     m.handle_timeout(due);
     // The host clock steps back by far more than the desired expiration is away.
     let tx = m.poll_transmit(due - 9_000).unwrap();
-    assert_eq!(m.now(), due);
-    assert_eq!(asked(&tx), 20_000 - due, "counted from the manager's time, not the host's");
+    assert_eq!(m.clock_offset(), 9_000);
+    assert_eq!(m.now(), due - 9_000);
+    assert_eq!(asked(&tx), 20_000 - due, "counted on the manager's clock, not the host's");
     m.handle_reply(&renewed(tx.request.id, 20_000 - due), due - 9_000);
-    assert_eq!(m.lease(&lease).unwrap().expiration(), 20_000, "counted from the send time");
+    assert_eq!(
+        m.lease(&lease).unwrap().expiration(),
+        11_000,
+        "the desired end, on the host's clock"
+    );
+    assert_eq!(m.expiration(&lease), Ok(11_000));
     assert_eq!(m.rtt(L1).unwrap().samples(), 1, "a round trip of zero, not a negative one");
 }
 
-/// `renew_for` counts the desired expiration from the manager's time.
+/// After a step back, a renewal counts from its real send time: the manager's clock does not
+/// stand still waiting for the host's to catch up (which would make it believe in the lease
+/// for as long as the step, past what the landlord grants: issue 13's simulator found that).
 #[test]
-fn renew_for_after_a_step_back_counts_from_the_managers_time() {
+fn after_a_step_back_a_renewal_counts_from_its_real_send_time() {
+    let mut m = RenewalManager::new(exact());
+    let lease = Lease::new(L1, Cookie(1), 40_000);
+    m.renew_until(lease, FOREVER, 30_000, 0).unwrap();
+    m.handle_timeout(10_000);
+    // The host clock steps back 10 s (to 0); the renewal falls due 10 s later (host 10 s).
+    m.handle_timeout(0);
+    assert_eq!(m.lease(&lease).unwrap().expiration(), 30_000, "40 s on the old clock");
+    let due = m.poll_timeout().unwrap();
+    assert_eq!(due, 10_000, "20 s on the old clock");
+    m.handle_timeout(due);
+    let tx = m.poll_transmit(due).unwrap();
+    m.handle_reply(&renewed(tx.request.id, 30_000), due + 10);
+    assert_eq!(
+        m.lease(&lease).unwrap().expiration(),
+        due + 30_000,
+        "the host's send time plus the grant, on the host's clock"
+    );
+}
+
+/// `renew_for` counts the desired expiration from the host's `now`, on the manager's clock.
+#[test]
+fn renew_for_after_a_step_back_counts_from_the_hosts_now() {
     let mut m = RenewalManager::new(exact());
     m.renew_for(Lease::new(L1, Cookie(1), 100_000), 5_000, 1_000, 50_000).unwrap();
     let late = Lease::new(L1, Cookie(2), 100_000);
     m.renew_for(late, 5_000, 1_000, 1_000).unwrap();
-    assert_eq!(m.expiration(&late), Ok(55_000));
+    assert_eq!(m.clock_offset(), 49_000);
+    assert_eq!(m.expiration(&late), Ok(6_000));
 }
 
 /// A desired expiration reached at the manager's time is reported at the next time-out even
@@ -70,9 +102,9 @@ fn a_lease_given_up_stays_given_up_when_the_clock_steps_back() {
     m.handle_timeout(1_000);
     assert!(m.poll_transmit(1_000).is_none());
     assert!(m.is_empty());
-    // A lease added now with a desired expiration before the manager's time is reached at once.
+    // A lease added now with a desired expiration already past is reached at once.
     let b = Lease::new(L1, Cookie(2), 100_000);
-    m.renew_until(b, 20_000, 5_000, 1_000).unwrap();
+    m.renew_until(b, 500, 5_000, 1_000).unwrap();
     m.handle_timeout(2_000);
     let events: Vec<_> = std::iter::from_fn(|| m.poll_event()).collect();
     assert!(matches!(&events[..], [RenewalEvent::DesiredExpirationReached { .. }]), "{events:?}");
@@ -107,7 +139,8 @@ fn a_timed_out_request_is_not_revived_by_a_step_back() {
     m.handle_timeout(due);
     assert!(m.poll_transmit(due).is_none(), "nothing is sent again");
     m.handle_reply(&renewed(retry.request.id, 60_000), due);
-    assert_eq!(m.lease(&lease).unwrap().expiration(), retry_at + 60_000);
+    assert_eq!(m.clock_offset(), retry_at - due);
+    assert_eq!(m.lease(&lease).unwrap().expiration(), retry_at + 60_000 - m.clock_offset());
     assert_eq!(m.stats().requests_sent, 2);
 }
 

@@ -60,10 +60,10 @@ fn a_membership_that_ended_stays_ended_when_the_clock_steps_back() {
     svc.handle_timeout(5 * SEC);
     assert!(svc.poll_transmit(5 * SEC).is_none());
     assert!(svc.manager().is_empty());
-    assert_eq!(svc.now(), 20 * SEC);
-    // Added again with the host clock at 5 s: ten seconds from the service's time (20 s).
+    assert_eq!(svc.clock_offset(), 15 * SEC, "the service's own clock stays at 20 s");
+    // Added again with the host clock at 5 s: ten seconds from now, on the host's clock.
     svc.add(set, lease, 10 * SEC, 5 * SEC, 5 * SEC).unwrap();
-    assert_eq!(svc.membership(set, &lease, 0).unwrap().unwrap().expiration, 30 * SEC);
+    assert_eq!(svc.membership(set, &lease, 5 * SEC).unwrap().unwrap().expiration, 15 * SEC);
 }
 
 /// A set whose lease ran out stays gone, even before a time-out swept it, once the service has
@@ -94,8 +94,9 @@ fn warnings_follow_the_services_time() {
     let (set, _) = svc.create_set(MIN, 0).unwrap();
     svc.handle_timeout(55 * SEC);
     svc.set_expiration_warning_listener(set, 10 * SEC, b"w".to_vec(), 1_000).unwrap();
-    let e = svc.poll_event().expect("due at once: 5 s are left at the service's time");
-    assert!(matches!(e.kind, SetEventKind::ExpirationWarning { expiration: 60_000, .. }));
+    let e = svc.poll_event().expect("due at once: 5 s are left on the service's clock");
+    // The set expires 5 s from the host's now (1 s), on the host's clock.
+    assert!(matches!(e.kind, SetEventKind::ExpirationWarning { expiration: 6_000, .. }), "{e:?}");
 }
 
 // ---- a busy service, for snapshots ----
@@ -463,8 +464,8 @@ fn set_leases_keep_their_time_left_and_client_leases_keep_their_expirations() {
     );
 }
 
-/// A host whose clock is behind the last recorded time (another machine): the service's time
-/// stays at the recorded time until the clock catches up, and set leases keep their time left.
+/// A host whose clock is behind the last recorded time (another machine): the service's own
+/// clock goes on from the recorded time, and set leases keep their time left.
 #[test]
 fn recovering_on_a_host_whose_clock_is_behind() {
     let mut b = Busy::new(true);
@@ -474,8 +475,9 @@ fn recovering_on_a_host_whose_clock_is_behind() {
     let mut log = Vec::new();
     b.svc.take_journal(&mut log);
     let (svc, _) = RenewalService::recover(&snapshot, &[&log], 5 * MIN).unwrap();
-    assert_eq!(svc.now(), 100 * MIN);
-    assert_eq!(svc.set_lease(set, 5 * MIN).unwrap().expiration(), 110 * MIN);
+    assert_eq!(svc.now(), 5 * MIN);
+    assert_eq!(svc.clock_offset(), 95 * MIN, "its own clock stays at 100 minutes");
+    assert_eq!(svc.set_lease(set, 5 * MIN).unwrap().expiration(), 15 * MIN, "10 minutes left");
 }
 
 /// With a journal and sets held, the service asks for a time-out at least every

@@ -9,8 +9,9 @@
 //!
 //! # Time and restarts
 //!
-//! A renewal manager's time never runs backwards: every `now` it is given is read as the latest
-//! `now` it has seen ([`RenewalManager::now`]). [`RenewalManager::snapshot`] and
+//! A renewal manager's clock never runs backwards and never stands still while the host's clock
+//! runs: a host clock that steps back grows an offset instead ([`RenewalManager::clock_offset`];
+//! see [`RenewalManager`], "Time"). [`RenewalManager::snapshot`] and
 //! [`RenewalManager::restore`] carry everything it holds ([`ManagerSnapshot`], JSON or compact
 //! binary), so a restored manager sends, reports and times out exactly as the original would
 //! have. Its times are absolute on the host's clock (the leases' landlords keep counting while

@@ -5,9 +5,11 @@
 //! [`RenewalService::execute`], the one place where the service changes. Snapshot plus journal
 //! gives the same service: the same replies, requests, events and time-outs.
 //!
-//! Records (each framed by [`crate::journal`]; `dt` is the service's time since the previous
-//! record, LEB128; signed numbers zigzag LEB128; leases are landlord, cookie, expiration and
-//! serial format; messages are their binary wire encoding):
+//! Records (each framed by [`crate::journal`]; `dt` is the host's `now` given to the call minus
+//! the one of the previous record that has one, zigzag LEB128 (a host clock may step back; the
+//! service's own time, worked out from it by the same code on replay, never does); other signed
+//! numbers zigzag LEB128; leases are landlord, cookie, expiration on the host's clock and serial
+//! format; messages are their binary wire encoding):
 //!
 //! | kind | record        | body                                       |
 //! |------|---------------|--------------------------------------------|
@@ -18,7 +20,7 @@
 //! | 5    | failure lstn  | dt, set, handback                          |
 //! | 6    | clear warning | dt, set                                    |
 //! | 7    | clear failure | dt, set                                    |
-//! | 8    | unknown event | dt, event id                               |
+//! | 8    | unknown event | event id                                   |
 //! | 9    | request       | dt, request message                        |
 //! | 10   | time-out      | dt                                         |
 //! | 11   | transmit      | dt                                         |
@@ -89,13 +91,15 @@ pub(crate) struct Journal {
     pending: Pending,
     /// The service's time as of the last record.
     clock: Millis,
+    /// The host's `now` of the last record that has one.
+    raw: Millis,
     /// Records up to this one are in a snapshot: never update them in place.
     sealed: u64,
 }
 
 impl Journal {
-    fn new(last_seq: u64, clock: Millis) -> Journal {
-        Journal { pending: Pending::new(last_seq), clock, sealed: last_seq }
+    fn new(last_seq: u64, clock: Millis, raw: Millis) -> Journal {
+        Journal { pending: Pending::new(last_seq), clock, raw, sealed: last_seq }
     }
 
     /// The service's time as of the last record.
@@ -103,82 +107,93 @@ impl Journal {
         self.clock
     }
 
-    /// Starts a record of `kind` at service time `now`.
-    fn head(&mut self, kind: u8, now: Millis) -> &mut Vec<u8> {
-        let dt = (now as u64).wrapping_sub(self.clock as u64);
+    /// Starts a record of `kind` for a call given the host's `raw` now, which made the
+    /// service's time `now`.
+    fn head(&mut self, kind: u8, raw: Millis, now: Millis) -> &mut Vec<u8> {
+        let dt = raw.wrapping_sub(self.raw);
+        self.raw = raw;
         self.clock = now;
         let b = self.pending.begin(kind);
-        put_varint(b, dt);
+        put_ivarint(b, dt);
         b
     }
 
-    /// Records `c`, run at service time `now`.
-    pub(crate) fn command(&mut self, c: &Command, now: Millis) {
+    /// Records `c`, called with the host's `raw` now (`None`: a call without one), which made
+    /// the service's time `now`.
+    pub(crate) fn command(&mut self, c: &Command, raw: Option<Millis>, now: Millis) {
+        if let Command::UnknownEvent { event_id } = c {
+            // The one call without a time.
+            put_varint(self.pending.begin(UNKNOWN_EVENT), *event_id);
+            self.pending.end();
+            return;
+        }
+        let now = (raw.unwrap_or(self.raw), now);
         match c {
             Command::CreateSet { duration } => {
-                let b = self.head(CREATE_SET, now);
+                let b = self.head(CREATE_SET, now.0, now.1);
                 put_ivarint(b, *duration);
             }
             Command::Add { set, lease, membership, renew } => {
-                let b = self.head(ADD, now);
+                let b = self.head(ADD, now.0, now.1);
                 put_varint(b, set.0);
                 bin::put_lease(b, lease);
                 put_ivarint(b, *membership);
                 put_ivarint(b, *renew);
             }
             Command::Remove { set, lease } => {
-                let b = self.head(REMOVE, now);
+                let b = self.head(REMOVE, now.0, now.1);
                 put_varint(b, set.0);
                 bin::put_lease(b, lease);
             }
             Command::SetWarning { set, min_warning, handback } => {
-                let b = self.head(SET_WARNING, now);
+                let b = self.head(SET_WARNING, now.0, now.1);
                 put_varint(b, set.0);
                 put_ivarint(b, *min_warning);
                 put_bytes(b, handback);
             }
             Command::SetFailure { set, handback } => {
-                let b = self.head(SET_FAILURE, now);
+                let b = self.head(SET_FAILURE, now.0, now.1);
                 put_varint(b, set.0);
                 put_bytes(b, handback);
             }
-            Command::ClearWarning { set } => put_varint(self.head(CLEAR_WARNING, now), set.0),
-            Command::ClearFailure { set } => put_varint(self.head(CLEAR_FAILURE, now), set.0),
-            Command::UnknownEvent { event_id } => {
-                put_varint(self.head(UNKNOWN_EVENT, now), *event_id)
+            Command::ClearWarning { set } => {
+                put_varint(self.head(CLEAR_WARNING, now.0, now.1), set.0)
             }
+            Command::ClearFailure { set } => {
+                put_varint(self.head(CLEAR_FAILURE, now.0, now.1), set.0)
+            }
+            Command::UnknownEvent { .. } => unreachable!("recorded above"),
             Command::Request(r) => {
                 let bytes = r.encode(Encoding::Binary);
-                self.head(REQUEST, now).extend_from_slice(&bytes);
+                self.head(REQUEST, now.0, now.1).extend_from_slice(&bytes);
             }
             Command::Timeout => {
-                self.head(TIMEOUT, now);
+                self.head(TIMEOUT, now.0, now.1);
             }
             Command::Transmit => {
-                self.head(TRANSMIT, now);
+                self.head(TRANSMIT, now.0, now.1);
             }
             Command::Reply(r) => {
                 let bytes = r.encode(Encoding::Binary);
-                self.head(REPLY, now).extend_from_slice(&bytes);
+                self.head(REPLY, now.0, now.1).extend_from_slice(&bytes);
             }
             Command::Failure { id, error } => {
-                let b = self.head(FAILURE, now);
+                let b = self.head(FAILURE, now.0, now.1);
                 put_varint(b, *id);
                 bin::put_error(b, error);
             }
             Command::Resume { .. } => {
-                self.head(RESUME, now);
+                self.head(RESUME, now.0, now.1);
             }
         }
         self.pending.end();
     }
 
-    /// Records that the service's time moved on to `now`, if it did.
-    pub(crate) fn clock_to(&mut self, now: Millis) {
-        if now > self.clock {
-            self.head(CLOCK, now);
-            self.pending.end();
-        }
+    /// Records a call that changed nothing but the time: the host's `raw` now, which made the
+    /// service's time `now`.
+    pub(crate) fn clock_record(&mut self, raw: Millis, now: Millis) {
+        self.head(CLOCK, raw, now);
+        self.pending.end();
     }
 
     /// One event handed out: counted into the last record if that is a pending `taken`
@@ -198,14 +213,15 @@ impl Journal {
     }
 }
 
-/// One record read back: the service's time and what to do.
+/// One record read back: the host's `now` of the call (if it had one) and what to do.
 enum Record {
-    Run(Millis, Command),
+    Run(Option<Millis>, Command),
     Clock(Millis),
     Taken(u32),
 }
 
-fn read_record(rec: &[u8], clock: Millis) -> Result<Record> {
+/// Reads one record; `raw` is the host's `now` of the last record that had one.
+fn read_record(rec: &[u8], raw: Millis) -> Result<Record> {
     let mut r = Reader::new(rec, "renewal service journal record");
     let kind = r.u8()?;
     if kind == TAKEN {
@@ -213,11 +229,12 @@ fn read_record(rec: &[u8], clock: Millis) -> Result<Record> {
         r.finish()?;
         return Ok(Record::Taken(n));
     }
-    let dt = r.varint()?;
-    let t = (clock as u64).wrapping_add(dt) as i64;
-    if t < clock {
-        return Err(r.error(format!("time runs backwards to {t}")));
+    if kind == UNKNOWN_EVENT {
+        let event_id = r.varint()?;
+        r.finish()?;
+        return Ok(Record::Run(None, Command::UnknownEvent { event_id }));
     }
+    let t = raw.wrapping_add(r.ivarint()?);
     let set = |r: &mut Reader<'_>| -> Result<super::SetId> { Ok(super::SetId(r.varint()?)) };
     let command = match kind {
         CREATE_SET => Command::CreateSet { duration: r.ivarint()? },
@@ -236,13 +253,13 @@ fn read_record(rec: &[u8], clock: Millis) -> Result<Record> {
         SET_FAILURE => Command::SetFailure { set: set(&mut r)?, handback: r.bytes()?.to_vec() },
         CLEAR_WARNING => Command::ClearWarning { set: set(&mut r)? },
         CLEAR_FAILURE => Command::ClearFailure { set: set(&mut r)? },
-        UNKNOWN_EVENT => Command::UnknownEvent { event_id: r.varint()? },
         REQUEST => Command::Request(Request::decode(r.rest(), Encoding::Binary, &UNLIMITED)?),
         TIMEOUT => Command::Timeout,
         TRANSMIT => Command::Transmit,
         REPLY => Command::Reply(Reply::decode(r.rest(), Encoding::Binary, &UNLIMITED)?),
         FAILURE => Command::Failure { id: r.varint()?, error: bin::error(&mut r)? },
-        RESUME => Command::Resume { before: clock },
+        // The time before it is the service's, filled in when it runs.
+        RESUME => Command::Resume { before: Millis::MIN },
         CLOCK => {
             r.finish()?;
             return Ok(Record::Clock(t));
@@ -250,7 +267,7 @@ fn read_record(rec: &[u8], clock: Millis) -> Result<Record> {
         k => return Err(r.error(format!("unknown record kind {k}"))),
     };
     r.finish()?;
-    Ok(Record::Run(t, command))
+    Ok(Record::Run(Some(t), command))
 }
 
 impl RenewalService {
@@ -262,9 +279,7 @@ impl RenewalService {
     /// [`RenewalService::replay_segments`]. With a journal, it is journaled like any other
     /// call.
     pub fn resume(&mut self, now: Millis) {
-        let before = self.clock;
-        let now = self.tick(now);
-        self.command(Command::Resume { before }, now);
+        self.command(Command::Resume { before: self.clock }, Some(now));
     }
 
     /// Moves set leases' clock so that the time between `before` and `now` does not count.
@@ -295,7 +310,8 @@ impl RenewalService {
     /// [`crate::journal`]). A service rebuilt from a binary snapshot has one already.
     pub fn enable_journal(&mut self) {
         if self.journal.is_none() {
-            self.journal = Some(Box::new(Journal::new(0, self.clock)));
+            let raw = self.to_host(self.clock);
+            self.journal = Some(Box::new(Journal::new(0, self.clock, raw)));
         }
     }
 
@@ -321,9 +337,10 @@ impl RenewalService {
             j.sealed = j.pending.last_seq();
         }
         let seq = self.journal_seq();
-        let snap = self.snapshot(self.clock);
+        let raw = self.journal.as_ref().map_or(self.to_host(self.clock), |j| j.raw);
+        let snap = self.snapshot_in(self.clock);
         let mut body = Vec::with_capacity(256 + 64 * self.clients.len() + 32 * self.sets.len());
-        snap.encode(&self.config.set_policy, self.config.restore_jump, &mut body);
+        snap.encode(&self.config.set_policy, self.config.restore_jump, raw, &mut body);
         write_snapshot(out, KIND_RENEWAL_SERVICE, BINARY_SNAPSHOT_VERSION, seq, &body);
         seq
     }
@@ -357,13 +374,13 @@ impl RenewalService {
             )));
         }
         let mut r = Reader::new(snap.body, "renewal service snapshot");
-        let (set_policy, restore_jump, s) = super::ServiceSnapshot::decode(&mut r)?;
+        let (set_policy, restore_jump, raw, s) = super::ServiceSnapshot::decode(&mut r)?;
         r.finish()?;
         let mut config = RenewalServiceConfig::new(s.landlord_id(), [0; 32]);
         config.set_policy = set_policy;
         config.restore_jump = restore_jump;
         let mut svc = RenewalService::from_snapshot(config, s, 0)?;
-        svc.journal = Some(Box::new(Journal::new(snap.seq, svc.clock)));
+        svc.journal = Some(Box::new(Journal::new(snap.seq, svc.clock, raw)));
         Ok(svc)
     }
 
@@ -403,7 +420,7 @@ impl RenewalService {
     }
 
     fn apply(&mut self, j: &mut Journal, rec: &[u8]) -> Result<()> {
-        match read_record(rec, j.clock)? {
+        match read_record(rec, j.raw)? {
             Record::Taken(n) => {
                 if n as usize > self.out.len() {
                     return Err(LeaseError::Decode(format!(
@@ -413,19 +430,25 @@ impl RenewalService {
                 }
                 self.out.drain(..n as usize);
             }
-            Record::Clock(t) => {
-                j.clock = t;
-                self.clock = self.clock.max(t);
+            Record::Clock(raw) => {
+                j.clock = self.tick(raw);
+                j.raw = raw;
             }
-            Record::Run(t, command) => {
-                if t < self.clock {
-                    return Err(LeaseError::Decode(format!(
-                        "a record at {t}, before the service's time {}",
-                        self.clock
-                    )));
-                }
+            Record::Run(raw, command) => {
+                // The same steps as the live call (`RenewalService::command`).
+                let before = self.clock;
+                let t = match raw {
+                    Some(raw) => {
+                        j.raw = raw;
+                        self.tick(raw)
+                    }
+                    None => self.clock,
+                };
+                let command = match command {
+                    Command::Resume { .. } => Command::Resume { before },
+                    c => c,
+                };
                 j.clock = t;
-                self.clock = t;
                 self.execute(&command, t);
             }
         }

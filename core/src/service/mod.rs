@@ -87,12 +87,17 @@
 //!
 //! # Time
 //!
-//! The service's time never runs backwards, whatever `now` the host passes: it is the latest
-//! `now` seen so far ([`RenewalService::now`]), and every `now` (of calls and of queries) is read
-//! that way. A host clock that steps back freezes the service's time until the clock catches
-//! up: a set or a membership the service has ended stays ended, and nothing is renewed or sent
-//! again because the clock went back. The set-lease landlord and the renewal manager inside are
-//! always given the service's time.
+//! The service's time never runs backwards, whatever `now` the host passes, and never stands
+//! still while the host's clock runs: it is its renewal manager's clock (one clock, one rule:
+//! see [`RenewalManager`], "Time"), the host's `now` plus an offset that grows by every step
+//! back of the host's clock ([`RenewalService::clock_offset`]). A set or a membership the
+//! service has ended stays ended, and nothing is renewed or sent again because the clock went
+//! back; and since the clock keeps running, a client lease renewed after a step back is counted
+//! from its real send time (a clock that stood still until the host's caught up would make the
+//! service believe in client leases longer than their landlords grant them). The set-lease
+//! landlord runs on the service's clock. Every time the service takes or gives (expirations of
+//! set and client leases, memberships, warnings, [`RenewalService::poll_timeout`]) is on the
+//! host's clock as it reads at the time of the call.
 //!
 //! # Snapshots, the journal, and replies after durable
 //!
@@ -156,11 +161,12 @@ pub struct RenewalServiceConfig {
     pub set_policy: PolicySpec,
     /// The renewal manager that renews the client leases.
     pub manager: RenewalManagerConfig,
-    /// How far event sequence numbers jump on a JSON restore ([`RenewalService::restore`];
-    /// [`crate::event::DEFAULT_RESTORE_JUMP`] by default). Use 0 when the snapshot is the
-    /// service's last state (taken at a clean shutdown): the numbers go on without a gap. Keep a
-    /// jump when the snapshot may be stale (events numbered after it may have been delivered).
-    /// A service rebuilt from its binary snapshot and journal is exact and never jumps.
+    /// How far event sequence numbers and renewal request ids jump on a JSON restore
+    /// ([`RenewalService::restore`]; [`crate::event::DEFAULT_RESTORE_JUMP`] by default). Use 0
+    /// when the snapshot is the service's last state (taken at a clean shutdown): the numbers go
+    /// on without a gap. Keep a jump when the snapshot may be stale (events numbered, or
+    /// requests sent, after it was taken may have left). A service rebuilt from its binary
+    /// snapshot and journal is exact and never jumps (nothing left before it was journaled).
     pub restore_jump: u64,
 }
 
@@ -349,38 +355,105 @@ impl RenewalService {
         &self.manager
     }
 
-    /// The service's time on the host's clock: the latest `now` it has seen (`i64::MIN` before
-    /// any). Every `now` given to the service is read as at least this.
+    /// The service's time on the host's clock (`i64::MIN` before any call with a `now`): the
+    /// latest `now` it was given, or, while the host's clock is behind the service's time, that
+    /// time on the host's clock. The service's own clock (this plus
+    /// [`RenewalService::clock_offset`]) never runs backwards (see the module docs, "Time").
     pub fn now(&self) -> Millis {
-        self.clock
+        if self.clock == Millis::MIN {
+            Millis::MIN
+        } else {
+            self.to_host(self.clock)
+        }
     }
 
-    /// Moves the service's time to `now` (never backwards) and returns it.
+    /// How far the service's time is ahead of the host's clock: 0 until the host's clock steps
+    /// back, then the sum of the steps back seen.
+    pub fn clock_offset(&self) -> Millis {
+        self.manager.clock_offset()
+    }
+
+    /// Moves the service's time to the host's `now` and returns it. The service's time is its
+    /// renewal manager's: one clock, one rule ([`RenewalManager`], "Time").
     #[inline]
     fn tick(&mut self, now: Millis) -> Millis {
-        self.clock = self.clock.max(now);
+        self.clock = self.manager.tick(now);
         self.clock
     }
 
-    /// A `now` read as the service's time, without moving it.
+    /// The host's `now` read as the service's time, without moving it.
     #[inline]
     fn at(&self, now: Millis) -> Millis {
-        self.clock.max(now)
+        self.clock.max(now.saturating_add(self.clock_offset()))
     }
 
-    /// Journals `command` at the service's time `now` (if journaled) and runs it.
-    fn command(&mut self, command: Command, now: Millis) -> Output {
-        if let Some(j) = self.journal.as_deref_mut() {
-            j.command(&command, now);
+    /// A time on the service's clock, on the host's.
+    fn to_host(&self, t: Millis) -> Millis {
+        if t == time::FOREVER {
+            t
+        } else {
+            t.saturating_sub(self.clock_offset())
         }
-        self.execute(&command, now)
     }
 
-    /// Journals that the service's time moved on, if it did (an answer about to leave may
-    /// depend on it), for calls that change nothing else.
-    fn note_time(&mut self, now: Millis) {
+    /// A time on the host's clock, on the service's.
+    fn to_mine(&self, t: Millis) -> Millis {
+        if t == time::FOREVER {
+            t
+        } else {
+            t.saturating_add(self.clock_offset()).min(time::FOREVER - 1)
+        }
+    }
+
+    fn lease_mine(&self, mut lease: Lease) -> Lease {
+        lease.set_expiration(self.to_mine(lease.expiration()));
+        lease
+    }
+
+    fn lease_to_host(&self, mut lease: Lease) -> Lease {
+        lease.set_expiration(self.to_host(lease.expiration()));
+        lease
+    }
+
+    fn event_to_host(&self, mut e: SetEvent) -> SetEvent {
+        e.kind = match e.kind {
+            SetEventKind::ExpirationWarning { set, expiration } => {
+                SetEventKind::ExpirationWarning { set, expiration: self.to_host(expiration) }
+            }
+            SetEventKind::RenewalFailure { set, lease, error } => {
+                SetEventKind::RenewalFailure { set, lease: self.lease_to_host(lease), error }
+            }
+        };
+        e
+    }
+
+    /// Moves the service's time to the host's `now` (`None` for calls without one), journals
+    /// `command` with that `now` (if journaled) and runs it.
+    fn command(&mut self, command: Command, now: Option<Millis>) -> Output {
+        let before = self.clock;
+        let t = match now {
+            Some(raw) => self.tick(raw),
+            None => self.clock,
+        };
+        let command = match command {
+            Command::Resume { .. } => Command::Resume { before },
+            c => c,
+        };
         if let Some(j) = self.journal.as_deref_mut() {
-            j.clock_to(now);
+            j.command(&command, now, t);
+        }
+        self.execute(&command, t)
+    }
+
+    /// For calls that change nothing but the time: moves it to the host's `now`, and journals
+    /// that if it changed anything (an answer about to leave may depend on it).
+    fn note_time(&mut self, now: Millis) {
+        let before = (self.clock, self.clock_offset());
+        let t = self.tick(now);
+        if before != (t, self.clock_offset()) {
+            if let Some(j) = self.journal.as_deref_mut() {
+                j.clock_record(now, t);
+            }
         }
     }
 
@@ -389,8 +462,7 @@ impl RenewalService {
     /// before the latest `now` it has seen). Returns the set and its lease. The policy may deny
     /// it ([`LeaseError::LeaseDenied`]), as does a service whose set numbers are all used.
     pub fn create_set(&mut self, lease_duration: Duration, now: Millis) -> Result<(SetId, Lease)> {
-        let now = self.tick(now);
-        match self.command(Command::CreateSet { duration: lease_duration }, now) {
+        match self.command(Command::CreateSet { duration: lease_duration }, Some(now)) {
             Output::Set(r) => r,
             _ => unreachable!("create_set answers a set"),
         }
@@ -410,8 +482,13 @@ impl RenewalService {
     /// The set's own lease as the service sees it at `now` (read as the service's time: never
     /// before the latest `now` it has seen); `None` for a set that is gone.
     pub fn set_lease(&self, set: SetId, now: Millis) -> Option<Lease> {
+        self.set_lease_in(set, self.at(now)).map(|l| self.lease_to_host(l))
+    }
+
+    /// The set's lease at the service's time `now`, its expiration on the service's clock.
+    fn set_lease_in(&self, set: SetId, now: Millis) -> Option<Lease> {
         let s = self.sets.get(&set)?;
-        self.landlord.lease(s.cookie, self.at(now))
+        self.landlord.lease(s.cookie, now)
     }
 
     /// The set whose lease is `lease`, if it is alive at `now` (read as the service's time).
@@ -422,9 +499,10 @@ impl RenewalService {
         self.landlord.get(lease.cookie(), self.at(now)).map(|(_, s)| *s)
     }
 
+    /// The set, if its lease is honoured at the service's time `now`.
     fn live_set(&self, set: SetId, now: Millis) -> Result<&SetState> {
         match self.sets.get(&set) {
-            Some(s) if self.landlord.get(s.cookie, self.at(now)).is_some() => Ok(s),
+            Some(s) if self.landlord.get(s.cookie, now).is_some() => Ok(s),
             _ => Err(LeaseError::UnknownLease),
         }
     }
@@ -447,9 +525,8 @@ impl RenewalService {
         renew_duration: Duration,
         now: Millis,
     ) -> Result<()> {
-        let now = self.tick(now);
         let c = Command::Add { set, lease, membership: membership_duration, renew: renew_duration };
-        match self.command(c, now) {
+        match self.command(c, Some(now)) {
             Output::Unit(r) => r,
             _ => unreachable!("add answers a unit"),
         }
@@ -459,8 +536,7 @@ impl RenewalService {
     /// known, or `None` if the set did not hold it. An unknown set is
     /// [`LeaseError::UnknownLease`]. `now` is read as the service's time.
     pub fn remove(&mut self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Lease>> {
-        let now = self.tick(now);
-        match self.command(Command::Remove { set, lease: *lease }, now) {
+        match self.command(Command::Remove { set, lease: *lease }, Some(now)) {
             Output::Removed(r) => r,
             _ => unreachable!("remove answers a lease"),
         }
@@ -469,15 +545,21 @@ impl RenewalService {
     /// The client leases in `set`, each as last known (after the latest renewal). `now` is read
     /// as the service's time.
     pub fn leases(&self, set: SetId, now: Millis) -> Result<Vec<Lease>> {
-        let s = self.live_set(set, now)?;
-        Ok(s.members.keys().filter_map(|k| self.client_lease(*k)).collect())
+        let s = self.live_set(set, self.at(now))?;
+        Ok(s.members
+            .keys()
+            .filter_map(|k| self.client_lease(*k))
+            .map(|l| self.lease_to_host(l))
+            .collect())
     }
 
     /// The membership of `lease` in `set`, if the set holds it. `now` is read as the service's
     /// time.
     pub fn membership(&self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Membership>> {
-        let s = self.live_set(set, now)?;
-        Ok(s.members.get(&key_of(lease)).copied())
+        let s = self.live_set(set, self.at(now))?;
+        Ok(s.members
+            .get(&key_of(lease))
+            .map(|m| Membership { expiration: self.to_host(m.expiration), ..*m }))
     }
 
     /// Registers for the set's expiration-warning event, due `min_warning` before the set's
@@ -491,8 +573,7 @@ impl RenewalService {
         handback: Vec<u8>,
         now: Millis,
     ) -> Result<EventRegistration> {
-        let now = self.tick(now);
-        match self.command(Command::SetWarning { set, min_warning, handback }, now) {
+        match self.command(Command::SetWarning { set, min_warning, handback }, Some(now)) {
             Output::Registration(r) => r,
             _ => unreachable!("a listener answers a registration"),
         }
@@ -506,8 +587,7 @@ impl RenewalService {
         handback: Vec<u8>,
         now: Millis,
     ) -> Result<EventRegistration> {
-        let now = self.tick(now);
-        match self.command(Command::SetFailure { set, handback }, now) {
+        match self.command(Command::SetFailure { set, handback }, Some(now)) {
             Output::Registration(r) => r,
             _ => unreachable!("a listener answers a registration"),
         }
@@ -516,8 +596,7 @@ impl RenewalService {
     /// Ends the set's expiration-warning registration, if any. `now` is read as the service's
     /// time.
     pub fn clear_expiration_warning_listener(&mut self, set: SetId, now: Millis) -> Result<()> {
-        let now = self.tick(now);
-        match self.command(Command::ClearWarning { set }, now) {
+        match self.command(Command::ClearWarning { set }, Some(now)) {
             Output::Unit(r) => r,
             _ => unreachable!("clear answers a unit"),
         }
@@ -526,8 +605,7 @@ impl RenewalService {
     /// Ends the set's renewal-failure registration, if any. `now` is read as the service's
     /// time.
     pub fn clear_renewal_failure_listener(&mut self, set: SetId, now: Millis) -> Result<()> {
-        let now = self.tick(now);
-        match self.command(Command::ClearFailure { set }, now) {
+        match self.command(Command::ClearFailure { set }, Some(now)) {
             Output::Unit(r) => r,
             _ => unreachable!("clear answers a unit"),
         }
@@ -537,8 +615,7 @@ impl RenewalService {
     /// registration alone ends (the set and its other registration stay), and its events not
     /// yet handed out are dropped. Returns whether it was active.
     pub fn unknown_event(&mut self, event_id: EventId) -> bool {
-        let now = self.clock;
-        match self.command(Command::UnknownEvent { event_id }, now) {
+        match self.command(Command::UnknownEvent { event_id }, None) {
             Output::Known(k) => k,
             _ => unreachable!("unknown_event answers a flag"),
         }
@@ -547,7 +624,7 @@ impl RenewalService {
     /// The active event registrations of `set` (expiration warning first, then failure).
     /// `now` is read as the service's time.
     pub fn registrations(&self, set: SetId, now: Millis) -> Result<Vec<EventRegistration>> {
-        let s = self.live_set(set, now)?;
+        let s = self.live_set(set, self.at(now))?;
         let ids = s.warning.map(|w| w.event_id).into_iter().chain(s.failure);
         ids.map(|id| self.registration(set, id, self.at(now))).collect()
     }
@@ -559,8 +636,7 @@ impl RenewalService {
     /// With a journal, the reply may leave only once [`RenewalService::journal_seq`] (read right
     /// after this call) is durable: see [`crate::journal::Gate`].
     pub fn handle_request(&mut self, request: &Request, now: Millis) -> Reply {
-        let now = self.tick(now);
-        match self.command(Command::Request(request.clone()), now) {
+        match self.command(Command::Request(request.clone()), Some(now)) {
             Output::Reply(r) => r,
             _ => unreachable!("a request answers a reply"),
         }
@@ -572,7 +648,6 @@ impl RenewalService {
         let reply = match Request::decode(bytes, encoding, &self.landlord.config().limits) {
             Ok(req) => self.handle_request(&req, now),
             Err(e) => {
-                let now = self.tick(now);
                 self.note_time(now);
                 Reply {
                     id: 0,
@@ -589,6 +664,11 @@ impl RenewalService {
     /// ([`LandlordConfig::journal_clock_interval`] of the set-lease landlord's configuration):
     /// after a crash, set leases resume from the last recorded time.
     pub fn poll_timeout(&self) -> Option<Millis> {
+        self.poll_timeout_in().map(|t| self.to_host(t))
+    }
+
+    /// [`RenewalService::poll_timeout`] on the service's clock.
+    fn poll_timeout_in(&self) -> Option<Millis> {
         let clock = match &self.journal {
             Some(j) if !self.sets.is_empty() && self.config.landlord.journal_clock_interval > 0 => {
                 Some(j.clock().saturating_add(self.config.landlord.journal_clock_interval))
@@ -599,7 +679,7 @@ impl RenewalService {
             self.sets_due.first().map(|d| d.0),
             self.memberships_due.first().map(|d| d.0),
             self.warnings_due.first().map(|d| d.0),
-            self.manager.poll_timeout(),
+            self.manager.poll_timeout_in(),
             clock,
         ]
         .into_iter()
@@ -615,8 +695,7 @@ impl RenewalService {
     /// to sweep (more than its per-call budget expired at once), the manager waits, and
     /// [`RenewalService::poll_timeout`] asks to be called again at once.
     pub fn handle_timeout(&mut self, now: Millis) {
-        let now = self.tick(now);
-        self.command(Command::Timeout, now);
+        self.command(Command::Timeout, Some(now));
     }
 
     /// The next renewal request to send to a client lease's landlord, sent at `now` (read as
@@ -626,12 +705,11 @@ impl RenewalService {
     /// after this call) is durable: a request the service forgets in a crash must not be out
     /// (its id would be handed out again after the restart).
     pub fn poll_transmit(&mut self, now: Millis) -> Option<Transmit> {
-        let now = self.tick(now);
         if !self.manager.has_transmit() {
             self.note_time(now);
             return None;
         }
-        match self.command(Command::Transmit, now) {
+        match self.command(Command::Transmit, Some(now)) {
             Output::Transmit(t) => t,
             _ => unreachable!("poll_transmit answers a transmit"),
         }
@@ -640,15 +718,13 @@ impl RenewalService {
     /// A landlord's reply to a request from [`RenewalService::poll_transmit`], received at
     /// `now` (read as the service's time).
     pub fn handle_reply(&mut self, reply: &Reply, now: Millis) {
-        let now = self.tick(now);
-        self.command(Command::Reply(reply.clone()), now);
+        self.command(Command::Reply(reply.clone()), Some(now));
     }
 
     /// The request `request_id` got no reply: `error` says why (an indefinite error is retried).
     /// `now` is read as the service's time.
     pub fn handle_failure(&mut self, request_id: u64, error: LeaseError, now: Millis) {
-        let now = self.tick(now);
-        self.command(Command::Failure { id: request_id, error }, now);
+        self.command(Command::Failure { id: request_id, error }, Some(now));
     }
 
     /// The next event to deliver to a set's listener.
@@ -661,7 +737,7 @@ impl RenewalService {
         if let Some(j) = self.journal.as_deref_mut() {
             j.taken();
         }
-        Some(e)
+        Some(self.event_to_host(e))
     }
 
     /// Runs one command at the service's time `now`: the one place where the service changes,
@@ -687,14 +763,14 @@ impl RenewalService {
                 self.do_timeout(now);
                 Output::Nothing
             }
-            Command::Transmit => Output::Transmit(self.manager.poll_transmit(now)),
+            Command::Transmit => Output::Transmit(self.manager.poll_transmit_in(now)),
             Command::Reply(r) => {
-                self.manager.handle_reply(r, now);
+                self.manager.handle_reply_in(r, now);
                 self.drain_manager(now);
                 Output::Nothing
             }
             Command::Failure { id, error } => {
-                self.manager.handle_failure(*id, error.clone(), now);
+                self.manager.handle_failure_in(*id, error.clone(), now);
                 self.drain_manager(now);
                 Output::Nothing
             }
@@ -722,7 +798,8 @@ impl RenewalService {
         self.next_set = next;
         self.sets.insert(id, SetState::new(grant.cookie));
         self.file_set(id, grant.expiration);
-        Ok((id, Lease::new(self.landlord.id(), grant.cookie, grant.expiration)))
+        let lease = Lease::new(self.landlord.id(), grant.cookie, grant.expiration);
+        Ok((id, self.lease_to_host(lease)))
     }
 
     fn do_add(
@@ -740,6 +817,8 @@ impl RenewalService {
             ));
         }
         check_membership(membership_duration, renew_duration)?;
+        // The host's copy, read on the service's clock.
+        let lease = self.lease_mine(lease);
         let key = key_of(&lease);
         let expiration = if membership_duration < 0 {
             now.saturating_add(membership_duration)
@@ -771,7 +850,7 @@ impl RenewalService {
         if !held {
             return Ok(None);
         }
-        let current = self.client_lease(key);
+        let current = self.client_lease(key).map(|l| self.lease_to_host(l));
         self.drop_membership(set, key);
         self.resync(key, now)?;
         Ok(current)
@@ -936,7 +1015,7 @@ impl RenewalService {
         if sweeping {
             return;
         }
-        self.manager.handle_timeout(now);
+        self.manager.handle_timeout_in(now);
         self.drain_manager(now);
     }
 
@@ -983,18 +1062,19 @@ impl RenewalService {
         event_id: EventId,
         now: Millis,
     ) -> Result<EventRegistration> {
-        let lease = self.set_lease(set, now).ok_or(LeaseError::UnknownLease)?;
+        let lease = self.set_lease_in(set, now).ok_or(LeaseError::UnknownLease)?;
+        let lease = self.lease_to_host(lease);
         self.events.registration(event_id, lease).ok_or(LeaseError::UnknownLease)
     }
 
     fn manager_has(&self, lease: &Lease) -> bool {
-        self.manager.lease(lease).is_some()
+        self.manager.lease_in(lease).is_some()
     }
 
     /// The current copy of a client lease: the manager's while it renews it, else the last known.
     fn client_lease(&self, key: ClientKey) -> Option<Lease> {
         let stored = *self.clients.get(&key)?;
-        Some(self.manager.lease(&stored).unwrap_or(stored))
+        Some(self.manager.lease_in(&stored).unwrap_or(stored))
     }
 
     /// Removes `key` from `set` (no event, no manager update).
@@ -1046,17 +1126,17 @@ impl RenewalService {
                 // expiration moves; replace it when the renew duration changes.
                 let same_renew = self.manager.renew_duration(&lease).ok() == Some(m.renew_duration);
                 if same_renew {
-                    if self.manager.expiration(&lease).ok() != Some(m.expiration) {
-                        self.manager.set_expiration(&lease, m.expiration, now)?;
+                    if self.manager.expiration_in(&lease).ok() != Some(m.expiration) {
+                        self.manager.set_expiration_in(&lease, m.expiration, now)?;
                     }
                     Ok(())
                 } else {
-                    self.manager.renew_until(lease, m.expiration, m.renew_duration, now)
+                    self.manager.renew_until_in(lease, m.expiration, m.renew_duration, now)
                 }
             }
             None => {
                 if self.manager_has(&lease) {
-                    let _ = self.manager.remove(&lease);
+                    let _ = self.manager.remove_in(&lease);
                 }
                 if !self.holders.contains_key(&key) {
                     self.clients.remove(&key);
@@ -1068,7 +1148,7 @@ impl RenewalService {
     }
 
     fn drain_manager(&mut self, now: Millis) {
-        while let Some(ev) = self.manager.poll_event() {
+        while let Some(ev) = self.manager.poll_event_in() {
             match ev {
                 RenewalEvent::Renewed { lease } => {
                     let key = key_of(&lease);

@@ -134,9 +134,13 @@ impl ServiceSnapshot {
         self.version
     }
 
-    /// The service's time when the snapshot was taken.
+    /// The service's time when the snapshot was taken, on the host's clock.
     pub fn taken_at(&self) -> Millis {
-        self.taken_at
+        if self.taken_at == Millis::MIN {
+            Millis::MIN
+        } else {
+            self.taken_at.saturating_sub(self.manager.offset())
+        }
     }
 
     /// The id of the service's landlord (every set lease carries it).
@@ -165,7 +169,11 @@ impl RenewalService {
     /// latest `now` it has seen). Taking it changes nothing. For an exact copy, take it at the
     /// service's own time ([`RenewalService::now`]).
     pub fn snapshot(&self, now: Millis) -> ServiceSnapshot {
-        let now = self.at(now);
+        self.snapshot_in(self.at(now))
+    }
+
+    /// The snapshot at the service's time `now` (on its own clock).
+    pub(super) fn snapshot_in(&self, now: Millis) -> ServiceSnapshot {
         let sets = self
             .sets
             .iter()
@@ -235,9 +243,10 @@ impl RenewalService {
     /// Rebuilds a service from a snapshot, then continues at `now` ([`RenewalService::resume`]:
     /// set leases keep the time they had left, client leases and memberships are absolute).
     ///
-    /// `config` supplies what is code or local choice: the set policy and the sequence-number
-    /// jump ([`RenewalServiceConfig::restore_jump`]; 0 gives an exact restore of a snapshot that
-    /// is the service's last state). The landlord's settings, seed and cookie generator and the
+    /// `config` supplies what is code or local choice: the set policy and the jump
+    /// ([`RenewalServiceConfig::restore_jump`]; 0 gives an exact restore of a snapshot that is
+    /// the service's last state) by which event sequence numbers and renewal request ids move
+    /// on, so that none handed out after a stale snapshot is handed out again. The landlord's settings, seed and cookie generator and the
     /// renewal manager's settings come from the snapshot (they shape the state it holds); the
     /// landlord's id must match `config.landlord.id` ([`LeaseError::InvalidArgument`]
     /// otherwise). A snapshot of another version, or one that is inconsistent in any way, is a
@@ -250,6 +259,8 @@ impl RenewalService {
     ) -> Result<RenewalService> {
         let jump = config.restore_jump;
         let mut svc = RenewalService::from_snapshot(config, snapshot, jump)?;
+        // Requests sent after a stale snapshot may still have replies on their way.
+        svc.manager.skip_request_ids(jump);
         let before = svc.clock;
         let now = svc.tick(now);
         svc.do_resume(before, now);
@@ -303,13 +314,16 @@ impl RenewalService {
         let mut ll =
             Landlord::restore(landlord, policy, taken_at.saturating_add(set_clock_offset))?;
         ll.resume(taken_at);
-        let manager = RenewalManager::restore(manager)?;
-        if manager.now() > taken_at {
+        let mut manager = RenewalManager::restore(manager)?;
+        if manager.clock() > taken_at {
             return Err(bad(format!(
                 "the renewal manager's time {} is ahead of the service's {taken_at}",
-                manager.now()
+                manager.clock()
             )));
         }
+        // One clock: the service's time is its manager's (a snapshot taken at a later `now`
+        // than the last call moves it on).
+        manager.advance_to(taken_at);
         config.manager = manager.config().clone();
         let mut svc = RenewalService::new(config)?;
         svc.landlord = ll;
@@ -608,9 +622,16 @@ fn landlord_snapshot(r: &mut Reader<'_>) -> Result<LandlordSnapshot<SetId>> {
 impl ServiceSnapshot {
     /// The binary body: the set policy and restore jump (what the JSON form leaves to the
     /// restoring host's configuration), then every field.
-    pub(super) fn encode(&self, set_policy: &PolicySpec, restore_jump: u64, out: &mut Vec<u8>) {
+    pub(super) fn encode(
+        &self,
+        set_policy: &PolicySpec,
+        restore_jump: u64,
+        journal_raw: Millis,
+        out: &mut Vec<u8>,
+    ) {
         put_policy(out, set_policy);
         put_varint(out, restore_jump);
+        put_ivarint(out, journal_raw);
         put_varint(out, self.version.into());
         put_ivarint(out, self.taken_at);
         put_ivarint(out, self.set_clock_offset);
@@ -669,11 +690,13 @@ impl ServiceSnapshot {
         }
     }
 
-    /// Reads a binary body back: the set policy, the restore jump and the snapshot (what it
-    /// says is checked by [`RenewalService::from_snapshot`]).
-    pub(super) fn decode(r: &mut Reader<'_>) -> Result<(PolicySpec, u64, ServiceSnapshot)> {
+    /// Reads a binary body back: the set policy, the restore jump, the host's `now` of the
+    /// journal's last record, and the snapshot (what it says is checked by
+    /// [`RenewalService::from_snapshot`]).
+    pub(super) fn decode(r: &mut Reader<'_>) -> Result<(PolicySpec, u64, Millis, ServiceSnapshot)> {
         let set_policy = policy(r, 0)?;
         let restore_jump = r.varint()?;
+        let journal_raw = r.ivarint()?;
         let version = bin::u32_of(r, "version")?;
         let taken_at = r.ivarint()?;
         let set_clock_offset = r.ivarint()?;
@@ -748,7 +771,7 @@ impl ServiceSnapshot {
             events,
             pending,
         };
-        Ok((set_policy, restore_jump, snapshot))
+        Ok((set_policy, restore_jump, journal_raw, snapshot))
     }
 }
 

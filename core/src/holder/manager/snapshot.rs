@@ -40,6 +40,8 @@ pub struct ManagerSnapshot {
     version: u32,
     config: ConfigRecord,
     clock: Millis,
+    /// The manager's time minus the host's (see the manager's docs, "Time").
+    offset: Millis,
     next_id: u64,
     cells: Vec<CellRecord>,
     free: Vec<u32>,
@@ -149,9 +151,19 @@ impl ManagerSnapshot {
         self.version
     }
 
-    /// The manager's time when the snapshot was taken (`i64::MIN` if it had seen none).
+    /// The manager's time when the snapshot was taken, on the host's clock (`i64::MIN` if it
+    /// had seen none).
     pub fn taken_at(&self) -> Millis {
-        self.clock
+        if self.clock == Millis::MIN {
+            Millis::MIN
+        } else {
+            self.clock.saturating_sub(self.offset)
+        }
+    }
+
+    /// How far the manager's clock was ahead of the host's.
+    pub(crate) fn offset(&self) -> Millis {
+        self.offset
     }
 
     /// Leases managed.
@@ -310,6 +322,7 @@ impl RenewalManager {
             version: MANAGER_SNAPSHOT_VERSION,
             config,
             clock: self.clock,
+            offset: self.offset,
             next_id: self.next_id,
             cells,
             free: self.free.clone(),
@@ -343,6 +356,7 @@ impl RenewalManager {
             version,
             config: c,
             clock,
+            offset,
             next_id,
             cells,
             free,
@@ -373,8 +387,12 @@ impl RenewalManager {
             report_renewals: c.report_renewals,
         };
         config.validate().map_err(|e| bad(e.detail()))?;
+        if offset < 0 {
+            return Err(bad(format!("clock offset {offset} is negative")));
+        }
         let mut m = RenewalManager::new(config);
         m.clock = clock;
+        m.offset = offset;
         m.next_id = next_id;
         m.stats = stats;
 
@@ -496,8 +514,10 @@ impl RenewalManager {
                             e.lease.cookie
                         )));
                     }
+                    let shown = m.shown(lease);
                     let entry = Entry {
                         lease,
+                        shown,
                         peer: e.peer,
                         raw_expiration: e.raw_expiration,
                         desired: e.desired,
@@ -590,6 +610,7 @@ impl ManagerSnapshot {
         put_varint(out, c.first_request_id);
         bin::put_bool(out, c.report_renewals);
         put_ivarint(out, self.clock);
+        put_ivarint(out, self.offset);
         put_varint(out, self.next_id);
         put_varint(out, self.cells.len() as u64);
         for cell in &self.cells {
@@ -720,6 +741,7 @@ impl ManagerSnapshot {
             report_renewals: bin::bool(r)?,
         };
         let clock = r.ivarint()?;
+        let offset = r.ivarint()?;
         let next_id = r.varint()?;
         let n = r.count(2)?;
         let mut cells = Vec::with_capacity(n);
@@ -842,6 +864,7 @@ impl ManagerSnapshot {
             version,
             config,
             clock,
+            offset,
             next_id,
             cells,
             free,
