@@ -11,6 +11,7 @@ mod inverted;
 mod landlord;
 mod lease;
 mod policy;
+mod sansio;
 mod service;
 mod wire;
 
