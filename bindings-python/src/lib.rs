@@ -13,6 +13,7 @@ mod lease;
 mod policy;
 mod sansio;
 mod service;
+mod store;
 mod wire;
 
 use pyo3::prelude::*;
