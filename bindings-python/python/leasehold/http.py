@@ -213,44 +213,52 @@ class Cluster:
         detail = "every server failed: " + "; ".join(failures)
         return IndefiniteError(f"indefinite failure: {detail}", detail)
 
+    def _settled(self, i: int, landlord: Optional[int], url: str, response: _Response, failures: List[str]) -> Optional[bytes]:
+        """The body of a 200 answer (remembering who answered); None, noted, for anything else."""
+        status, headers, body = response
+        if status == 200:
+            self._answered(i, landlord, headers)
+            return body
+        failures.append(f"{url}: HTTP {status}")
+        return None
+
     def post(self, data: bytes, landlord: Optional[int] = None) -> bytes:
         """POSTs a message (for ``landlord``: a renewal or cancel; None: a grant) and returns
         the reply body; raises ``IndefiniteError`` once every server failed."""
         failures: List[str] = []
         for i in self._order(landlord):
-            url = self.urls[i]
+            u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
             try:
-                status, headers, body = _exchange(self._servers[i], self._target(i, landlord), data, self.encoding, self.timeout)
-                status, headers, body = _follow(status, headers, body, url, data, self.encoding, self.timeout)
+                response = _exchange(u, target, data, self.encoding, self.timeout)
+                for _ in range(MAX_REDIRECTS):
+                    if (hop := _redirect(url, response)) is None:
+                        break
+                    u, target, url = hop
+                    response = _exchange(u, target, data, self.encoding, self.timeout)
             except (OSError, http.client.HTTPException, ValueError) as e:
                 failures.append(f"{url}: {e!r}")
                 continue
-            if status == 200:
-                self._answered(i, landlord, headers)
+            if (body := self._settled(i, landlord, url, response, failures)) is not None:
                 return body
-            failures.append(f"{url}: HTTP {status}")
         raise self._failed(failures)
 
     async def apost(self, data: bytes, landlord: Optional[int] = None) -> bytes:
         """As :meth:`post`, with asyncio streams (http:// only)."""
         failures: List[str] = []
         for i in self._order(landlord):
-            url = self.urls[i]
+            u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
             try:
-                status, headers, body = await _aexchange(self._servers[i], self._target(i, landlord), data, self.encoding, self.timeout)
+                response = await _aexchange(u, target, data, self.encoding, self.timeout)
                 for _ in range(MAX_REDIRECTS):
-                    if status not in (307, 308) or "location" not in headers:
+                    if (hop := _redirect(url, response)) is None:
                         break
-                    u = _split(urllib.parse.urljoin(url, headers["location"]))
-                    url = urllib.parse.urlunsplit(u)
-                    status, headers, body = await _aexchange(u, _path_of(u), data, self.encoding, self.timeout)
+                    u, target, url = hop
+                    response = await _aexchange(u, target, data, self.encoding, self.timeout)
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
                 failures.append(f"{url}: {e!r}")
                 continue
-            if status == 200:
-                self._answered(i, landlord, headers)
+            if (body := self._settled(i, landlord, url, response, failures)) is not None:
                 return body
-            failures.append(f"{url}: HTTP {status}")
         raise self._failed(failures)
 
     def send(self, data: bytes) -> bytes:
@@ -287,15 +295,14 @@ def _exchange(u: urllib.parse.SplitResult, target: str, data: bytes, encoding: E
         conn.close()
 
 
-def _follow(status: int, headers: Dict[str, str], body: bytes, url: str, data: bytes, encoding: Encoding, timeout: float) -> _Response:
-    """Follows 307/308 with the same method and body (``urllib`` will not for a POST)."""
-    for _ in range(MAX_REDIRECTS):
-        if status not in (307, 308) or "location" not in headers:
-            break
-        u = _split(urllib.parse.urljoin(url, headers["location"]))
-        url = urllib.parse.urlunsplit(u)
-        status, headers, body = _exchange(u, _path_of(u), data, encoding, timeout)
-    return status, headers, body
+def _redirect(url: str, response: _Response) -> Optional[Tuple[urllib.parse.SplitResult, str, str]]:
+    """Where a 307/308 sends the same POST next (``urllib`` would not follow it): the split
+    URL, its path and query, and the URL; None for any other answer."""
+    status, headers, _ = response
+    if status not in (307, 308) or "location" not in headers:
+        return None
+    u = _split(urllib.parse.urljoin(url, headers["location"]))
+    return u, _path_of(u), urllib.parse.urlunsplit(u)
 
 
 async def _aexchange(u: urllib.parse.SplitResult, target: str, data: bytes, encoding: Encoding, timeout: float) -> _Response:
