@@ -11,8 +11,8 @@ use pyo3::types::{PyDict, PyList};
 use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg};
 use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::Guarded;
-use crate::sansio::{renewer_methods, Component, PyEvent};
 use crate::lease::PyLease;
+use crate::sansio::{renewer_methods, Component, PyEvent};
 use crate::wire::{PyReply, PyRequest};
 
 fn lease_arg(obj: &Bound<'_, PyAny>) -> PyResult<leasehold::Lease> {
@@ -317,7 +317,10 @@ fn u32_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u32> {
 
 fn bool_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
     obj.extract::<bool>().map_err(|_| {
-        PyTypeError::new_err(format!("{what} must be a bool, got {}", crate::convert::type_name(obj)))
+        PyTypeError::new_err(format!(
+            "{what} must be a bool, got {}",
+            crate::convert::type_name(obj)
+        ))
     })
 }
 

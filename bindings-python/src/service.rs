@@ -7,16 +7,14 @@ use leasehold::service::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::convert::{
-    bytes_arg, duration_arg, i64_arg, landlord_arg, text_arg, u64_arg,
-};
+use crate::convert::{bytes_arg, duration_arg, i64_arg, landlord_arg, text_arg, u64_arg};
 use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::Guarded;
-use crate::sansio::{answer_methods, answers, renewer_methods, Component, PyEvent};
 use crate::holder::manager_config;
 use crate::landlord::seed_arg;
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
+use crate::sansio::{answer_methods, answers, renewer_methods, Component, PyEvent};
 use crate::wire::PyLimits;
 
 /// What a client gets back when it registers for events (Jini `EventRegistration`).

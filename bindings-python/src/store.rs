@@ -155,11 +155,7 @@ impl Store {
     }
 
     /// Runs `f` on the landlord (detached); returns its result and the record it depends on.
-    pub fn with<T: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut LL) -> T + Send,
-    ) -> (T, u64) {
+    pub fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut LL) -> T + Send) -> (T, u64) {
         py.detach(|| self.shared.with(f))
     }
 
