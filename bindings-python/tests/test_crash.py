@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+import pytest
+
 from conftest import repo_root
 from leasehold import IndefiniteError, Reply, Request, monotonic_ms
 from leasehold.http import post
@@ -205,7 +207,7 @@ def holder(h: int, service: Service, stop: threading.Event, c: Counts, lock: thr
                 c.notes.append(f"lease {t.cookie} renewed to the end: {r!r} at the final check")
 
 
-def test_sigkilled_durable_landlord_keeps_every_promise(tmp_path: Path) -> None:
+def test_sigkilled_durable_landlord_keeps_every_promise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     service = Service(tmp_path / "store")
     service.start()
     counts = Counts()
@@ -229,6 +231,15 @@ def test_sigkilled_durable_landlord_keeps_every_promise(tmp_path: Path) -> None:
             t.join(60)
         service.kill()
     c = counts
+    with capsys.disabled():  # the counts are the point: shown in every run, not only with -s
+        report(c, seed, service.banners)
+    assert c.notes == [], c.notes[:10]
+    assert c.early == c.cancel_back == c.expiry_back == c.lost == 0
+    assert c.grants > 0 and c.renewals > 0 and c.cancels > 0 and c.kept_checked > 0
+    assert all("recovered" in b for b in service.banners[1:]), service.banners
+
+
+def report(c: Counts, seed: int, banners: List[str]) -> None:
     print(
         f"\ncrash test ({KILLS} SIGKILLs at moments from LEASEHOLD_CRASH_SEED={seed}): grants acknowledged {c.grants}, renewals acknowledged {c.renewals}, "
         f"cancels acknowledged {c.cancels}, probes {c.probes}, transport failures {c.failures}, "
@@ -236,9 +247,5 @@ def test_sigkilled_durable_landlord_keeps_every_promise(tmp_path: Path) -> None:
         f"crash test violations: early expiries {c.early}, cancelled back {c.cancel_back}, "
         f"expired back {c.expiry_back}, acknowledged leases lost {c.lost}"
     )
-    for line in service.banners[1:3]:
+    for line in banners[1:3]:
         print("restart:", line)
-    assert c.notes == [], c.notes[:10]
-    assert c.early == c.cancel_back == c.expiry_back == c.lost == 0
-    assert c.grants > 0 and c.renewals > 0 and c.cancels > 0 and c.kept_checked > 0
-    assert all("recovered" in b for b in service.banners[1:]), service.banners

@@ -211,7 +211,7 @@ def test_a_directory_in_use_is_refused(tmp_path: Path) -> None:
     make(tmp_path)  # free once the first one is gone
 
 
-def test_group_commit_shares_syncs_between_threads(tmp_path: Path) -> None:
+def test_group_commit_shares_syncs_between_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ll = make(tmp_path)
     grants = [ll.grant(b"x", 60_000, 0) for _ in range(8)]
     before = ll.commits
@@ -230,7 +230,8 @@ def test_group_commit_shares_syncs_between_threads(tmp_path: Path) -> None:
         t.join()
     commits = ll.commits - before
     answers = 8 * per_thread
-    print(f"group commit: {answers} renewals from 8 threads, {commits} syncs")
+    with capsys.disabled():
+        print(f"\ngroup commit: {answers} renewals from 8 threads, {commits} syncs")
     assert 0 < commits < answers
     assert ll.durable_seq == ll.journal_seq
 
