@@ -45,12 +45,46 @@ declare module './leasehold_wasm.js' {
   interface Landlord {
     /** Every lease held, like `entries()`. */
     [Symbol.iterator](): Iterator<LeaseEntry>;
+    /**
+     * The word API: a cookie as four unsigned 32-bit words (least significant first) in a
+     * Uint32Array, so no string is made or parsed per call (`cookieFromWords` gives the 32 hex
+     * digits for the wire). Grants like `grant`, writes the cookie to `out[offset..offset+4]`
+     * and returns the granted duration (the expiration is `now + duration`).
+     */
+    grantWords(resource: unknown, duration: number, now: number, out: Uint32Array, offset?: number): number;
+    /** Renews the lease whose cookie is `cookie[offset..offset+4]`; like `renew`. */
+    renewWords(cookie: Uint32Array, offset: number, duration: number, now: number): number;
+    /** Cancels the lease whose cookie is `cookie[offset..offset+4]`; like `cancel`. */
+    cancelWords(cookie: Uint32Array, offset: number, now: number): unknown;
+    /**
+     * Grants one lease per resource in one call (each for at most `duration`, or `duration[i]`).
+     * `cookies` gets 4 words per lease (zeros where refused), `durations` the granted duration
+     * or minus the error code (`-ErrorCode.LEASE_DENIED`, ...); `failed` counts the refusals.
+     */
+    grantBatch(resources: unknown[], duration: number | Float64Array, now: number, cookies?: Uint32Array, durations?: Float64Array):
+      { cookies: Uint32Array; durations: Float64Array; failed: number };
+    /**
+     * Renews the leases whose cookies are `cookies` (4 words each) in one call; returns `out`
+     * with the granted duration per lease, or minus the error code (`-ErrorCode.UNKNOWN_LEASE`, ...).
+     * One failure never aborts the batch.
+     */
+    renewBatch(cookies: Uint32Array, duration: number | Float64Array, now: number, out?: Float64Array): Float64Array;
+    /**
+     * Cancels the leases whose cookies are `cookies` (4 words each) in one call; returns their
+     * resources (undefined where it failed); `out` gets 0 or minus the error code per lease.
+     */
+    cancelBatch(cookies: Uint32Array, now: number, out?: Float64Array): unknown[];
   }
   interface RenewalService {
     /** A handle on one set. */
     set(id: number): RenewalSet;
   }
 }
+
+/** The cookie in `words[offset..offset+4]` (least significant word first), as 32 hex digits. */
+export declare function cookieFromWords(words: Uint32Array, offset?: number): string;
+/** Writes a cookie (32 hex digits) as four words to `out[offset..offset+4]`; returns `out`. */
+export declare function cookieToWords(cookie: string, out?: Uint32Array, offset?: number): Uint32Array;
 
 type L = import('./leasehold_wasm.js').Lease;
 /** A handle on one set of a RenewalService (Jini LeaseRenewalSet). */

@@ -3,7 +3,7 @@
 // No leasing rule lives here: every decision is made by the Rust core.
 
 import * as wasm from './leasehold_wasm.js';
-import { makeError, IndefiniteError } from './errors.js';
+import { makeError, IndefiniteError, UnknownLeaseError, ArgumentTypeError, InvalidArgumentError } from './errors.js';
 import { DeadlineTimer } from './timer.js';
 
 export {
@@ -14,6 +14,7 @@ export {
   LeaseMapError,
   DecodeError,
   IndefiniteError,
+  ReentrantCallError,
   InvalidArgumentError,
   ArgumentTypeError,
 } from './errors.js';
@@ -54,14 +55,115 @@ export const Policy = Object.freeze({
   adaptive: (options) => ({ kind: 'adaptive', ...options }),
 });
 
+// Cookies as words: a cookie is a 128-bit number, written as 32 hex digits; the word API
+// carries it as four unsigned 32-bit words, least significant first (a Uint32Array of 4 per
+// lease), which cross into WebAssembly as plain numbers: no string is made or parsed per call.
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const COOKIE_RE = /^[0-9a-fA-F]{32}$/;
+
+// Hex digit values by character code (-1 for anything else), for parsing cookies in JavaScript.
+const HEXVAL = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) {
+  HEXVAL['0123456789abcdef'.charCodeAt(i)] = i;
+  HEXVAL['0123456789ABCDEF'.charCodeAt(i)] = i;
+}
+
+// The eight hex digits of `s` from `at` as an unsigned 32-bit number, or -1.
+function word8(s, at) {
+  let w = 0;
+  for (let i = at; i < at + 8; i++) {
+    const c = s.charCodeAt(i);
+    const v = c < 128 ? HEXVAL[c] : -1;
+    if (v < 0) return -1;
+    w = (w << 4) | v;
+  }
+  return w >>> 0;
+}
+
+// 32 hex digits made in one flat string: two ASCII digits per byte from a table, then one
+// TextDecoder call (about twice as fast as concatenating two-character strings, and no garbage).
+const PAIRS = new Uint16Array(256);
+for (let i = 0; i < 256; i++) PAIRS[i] = HEX[i].charCodeAt(0) | (HEX[i].charCodeAt(1) << 8);
+const hexChars = new Uint8Array(32);
+const hexPairs = new Uint16Array(hexChars.buffer);
+const latin1 = new TextDecoder('latin1');
+
+function hexOfWords(w0, w1, w2, w3) {
+  const p = hexPairs;
+  p[0] = PAIRS[w3 >>> 24]; p[1] = PAIRS[(w3 >>> 16) & 255]; p[2] = PAIRS[(w3 >>> 8) & 255]; p[3] = PAIRS[w3 & 255];
+  p[4] = PAIRS[w2 >>> 24]; p[5] = PAIRS[(w2 >>> 16) & 255]; p[6] = PAIRS[(w2 >>> 8) & 255]; p[7] = PAIRS[w2 & 255];
+  p[8] = PAIRS[w1 >>> 24]; p[9] = PAIRS[(w1 >>> 16) & 255]; p[10] = PAIRS[(w1 >>> 8) & 255]; p[11] = PAIRS[w1 & 255];
+  p[12] = PAIRS[w0 >>> 24]; p[13] = PAIRS[(w0 >>> 16) & 255]; p[14] = PAIRS[(w0 >>> 8) & 255]; p[15] = PAIRS[w0 & 255];
+  return latin1.decode(hexChars);
+}
+
+function checkWords(words, offset, what) {
+  if (!(words instanceof Uint32Array)) throw new ArgumentTypeError(`${what} must be a Uint32Array (4 words per cookie)`);
+  if (!Number.isInteger(offset) || offset < 0 || offset + 4 > words.length) {
+    throw new InvalidArgumentError(`${what}: offset ${offset} leaves no 4 words in an array of ${words.length}`);
+  }
+}
+
+/** The cookie in `words[offset..offset+4]` (least significant word first) as 32 hex digits. */
+export function cookieFromWords(words, offset = 0) {
+  checkWords(words, offset, 'cookieFromWords words');
+  return hexOfWords(words[offset], words[offset + 1], words[offset + 2], words[offset + 3]);
+}
+
+/** Writes a cookie (32 hex digits) as four words into `out[offset..offset+4]`; returns `out`. */
+export function cookieToWords(cookie, out = new Uint32Array(4), offset = 0) {
+  if (typeof cookie !== 'string') throw new ArgumentTypeError('a cookie must be a string of 32 hex digits');
+  if (!COOKIE_RE.test(cookie)) throw new InvalidArgumentError(`cookie must be 32 hex digits, got ${JSON.stringify(cookie.slice(0, 40))}`);
+  checkWords(out, offset, 'cookieToWords out');
+  out[offset + 3] = parseInt(cookie.slice(0, 8), 16);
+  out[offset + 2] = parseInt(cookie.slice(8, 16), 16);
+  out[offset + 1] = parseInt(cookie.slice(16, 24), 16);
+  out[offset] = parseInt(cookie.slice(24, 32), 16);
+  return out;
+}
+
+/** Objects still usable: `free()` has not been called on them. */
+function alive(o) {
+  return o.__wbg_ptr !== 0;
+}
+
+// Leases per call of a batch: bounds the WebAssembly memory a batch borrows (16 bytes of cookie
+// and 8 of result per lease), so one huge batch does not grow the module's memory for ever.
+const CHUNK = 8192;
+
 let installed = false;
 /** Called once by the package entry after the WebAssembly module is instantiated. */
-export function __install() {
+export function __install(exports) {
   if (installed) return;
   installed = true;
   wasm.__setErrorFactory(makeError);
+  // `free()` while one of the object's own methods is running (from a getter, a callback): the
+  // object goes once that call returns, instead of wasm-bindgen's "attempted to take ownership
+  // of Rust value while it was borrowed" (which also leaked it).
+  if (exports) {
+    for (const [C, name] of [[Landlord, 'landlord'], [Lease, 'lease'], [LeaseMap, 'leasemap'],
+      [RenewalManager, 'renewalmanager'], [RenewalService, 'renewalservice'], [GapTracker, 'gaptracker']]) {
+      const release = exports[`__wbg_${name}_free`];
+      if (typeof release !== 'function') continue;
+      C.prototype.free = function free() {
+        const ptr = this.__destroy_into_raw();
+        if (ptr !== 0) release(ptr, 1);
+      };
+    }
+  }
   Landlord.prototype[Symbol.iterator] = function () {
     return this.entries()[Symbol.iterator]();
+  };
+  // The word API. The scratch words are a view of the module's memory, made again when the
+  // memory grows (which detaches the old view).
+  const memory = wasm.__memory();
+  const scratchPtr = wasm.__scratchPtr();
+  let scratch = new Uint32Array(memory.buffer, scratchPtr, 8);
+  const words = () => (scratch.byteLength !== 0 ? scratch : (scratch = new Uint32Array(memory.buffer, scratchPtr, 8)));
+  const fail = (ll) => {
+    const e = ll.__takeError();
+    if (e !== undefined) throw e;
   };
   // Fast paths: arguments of the right JavaScript types go to methods taking plain numbers and
   // strings; anything else goes to the checked methods, which convert or explain the error.
@@ -71,22 +173,131 @@ export function __install() {
   const checkedCancel = L.cancel;
   L.grant = function grant(resource, duration, now) {
     if (typeof duration !== 'number' || typeof now !== 'number') return checkedGrant.call(this, resource, duration, now);
-    const cookie = this.__grantFast(resource, duration, now);
-    let d = this.__lastGrantDuration();
+    let d = this.__grantW(resource, duration, now);
+    if (d !== d) fail(this);
+    const w = words();
+    const cookie = hexOfWords(w[0], w[1], w[2], w[3]);
     let e = this.__lastGrantExpiration();
     if (d !== d || e !== e) [d, e] = this.__lastGrantExact();
     return { cookie, duration: d, expiration: e };
   };
+  // A string cookie is parsed here into its four words (cheaper than copying the string into
+  // wasm memory); anything that is not 32 hex digits goes to the checked method for its error.
   L.renew = function renew(cookie, duration, now) {
-    if (typeof cookie !== 'string' || typeof duration !== 'number' || typeof now !== 'number') {
+    if (typeof cookie !== 'string' || cookie.length !== 32 || typeof duration !== 'number' || typeof now !== 'number') {
       return checkedRenew.call(this, cookie, duration, now);
     }
-    const d = this.__renewFast(cookie, duration, now);
-    return d === d ? d : this.__lastRenewExact();
+    const w3 = word8(cookie, 0), w2 = word8(cookie, 8), w1 = word8(cookie, 16), w0 = word8(cookie, 24);
+    if (w3 === -1 || w2 === -1 || w1 === -1 || w0 === -1) return checkedRenew.call(this, cookie, duration, now);
+    const d = this.__renewW(w0, w1, w2, w3, duration, now);
+    if (d === d) return d;
+    fail(this);
+    return this.__lastRenewExact();
   };
   L.cancel = function cancel(cookie, now) {
-    if (typeof cookie !== 'string' || typeof now !== 'number') return checkedCancel.call(this, cookie, now);
-    return this.__cancelFast(cookie, now);
+    if (typeof cookie !== 'string' || cookie.length !== 32 || typeof now !== 'number') return checkedCancel.call(this, cookie, now);
+    const w3 = word8(cookie, 0), w2 = word8(cookie, 8), w1 = word8(cookie, 16), w0 = word8(cookie, 24);
+    if (w3 === -1 || w2 === -1 || w1 === -1 || w0 === -1) return checkedCancel.call(this, cookie, now);
+    const r = this.__cancelW(w0, w1, w2, w3, now);
+    if (words()[4] !== 0) {
+      fail(this);
+      throw new UnknownLeaseError(); // not reached: a failed cancel always leaves its error
+    }
+    return r;
+  };
+
+  L.grantWords = function grantWords(resource, duration, now, out, offset = 0) {
+    checkWords(out, offset, 'grantWords out');
+    if (typeof duration !== 'number' || typeof now !== 'number') {
+      const g = checkedGrant.call(this, resource, duration, now);
+      cookieToWords(g.cookie, out, offset);
+      return g.duration;
+    }
+    let d = this.__grantW(resource, duration, now);
+    if (d !== d) {
+      fail(this);
+      d = this.__lastGrantExact()[0];
+    }
+    const w = words();
+    out[offset] = w[0];
+    out[offset + 1] = w[1];
+    out[offset + 2] = w[2];
+    out[offset + 3] = w[3];
+    return d;
+  };
+  L.renewWords = function renewWords(cookie, offset, duration, now) {
+    checkWords(cookie, offset, 'renewWords cookie');
+    if (typeof duration !== 'number' || typeof now !== 'number') {
+      return checkedRenew.call(this, cookieFromWords(cookie, offset), duration, now);
+    }
+    const d = this.__renewW(cookie[offset], cookie[offset + 1], cookie[offset + 2], cookie[offset + 3], duration, now);
+    if (d === d) return d;
+    fail(this);
+    return this.__lastRenewExact();
+  };
+  L.cancelWords = function cancelWords(cookie, offset, now) {
+    checkWords(cookie, offset, 'cancelWords cookie');
+    if (typeof now !== 'number') return checkedCancel.call(this, cookieFromWords(cookie, offset), now);
+    const r = this.__cancelW(cookie[offset], cookie[offset + 1], cookie[offset + 2], cookie[offset + 3], now);
+    if (words()[4] !== 0) {
+      fail(this);
+      throw new UnknownLeaseError(); // not reached: a failed cancel always leaves its error
+    }
+    return r;
+  };
+  const one = new Float64Array(1);
+  const durationsFor = (duration, i, j, what) => {
+    if (typeof duration === 'number') {
+      one[0] = duration;
+      return one;
+    }
+    if (!(duration instanceof Float64Array)) throw new ArgumentTypeError(`${what} duration must be a number or a Float64Array`);
+    return duration.subarray(i, j);
+  };
+  L.grantBatch = function grantBatch(resources, duration, now, cookies, durations) {
+    if (!Array.isArray(resources)) throw new ArgumentTypeError('grantBatch resources must be an array');
+    const n = resources.length;
+    cookies ??= new Uint32Array(4 * n);
+    durations ??= new Float64Array(n);
+    if (!(cookies instanceof Uint32Array) || cookies.length < 4 * n) throw new ArgumentTypeError('grantBatch cookies must be a Uint32Array of 4 words per resource');
+    if (!(durations instanceof Float64Array) || durations.length < n) throw new ArgumentTypeError('grantBatch durations must be a Float64Array of one per resource');
+    if (typeof duration !== 'number' && (!(duration instanceof Float64Array) || duration.length < n)) {
+      throw new ArgumentTypeError('grantBatch duration must be a number or a Float64Array of one per resource');
+    }
+    let failed = 0;
+    for (let i = 0; i < n; i += CHUNK) {
+      const j = Math.min(n, i + CHUNK);
+      failed += this.__grantBatch(resources.slice(i, j), durationsFor(duration, i, j, 'grantBatch'), now,
+        cookies.subarray(4 * i, 4 * j), durations.subarray(i, j));
+    }
+    return { cookies, durations, failed };
+  };
+  L.renewBatch = function renewBatch(cookies, duration, now, out) {
+    if (!(cookies instanceof Uint32Array) || cookies.length % 4 !== 0) throw new ArgumentTypeError('renewBatch cookies must be a Uint32Array of 4 words per lease');
+    const n = cookies.length / 4;
+    out ??= new Float64Array(n);
+    if (!(out instanceof Float64Array) || out.length < n) throw new ArgumentTypeError('renewBatch out must be a Float64Array of one per lease');
+    if (typeof duration !== 'number' && (!(duration instanceof Float64Array) || duration.length < n)) {
+      throw new ArgumentTypeError('renewBatch duration must be a number or a Float64Array of one per lease');
+    }
+    for (let i = 0; i < n; i += CHUNK) {
+      const j = Math.min(n, i + CHUNK);
+      this.__renewBatch(cookies.subarray(4 * i, 4 * j), durationsFor(duration, i, j, 'renewBatch'), now, out.subarray(i, j));
+    }
+    return out;
+  };
+  L.cancelBatch = function cancelBatch(cookies, now, out) {
+    if (!(cookies instanceof Uint32Array) || cookies.length % 4 !== 0) throw new ArgumentTypeError('cancelBatch cookies must be a Uint32Array of 4 words per lease');
+    const n = cookies.length / 4;
+    out ??= new Float64Array(n);
+    if (!(out instanceof Float64Array) || out.length < n) throw new ArgumentTypeError('cancelBatch out must be a Float64Array of one per lease');
+    let resources = [];
+    for (let i = 0; i < n; i += CHUNK) {
+      const j = Math.min(n, i + CHUNK);
+      const r = this.__cancelBatch(cookies.subarray(4 * i, 4 * j), now, out.subarray(i, j));
+      resources = i === 0 ? r : resources.concat(r);
+    }
+    return resources;
   };
   RenewalService.prototype.set = function (id) {
     return new RenewalSet(this, id);
@@ -189,6 +400,10 @@ export class LandlordDriver {
   /** Re-arms the timer after the landlord was changed directly. */
   update() {
     if (this.#timer.closed) return;
+    if (!alive(this.#landlord)) {
+      this.close(); // the landlord was freed: nothing left to drive
+      return;
+    }
     const t = this.#landlord.__pollTimeoutMs();
     this.#timer.arm(t === t ? t : undefined);
   }
@@ -220,17 +435,24 @@ export class LandlordDriver {
     return this.#landlord.cancel(cookie, this.#now());
   }
 
+  // Each expired lease is taken out of the landlord before `onExpired` sees it, so the handler
+  // runs with nothing borrowed: it may grant, renew, cancel, close the driver or free the
+  // landlord (the loop then stops).
   #tick() {
+    const ll = this.#landlord;
     try {
-      this.#landlord.handleTimeout(this.#now());
+      if (!alive(ll)) return;
+      ll.handleTimeout(this.#now());
       let e;
-      while ((e = this.#landlord.pollExpired()) !== undefined) {
+      while (!this.closed && alive(ll) && (e = ll.pollExpired()) !== undefined) {
         try {
           this.#onExpired(e);
         } catch (err) {
           this.#onError(err);
         }
       }
+    } catch (err) {
+      this.#onError(err); // a clock that throws, say: reported, and the timer is re-armed
     } finally {
       this.update();
     }
@@ -356,20 +578,29 @@ export class RenewalDriver {
   }
 
   /** Sends what is due, delivers events and re-arms the timer (after direct manager calls). */
+  // The transport and `onEvent` run between calls into the manager, never inside one: they may
+  // call the driver or the manager again (renew, cancel, pump, close, free).
   pump() {
     if (this.closed) return;
+    const m = this.#manager;
+    if (!alive(m)) {
+      this.close(); // the manager was freed: nothing left to drive
+      return;
+    }
     const now = this.#now();
     let t;
-    while ((t = this.#manager.pollTransmit(now)) !== undefined) this.#send(t);
+    while (!this.closed && alive(m) && (t = m.pollTransmit(now)) !== undefined) this.#send(t);
     let e;
-    while ((e = this.#manager.pollEvent()) !== undefined) {
+    while (alive(m) && (e = m.pollEvent()) !== undefined) {
       try {
         this.#onEvent(e);
       } catch (err) {
         this.#onError(err);
       }
     }
-    if (!this.closed) this.#timer.arm(this.#manager.pollTimeout());
+    if (this.closed) return;
+    if (!alive(m)) this.close();
+    else this.#timer.arm(m.pollTimeout());
   }
 
   #send({ landlord, request }) {
@@ -381,7 +612,7 @@ export class RenewalDriver {
     }
     sent.then(
       (bytes) => {
-        if (this.closed) return;
+        if (this.closed || !alive(this.#manager)) return;
         let reply;
         try {
           reply = decodeReply(asBytes(bytes), this.#encoding);
@@ -394,7 +625,7 @@ export class RenewalDriver {
         this.pump();
       },
       (err) => {
-        if (this.closed) return;
+        if (this.closed || !alive(this.#manager)) return;
         this.#manager.handleFailure(request.id, err, this.#now());
         this.pump();
       },
@@ -402,7 +633,7 @@ export class RenewalDriver {
   }
 
   #tick() {
-    this.#manager.handleTimeout(this.#now());
+    if (alive(this.#manager)) this.#manager.handleTimeout(this.#now());
     this.pump();
   }
 

@@ -2,7 +2,7 @@
 import init from './leasehold_wasm.js';
 import { __install } from './api.js';
 
-await init({ module_or_path: new URL('./leasehold_wasm_bg.wasm', import.meta.url) });
-__install();
+const exports = await init({ module_or_path: new URL('./leasehold_wasm_bg.wasm', import.meta.url) });
+__install(exports);
 
 export * from './api.js';

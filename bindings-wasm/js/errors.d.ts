@@ -40,6 +40,14 @@ export declare class DecodeError extends LeaseError {
 export declare class IndefiniteError extends LeaseError {
   constructor(message: string, options?: ErrorOptions);
 }
+/**
+ * A call into a leasehold object that is in the middle of another call and cannot serve this one
+ * (arguments are converted before an object's state is touched and no JavaScript runs while it
+ * is, so callbacks and getters may call back in). Retry after the outer call returns. Code 6.
+ */
+export declare class ReentrantCallError extends IndefiniteError {
+  constructor(message?: string, options?: ErrorOptions);
+}
 /** A value out of range (NaN, a fraction, a negative other than ANY, past the safe range, a bad setting). Code 4. */
 export declare class InvalidArgumentError extends RangeError {
   constructor(message: string, options?: ErrorOptions);

@@ -67,6 +67,18 @@ export class IndefiniteError extends LeaseError {
   }
 }
 
+/**
+ * A call into a leasehold object that is in the middle of another call and cannot serve this
+ * one. The binding converts arguments before it touches an object's state and runs no
+ * JavaScript while it does, so getters, callbacks and handlers may call back in; this error only
+ * reports what would otherwise be a re-entrant borrow. Retrying after the outer call returns works.
+ */
+export class ReentrantCallError extends IndefiniteError {
+  constructor(message = 're-entrant call', options) {
+    super(message, options);
+  }
+}
+
 /** A value out of range: NaN, a fraction, a negative duration other than ANY, an unsafe integer, a bad setting. */
 export class InvalidArgumentError extends RangeError {
   constructor(message, options) {
@@ -93,6 +105,7 @@ export class ArgumentTypeError extends TypeError {
 export function makeError(kind, code, message, failures) {
   if (kind === 'type') return new ArgumentTypeError(message);
   if (kind === 'range') return new InvalidArgumentError(message);
+  if (kind === 'busy') return new ReentrantCallError(message);
   switch (code) {
     case ErrorCode.UNKNOWN_LEASE:
       return new UnknownLeaseError(message);

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { initSync } from './leasehold_wasm.js';
 import { __install } from './api.js';
 
-initSync({ module: readFileSync(new URL('./leasehold_wasm_bg.wasm', import.meta.url)) });
-__install();
+const exports = initSync({ module: readFileSync(new URL('./leasehold_wasm_bg.wasm', import.meta.url)) });
+__install(exports);
 
 export * from './api.js';

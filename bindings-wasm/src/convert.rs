@@ -123,22 +123,29 @@ pub fn ms_in(v: &JsValue, what: &str) -> Result<i64, JsValue> {
 
 /// Like [`ms_in`] for an already-numeric value.
 pub fn ms_from_f64(x: f64, what: &str) -> Result<i64, JsValue> {
+    ms_from_f64_core(x, what).map_err(|e| range_error(e.detail()))
+}
+
+/// Like [`ms_from_f64`], with the refusal as a core `InvalidArgument` error (no JavaScript
+/// object is made, so it can be kept for later).
+pub fn ms_from_f64_core(x: f64, what: &str) -> Result<i64, LeaseError> {
+    let bad = |m: String| Err(LeaseError::InvalidArgument(m));
     if x.is_nan() {
-        return Err(range_error(format!("{what} must be a number of milliseconds, got NaN")));
+        return bad(format!("{what} must be a number of milliseconds, got NaN"));
     }
     if x == f64::INFINITY {
         return Ok(FOREVER);
     }
     if x == f64::NEG_INFINITY {
-        return Err(range_error(format!("{what} cannot be -Infinity")));
+        return bad(format!("{what} cannot be -Infinity"));
     }
     if x.fract() != 0.0 {
-        return Err(range_error(format!("{what} must be a whole number of milliseconds, got {x}")));
+        return bad(format!("{what} must be a whole number of milliseconds, got {x}"));
     }
     if x.abs() > MAX_SAFE {
-        return Err(range_error(format!(
+        return bad(format!(
             "{what} {x} is past Number.MAX_SAFE_INTEGER (use Infinity for FOREVER)"
-        )));
+        ));
     }
     Ok(x as i64)
 }
@@ -151,9 +158,11 @@ pub fn now_in(v: &JsValue) -> Result<i64, JsValue> {
 
 /// One `[cookie, duration]` pair or `{cookie, duration}` object of a renewal batch.
 pub fn item_in(v: &JsValue) -> Result<(leasehold::Cookie, i64), JsValue> {
-    if Array::is_array(v) {
-        let pair: &Array = v.unchecked_ref();
-        return Ok((cookie_in(&pair.get(0))?, ms_in(&pair.get(1), "duration")?));
+    if is_array(v) {
+        return Ok((
+            cookie_in(&Reflect::get_u32(v, 0)?)?,
+            ms_in(&Reflect::get_u32(v, 1)?, "duration")?,
+        ));
     }
     if v.is_object() {
         return Ok((cookie_in(&get(v, "cookie")?)?, ms_in(&get(v, "duration")?, "duration")?));
@@ -230,22 +239,137 @@ pub fn landlord_in(v: &JsValue) -> Result<LandlordId, JsValue> {
     )))
 }
 
-/// Bytes from JavaScript: a `Uint8Array` (or any `ArrayBuffer` view / `ArrayBuffer`).
-pub fn bytes_in(v: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
-    if v.is_instance_of::<Uint8Array>() {
-        return Ok(v.unchecked_ref::<Uint8Array>().to_vec());
+/// The error thrown when a binding object is called while it is already in use further up the
+/// stack and the call cannot be served (only reachable if JavaScript runs inside the binding,
+/// which the binding avoids by converting arguments before it borrows its state).
+pub fn busy_error(what: &str) -> JsValue {
+    make_error(
+        "busy",
+        ErrorCode::Indefinite as i32,
+        &format!("re-entrant call: this {what} is in the middle of another call; call again after it returns"),
+        JsValue::UNDEFINED,
+    )
+}
+
+/// How many bytes a value handed in as bytes or text will take, read without copying it: the
+/// byte length of a `Uint8Array`, `ArrayBuffer` or other view; for a string, its length in
+/// UTF-16 units, which is a lower bound on its UTF-8 length (`exact` is then false).
+/// `None` for anything else (the conversion then reports the type).
+pub fn input_len(v: &JsValue) -> Option<(usize, bool)> {
+    if let Some(s) = v.dyn_ref::<js_sys::JsString>() {
+        return Some((s.length() as usize, false));
     }
-    if v.is_instance_of::<js_sys::ArrayBuffer>() {
-        return Ok(Uint8Array::new(v).to_vec());
+    if let Some(a) = v.dyn_ref::<Uint8Array>() {
+        return Some((a.length() as usize, true));
+    }
+    if let Some(b) = v.dyn_ref::<js_sys::ArrayBuffer>() {
+        return Some((b.byte_length() as usize, true));
     }
     if ArrayBuffer_is_view(v) {
-        let view: &js_sys::Object = v.unchecked_ref();
-        let buf = Reflect::get(view, &"buffer".into())?;
-        let off = Reflect::get(view, &"byteOffset".into())?.as_f64().unwrap_or(0.0) as u32;
-        let len = Reflect::get(view, &"byteLength".into())?.as_f64().unwrap_or(0.0) as u32;
-        return Ok(Uint8Array::new_with_byte_offset_and_length(&buf, off, len).to_vec());
+        let len = Reflect::get(v, &"byteLength".into()).ok()?.as_f64()?;
+        return Some((len as usize, true));
     }
-    Err(type_error(format!("{what} must be a Uint8Array, got {}", describe(v))))
+    None
+}
+
+/// The decode error for a message of `len` bytes (at least `len` when `exact` is false) over
+/// the limit of `max`, worded as the core words it (`codec::check_size`), which cannot be
+/// called without the bytes in wasm memory.
+pub fn oversized(len: usize, exact: bool, max: usize) -> LeaseError {
+    let at_least = if exact { "" } else { "at least " };
+    LeaseError::Decode(format!("message is {at_least}{len} bytes, more than the {max} allowed"))
+}
+
+/// Text or bytes for a wire decoder limited to `max` bytes: checked against the limit
+/// *before* anything is copied into WebAssembly memory (a 100 MB body must not grow the
+/// module's memory, which never shrinks). `Ok(Err(_))` is an oversized message.
+pub fn wire_in(
+    v: &JsValue,
+    max: usize,
+    what: &str,
+) -> Result<std::result::Result<Vec<u8>, LeaseError>, JsValue> {
+    if let Some((len, exact)) = input_len(v) {
+        if len > max {
+            return Ok(Err(oversized(len, exact, max)));
+        }
+    }
+    text_or_bytes_in(v, what).map(Ok)
+}
+
+/// Bytes from JavaScript of exactly `want` bytes (a seed, a key): the length is checked before
+/// the copy.
+pub fn fixed_bytes_in(v: &JsValue, want: usize, what: &str) -> Result<Vec<u8>, JsValue> {
+    if v.as_string().is_none() {
+        if let Some((len, _)) = input_len(v) {
+            if len != want {
+                return Err(range_error(format!("{what} must be {want} bytes, got {len}")));
+            }
+        }
+    }
+    let b = bytes_in(v, what)?;
+    if b.len() != want {
+        return Err(range_error(format!("{what} must be {want} bytes, got {}", b.len())));
+    }
+    Ok(b)
+}
+
+/// Bytes from JavaScript: a `Uint8Array` (or any `ArrayBuffer` view / `ArrayBuffer`).
+///
+/// Runs no JavaScript that could throw through the module: proxies are refused (they are not
+/// views), properties are read with `Reflect.get` and the copy is a `TypedArray.prototype.set`
+/// whose exceptions come back as errors.
+pub fn bytes_in(v: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
+    let view: Uint8Array = if ArrayBuffer_is_view(v) {
+        if v.is_instance_of::<Uint8Array>() {
+            v.clone().unchecked_into()
+        } else {
+            let buf = Reflect::get(v, &"buffer".into())?;
+            let off = Reflect::get(v, &"byteOffset".into())?;
+            let len = Reflect::get(v, &"byteLength".into())?;
+            Reflect::construct(&uint8_array_ctor(), &Array::of3(&buf, &off, &len))?.unchecked_into()
+        }
+    } else if v.is_instance_of::<js_sys::ArrayBuffer>() {
+        Reflect::construct(&uint8_array_ctor(), &Array::of1(v))?.unchecked_into()
+    } else {
+        return Err(type_error(format!("{what} must be a Uint8Array, got {}", describe(v))));
+    };
+    let len = Reflect::get(&view, &"byteLength".into())?.as_f64().unwrap_or(0.0);
+    if !(0.0..=u32::MAX as f64).contains(&len) {
+        return Err(range_error(format!("{what}: bad byteLength {len}")));
+    }
+    let mut out = vec![0u8; len as usize];
+    // SAFETY: `out` is not touched (nor memory allocated) while the view is alive.
+    let dst = unsafe { Uint8Array::view_mut_raw(out.as_mut_ptr(), out.len()) };
+    set_catch(&dst, &view)?;
+    Ok(out)
+}
+
+thread_local! {
+    /// `Uint8Array`, looked up once.
+    static UINT8_ARRAY: Function = Reflect::get(&js_sys::global(), &"Uint8Array".into())
+        .ok()
+        .and_then(|f| f.dyn_into().ok())
+        .expect("Uint8Array exists");
+}
+
+fn uint8_array_ctor() -> Function {
+    UINT8_ARRAY.with(|f| f.clone())
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `dst.set(src)`, with its exceptions (a source longer than `dst`, a getter that throws)
+    /// returned instead of unwinding through the module.
+    #[wasm_bindgen(catch, js_namespace = ["Uint8Array", "prototype", "set"], js_name = call)]
+    fn set_catch(dst: &Uint8Array, src: &Uint8Array) -> Result<(), JsValue>;
+    /// `Array.isArray`, which throws for a revoked proxy.
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn is_array_catch(v: &JsValue) -> Result<bool, JsValue>;
+}
+
+/// `Array.isArray(v)`, false where it would throw.
+pub fn is_array(v: &JsValue) -> bool {
+    is_array_catch(v).unwrap_or(false)
 }
 
 #[allow(non_snake_case)]
@@ -296,11 +420,27 @@ pub fn encoding_in(v: &JsValue) -> Result<leasehold::Encoding, JsValue> {
 
 /// An array from JavaScript.
 pub fn array_in(v: &JsValue, what: &str) -> Result<Array, JsValue> {
-    if Array::is_array(v) {
+    if is_array(v) {
         Ok(v.clone().unchecked_into())
     } else {
         Err(type_error(format!("{what} must be an array, got {}", describe(v))))
     }
+}
+
+/// The elements of a JavaScript array, read with `Reflect.get` so that a proxy or a getter
+/// that throws gives an error rather than unwinding through the module.
+pub fn array_items(v: &JsValue, what: &str) -> Result<Vec<JsValue>, JsValue> {
+    let arr = array_in(v, what)?;
+    let len = Reflect::get(&arr, &"length".into())?.as_f64().unwrap_or(0.0);
+    if !(0.0..=u32::MAX as f64).contains(&len) {
+        return Err(range_error(format!("{what}: bad length {len}")));
+    }
+    let len = len as u32;
+    let mut out = Vec::with_capacity(len.min(1 << 16) as usize);
+    for i in 0..len {
+        out.push(Reflect::get_u32(&arr, i)?);
+    }
+    Ok(out)
 }
 
 /// Property-name strings made once, so hot paths do not re-create them.
@@ -341,4 +481,17 @@ pub fn outcome<T>(r: leasehold::Result<T>, f: impl FnOnce(T) -> JsValue) -> JsVa
         }
     });
     o.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use leasehold::{Encoding, Limits, Request};
+
+    /// The binding's early size check words its error exactly as the core does.
+    #[test]
+    fn oversized_matches_core() {
+        let limits = Limits { max_message_bytes: 8, ..Limits::default() };
+        let core = Request::decode(&[0u8; 9], Encoding::Binary, &limits).unwrap_err();
+        assert_eq!(super::oversized(9, true, 8).to_string(), core.to_string());
+    }
 }

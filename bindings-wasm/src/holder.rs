@@ -1,5 +1,7 @@
 //! The holder side: `LeaseMap`, `RenewalManager` and the grant helpers.
 
+use std::cell::{RefCell, RefMut};
+
 use js_sys::{Array, Object};
 use leasehold::holder::{
     self, LeaseMap as CoreLeaseMap, RenewalEvent, RenewalManager as CoreManager,
@@ -15,7 +17,15 @@ use crate::wire::{id_in, id_out, reply_in, request_out};
 /// message (Jini `LeaseMap`). Failed leases are removed and reported in a `LeaseMapError`.
 #[wasm_bindgen]
 pub struct LeaseMap {
-    inner: CoreLeaseMap,
+    inner: RefCell<CoreLeaseMap>,
+}
+
+impl LeaseMap {
+    /// The map's state; arguments are converted before this is taken, and no JavaScript runs
+    /// while it is held (see `Landlord`).
+    fn b(&self) -> Result<RefMut<'_, CoreLeaseMap>, JsValue> {
+        self.inner.try_borrow_mut().map_err(|_| busy_error("LeaseMap"))
+    }
 }
 
 fn entry_out(lease: &leasehold::Lease, duration: i64) -> JsValue {
@@ -34,109 +44,113 @@ impl LeaseMap {
         landlord: JsValue,
     ) -> Result<LeaseMap, JsValue> {
         Ok(LeaseMap {
-            inner: if landlord.is_undefined() {
+            inner: RefCell::new(if landlord.is_undefined() {
                 CoreLeaseMap::new()
             } else {
                 CoreLeaseMap::for_landlord(landlord_in(&landlord)?)
-            },
+            }),
         })
     }
 
     /// The landlord whose leases this map holds (16 hex digits), once known.
     #[wasm_bindgen(getter)]
-    pub fn landlord(&self) -> Option<String> {
-        self.inner.landlord().map(|l| l.to_string())
+    pub fn landlord(&self) -> Result<Option<String>, JsValue> {
+        Ok(self.b()?.landlord().map(|l| l.to_string()))
     }
 
     /// Jini `canContainKey`: whether `lease` can batch with the leases of this map.
     #[wasm_bindgen(js_name = canContainKey)]
-    pub fn can_contain_key(&self, lease: &Lease) -> bool {
-        self.inner.can_contain_key(&lease.inner)
+    pub fn can_contain_key(&self, lease: &Lease) -> Result<bool, JsValue> {
+        Ok(self.b()?.can_contain_key(&lease.inner))
     }
 
     /// Adds (or replaces) `lease`, to be renewed for `duration` ms.
     pub fn set(
-        &mut self,
+        &self,
         lease: &Lease,
         #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
     ) -> Result<(), JsValue> {
-        js(self.inner.insert(lease.inner, ms_in(&duration, "duration")?))
+        js(self.b()?.insert(lease.inner, ms_in(&duration, "duration")?))
     }
 
     /// Removes `lease`; returns `{lease, duration}` or undefined.
     #[wasm_bindgen(unchecked_return_type = "{lease: Lease, duration: number} | undefined")]
-    pub fn delete(&mut self, lease: &Lease) -> JsValue {
-        match self.inner.remove(&lease.inner) {
-            Some((l, d)) => entry_out(&l, d),
-            None => JsValue::UNDEFINED,
-        }
+    pub fn delete(&self, lease: &Lease) -> Result<JsValue, JsValue> {
+        Ok({
+            match self.b()?.remove(&lease.inner) {
+                Some((l, d)) => entry_out(&l, d),
+                None => JsValue::UNDEFINED,
+            }
+        })
     }
 
     /// `{lease, duration}` of `lease` (the map's copy, with its current expiration), or undefined.
     #[wasm_bindgen(unchecked_return_type = "{lease: Lease, duration: number} | undefined")]
-    pub fn get(&self, lease: &Lease) -> JsValue {
-        match self.inner.get(&lease.inner) {
-            Some((l, d)) => entry_out(&l, d),
-            None => JsValue::UNDEFINED,
-        }
+    pub fn get(&self, lease: &Lease) -> Result<JsValue, JsValue> {
+        Ok({
+            match self.b()?.get(&lease.inner) {
+                Some((l, d)) => entry_out(&l, d),
+                None => JsValue::UNDEFINED,
+            }
+        })
     }
 
     /// Whether `lease` is in the map.
-    pub fn has(&self, lease: &Lease) -> bool {
-        self.inner.contains(&lease.inner)
+    pub fn has(&self, lease: &Lease) -> Result<bool, JsValue> {
+        Ok(self.b()?.contains(&lease.inner))
     }
 
     /// Number of leases.
     #[wasm_bindgen(getter)]
-    pub fn size(&self) -> usize {
-        self.inner.len()
+    pub fn size(&self) -> Result<usize, JsValue> {
+        Ok(self.b()?.len())
     }
 
     /// `[{lease, duration}, ...]` in cookie order.
     #[wasm_bindgen(unchecked_return_type = "Array<{lease: Lease, duration: number}>")]
-    pub fn entries(&self) -> Array {
-        self.inner.iter().map(|(l, d)| entry_out(l, d)).collect()
+    pub fn entries(&self) -> Result<Array, JsValue> {
+        Ok(self.b()?.iter().map(|(l, d)| entry_out(l, d)).collect())
     }
 
     /// One request (object form) renewing every lease (Jini `renewAll`); send it, then give
     /// the reply to `applyRenewAll` with the time it was sent.
     #[wasm_bindgen(js_name = renewAllRequest, unchecked_return_type = "Request")]
     pub fn renew_all_request(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
     ) -> Result<JsValue, JsValue> {
-        Ok(request_out(&self.inner.renew_all_request(id_in(&id)?)))
+        Ok(request_out(&self.b()?.renew_all_request(id_in(&id)?)))
     }
 
     /// One request cancelling every lease (Jini `cancelAll`).
     #[wasm_bindgen(js_name = cancelAllRequest, unchecked_return_type = "Request")]
     pub fn cancel_all_request(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
     ) -> Result<JsValue, JsValue> {
-        Ok(request_out(&self.inner.cancel_all_request(id_in(&id)?)))
+        Ok(request_out(&self.b()?.cancel_all_request(id_in(&id)?)))
     }
 
     /// Applies the reply to `renewAllRequest` sent at `sentAt`. Throws `LeaseMapError` (with
     /// the per-lease errors) if some leases failed; they have been removed from the map.
     #[wasm_bindgen(js_name = applyRenewAll)]
     pub fn apply_renew_all(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
         #[wasm_bindgen(js_name = sentAt, unchecked_param_type = "number")] sent_at: JsValue,
     ) -> Result<(), JsValue> {
         let reply = reply_in(&reply)?;
-        js(self.inner.apply_renew_all(&reply, now_in(&sent_at)?))
+        js(self.b()?.apply_renew_all(&reply, now_in(&sent_at)?))
     }
 
     /// Applies the reply to `cancelAllRequest`. Throws `LeaseMapError` for the failures.
     #[wasm_bindgen(js_name = applyCancelAll)]
     pub fn apply_cancel_all(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
     ) -> Result<(), JsValue> {
         let reply = reply_in(&reply)?;
-        js(self.inner.apply_cancel_all(&reply))
+        js(self.b()?.apply_cancel_all(&reply))
     }
 }
 
@@ -290,7 +304,15 @@ fn event_out(e: RenewalEvent) -> JsValue {
 /// `pollEvent()`s. After any call, drain `pollTransmit` and `pollEvent`.
 #[wasm_bindgen]
 pub struct RenewalManager {
-    inner: CoreManager,
+    inner: RefCell<CoreManager>,
+}
+
+impl RenewalManager {
+    /// The manager's state; arguments are converted before this is taken, and no JavaScript
+    /// runs while it is held (see `Landlord`).
+    fn b(&self) -> Result<RefMut<'_, CoreManager>, JsValue> {
+        self.inner.try_borrow_mut().map_err(|_| busy_error("RenewalManager"))
+    }
 }
 
 #[wasm_bindgen]
@@ -303,20 +325,20 @@ impl RenewalManager {
         #[wasm_bindgen(unchecked_param_type = "RenewalManagerOptions | undefined")]
         options: JsValue,
     ) -> Result<RenewalManager, JsValue> {
-        Ok(RenewalManager { inner: js(CoreManager::try_new(config_in(&options)?))? })
+        Ok(RenewalManager { inner: RefCell::new(js(CoreManager::try_new(config_in(&options)?))?) })
     }
 
     /// The settings in force.
     #[wasm_bindgen(getter, unchecked_return_type = "RenewalManagerOptions")]
-    pub fn config(&self) -> JsValue {
-        config_out(self.inner.config())
+    pub fn config(&self) -> Result<JsValue, JsValue> {
+        Ok(config_out(self.b()?.config()))
     }
 
     /// Renews `lease` until `duration` ms from `now` (`Infinity` = forever), asking for
     /// `renewDuration` each time.
     #[wasm_bindgen(js_name = renewFor)]
     pub fn renew_for(
-        &mut self,
+        &self,
         lease: &Lease,
         #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
         #[wasm_bindgen(js_name = renewDuration, unchecked_param_type = "number")]
@@ -325,14 +347,14 @@ impl RenewalManager {
     ) -> Result<(), JsValue> {
         let d = ms_in(&duration, "duration")?;
         let rd = ms_in(&renew_duration, "renewDuration")?;
-        js(self.inner.renew_for(lease.inner, d, rd, now_in(&now)?))
+        js(self.b()?.renew_for(lease.inner, d, rd, now_in(&now)?))
     }
 
     /// Renews `lease` until `desiredExpiration` (holder's clock; `Infinity` = forever), asking
     /// for `renewDuration` each time (positive, `FOREVER`, or `ANY` with a FOREVER desire).
     #[wasm_bindgen(js_name = renewUntil)]
     pub fn renew_until(
-        &mut self,
+        &self,
         lease: &Lease,
         #[wasm_bindgen(js_name = desiredExpiration, unchecked_param_type = "number")]
         desired: JsValue,
@@ -342,57 +364,57 @@ impl RenewalManager {
     ) -> Result<(), JsValue> {
         let d = ms_in(&desired, "desiredExpiration")?;
         let rd = ms_in(&renew_duration, "renewDuration")?;
-        js(self.inner.renew_until(lease.inner, d, rd, now_in(&now)?))
+        js(self.b()?.renew_until(lease.inner, d, rd, now_in(&now)?))
     }
 
     /// Stops managing `lease` (it is not cancelled); returns the manager's copy.
-    pub fn remove(&mut self, lease: &Lease) -> Result<Lease, JsValue> {
-        Ok(Lease::wrap(js(self.inner.remove(&lease.inner))?))
+    pub fn remove(&self, lease: &Lease) -> Result<Lease, JsValue> {
+        Ok(Lease::wrap(js(self.b()?.remove(&lease.inner))?))
     }
 
     /// Stops managing `lease` and queues a cancel request for it.
     pub fn cancel(
-        &mut self,
+        &self,
         lease: &Lease,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
-        js(self.inner.cancel(&lease.inner, now_in(&now)?))
+        js(self.b()?.cancel(&lease.inner, now_in(&now)?))
     }
 
     /// The desired expiration of `lease`.
     #[wasm_bindgen(unchecked_return_type = "number")]
     pub fn expiration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
-        Ok(ms_out(js(self.inner.expiration(&lease.inner))?))
+        Ok(ms_out(js(self.b()?.expiration(&lease.inner))?))
     }
 
     /// Sets the desired expiration of `lease`.
     #[wasm_bindgen(js_name = setExpiration)]
     pub fn set_expiration(
-        &mut self,
+        &self,
         lease: &Lease,
         #[wasm_bindgen(js_name = desiredExpiration, unchecked_param_type = "number")]
         desired: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
         let d = ms_in(&desired, "desiredExpiration")?;
-        js(self.inner.set_expiration(&lease.inner, d, now_in(&now)?))
+        js(self.b()?.set_expiration(&lease.inner, d, now_in(&now)?))
     }
 
     /// The manager's copy of `lease` (current actual expiration), or undefined.
-    pub fn lease(&self, lease: &Lease) -> Option<Lease> {
-        self.inner.lease(&lease.inner).map(Lease::wrap)
+    pub fn lease(&self, lease: &Lease) -> Result<Option<Lease>, JsValue> {
+        Ok(self.b()?.lease(&lease.inner).map(Lease::wrap))
     }
 
     /// The renew duration of `lease`.
     #[wasm_bindgen(js_name = renewDuration, unchecked_return_type = "number")]
     pub fn renew_duration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
-        Ok(ms_out(js(self.inner.renew_duration(&lease.inner))?))
+        Ok(ms_out(js(self.b()?.renew_duration(&lease.inner))?))
     }
 
     /// When `lease` will next be sent for renewal, or undefined.
     #[wasm_bindgen(js_name = nextRenewal, unchecked_return_type = "number | undefined")]
-    pub fn next_renewal(&self, lease: &Lease) -> JsValue {
-        self.inner.next_renewal(&lease.inner).map(ms_out).unwrap_or(JsValue::UNDEFINED)
+    pub fn next_renewal(&self, lease: &Lease) -> Result<JsValue, JsValue> {
+        Ok(self.b()?.next_renewal(&lease.inner).map(ms_out).unwrap_or(JsValue::UNDEFINED))
     }
 
     /// The round-trip estimate for `landlord`: `{srtt, rttvar, rto, requestTimeout, samples}`.
@@ -401,53 +423,55 @@ impl RenewalManager {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string | number | bigint")] landlord: JsValue,
     ) -> Result<JsValue, JsValue> {
-        Ok(self.inner.rtt(landlord_in(&landlord)?).map(rtt_out).unwrap_or(JsValue::UNDEFINED))
+        Ok(self.b()?.rtt(landlord_in(&landlord)?).map(rtt_out).unwrap_or(JsValue::UNDEFINED))
     }
 
     /// Number of leases managed.
     #[wasm_bindgen(getter)]
-    pub fn size(&self) -> usize {
-        self.inner.len()
+    pub fn size(&self) -> Result<usize, JsValue> {
+        Ok(self.b()?.len())
     }
 
     /// The leases managed, with their current actual expirations.
-    pub fn leases(&self) -> Vec<Lease> {
-        self.inner.leases().map(|l| Lease::wrap(*l)).collect()
+    pub fn leases(&self) -> Result<Vec<Lease>, JsValue> {
+        Ok(self.b()?.leases().map(|l| Lease::wrap(*l)).collect())
     }
 
     /// Counters (requestsSent, renewRequests, cancelRequests, leasesRenewed, failures,
     /// desiredReached, indefiniteFailures, timeouts, leasesCancelled, repliesIgnored).
     #[wasm_bindgen(getter, unchecked_return_type = "RenewalStats")]
-    pub fn stats(&self) -> JsValue {
-        let st = self.inner.stats();
-        let o = obj();
-        let s = |k: &str, v: u64| set(&o, &k.into(), &(v as f64).into());
-        s("requestsSent", st.requests_sent);
-        s("renewRequests", st.renew_requests);
-        s("cancelRequests", st.cancel_requests);
-        s("leasesRenewed", st.leases_renewed);
-        s("failures", st.failures);
-        s("desiredReached", st.desired_reached);
-        s("indefiniteFailures", st.indefinite_failures);
-        s("timeouts", st.timeouts);
-        s("leasesCancelled", st.leases_cancelled);
-        s("repliesIgnored", st.replies_ignored);
-        o.into()
+    pub fn stats(&self) -> Result<JsValue, JsValue> {
+        Ok({
+            let st = self.b()?.stats();
+            let o = obj();
+            let s = |k: &str, v: u64| set(&o, &k.into(), &(v as f64).into());
+            s("requestsSent", st.requests_sent);
+            s("renewRequests", st.renew_requests);
+            s("cancelRequests", st.cancel_requests);
+            s("leasesRenewed", st.leases_renewed);
+            s("failures", st.failures);
+            s("desiredReached", st.desired_reached);
+            s("indefiniteFailures", st.indefinite_failures);
+            s("timeouts", st.timeouts);
+            s("leasesCancelled", st.leases_cancelled);
+            s("repliesIgnored", st.replies_ignored);
+            o.into()
+        })
     }
 
     /// When to call `handleTimeout` next (ms), or undefined.
     #[wasm_bindgen(js_name = pollTimeout, unchecked_return_type = "number | undefined")]
-    pub fn poll_timeout(&self) -> JsValue {
-        self.inner.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED)
+    pub fn poll_timeout(&self) -> Result<JsValue, JsValue> {
+        Ok(self.b()?.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED))
     }
 
     /// Advances to `now`.
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
-        self.inner.handle_timeout(now_in(&now)?);
+        self.b()?.handle_timeout(now_in(&now)?);
         Ok(())
     }
 
@@ -455,11 +479,11 @@ impl RenewalManager {
     /// send time; or undefined.
     #[wasm_bindgen(js_name = pollTransmit, unchecked_return_type = "Transmit | undefined")]
     pub fn poll_transmit(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
         let now = now_in(&now)?;
-        Ok(match self.inner.poll_transmit(now) {
+        Ok(match self.b()?.poll_transmit(now) {
             Some(t) => {
                 let o = obj();
                 set(&o, &"landlord".into(), &t.landlord.to_string().into());
@@ -473,12 +497,12 @@ impl RenewalManager {
     /// Takes a landlord's reply (object form) received at `now`.
     #[wasm_bindgen(js_name = handleReply)]
     pub fn handle_reply(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
         let reply = reply_in(&reply)?;
-        self.inner.handle_reply(&reply, now_in(&now)?);
+        self.b()?.handle_reply(&reply, now_in(&now)?);
         Ok(())
     }
 
@@ -486,14 +510,15 @@ impl RenewalManager {
     /// `error` is a definite `LeaseError`); `message` describes it.
     #[wasm_bindgen(js_name = handleFailure)]
     pub fn handle_failure(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "unknown")] error: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
         let id = id_in(&id)?;
         let now = now_in(&now)?;
-        self.inner.handle_failure(id, failure_in(&error), now);
+        let failure = failure_in(&error); // may run getters: before the borrow
+        self.b()?.handle_failure(id, failure, now);
         Ok(())
     }
 
@@ -501,8 +526,8 @@ impl RenewalManager {
     /// `{type: "desiredExpirationReached", lease, desiredExpiration}` or
     /// `{type: "renewalFailed", lease, desiredExpiration, error}`.
     #[wasm_bindgen(js_name = pollEvent, unchecked_return_type = "RenewalEvent | undefined")]
-    pub fn poll_event(&mut self) -> JsValue {
-        self.inner.poll_event().map(event_out).unwrap_or(JsValue::UNDEFINED)
+    pub fn poll_event(&self) -> Result<JsValue, JsValue> {
+        Ok(self.b()?.poll_event().map(event_out).unwrap_or(JsValue::UNDEFINED))
     }
 }
 

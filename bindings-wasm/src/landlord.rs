@@ -1,14 +1,16 @@
 //! `Landlord`: the grantor, with every built-in policy, expiry and the wire protocol.
 
+use std::cell::{RefCell, RefMut};
+
 use js_sys::{Array, Uint8Array};
 use leasehold::landlord::{LandlordSnapshot, SnapshotLease};
 use leasehold::policy::{AdaptiveConfig, PolicySpec};
-use leasehold::{Expired, Landlord as CoreLandlord, LandlordConfig, Limits};
+use leasehold::{Cookie, Expired, Landlord as CoreLandlord, LandlordConfig, LeaseError, Limits};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
 use crate::lease::Lease;
-use crate::wire::{reply_out, request_in};
+use crate::wire::{error_reply, reply_out, request_in};
 
 /// What a lease is for: any JavaScript value, or the bytes of a grant that came over the wire.
 #[derive(Clone)]
@@ -206,14 +208,88 @@ fn expired_out(e: Expired<Resource>) -> JsValue {
 ///
 /// Sans-I/O: every call takes `now` (ms); expiry is driven by the host with `pollTimeout`,
 /// `handleTimeout` and `pollExpired` (or by `LandlordDriver`).
+///
+/// Re-entrancy: arguments are converted (which may run JavaScript: getters, proxies) before the
+/// landlord's state is borrowed, and no JavaScript runs while it is borrowed, so a getter or
+/// callback may call the same landlord again.
 #[wasm_bindgen]
 pub struct Landlord {
+    state: RefCell<State>,
+}
+
+struct State {
     inner: CoreLandlord<Resource>,
     policy: PolicySpec,
-    /// Duration and expiration of the last `__grantFast`, read by the JavaScript wrapper.
+    /// Duration and expiration of the last `__grantW`, read by the JavaScript wrapper.
     last_grant: (i64, i64),
-    /// Result of the last `__renewFast`.
+    /// Result of the last `__renewW`.
     last_renew: i64,
+    /// The error of the last fast call that failed, for `__takeError`.
+    last_error: Option<LeaseError>,
+}
+
+/// A cookie from the four 32-bit words of the word API (least significant first).
+#[inline]
+fn cookie_of_words(w0: u32, w1: u32, w2: u32, w3: u32) -> Cookie {
+    Cookie((w3 as u128) << 96 | (w2 as u128) << 64 | (w1 as u128) << 32 | w0 as u128)
+}
+
+#[inline]
+fn words_of_cookie(c: Cookie) -> [u32; 4] {
+    [c.0 as u32, (c.0 >> 32) as u32, (c.0 >> 64) as u32, (c.0 >> 96) as u32]
+}
+
+/// A small buffer in wasm memory through which the word API hands cookies out without
+/// allocating: words 0..4 are the cookie of the last grant, word 4 the status of the last
+/// `__cancelW` (0 ok, 1 failed: see `__takeError`).
+struct Scratch(std::cell::UnsafeCell<[u32; 8]>);
+// SAFETY: wasm32-unknown-unknown runs this module on one thread.
+unsafe impl Sync for Scratch {}
+static SCRATCH: Scratch = Scratch(std::cell::UnsafeCell::new([0; 8]));
+
+fn scratch() -> &'static mut [u32; 8] {
+    // SAFETY: one thread, and no reference to it outlives the call that takes it.
+    unsafe { &mut *SCRATCH.0.get() }
+}
+
+/// Where the word API's scratch words are in wasm memory (a byte offset).
+#[wasm_bindgen(js_name = __scratchPtr, skip_typescript)]
+pub fn scratch_ptr() -> u32 {
+    SCRATCH.0.get() as u32
+}
+
+/// The wasm memory, for the JavaScript wrapper's views of the scratch words.
+#[wasm_bindgen(js_name = __memory, skip_typescript)]
+pub fn memory() -> JsValue {
+    wasm_bindgen::memory()
+}
+
+/// A batch result: the value, or minus the error code.
+#[inline]
+fn code_out(e: &LeaseError) -> f64 {
+    -(e.code() as i32 as f64)
+}
+
+impl Landlord {
+    fn st(&self) -> Result<RefMut<'_, State>, JsValue> {
+        self.state.try_borrow_mut().map_err(|_| busy_error("Landlord"))
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&State) -> T) -> Result<T, JsValue> {
+        Ok(f(&*self.state.try_borrow().map_err(|_| busy_error("Landlord"))?))
+    }
+
+    fn wrap(inner: CoreLandlord<Resource>, policy: PolicySpec) -> Landlord {
+        Landlord {
+            state: RefCell::new(State {
+                inner,
+                policy,
+                last_grant: (0, 0),
+                last_renew: 0,
+                last_error: None,
+            }),
+        }
+    }
 }
 
 #[wasm_bindgen]
@@ -234,9 +310,8 @@ impl Landlord {
         let seed = if seed_v.is_undefined() {
             random_seed()?
         } else {
-            let b = bytes_in(&seed_v, "seed")?;
-            <[u8; 32]>::try_from(b.as_slice())
-                .map_err(|_| range_error(format!("seed must be 32 bytes, got {}", b.len())))?
+            let b = fixed_bytes_in(&seed_v, 32, "seed")?;
+            <[u8; 32]>::try_from(b.as_slice()).expect("32 bytes")
         };
         let mut config = LandlordConfig::new(id, seed);
         if let Some(g) = opt_ms(&options, "grace", "grace")? {
@@ -254,56 +329,52 @@ impl Landlord {
         }
         config.limits = limits_in(&get(&options, "limits")?)?;
         let policy = js(spec.build())?;
-        Ok(Landlord {
-            inner: CoreLandlord::new(config, policy),
-            policy: spec,
-            last_grant: (0, 0),
-            last_renew: 0,
-        })
+        Ok(Landlord::wrap(CoreLandlord::new(config, policy), spec))
     }
 
     /// This landlord's id, 16 hex digits.
     #[wasm_bindgen(getter)]
-    pub fn id(&self) -> String {
-        self.inner.id().to_string()
+    pub fn id(&self) -> Result<String, JsValue> {
+        self.read(|s| s.inner.id().to_string())
     }
 
     /// Grace after expiry, ms.
     #[wasm_bindgen(getter, unchecked_return_type = "number")]
-    pub fn grace(&self) -> JsValue {
-        ms_out(self.inner.config().grace)
+    pub fn grace(&self) -> Result<JsValue, JsValue> {
+        self.read(|s| ms_out(s.inner.config().grace))
     }
 
     /// The wire limits enforced by `handleBytes`.
     #[wasm_bindgen(getter, unchecked_return_type = "Limits")]
-    pub fn limits(&self) -> JsValue {
-        limits_out(&self.inner.config().limits)
+    pub fn limits(&self) -> Result<JsValue, JsValue> {
+        self.read(|s| limits_out(&s.inner.config().limits))
     }
 
     /// The policy's description, as given (kind in camelCase).
     #[wasm_bindgen(getter, unchecked_return_type = "PolicyDescription")]
-    pub fn policy(&self) -> JsValue {
-        crate::policy_out(&self.policy)
+    pub fn policy(&self) -> Result<JsValue, JsValue> {
+        self.read(|s| crate::policy_out(&s.policy))
     }
 
     /// Leases held, including any past expiration not yet swept by `handleTimeout`.
     #[wasm_bindgen(getter)]
-    pub fn size(&self) -> usize {
-        self.inner.len()
+    pub fn size(&self) -> Result<usize, JsValue> {
+        self.read(|s| s.inner.len())
     }
 
     /// Grants a lease on `resource` for at most `duration` ms (`ANY` = -1 lets the policy
     /// choose, `FOREVER` = Infinity). Returns `{cookie, duration, expiration}`.
     #[wasm_bindgen(js_name = grant, unchecked_return_type = "Grant")]
     pub fn grant_checked(
-        &mut self,
+        &self,
         resource: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
         let d = ms_in(&duration, "duration")?;
         let now = now_in(&now)?;
-        let g = js(self.inner.grant(Resource::Js(resource), d, now))?;
+        let g = self.st()?.inner.grant(Resource::Js(resource), d, now);
+        let g = js(g)?;
         let o = obj();
         KEYS.with(|k| {
             set(&o, &k.cookie, &cookie_out(g.cookie));
@@ -317,7 +388,7 @@ impl Landlord {
     /// A denied renewal leaves the lease as it was.
     #[wasm_bindgen(js_name = renew, unchecked_return_type = "number")]
     pub fn renew_checked(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "string")] cookie: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
@@ -325,40 +396,43 @@ impl Landlord {
         let c = cookie_in(&cookie)?;
         let d = ms_in(&duration, "duration")?;
         let now = now_in(&now)?;
-        Ok(ms_out(js(self.inner.renew(c, d, now))?))
+        let r = self.st()?.inner.renew(c, d, now);
+        Ok(ms_out(js(r)?))
     }
 
     /// Cancels a lease and returns its resource.
     #[wasm_bindgen(js_name = cancel)]
     pub fn cancel_checked(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "string")] cookie: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
         let c = cookie_in(&cookie)?;
         let now = now_in(&now)?;
-        Ok(js(self.inner.cancel(c, now))?.into_js())
+        let r = self.st()?.inner.cancel(c, now);
+        Ok(js(r)?.into_js())
     }
 
     /// Renews many leases (`[[cookie, duration], ...]`); one `{ok, value | error}` per lease,
     /// in order. One failure never aborts the batch.
     #[wasm_bindgen(js_name = renewAll, unchecked_return_type = "Outcome<number>[]")]
     pub fn renew_all(
-        &mut self,
+        &self,
         #[wasm_bindgen(
             unchecked_param_type = "Array<[string, number] | {cookie: string, duration: number}>"
         )]
         items: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Array, JsValue> {
-        let arr = array_in(&items, "renewAll items")?;
-        let mut list = Vec::with_capacity(arr.length() as usize);
-        for item in arr.iter() {
-            list.push(item_in(&item)?);
+        let arr = array_items(&items, "renewAll items")?;
+        let mut list = Vec::with_capacity(arr.len());
+        for item in &arr {
+            list.push(item_in(item)?);
         }
         let now = now_in(&now)?;
+        let results = self.st()?.inner.renew_all(&list, now);
         let out = Array::new();
-        for r in self.inner.renew_all(&list, now) {
+        for r in results {
             out.push(&outcome(r, ms_out));
         }
         Ok(out)
@@ -367,15 +441,16 @@ impl Landlord {
     /// Cancels many leases; one `{ok, value: resource | error}` per lease, in order.
     #[wasm_bindgen(js_name = cancelAll, unchecked_return_type = "Outcome<unknown>[]")]
     pub fn cancel_all(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "string[]")] cookies: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Array, JsValue> {
-        let arr = array_in(&cookies, "cancelAll cookies")?;
-        let list = arr.iter().map(|c| cookie_in(&c)).collect::<Result<Vec<_>, _>>()?;
+        let arr = array_items(&cookies, "cancelAll cookies")?;
+        let list = arr.iter().map(cookie_in).collect::<Result<Vec<_>, _>>()?;
         let now = now_in(&now)?;
+        let results = self.st()?.inner.cancel_all(&list, now);
         let out = Array::new();
-        for r in self.inner.cancel_all(&list, now) {
+        for r in results {
             out.push(&outcome(r, Resource::into_js));
         }
         Ok(out)
@@ -390,13 +465,14 @@ impl Landlord {
     ) -> Result<JsValue, JsValue> {
         let c = cookie_in(&cookie)?;
         let now = now_in(&now)?;
-        Ok(match self.inner.get(c, now) {
+        let found = self.read(|s| s.inner.get(c, now).map(|(exp, r)| (exp, r.to_js())))?;
+        Ok(match found {
             None => JsValue::UNDEFINED,
             Some((exp, r)) => {
                 let o = obj();
                 KEYS.with(|k| {
                     set(&o, &k.expiration, &ms_out(exp));
-                    set(&o, &k.resource, &r.to_js());
+                    set(&o, &k.resource, &r);
                 });
                 o.into()
             }
@@ -409,7 +485,8 @@ impl Landlord {
         #[wasm_bindgen(unchecked_param_type = "string")] cookie: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<bool, JsValue> {
-        Ok(self.inner.get(cookie_in(&cookie)?, now_in(&now)?).is_some())
+        let (c, now) = (cookie_in(&cookie)?, now_in(&now)?);
+        self.read(|s| s.inner.get(c, now).is_some())
     }
 
     /// The holder's view of a lease still honoured at `now` (expiration on this landlord's
@@ -419,24 +496,27 @@ impl Landlord {
         #[wasm_bindgen(unchecked_param_type = "string")] cookie: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Option<Lease>, JsValue> {
-        Ok(self.inner.lease(cookie_in(&cookie)?, now_in(&now)?).map(Lease::wrap))
+        let (c, now) = (cookie_in(&cookie)?, now_in(&now)?);
+        self.read(|s| s.inner.lease(c, now).map(Lease::wrap))
     }
 
     /// Every lease held, `{cookie, expiration, resource}`, in no particular order.
     /// (`for (const e of landlord)` iterates the same.)
     #[wasm_bindgen(unchecked_return_type = "LeaseEntry[]")]
-    pub fn entries(&self) -> Array {
+    pub fn entries(&self) -> Result<Array, JsValue> {
+        let list: Vec<_> =
+            self.read(|s| s.inner.iter().map(|(c, exp, r)| (c, exp, r.to_js())).collect())?;
         let out = Array::new();
         KEYS.with(|k| {
-            for (c, exp, r) in self.inner.iter() {
+            for (c, exp, r) in list {
                 let o = obj();
                 set(&o, &k.cookie, &cookie_out(c));
                 set(&o, &k.expiration, &ms_out(exp));
-                set(&o, &k.resource, &r.to_js());
+                set(&o, &k.resource, &r);
                 out.push(&o);
             }
         });
-        out
+        Ok(out)
     }
 
     // Fast paths for the package's JavaScript wrapper (api.js), which calls them when the
@@ -444,124 +524,303 @@ impl Landlord {
     // above otherwise (so every error message stays the same). Numbers arrive as f64 without a
     // round trip through the JS heap; the checks on their values are the same.
 
-    /// Grant with numeric arguments; returns the cookie, leaves duration and expiration for
-    /// `__lastGrantDuration`/`__lastGrantExpiration`.
-    #[wasm_bindgen(js_name = __grantFast, skip_typescript)]
-    pub fn grant_fast(
-        &mut self,
-        resource: JsValue,
-        duration: f64,
-        now: f64,
-    ) -> Result<String, JsValue> {
-        let d = ms_from_f64(duration, "duration")?;
-        let now = ms_from_f64(now, "now")?;
-        let g = js(self.inner.grant(Resource::Js(resource), d, now))?;
-        self.last_grant = (g.duration, g.expiration);
-        Ok(g.cookie.to_string())
-    }
-
-    /// Granted duration of the last `__grantFast` (NaN if past the safe range).
-    #[wasm_bindgen(js_name = __lastGrantDuration, skip_typescript)]
-    pub fn last_grant_duration(&self) -> f64 {
-        fast_out(self.last_grant.0)
-    }
-
-    /// Expiration of the last `__grantFast` (NaN if past the safe range).
+    /// Expiration of the last `__grantW` (NaN if past the safe range).
     #[wasm_bindgen(js_name = __lastGrantExpiration, skip_typescript)]
     pub fn last_grant_expiration(&self) -> f64 {
-        fast_out(self.last_grant.1)
+        self.read(|s| fast_out(s.last_grant.1)).unwrap_or(f64::NAN)
     }
 
-    /// `[duration, expiration]` of the last `__grantFast`, exact (bigints past the safe range).
+    /// `[duration, expiration]` of the last `__grantW`, exact (bigints past the safe range).
     #[wasm_bindgen(js_name = __lastGrantExact, skip_typescript)]
-    pub fn last_grant_exact(&self) -> Array {
-        Array::of2(&ms_out(self.last_grant.0), &ms_out(self.last_grant.1))
+    pub fn last_grant_exact(&self) -> Result<Array, JsValue> {
+        let (d, e) = self.read(|s| s.last_grant)?;
+        Ok(Array::of2(&ms_out(d), &ms_out(e)))
     }
 
-    /// The result of the last `__renewFast`, exact.
+    /// The result of the last `__renewW`, exact.
     #[wasm_bindgen(js_name = __lastRenewExact, skip_typescript)]
-    pub fn last_renew_exact(&self) -> JsValue {
-        ms_out(self.last_renew)
+    pub fn last_renew_exact(&self) -> Result<JsValue, JsValue> {
+        self.read(|s| ms_out(s.last_renew))
     }
 
-    /// Renew with a string cookie and numeric arguments (NaN if the result is past the safe range).
-    #[wasm_bindgen(js_name = __renewFast, skip_typescript)]
-    pub fn renew_fast(&mut self, cookie: &str, duration: f64, now: f64) -> Result<f64, JsValue> {
-        let c = cookie.parse().map_err(|e: leasehold::LeaseError| range_error(e.detail()))?;
-        let d = ms_from_f64(duration, "duration")?;
-        let now = ms_from_f64(now, "now")?;
-        self.last_renew = js(self.inner.renew(c, d, now))?;
-        Ok(fast_out(self.last_renew))
+    // The word API (`grantWords`, `renewWords`, `cancelWords` and their batches in api.js): a
+    // cookie as four unsigned 32-bit words, least significant first, so that it crosses the
+    // boundary as plain numbers. Errors are kept for `__takeError` instead of thrown, so the
+    // calls return plain numbers.
+
+    /// Grants; the cookie goes to the scratch words. Returns the granted duration, or NaN when
+    /// it failed (`__takeError` has the error) or is past the safe range (`__lastGrantExact`).
+    #[wasm_bindgen(js_name = __grantW, skip_typescript)]
+    pub fn grant_w(&self, resource: JsValue, duration: f64, now: f64) -> f64 {
+        let Ok(mut st) = self.state.try_borrow_mut() else { return f64::NAN };
+        let r = ms_from_f64_core(duration, "duration")
+            .and_then(|d| Ok((d, ms_from_f64_core(now, "now")?)))
+            .and_then(|(d, now)| st.inner.grant(Resource::Js(resource), d, now));
+        match r {
+            Ok(g) => {
+                scratch()[..4].copy_from_slice(&words_of_cookie(g.cookie));
+                st.last_grant = (g.duration, g.expiration);
+                st.last_error = None;
+                fast_out(g.duration)
+            }
+            Err(e) => {
+                st.last_error = Some(e);
+                f64::NAN
+            }
+        }
     }
 
-    /// Cancel with a string cookie and a numeric `now`.
-    #[wasm_bindgen(js_name = __cancelFast, skip_typescript)]
-    pub fn cancel_fast(&mut self, cookie: &str, now: f64) -> Result<JsValue, JsValue> {
-        let c = cookie.parse().map_err(|e: leasehold::LeaseError| range_error(e.detail()))?;
+    /// Renews the lease of a cookie given as words. Returns the granted duration, or NaN when
+    /// it failed (`__takeError`) or is past the safe range (`__lastRenewExact`).
+    #[wasm_bindgen(js_name = __renewW, skip_typescript)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn renew_w(&self, w0: u32, w1: u32, w2: u32, w3: u32, duration: f64, now: f64) -> f64 {
+        let Ok(mut st) = self.state.try_borrow_mut() else { return f64::NAN };
+        let c = cookie_of_words(w0, w1, w2, w3);
+        let r = ms_from_f64_core(duration, "duration")
+            .and_then(|d| Ok((d, ms_from_f64_core(now, "now")?)))
+            .and_then(|(d, now)| st.inner.renew(c, d, now));
+        match r {
+            Ok(d) => {
+                st.last_renew = d;
+                st.last_error = None;
+                fast_out(d)
+            }
+            Err(e) => {
+                st.last_error = Some(e);
+                f64::NAN
+            }
+        }
+    }
+
+    /// Cancels the lease of a cookie given as words; returns its resource. Scratch word 4 is
+    /// 0 on success, 1 on failure (`__takeError`).
+    #[wasm_bindgen(js_name = __cancelW, skip_typescript)]
+    pub fn cancel_w(&self, w0: u32, w1: u32, w2: u32, w3: u32, now: f64) -> JsValue {
+        scratch()[4] = 1;
+        let Ok(mut st) = self.state.try_borrow_mut() else { return JsValue::UNDEFINED };
+        let c = cookie_of_words(w0, w1, w2, w3);
+        let r = ms_from_f64_core(now, "now").and_then(|now| st.inner.cancel(c, now));
+        match r {
+            Ok(res) => {
+                st.last_error = None;
+                drop(st);
+                scratch()[4] = 0;
+                res.into_js()
+            }
+            Err(e) => {
+                st.last_error = Some(e);
+                JsValue::UNDEFINED
+            }
+        }
+    }
+
+    /// The error of the last failed fast call (then forgotten), or undefined; a re-entrancy
+    /// error if the landlord is busy.
+    #[wasm_bindgen(js_name = __takeError, skip_typescript)]
+    pub fn take_error(&self) -> JsValue {
+        match self.state.try_borrow_mut() {
+            Ok(mut st) => match st.last_error.take() {
+                Some(e) => {
+                    drop(st);
+                    lease_error(&e)
+                }
+                None => JsValue::UNDEFINED,
+            },
+            Err(_) => busy_error("Landlord"),
+        }
+    }
+
+    /// Grants one lease per resource, each for at most `durations[i]` (or `durations[0]` for
+    /// all). Writes each cookie's words to `words[4i..4i+4]` (zeros if refused) and the granted
+    /// duration, or minus the error code, to `out[i]`. Returns the number refused.
+    #[wasm_bindgen(js_name = __grantBatch, skip_typescript)]
+    pub fn grant_batch(
+        &self,
+        resources: Vec<JsValue>,
+        durations: &[f64],
+        now: f64,
+        words: &mut [u32],
+        out: &mut [f64],
+    ) -> Result<u32, JsValue> {
         let now = ms_from_f64(now, "now")?;
-        Ok(js(self.inner.cancel(c, now))?.into_js())
+        let n = resources.len();
+        if words.len() < 4 * n || out.len() < n || durations.is_empty() {
+            return Err(range_error("grant batch: arrays too short"));
+        }
+        let mut st = self.st()?;
+        let mut failed = 0;
+        for (i, r) in resources.into_iter().enumerate() {
+            let d = durations[if durations.len() == 1 { 0 } else { i }];
+            let g = ms_from_f64_core(d, "duration")
+                .and_then(|d| st.inner.grant(Resource::Js(r), d, now));
+            match g {
+                Ok(g) => {
+                    words[4 * i..4 * i + 4].copy_from_slice(&words_of_cookie(g.cookie));
+                    out[i] = fast_out(g.duration);
+                }
+                Err(e) => {
+                    words[4 * i..4 * i + 4].fill(0);
+                    out[i] = code_out(&e);
+                    failed += 1;
+                }
+            }
+        }
+        Ok(failed)
+    }
+
+    /// Renews the leases whose cookies are `words` (4 per lease), each for at most
+    /// `durations[i]` (or `durations[0]` for all). Writes the granted duration, or minus the
+    /// error code, to `out[i]`. Returns the number that failed.
+    #[wasm_bindgen(js_name = __renewBatch, skip_typescript)]
+    pub fn renew_batch(
+        &self,
+        words: &[u32],
+        durations: &[f64],
+        now: f64,
+        out: &mut [f64],
+    ) -> Result<u32, JsValue> {
+        let now = ms_from_f64(now, "now")?;
+        let n = words.len() / 4;
+        if out.len() < n || durations.is_empty() {
+            return Err(range_error("renew batch: arrays too short"));
+        }
+        let mut items = Vec::with_capacity(n);
+        let mut bad = Vec::new();
+        for i in 0..n {
+            let w = &words[4 * i..4 * i + 4];
+            let d = durations[if durations.len() == 1 { 0 } else { i }];
+            match ms_from_f64_core(d, "duration") {
+                Ok(d) => items.push((cookie_of_words(w[0], w[1], w[2], w[3]), d)),
+                Err(e) => {
+                    // An invalid duration fails this lease only (core refuses it untouched).
+                    items.push((Cookie(0), leasehold::ANY));
+                    bad.push((i, e));
+                }
+            }
+        }
+        let results = self.st()?.inner.renew_all(&items, now);
+        let mut failed = 0;
+        for (i, r) in results.into_iter().enumerate() {
+            out[i] = match r {
+                Ok(d) => fast_out(d),
+                Err(e) => {
+                    failed += 1;
+                    code_out(&e)
+                }
+            };
+        }
+        for (i, e) in bad {
+            if out[i] >= 0.0 {
+                failed += 1;
+            }
+            out[i] = code_out(&e);
+        }
+        Ok(failed)
+    }
+
+    /// Cancels the leases whose cookies are `words` (4 per lease). Writes 0, or minus the error
+    /// code, to `out[i]`; returns the resources (undefined where the cancel failed).
+    #[wasm_bindgen(js_name = __cancelBatch, skip_typescript)]
+    pub fn cancel_batch(
+        &self,
+        words: &[u32],
+        now: f64,
+        out: &mut [f64],
+    ) -> Result<Vec<JsValue>, JsValue> {
+        let now = ms_from_f64(now, "now")?;
+        let n = words.len() / 4;
+        if out.len() < n {
+            return Err(range_error("cancel batch: arrays too short"));
+        }
+        let cookies: Vec<Cookie> =
+            words.chunks_exact(4).map(|w| cookie_of_words(w[0], w[1], w[2], w[3])).collect();
+        let results = self.st()?.inner.cancel_all(&cookies, now);
+        Ok(results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| match r {
+                Ok(res) => {
+                    out[i] = 0.0;
+                    res.into_js()
+                }
+                Err(e) => {
+                    out[i] = code_out(&e);
+                    JsValue::UNDEFINED
+                }
+            })
+            .collect())
     }
 
     /// `pollTimeout` as a plain number for the drivers: NaN when nothing is due (a far deadline
     /// is rounded, which is harmless for a timer).
     #[wasm_bindgen(js_name = __pollTimeoutMs, skip_typescript)]
     pub fn poll_timeout_ms(&self) -> f64 {
-        self.inner.poll_timeout().map(|t| t as f64).unwrap_or(f64::NAN)
+        self.read(|s| s.inner.poll_timeout().map(|t| t as f64).unwrap_or(f64::NAN))
+            .unwrap_or(f64::NAN)
     }
 
     /// When the host should next call `handleTimeout` (ms), or undefined if nothing will expire.
     #[wasm_bindgen(js_name = pollTimeout, unchecked_return_type = "number | undefined")]
-    pub fn poll_timeout(&self) -> JsValue {
-        self.inner.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED)
+    pub fn poll_timeout(&self) -> Result<JsValue, JsValue> {
+        self.read(|s| s.inner.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED))
     }
 
     /// Advances expiry to `now`: leases past expiration (plus grace) are removed and queued
     /// for `pollExpired`.
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
-        self.inner.handle_timeout(now_in(&now)?);
+        let now = now_in(&now)?;
+        self.st()?.inner.handle_timeout(now);
         Ok(())
     }
 
     /// The next expired lease `{cookie, expiration, resource}` found by `handleTimeout`, or
     /// undefined.
     #[wasm_bindgen(js_name = pollExpired, unchecked_return_type = "LeaseEntry | undefined")]
-    pub fn poll_expired(&mut self) -> JsValue {
-        match self.inner.poll_expired() {
+    pub fn poll_expired(&self) -> Result<JsValue, JsValue> {
+        let e = self.st()?.inner.poll_expired();
+        Ok(match e {
             Some(e) => expired_out(e),
             None => JsValue::UNDEFINED,
-        }
+        })
     }
 
     /// Answers one request message (the object form of the wire protocol).
     #[wasm_bindgen(js_name = handleRequest, unchecked_return_type = "Reply")]
     pub fn handle_request(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Request")] request: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
         let req = request_in(&request)?;
         let now = now_in(&now)?;
-        Ok(reply_out(&self.inner.handle_request(&req, now)))
+        let reply = self.st()?.inner.handle_request(&req, now);
+        Ok(reply_out(&reply))
     }
 
     /// Decodes a request message (`"binary"` by default, or `"json"`), answers it, and returns
     /// the encoded reply. Undecodable input gets an error reply with id 0; it never throws for
-    /// bad bytes.
+    /// bad bytes. A message over `limits.maxMessageBytes` is refused before it is copied into
+    /// WebAssembly memory.
     #[wasm_bindgen(js_name = handleBytes)]
     pub fn handle_bytes(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] bytes: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Encoding | undefined")] encoding: JsValue,
     ) -> Result<Vec<u8>, JsValue> {
         let enc = encoding_in(&encoding)?;
-        let b = text_or_bytes_in(&bytes, "request")?;
+        let (id, max) = self.read(|s| (s.inner.id(), s.inner.config().limits.max_message_bytes))?;
+        let b = match wire_in(&bytes, max, "request")? {
+            Ok(b) => b,
+            Err(e) => return Ok(error_reply(id, &e, enc)),
+        };
         let now = now_in(&now)?;
-        Ok(self.inner.handle_bytes(&b, enc, now))
+        Ok(self.st()?.inner.handle_bytes(&b, enc, now))
     }
 
     /// Everything this landlord holds at `now`, to restart it without losing a lease:
@@ -572,7 +831,8 @@ impl Landlord {
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let snap = self.inner.snapshot(now_in(&now)?);
+        let now = now_in(&now)?;
+        let snap = self.read(|s| s.inner.snapshot(now))?;
         let resources = Array::new();
         let mut index = |l: SnapshotLease<Resource>| {
             let i = resources.length();
@@ -608,13 +868,13 @@ impl Landlord {
         let state = get(&snapshot, "state")?
             .as_string()
             .ok_or_else(|| type_error("snapshot.state must be the JSON text from snapshot()"))?;
-        let resources = array_in(&get(&snapshot, "resources")?, "snapshot.resources")?;
+        let resources = array_items(&get(&snapshot, "resources")?, "snapshot.resources")?;
         let spec = policy_in(&policy)?;
         let now = now_in(&now)?;
         let indexed: LandlordSnapshot<u32> = serde_json::from_str(&state).map_err(|e| {
             lease_error(&leasehold::LeaseError::Decode(format!("bad landlord snapshot: {e}")))
         })?;
-        let n = resources.length();
+        let n = resources.len() as u32;
         let mut resolve = |l: SnapshotLease<u32>| -> Result<SnapshotLease<Resource>, JsValue> {
             if l.resource >= n {
                 return Err(lease_error(&leasehold::LeaseError::Decode(format!(
@@ -625,7 +885,7 @@ impl Landlord {
             Ok(SnapshotLease {
                 cookie: l.cookie,
                 remaining: l.remaining,
-                resource: Resource::Js(resources.get(l.resource)),
+                resource: Resource::Js(resources[l.resource as usize].clone()),
             })
         };
         let snap = LandlordSnapshot {
@@ -639,6 +899,6 @@ impl Landlord {
             expired: indexed.expired.into_iter().map(&mut resolve).collect::<Result<_, _>>()?,
         };
         let inner = js(CoreLandlord::restore(snap, js(spec.build())?, now))?;
-        Ok(Landlord { inner, policy: spec, last_grant: (0, 0), last_renew: 0 })
+        Ok(Landlord::wrap(inner, spec))
     }
 }

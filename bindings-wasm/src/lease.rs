@@ -1,6 +1,7 @@
 //! `Lease`: the holder's view of a lease, with its serial formats.
 
-use leasehold::{Lease as CoreLease, SerialFormat};
+use leasehold::serial::{LEASE_BINARY_LEN, LEASE_JSON_MAX};
+use leasehold::{Lease as CoreLease, LeaseError, SerialFormat};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
@@ -170,6 +171,15 @@ impl Lease {
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Lease, JsValue> {
         let now = now_in(&now)?;
+        // Refuse an oversized text before it is copied into wasm memory.
+        if let Some(s) = text.dyn_ref::<js_sys::JsString>() {
+            let units = s.length() as usize;
+            if units > LEASE_JSON_MAX {
+                return Err(lease_error(&LeaseError::Decode(format!(
+                    "lease JSON is at least {units} bytes, more than the {LEASE_JSON_MAX} allowed"
+                ))));
+            }
+        }
         let text = text.as_string().ok_or_else(|| type_error("lease JSON must be a string"))?;
         Ok(Lease::wrap(js(CoreLease::from_json(&text, now))?))
     }
@@ -190,6 +200,14 @@ impl Lease {
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Lease, JsValue> {
         let now = now_in(&now)?;
+        // Refuse a wrong length before the bytes are copied into wasm memory (core's message).
+        if let Some((len, _)) =
+            input_len(&bytes).filter(|&(len, _)| len != LEASE_BINARY_LEN && !bytes.is_string())
+        {
+            return Err(lease_error(&LeaseError::Decode(format!(
+                "a binary lease is {LEASE_BINARY_LEN} bytes, got {len}"
+            ))));
+        }
         let bytes = bytes_in(&bytes, "lease bytes")?;
         Ok(Lease::wrap(js(CoreLease::from_bytes(&bytes, now))?))
     }

@@ -8,6 +8,7 @@ use js_sys::Object;
 use leasehold::policy::PolicySpec;
 use wasm_bindgen::prelude::*;
 
+pub mod alloc;
 pub mod convert;
 pub mod holder;
 pub mod landlord;
@@ -16,6 +17,11 @@ pub mod service;
 pub mod wire;
 
 pub use leasehold::{ANY, FOREVER};
+
+/// Large blocks (the lease table) grow in place instead of leaving copies behind (see `alloc`).
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOC: alloc::Alloc = alloc::Alloc::new();
 
 use convert::{ms_out, obj, set};
 

@@ -1,6 +1,8 @@
 //! The lease renewal service (Jini `LeaseRenewalService`): leased renewal sets, memberships,
 //! expiration-warning and renewal-failure event registrations.
 
+use std::cell::{RefCell, RefMut};
+
 use js_sys::{Array, Uint8Array};
 use leasehold::event::{EventRegistration, EventSource};
 use leasehold::service::{
@@ -13,7 +15,7 @@ use crate::convert::*;
 use crate::holder::{config_in, failure_in};
 use crate::landlord::{limits_in, policy_in, random_seed};
 use crate::lease::Lease;
-use crate::wire::{id_in, id_out, reply_in, reply_out, request_in, request_out};
+use crate::wire::{error_reply, id_in, id_out, reply_in, reply_out, request_in, request_out};
 
 fn set_in(v: &JsValue) -> Result<SetId, JsValue> {
     Ok(SetId(id_in(v)?))
@@ -44,9 +46,8 @@ fn config_from(options: &JsValue) -> Result<RenewalServiceConfig, JsValue> {
     let seed = if seed_v.is_undefined() {
         random_seed()?
     } else {
-        let b = bytes_in(&seed_v, "seed")?;
-        <[u8; 32]>::try_from(b.as_slice())
-            .map_err(|_| range_error(format!("seed must be 32 bytes, got {}", b.len())))?
+        let b = fixed_bytes_in(&seed_v, 32, "seed")?;
+        <[u8; 32]>::try_from(b.as_slice()).expect("32 bytes")
     };
     let mut c = RenewalServiceConfig::new(id, seed);
     let g = get(options, "grace")?;
@@ -80,8 +81,16 @@ fn leases_out(v: Vec<leasehold::Lease>) -> Array {
 /// deliver `pollEvent()`s to the registered listeners.
 #[wasm_bindgen]
 pub struct RenewalService {
-    inner: CoreService,
+    inner: RefCell<CoreService>,
     config: RenewalServiceConfig,
+}
+
+impl RenewalService {
+    /// The service's state; arguments are converted before this is taken, and no JavaScript
+    /// runs while it is held (see `Landlord`).
+    fn b(&self) -> Result<RefMut<'_, CoreService>, JsValue> {
+        self.inner.try_borrow_mut().map_err(|_| busy_error("RenewalService"))
+    }
 }
 
 #[wasm_bindgen]
@@ -94,7 +103,7 @@ impl RenewalService {
         #[wasm_bindgen(unchecked_param_type = "RenewalServiceOptions")] options: JsValue,
     ) -> Result<RenewalService, JsValue> {
         let config = config_from(&options)?;
-        Ok(RenewalService { inner: js(CoreService::new(config.clone()))?, config })
+        Ok(RenewalService { inner: RefCell::new(js(CoreService::new(config.clone()))?), config })
     }
 
     /// Rebuilds a service from `snapshot()` text at `now`; `options` as for the constructor
@@ -108,7 +117,7 @@ impl RenewalService {
         let text = snapshot.as_string().ok_or_else(|| type_error("snapshot must be a string"))?;
         let snap = js(ServiceSnapshot::from_json(&text))?;
         let inner = js(CoreService::restore(config.clone(), snap, now_in(&now)?))?;
-        Ok(RenewalService { inner, config })
+        Ok(RenewalService { inner: RefCell::new(inner), config })
     }
 
     /// Everything the service holds, as JSON text (contains the set-lease secret: store it
@@ -117,26 +126,26 @@ impl RenewalService {
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<String, JsValue> {
-        Ok(self.inner.snapshot(now_in(&now)?).to_json())
+        Ok(self.b()?.snapshot(now_in(&now)?).to_json())
     }
 
     /// The landlord id of the set leases, 16 hex digits.
     #[wasm_bindgen(getter)]
-    pub fn id(&self) -> String {
-        self.inner.id().to_string()
+    pub fn id(&self) -> Result<String, JsValue> {
+        Ok(self.b()?.id().to_string())
     }
 
     /// Creates a renewal set leased for `leaseDuration` ms (ANY lets the service choose):
     /// `{set, lease}`.
     #[wasm_bindgen(js_name = createSet, unchecked_return_type = "{set: number, lease: Lease}")]
     pub fn create_set(
-        &mut self,
+        &self,
         #[wasm_bindgen(js_name = leaseDuration, unchecked_param_type = "number")]
         lease_duration: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
         let d = ms_in(&lease_duration, "leaseDuration")?;
-        let (set_id, lease) = js(self.inner.create_set(d, now_in(&now)?))?;
+        let (set_id, lease) = js(self.b()?.create_set(d, now_in(&now)?))?;
         let o = obj();
         set(&o, &"set".into(), &id_out(set_id.0));
         set(&o, &"lease".into(), &Lease::wrap(lease).into());
@@ -145,8 +154,8 @@ impl RenewalService {
 
     /// The live sets' ids.
     #[wasm_bindgen(unchecked_return_type = "number[]")]
-    pub fn sets(&self) -> Array {
-        self.inner.sets().into_iter().map(|s| id_out(s.0)).collect()
+    pub fn sets(&self) -> Result<Array, JsValue> {
+        Ok(self.b()?.sets().into_iter().map(|s| id_out(s.0)).collect())
     }
 
     /// The set's lease (service's clock), or undefined.
@@ -156,7 +165,7 @@ impl RenewalService {
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Option<Lease>, JsValue> {
-        Ok(self.inner.set_lease(set_in(&set_id)?, now_in(&now)?).map(Lease::wrap))
+        Ok(self.b()?.set_lease(set_in(&set_id)?, now_in(&now)?).map(Lease::wrap))
     }
 
     /// The set whose lease `lease` is, or undefined.
@@ -166,17 +175,14 @@ impl RenewalService {
         lease: &Lease,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
-        Ok(self
-            .inner
-            .set_of(&lease.inner, now_in(&now)?)
-            .map(|s| id_out(s.0))
-            .unwrap_or(JsValue::UNDEFINED))
+        let now = now_in(&now)?;
+        Ok(self.b()?.set_of(&lease.inner, now).map(|s| id_out(s.0)).unwrap_or(JsValue::UNDEFINED))
     }
 
     /// Adds `lease` to a set (Jini `renewFor`): kept for `membershipDuration` ms, renewed for
     /// `renewDuration` ms at a time.
     pub fn add(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         lease: &Lease,
         #[wasm_bindgen(js_name = membershipDuration, unchecked_param_type = "number")]
@@ -188,18 +194,18 @@ impl RenewalService {
         let s = set_in(&set_id)?;
         let m = ms_in(&membership, "membershipDuration")?;
         let r = ms_in(&renew_duration, "renewDuration")?;
-        js(self.inner.add(s, lease.inner, m, r, now_in(&now)?))
+        js(self.b()?.add(s, lease.inner, m, r, now_in(&now)?))
     }
 
     /// Takes `lease` out of a set (not cancelled); returns it, or undefined if it was not there.
     pub fn remove(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         lease: &Lease,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Option<Lease>, JsValue> {
         let s = set_in(&set_id)?;
-        Ok(js(self.inner.remove(s, &lease.inner, now_in(&now)?))?.map(Lease::wrap))
+        Ok(js(self.b()?.remove(s, &lease.inner, now_in(&now)?))?.map(Lease::wrap))
     }
 
     /// The client leases of a set.
@@ -209,7 +215,7 @@ impl RenewalService {
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Array, JsValue> {
-        Ok(leases_out(js(self.inner.leases(set_in(&set_id)?, now_in(&now)?))?))
+        Ok(leases_out(js(self.b()?.leases(set_in(&set_id)?, now_in(&now)?))?))
     }
 
     /// `{expiration, renewDuration}` of `lease` in a set, or undefined.
@@ -222,7 +228,7 @@ impl RenewalService {
         lease: &Lease,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let m = js(self.inner.membership(set_in(&set_id)?, &lease.inner, now_in(&now)?))?;
+        let m = js(self.b()?.membership(set_in(&set_id)?, &lease.inner, now_in(&now)?))?;
         Ok(match m {
             Some(m) => {
                 let o = obj();
@@ -238,7 +244,7 @@ impl RenewalService {
     /// expires; `handback` comes back in every event. Returns the EventRegistration.
     #[wasm_bindgen(js_name = setExpirationWarningListener, unchecked_return_type = "EventRegistration")]
     pub fn set_expiration_warning_listener(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         #[wasm_bindgen(js_name = minWarning, unchecked_param_type = "number")] min_warning: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] handback: JsValue,
@@ -247,55 +253,50 @@ impl RenewalService {
         let s = set_in(&set_id)?;
         let w = ms_in(&min_warning, "minWarning")?;
         let h = text_or_bytes_in(&handback, "handback")?;
-        Ok(registration_out(js(self.inner.set_expiration_warning_listener(
-            s,
-            w,
-            h,
-            now_in(&now)?,
-        ))?))
+        Ok(registration_out(js(self.b()?.set_expiration_warning_listener(s, w, h, now_in(&now)?))?))
     }
 
     /// Registers for the set's renewal-failure events. Returns the EventRegistration.
     #[wasm_bindgen(js_name = setRenewalFailureListener, unchecked_return_type = "EventRegistration")]
     pub fn set_renewal_failure_listener(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] handback: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
         let s = set_in(&set_id)?;
         let h = text_or_bytes_in(&handback, "handback")?;
-        Ok(registration_out(js(self.inner.set_renewal_failure_listener(s, h, now_in(&now)?))?))
+        Ok(registration_out(js(self.b()?.set_renewal_failure_listener(s, h, now_in(&now)?))?))
     }
 
     /// Ends the set's expiration-warning registration.
     #[wasm_bindgen(js_name = clearExpirationWarningListener)]
     pub fn clear_expiration_warning_listener(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
-        js(self.inner.clear_expiration_warning_listener(set_in(&set_id)?, now_in(&now)?))
+        js(self.b()?.clear_expiration_warning_listener(set_in(&set_id)?, now_in(&now)?))
     }
 
     /// Ends the set's renewal-failure registration.
     #[wasm_bindgen(js_name = clearRenewalFailureListener)]
     pub fn clear_renewal_failure_listener(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
-        js(self.inner.clear_renewal_failure_listener(set_in(&set_id)?, now_in(&now)?))
+        js(self.b()?.clear_renewal_failure_listener(set_in(&set_id)?, now_in(&now)?))
     }
 
     /// The listener of `eventId` answered "unknown event": that registration ends. Returns
     /// whether it was active.
     #[wasm_bindgen(js_name = unknownEvent)]
     pub fn unknown_event(
-        &mut self,
+        &self,
         #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
     ) -> Result<bool, JsValue> {
-        Ok(self.inner.unknown_event(id_in(&event_id)?))
+        Ok(self.b()?.unknown_event(id_in(&event_id)?))
     }
 
     /// The set's active event registrations.
@@ -305,57 +306,62 @@ impl RenewalService {
         #[wasm_bindgen(unchecked_param_type = "number")] set_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<Array, JsValue> {
-        let r = js(self.inner.registrations(set_in(&set_id)?, now_in(&now)?))?;
+        let r = js(self.b()?.registrations(set_in(&set_id)?, now_in(&now)?))?;
         Ok(r.into_iter().map(registration_out).collect())
     }
 
     /// Answers a request about set leases (renew or cancel a set's lease), object form.
     #[wasm_bindgen(js_name = handleRequest, unchecked_return_type = "Reply")]
     pub fn handle_request(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Request")] request: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
         let req = request_in(&request)?;
-        Ok(reply_out(&self.inner.handle_request(&req, now_in(&now)?)))
+        Ok(reply_out(&self.b()?.handle_request(&req, now_in(&now)?)))
     }
 
-    /// Decodes, answers and encodes a request about set leases.
+    /// Decodes, answers and encodes a request about set leases. A message over
+    /// `limits.maxMessageBytes` is refused before it is copied into WebAssembly memory.
     #[wasm_bindgen(js_name = handleBytes)]
     pub fn handle_bytes(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] bytes: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Encoding | undefined")] encoding: JsValue,
     ) -> Result<Vec<u8>, JsValue> {
         let enc = encoding_in(&encoding)?;
-        let b = text_or_bytes_in(&bytes, "request")?;
-        Ok(self.inner.handle_bytes(&b, enc, now_in(&now)?))
+        let b = match wire_in(&bytes, self.config.landlord.limits.max_message_bytes, "request")? {
+            Ok(b) => b,
+            Err(e) => return Ok(error_reply(self.config.landlord.id, &e, enc)),
+        };
+        let now = now_in(&now)?;
+        Ok(self.b()?.handle_bytes(&b, enc, now))
     }
 
     /// When to call `handleTimeout` next, or undefined.
     #[wasm_bindgen(js_name = pollTimeout, unchecked_return_type = "number | undefined")]
-    pub fn poll_timeout(&self) -> JsValue {
-        self.inner.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED)
+    pub fn poll_timeout(&self) -> Result<JsValue, JsValue> {
+        Ok(self.b()?.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED))
     }
 
     /// Advances to `now`.
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
-        self.inner.handle_timeout(now_in(&now)?);
+        self.b()?.handle_timeout(now_in(&now)?);
         Ok(())
     }
 
     /// The next renewal request for a client lease's landlord, `{landlord, request}`, or undefined.
     #[wasm_bindgen(js_name = pollTransmit, unchecked_return_type = "Transmit | undefined")]
     pub fn poll_transmit(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<JsValue, JsValue> {
-        Ok(match self.inner.poll_transmit(now_in(&now)?) {
+        Ok(match self.b()?.poll_transmit(now_in(&now)?) {
             Some(t) => {
                 let o = obj();
                 set(&o, &"landlord".into(), &t.landlord.to_string().into());
@@ -369,26 +375,27 @@ impl RenewalService {
     /// A client lease landlord's reply, received at `now`.
     #[wasm_bindgen(js_name = handleReply)]
     pub fn handle_reply(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
         let r = reply_in(&reply)?;
-        self.inner.handle_reply(&r, now_in(&now)?);
+        self.b()?.handle_reply(&r, now_in(&now)?);
         Ok(())
     }
 
     /// Request `id` failed in transport (indefinite unless `error` carries a definite code).
     #[wasm_bindgen(js_name = handleFailure)]
     pub fn handle_failure(
-        &mut self,
+        &self,
         #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "unknown")] error: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     ) -> Result<(), JsValue> {
         let id = id_in(&id)?;
         let now = now_in(&now)?;
-        self.inner.handle_failure(id, failure_in(&error), now);
+        let failure = failure_in(&error); // may run getters: before the borrow
+        self.b()?.handle_failure(id, failure, now);
         Ok(())
     }
 
@@ -396,33 +403,35 @@ impl RenewalService {
     /// kind}` with `kind` `{type: "expirationWarning", set, expiration}` or
     /// `{type: "renewalFailure", set, lease, error?}`.
     #[wasm_bindgen(js_name = pollEvent, unchecked_return_type = "SetEvent | undefined")]
-    pub fn poll_event(&mut self) -> JsValue {
-        let Some(e) = self.inner.poll_event() else {
-            return JsValue::UNDEFINED;
-        };
-        let o = obj();
-        set(&o, &"eventId".into(), &id_out(e.event_id));
-        set(&o, &"source".into(), &source_out(&e.source));
-        set(&o, &"sequence".into(), &id_out(e.sequence));
-        set(&o, &"handback".into(), &Uint8Array::from(&e.handback[..]));
-        let k = obj();
-        match e.kind {
-            SetEventKind::ExpirationWarning { set: s, expiration } => {
-                set(&k, &"type".into(), &"expirationWarning".into());
-                set(&k, &"set".into(), &id_out(s.0));
-                set(&k, &"expiration".into(), &ms_out(expiration));
-            }
-            SetEventKind::RenewalFailure { set: s, lease, error } => {
-                set(&k, &"type".into(), &"renewalFailure".into());
-                set(&k, &"set".into(), &id_out(s.0));
-                set(&k, &"lease".into(), &Lease::wrap(lease).into());
-                if let Some(err) = error {
-                    set(&k, &"error".into(), &lease_error(&err));
+    pub fn poll_event(&self) -> Result<JsValue, JsValue> {
+        Ok({
+            let Some(e) = self.b()?.poll_event() else {
+                return Ok(JsValue::UNDEFINED);
+            };
+            let o = obj();
+            set(&o, &"eventId".into(), &id_out(e.event_id));
+            set(&o, &"source".into(), &source_out(&e.source));
+            set(&o, &"sequence".into(), &id_out(e.sequence));
+            set(&o, &"handback".into(), &Uint8Array::from(&e.handback[..]));
+            let k = obj();
+            match e.kind {
+                SetEventKind::ExpirationWarning { set: s, expiration } => {
+                    set(&k, &"type".into(), &"expirationWarning".into());
+                    set(&k, &"set".into(), &id_out(s.0));
+                    set(&k, &"expiration".into(), &ms_out(expiration));
+                }
+                SetEventKind::RenewalFailure { set: s, lease, error } => {
+                    set(&k, &"type".into(), &"renewalFailure".into());
+                    set(&k, &"set".into(), &id_out(s.0));
+                    set(&k, &"lease".into(), &Lease::wrap(lease).into());
+                    if let Some(err) = error {
+                        set(&k, &"error".into(), &lease_error(&err));
+                    }
                 }
             }
-        }
-        set(&o, &"kind".into(), &k);
-        o.into()
+            set(&o, &"kind".into(), &k);
+            o.into()
+        })
     }
 
     /// The policy of set leases, as given.
@@ -437,7 +446,13 @@ impl RenewalService {
 /// `missed` events may have been lost: resynchronise with the sender).
 #[wasm_bindgen]
 pub struct GapTracker {
-    inner: leasehold::GapTracker,
+    inner: RefCell<leasehold::GapTracker>,
+}
+
+impl GapTracker {
+    fn b(&self) -> Result<RefMut<'_, leasehold::GapTracker>, JsValue> {
+        self.inner.try_borrow_mut().map_err(|_| busy_error("GapTracker"))
+    }
 }
 
 #[wasm_bindgen]
@@ -446,16 +461,16 @@ impl GapTracker {
     #[wasm_bindgen(constructor)]
     #[allow(clippy::new_without_default)]
     pub fn new() -> GapTracker {
-        GapTracker { inner: leasehold::GapTracker::new() }
+        GapTracker { inner: RefCell::new(leasehold::GapTracker::new()) }
     }
 
     /// Expects the events of `eventId` after `sequence` (from its EventRegistration).
     pub fn expect(
-        &mut self,
+        &self,
         #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] sequence: JsValue,
     ) -> Result<(), JsValue> {
-        self.inner.expect(id_in(&event_id)?, id_in(&sequence)?);
+        self.b()?.expect(id_in(&event_id)?, id_in(&sequence)?);
         Ok(())
     }
 
@@ -464,11 +479,11 @@ impl GapTracker {
         unchecked_return_type = "{kind: \"first\" | \"inOrder\" | \"stale\"} | {kind: \"gap\", missed: number}"
     )]
     pub fn observe(
-        &mut self,
+        &self,
         #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] sequence: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let d = self.inner.observe(id_in(&event_id)?, id_in(&sequence)?);
+        let d = self.b()?.observe(id_in(&event_id)?, id_in(&sequence)?);
         let o = obj();
         let kind = match d {
             leasehold::Delivery::First => "first",
@@ -489,15 +504,15 @@ impl GapTracker {
         &self,
         #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
     ) -> Result<JsValue, JsValue> {
-        Ok(self.inner.last(id_in(&event_id)?).map(id_out).unwrap_or(JsValue::UNDEFINED))
+        Ok(self.b()?.last(id_in(&event_id)?).map(id_out).unwrap_or(JsValue::UNDEFINED))
     }
 
     /// Forgets `eventId`.
     pub fn forget(
-        &mut self,
+        &self,
         #[wasm_bindgen(js_name = eventId, unchecked_param_type = "number")] event_id: JsValue,
     ) -> Result<(), JsValue> {
-        self.inner.forget(id_in(&event_id)?);
+        self.b()?.forget(id_in(&event_id)?);
         Ok(())
     }
 }

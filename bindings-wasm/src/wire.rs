@@ -67,18 +67,16 @@ pub fn request_in(v: &JsValue) -> Result<Request, JsValue> {
         },
         "cancel" => RequestBody::Cancel { cookie: cookie_in(&get(&b, "cookie")?)? },
         "renew_all" => {
-            let arr = array_in(&get(&b, "items")?, "renew_all items")?;
-            let mut items = Vec::with_capacity(arr.length() as usize);
-            for it in arr.iter() {
-                items.push(item_in(&it)?);
+            let arr = array_items(&get(&b, "items")?, "renew_all items")?;
+            let mut items = Vec::with_capacity(arr.len());
+            for it in &arr {
+                items.push(item_in(it)?);
             }
             RequestBody::RenewAll { items }
         }
         "cancel_all" => {
-            let arr = array_in(&get(&b, "cookies")?, "cancel_all cookies")?;
-            RequestBody::CancelAll {
-                cookies: arr.iter().map(|c| cookie_in(&c)).collect::<Result<_, _>>()?,
-            }
+            let arr = array_items(&get(&b, "cookies")?, "cancel_all cookies")?;
+            RequestBody::CancelAll { cookies: arr.iter().map(cookie_in).collect::<Result<_, _>>()? }
         }
         op => {
             return Err(range_error(format!(
@@ -239,15 +237,15 @@ pub fn reply_in(v: &JsValue) -> Result<Reply, JsValue> {
         "renewed" => ReplyBody::Renewed { duration: ms_in(&get(&b, "duration")?, "duration")? },
         "cancelled" => ReplyBody::Cancelled,
         "renewed_all" => ReplyBody::RenewedAll {
-            results: array_in(&get(&b, "results")?, "renewed_all results")?
+            results: array_items(&get(&b, "results")?, "renewed_all results")?
                 .iter()
-                .map(|o| outcome_in(&o, |d| ms_in(d, "duration")))
+                .map(|o| outcome_in(o, |d| ms_in(d, "duration")))
                 .collect::<Result<_, _>>()?,
         },
         "cancelled_all" => ReplyBody::CancelledAll {
-            results: array_in(&get(&b, "results")?, "cancelled_all results")?
+            results: array_items(&get(&b, "results")?, "cancelled_all results")?
                 .iter()
-                .map(|o| outcome_in(&o, |_| Ok(())))
+                .map(|o| outcome_in(o, |_| Ok(())))
                 .collect::<Result<_, _>>()?,
         },
         "error" => ReplyBody::Error(wire_error_in(&b)?),
@@ -288,7 +286,7 @@ pub fn decode_request(
 ) -> Result<JsValue, JsValue> {
     let enc = encoding_in(&encoding)?;
     let limits: Limits = limits_in(&limits)?;
-    let b = text_or_bytes_in(&bytes, "request")?;
+    let b = js(wire_in(&bytes, limits.max_message_bytes, "request")?)?;
     Ok(request_out(&js(Request::decode(&b, enc, &limits))?))
 }
 
@@ -311,7 +309,7 @@ pub fn decode_reply(
 ) -> Result<JsValue, JsValue> {
     let enc = encoding_in(&encoding)?;
     let limits: Limits = limits_in(&limits)?;
-    let b = text_or_bytes_in(&bytes, "reply")?;
+    let b = js(wire_in(&bytes, limits.max_message_bytes, "reply")?)?;
     Ok(reply_out(&js(Reply::decode(&b, enc, &limits))?))
 }
 
@@ -322,4 +320,14 @@ pub fn error_from_wire(
     #[wasm_bindgen(unchecked_param_type = "WireError")] error: JsValue,
 ) -> Result<JsValue, JsValue> {
     Ok(lease_error(&wire_error_in(&error)?.to_error()))
+}
+
+/// The reply a landlord gives to bytes that do not decode (id 0, the error), as core's
+/// `handle_bytes` builds it; used when the binding refuses a message before copying it.
+pub fn error_reply(
+    landlord: leasehold::LandlordId,
+    e: &leasehold::LeaseError,
+    enc: Encoding,
+) -> Vec<u8> {
+    Reply { id: 0, landlord, body: ReplyBody::Error(WireError::from(e)) }.encode(enc)
 }

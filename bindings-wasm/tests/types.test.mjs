@@ -11,6 +11,7 @@ import {
   Landlord, Lease, LeaseMap, RenewalManager, RenewalService, RenewalSet, LandlordDriver, RenewalDriver,
   fetchTransport, Policy, FOREVER, ANY, DURATION, ErrorCode, LeaseError, LeaseMapError, UnknownLeaseError,
   encodeRequest, decodeReply, grantRequest, leaseFromReply, type Grant, type Reply, type SetEvent,
+  type RenewalEvent, IndefiniteError, ReentrantCallError, cookieFromWords, cookieToWords,
 } from 'leasehold';
 
 const ll = new Landlord({ id: 1, policy: Policy.capacity(10, Policy.bounded(60_000, 30_000)) });
@@ -39,7 +40,19 @@ const rd = new RenewalDriver(m, { transport: fetchTransport('http://127.0.0.1:1/
 rd.close();
 const code: number = ErrorCode.UNKNOWN_LEASE;
 const u = new UnknownLeaseError();
-void [d, s, ev, driver, code, u];
+const re: IndefiniteError = new ReentrantCallError('busy');
+const re2: RenewalEvent | undefined = m.pollEvent();
+if (re2 && re2.type === 'desiredExpirationReached') { const de: number = re2.desiredExpiration; const dl: Lease = re2.lease; void [de, dl]; }
+if (re2 && re2.type === 'renewalFailed') { const de: number = re2.desiredExpiration; void de; }
+const words = new Uint32Array(8);
+const gd: number = ll.grantWords('w', ANY, 5, words, 4);
+const rdur: number = ll.renewWords(words, 4, 1000, 6);
+const res: unknown = ll.cancelWords(words, 4, 7);
+const hexCookie: string = cookieFromWords(cookieToWords(g.cookie), 0);
+const gb: { cookies: Uint32Array; durations: Float64Array; failed: number } = ll.grantBatch(['a', 'b'], 1000, 8);
+const rb: Float64Array = ll.renewBatch(gb.cookies, new Float64Array([1, 2]), 9);
+const cb: unknown[] = ll.cancelBatch(gb.cookies, 10, new Float64Array(2));
+void [d, s, ev, driver, code, u, re, gd, rdur, res, hexCookie, rb, cb];
 `;
 
 test('the .d.ts files type-check a program using the API (tsc --strict)', () => {

@@ -1,0 +1,530 @@
+//! `leasehold-load`: holders that renew leases through a `leasehold-server` (one or a cluster)
+//! over loopback HTTP, with the core's `RenewalManager` and the examples' failover client, and
+//! check every promise the servers made. Used by the crash, failover and bench scripts.
+//!
+//! Each holder thread grants its leases, keeps most of them renewed for ever, cancels some,
+//! and abandons some (stops renewing). It remembers what each lease was promised (the time
+//! the request was *sent* plus the duration granted) and checks:
+//!
+//! - `early_expiries`: a landlord said "unknown lease" to a request sent before the lease's
+//!   promised expiration (a grant or renewal acknowledged but not honoured);
+//! - `lost`: a lease renewed to the end is unknown at the final check;
+//! - `cancel_came_back`: a lease whose cancel was acknowledged is renewable again;
+//! - `expiry_came_back`: an abandoned lease that a landlord once said was gone is renewable
+//!   again.
+//!
+//! `--probe N` instead waits until every landlord 1..=N answers through the servers and
+//! prints how long that took (a takeover's end).
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration as StdDuration, Instant};
+
+use clap::Parser;
+use leasehold::holder::{grant_request, lease_from_reply_with_drift};
+use leasehold::wire::Outcome;
+use leasehold::{
+    Cookie, Encoding, ErrorCode, LandlordId, Lease, LeaseError, Limits, Millis, RenewalEvent,
+    RenewalManager, RenewalManagerConfig, Reply, ReplyBody, Request, RequestBody, FOREVER,
+};
+use leasehold_examples::http::Cluster;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "leasehold-load",
+    about = "Holders renewing through leasehold servers, checking every promise"
+)]
+struct Opts {
+    /// Server URLs, comma-separated (http://127.0.0.1:7420,...).
+    #[arg(long, value_delimiter = ',', required = true)]
+    servers: Vec<String>,
+    /// Holder threads.
+    #[arg(long, default_value_t = 4)]
+    holders: usize,
+    /// Leases per holder.
+    #[arg(long, default_value_t = 50)]
+    leases: usize,
+    /// Lease length asked for, ms.
+    #[arg(long, default_value_t = 4000)]
+    lease_ms: i64,
+    /// How long the holders run, ms.
+    #[arg(long, default_value_t = 10_000)]
+    run_ms: u64,
+    /// json or binary.
+    #[arg(long, default_value = "json")]
+    encoding: String,
+    /// Fraction of leases cancelled (at 40 % of the run).
+    #[arg(long, default_value_t = 0.1)]
+    cancel: f64,
+    /// Fraction of leases abandoned (at 30 % of the run) and probed once past their promise.
+    #[arg(long, default_value_t = 0.1)]
+    abandon: f64,
+    /// Time-out of one HTTP attempt, ms.
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+    /// Write the counts as JSON here.
+    #[arg(long)]
+    json: Option<String>,
+    /// Only wait until landlords 1..=N all answer; print the ms it took.
+    #[arg(long)]
+    probe: Option<u64>,
+    /// Give up probing after this many ms.
+    #[arg(long, default_value_t = 60_000)]
+    probe_limit_ms: u64,
+}
+
+fn origin() -> Instant {
+    static O: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *O.get_or_init(Instant::now)
+}
+
+fn now() -> Millis {
+    origin().elapsed().as_millis() as Millis
+}
+
+#[derive(Default)]
+struct Counts {
+    grants: AtomicU64,
+    grant_failures: AtomicU64,
+    renewals: AtomicU64,
+    renew_requests: AtomicU64,
+    cancels: AtomicU64,
+    probes: AtomicU64,
+    transport_failures: AtomicU64,
+    early_expiries: AtomicU64,
+    lost: AtomicU64,
+    cancel_came_back: AtomicU64,
+    expiry_came_back: AtomicU64,
+    renewal_failures: AtomicU64,
+    kept_checked: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Kept,
+    Cancelling,
+    Cancelled,
+    Abandoned {
+        gone: bool,
+    },
+    /// Not tracked any more (its cancel was not acknowledged, or renewal failed for good).
+    Unknown,
+}
+
+struct Track {
+    lease: Lease,
+    promised: Millis,
+    kind: Kind,
+    next_probe: Millis,
+}
+
+const PROBE_IDS: u64 = 1 << 40;
+const GRANT_IDS: u64 = 1 << 41;
+
+fn main() -> ExitCode {
+    let o = Opts::parse();
+    let enc = match o.encoding.as_str() {
+        "json" => Encoding::Json,
+        "binary" => Encoding::Binary,
+        e => {
+            eprintln!("--encoding is json or binary, got {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let urls: Vec<&str> = o.servers.iter().map(String::as_str).collect();
+    let timeout = StdDuration::from_millis(o.timeout_ms);
+    if let Err(e) = Cluster::from_urls(&urls, timeout) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
+    origin();
+    if let Some(n) = o.probe {
+        return probe(&urls, timeout, n, enc, o.probe_limit_ms);
+    }
+    let counts = Arc::new(Counts::default());
+    let started = Instant::now();
+    let stop_renewing = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..o.holders)
+        .map(|h| {
+            // Each holder starts with another server first, to spread the load.
+            let mut mine: Vec<&str> = urls.clone();
+            mine.rotate_left(h % urls.len());
+            let cluster = Cluster::from_urls(&mine, timeout).expect("checked");
+            let counts = counts.clone();
+            let stop = stop_renewing.clone();
+            let (leases, lease_ms, run_ms, cancel, abandon) =
+                (o.leases, o.lease_ms, o.run_ms as Millis, o.cancel, o.abandon);
+            std::thread::spawn(move || {
+                holder(h, cluster, enc, leases, lease_ms, run_ms, cancel, abandon, &counts, &stop)
+            })
+        })
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let c = &counts;
+    let g = |a: &AtomicU64| a.load(Relaxed);
+    let violations =
+        g(&c.early_expiries) + g(&c.lost) + g(&c.cancel_came_back) + g(&c.expiry_came_back);
+    let renewals_per_s = g(&c.renewals) as f64 / secs;
+    let summary = format!(
+        "{{\"holders\":{},\"leases\":{},\"grants_acked\":{},\"grant_failures\":{},\"renewals_acked\":{},\
+\"renew_requests\":{},\"cancels_acked\":{},\"probes\":{},\"transport_failures\":{},\"kept_checked\":{},\
+\"early_expiries\":{},\"lost\":{},\"cancel_came_back\":{},\"expiry_came_back\":{},\"renewal_failures\":{},\
+\"seconds\":{:.1},\"renewals_per_s\":{:.0}}}",
+        o.holders,
+        o.holders * o.leases,
+        g(&c.grants),
+        g(&c.grant_failures),
+        g(&c.renewals),
+        g(&c.renew_requests),
+        g(&c.cancels),
+        g(&c.probes),
+        g(&c.transport_failures),
+        g(&c.kept_checked),
+        g(&c.early_expiries),
+        g(&c.lost),
+        g(&c.cancel_came_back),
+        g(&c.expiry_came_back),
+        g(&c.renewal_failures),
+        secs,
+        renewals_per_s
+    );
+    println!(
+        "load: grants acked {}, renewals acked {} ({:.0}/s in {} requests), cancels acked {}, probes {}, \
+kept leases checked at the end {}, transport failures {}",
+        g(&c.grants),
+        g(&c.renewals),
+        renewals_per_s,
+        g(&c.renew_requests),
+        g(&c.cancels),
+        g(&c.probes),
+        g(&c.kept_checked),
+        g(&c.transport_failures)
+    );
+    println!(
+        "check: early expiries {}, acknowledged leases lost {}, cancelled leases back {}, expired leases back {}, renewal failures {}",
+        g(&c.early_expiries),
+        g(&c.lost),
+        g(&c.cancel_came_back),
+        g(&c.expiry_came_back),
+        g(&c.renewal_failures)
+    );
+    if let Some(p) = &o.json {
+        if let Err(e) = std::fs::write(p, summary + "\n") {
+            eprintln!("{p}: {e}");
+        }
+    }
+    if violations > 0 || g(&c.grants) == 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Sends one request and decodes the reply; `None` when no server answered.
+fn send(
+    cluster: &mut Cluster,
+    landlord: Option<LandlordId>,
+    req: &Request,
+    enc: Encoding,
+) -> Option<Reply> {
+    let body = cluster.post(landlord, &req.encode(enc), enc).ok()?;
+    Reply::decode(&body, enc, &Limits::default()).ok()
+}
+
+fn is_unknown(e: &leasehold::wire::WireError) -> bool {
+    e.error_code() == Some(ErrorCode::UnknownLease)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn holder(
+    h: usize,
+    mut cluster: Cluster,
+    enc: Encoding,
+    n: usize,
+    lease_ms: i64,
+    run_ms: Millis,
+    cancel: f64,
+    abandon: f64,
+    c: &Counts,
+    _stop: &AtomicBool,
+) {
+    let start = now();
+    let end = start + run_ms;
+    let mut tracks: HashMap<Cookie, Track> = HashMap::new();
+    // Grants, one request each (the server picks the shard).
+    for i in 0..n {
+        let resource = format!("holder-{h}-lease-{i}").into_bytes();
+        let req = grant_request(GRANT_IDS + i as u64, resource, lease_ms);
+        let sent = now();
+        match send(&mut cluster, None, &req, enc) {
+            Some(reply) => match lease_from_reply_with_drift(&reply, sent, 0) {
+                Ok(lease) => {
+                    c.grants.fetch_add(1, Relaxed);
+                    tracks.insert(
+                        lease.cookie(),
+                        Track {
+                            promised: lease.expiration(),
+                            lease,
+                            kind: Kind::Kept,
+                            next_probe: 0,
+                        },
+                    );
+                }
+                Err(_) => {
+                    c.grant_failures.fetch_add(1, Relaxed);
+                }
+            },
+            None => {
+                c.grant_failures.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    let config =
+        RenewalManagerConfig { report_renewals: false, min_rto: 100, ..Default::default() };
+    let mut m = RenewalManager::new(config);
+    for t in tracks.values() {
+        m.renew_until(t.lease, FOREVER, lease_ms, now()).expect("a fresh lease");
+    }
+    let cookies: Vec<Cookie> = {
+        let mut v: Vec<Cookie> = tracks.keys().copied().collect();
+        v.sort();
+        v
+    };
+    let n_cancel = (cookies.len() as f64 * cancel) as usize;
+    let n_abandon = (cookies.len() as f64 * abandon) as usize;
+    let (cancel_set, rest) = cookies.split_at(n_cancel.min(cookies.len()));
+    let abandon_set = &rest[..n_abandon.min(rest.len())];
+    let (mut cancelled_yet, mut abandoned_yet) = (false, false);
+    // Requests in flight: id -> (sent, cookies in request order).
+    let mut probe_id = PROBE_IDS + ((h as u64) << 32);
+    loop {
+        let t = now();
+        if t >= end {
+            break;
+        }
+        if !abandoned_yet && t >= start + run_ms * 3 / 10 {
+            abandoned_yet = true;
+            for ck in abandon_set {
+                if let Some(tr) = tracks.get_mut(ck) {
+                    if tr.kind == Kind::Kept && m.remove(&tr.lease).is_ok() {
+                        tr.kind = Kind::Abandoned { gone: false };
+                        tr.next_probe = tr.promised + 50;
+                    }
+                }
+            }
+        }
+        if !cancelled_yet && t >= start + run_ms * 4 / 10 {
+            cancelled_yet = true;
+            for ck in cancel_set {
+                if let Some(tr) = tracks.get_mut(ck) {
+                    if tr.kind == Kind::Kept && m.cancel(&tr.lease, t).is_ok() {
+                        tr.kind = Kind::Cancelling;
+                    }
+                }
+            }
+        }
+        m.handle_timeout(t);
+        while let Some(tx) = m.poll_transmit(t) {
+            let sent = now();
+            let order: Vec<Cookie> = match &tx.request.body {
+                RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie } => vec![*cookie],
+                RequestBody::RenewAll { items } => items.iter().map(|x| x.0).collect(),
+                RequestBody::CancelAll { cookies } => cookies.clone(),
+                RequestBody::Grant { .. } => vec![],
+            };
+            let renewing =
+                matches!(tx.request.body, RequestBody::Renew { .. } | RequestBody::RenewAll { .. });
+            if renewing {
+                c.renew_requests.fetch_add(1, Relaxed);
+            }
+            match send(&mut cluster, Some(tx.landlord), &tx.request, enc) {
+                Some(reply) => {
+                    judge(&reply, sent, &order, &mut tracks, c);
+                    m.handle_reply(&reply, now());
+                }
+                None => {
+                    c.transport_failures.fetch_add(1, Relaxed);
+                    m.handle_failure(
+                        tx.request.id,
+                        LeaseError::Indefinite("no server answered".into()),
+                        now(),
+                    );
+                }
+            }
+        }
+        while let Some(ev) = m.poll_event() {
+            if let RenewalEvent::RenewalFailed { lease, error, .. } = ev {
+                c.renewal_failures.fetch_add(1, Relaxed);
+                eprintln!("holder {h}: renewal of {} failed: {error:?}", lease.cookie());
+                if let Some(tr) = tracks.get_mut(&lease.cookie()) {
+                    tr.kind = Kind::Unknown;
+                }
+            }
+        }
+        // Probes: cancelled leases must stay unknown; abandoned ones, once past their promise,
+        // may be renewed (for 1 ms) until the landlord says they are gone, then never again.
+        let t = now();
+        let due: Vec<Cookie> = tracks
+            .iter()
+            .filter(|(_, tr)| {
+                matches!(tr.kind, Kind::Cancelled | Kind::Abandoned { .. }) && tr.next_probe <= t
+            })
+            .map(|(c, _)| *c)
+            .take(64)
+            .collect();
+        for ck in due {
+            probe_id += 1;
+            let tr = tracks.get_mut(&ck).expect("listed");
+            let req =
+                Request { id: probe_id, body: RequestBody::Renew { cookie: ck, duration: 1 } };
+            tr.next_probe = t + 300;
+            c.probes.fetch_add(1, Relaxed);
+            let Some(reply) = send(&mut cluster, Some(tr.lease.landlord()), &req, enc) else {
+                c.transport_failures.fetch_add(1, Relaxed);
+                continue;
+            };
+            match (&reply.body, tr.kind) {
+                (ReplyBody::Renewed { .. }, Kind::Cancelled) => {
+                    eprintln!("holder {h}: cancelled lease {ck} renewed again");
+                    c.cancel_came_back.fetch_add(1, Relaxed);
+                }
+                (ReplyBody::Renewed { .. }, Kind::Abandoned { gone: true }) => {
+                    eprintln!("holder {h}: expired lease {ck} renewed again");
+                    c.expiry_came_back.fetch_add(1, Relaxed);
+                }
+                (ReplyBody::Error(e), Kind::Abandoned { .. }) if is_unknown(e) => {
+                    tr.kind = Kind::Abandoned { gone: true };
+                }
+                _ => {}
+            }
+        }
+        let wake = m.poll_timeout().unwrap_or(end).min(end).min(now() + 50);
+        let wait = wake - now();
+        if wait > 0 {
+            std::thread::sleep(StdDuration::from_millis(wait as u64));
+        }
+    }
+    // Final check: every lease kept to the end is held, for as long as it was promised.
+    let kept: Vec<(Cookie, LandlordId, Millis)> = tracks
+        .iter()
+        .filter(|(_, t)| t.kind == Kind::Kept)
+        .map(|(c, t)| (*c, t.lease.landlord(), t.promised))
+        .collect();
+    for (ck, landlord, promised) in kept {
+        probe_id += 1;
+        let req =
+            Request { id: probe_id, body: RequestBody::Renew { cookie: ck, duration: lease_ms } };
+        let mut answered = None;
+        for _ in 0..50 {
+            let sent = now();
+            if let Some(r) = send(&mut cluster, Some(landlord), &req, enc) {
+                answered = Some((r, sent));
+                break;
+            }
+            std::thread::sleep(StdDuration::from_millis(100));
+        }
+        c.kept_checked.fetch_add(1, Relaxed);
+        match answered {
+            Some((Reply { body: ReplyBody::Renewed { .. }, .. }, _)) => {}
+            Some((Reply { body: ReplyBody::Error(e), .. }, sent)) if is_unknown(&e) => {
+                eprintln!(
+                    "holder {h}: lease {ck} (landlord {}) renewed to the end is unknown ({} ms before its promise)",
+                    landlord.0,
+                    promised - sent
+                );
+                c.lost.fetch_add(1, Relaxed);
+            }
+            other => {
+                eprintln!("holder {h}: final check of {ck}: {:?}", other.map(|x| x.0.body));
+                c.lost.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+/// Checks a reply against what each lease was promised, and updates the promises.
+fn judge(
+    reply: &Reply,
+    sent: Millis,
+    order: &[Cookie],
+    tracks: &mut HashMap<Cookie, Track>,
+    c: &Counts,
+) {
+    let mut one = |ck: &Cookie, outcome: Result<Option<i64>, &leasehold::wire::WireError>| {
+        let Some(tr) = tracks.get_mut(ck) else { return };
+        match outcome {
+            Ok(Some(d)) => {
+                c.renewals.fetch_add(1, Relaxed);
+                tr.promised = tr.promised.max(leasehold::time::expiration_after(sent, d));
+            }
+            Ok(None) => {
+                c.cancels.fetch_add(1, Relaxed);
+                tr.kind = Kind::Cancelled;
+                tr.next_probe = sent + 100;
+            }
+            Err(e) => {
+                if is_unknown(e) && sent < tr.promised {
+                    eprintln!(
+                        "lease {ck} (landlord {}) unknown {} ms before its promised expiration",
+                        tr.lease.landlord().0,
+                        tr.promised - sent
+                    );
+                    c.early_expiries.fetch_add(1, Relaxed);
+                }
+                if tr.kind == Kind::Cancelling {
+                    tr.kind = Kind::Unknown;
+                }
+            }
+        }
+    };
+    match &reply.body {
+        ReplyBody::Renewed { duration } => order.iter().for_each(|ck| one(ck, Ok(Some(*duration)))),
+        ReplyBody::Cancelled => order.iter().for_each(|ck| one(ck, Ok(None))),
+        ReplyBody::RenewedAll { results } => {
+            for (ck, r) in order.iter().zip(results) {
+                match r {
+                    Outcome::Ok(d) => one(ck, Ok(Some(*d))),
+                    Outcome::Err(e) => one(ck, Err(e)),
+                }
+            }
+        }
+        ReplyBody::CancelledAll { results } => {
+            for (ck, r) in order.iter().zip(results) {
+                match r {
+                    Outcome::Ok(()) => one(ck, Ok(None)),
+                    Outcome::Err(e) => one(ck, Err(e)),
+                }
+            }
+        }
+        ReplyBody::Error(e) => order.iter().for_each(|ck| one(ck, Err(e))),
+        ReplyBody::Granted { .. } => {}
+    }
+}
+
+/// Waits until every landlord 1..=n answers (any reply: "unknown lease" to a made-up cookie
+/// means the shard is served); prints the ms it took.
+fn probe(urls: &[&str], timeout: StdDuration, n: u64, enc: Encoding, limit_ms: u64) -> ExitCode {
+    let started = Instant::now();
+    let mut cluster = Cluster::from_urls(urls, timeout).expect("checked");
+    let mut pending: Vec<u64> = (1..=n).collect();
+    while !pending.is_empty() {
+        if started.elapsed() > StdDuration::from_millis(limit_ms) {
+            eprintln!("probe: landlords {pending:?} still unanswered after {limit_ms} ms");
+            return ExitCode::FAILURE;
+        }
+        pending.retain(|&id| {
+            let req = Request { id, body: RequestBody::Renew { cookie: Cookie(1), duration: 1 } };
+            !matches!(send(&mut cluster, Some(LandlordId(id)), &req, enc), Some(r) if r.landlord == LandlordId(id))
+        });
+        if !pending.is_empty() {
+            std::thread::sleep(StdDuration::from_millis(20));
+        }
+    }
+    println!("{}", started.elapsed().as_millis());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,184 @@
+//! Settings: a TOML file (`--config`) and command-line flags; a flag given wins over the file.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use leasehold::{Duration, Limits, PolicySpec};
+use serde::Deserialize;
+
+/// Command-line flags. Every flag may also be set in the config file (same name, `_` for `-`).
+#[derive(Debug, Parser, Default)]
+#[command(
+    name = "leasehold-server",
+    version,
+    about = "A lease server: leasehold's wire protocol over HTTP"
+)]
+pub struct Flags {
+    /// A TOML file with any of these settings (flags win).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where to listen (default 127.0.0.1:7420).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// The embedded file store's directory, one subdirectory per shard (default ./data).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Keep shards in PostgreSQL instead (postgres://user@host:port/db).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Number of shards (landlords 1..=N). With PostgreSQL, the first server sets it for the
+    /// cluster. Default 1.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u64>,
+    /// The URL other servers use to reach this one (default http://<listen>).
+    #[arg(long, value_name = "URL")]
+    pub advertise: Option<String>,
+    /// A name for this server in logs and ownership rows (default: the advertised URL).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Longest lease granted, in ms (default 60000). Shorthand for a bounded policy.
+    #[arg(long, value_name = "MS")]
+    pub max_lease_ms: Option<Duration>,
+    /// Lease granted when the holder asks for ANY, in ms (default 30000).
+    #[arg(long, value_name = "MS")]
+    pub default_lease_ms: Option<Duration>,
+    /// Ownership lease of a shard in PostgreSQL, in ms (default 3000).
+    #[arg(long, value_name = "MS")]
+    pub ownership_ms: Option<u64>,
+    /// Log format: text or json (default text). Levels come from RUST_LOG (default info).
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+}
+
+/// The config file's contents (every field optional).
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    listen: Option<SocketAddr>,
+    data: Option<PathBuf>,
+    store: Option<String>,
+    shards: Option<u64>,
+    advertise: Option<String>,
+    name: Option<String>,
+    max_lease_ms: Option<Duration>,
+    default_lease_ms: Option<Duration>,
+    ownership_ms: Option<u64>,
+    log_format: Option<String>,
+    /// The grant policy, as the core's `PolicySpec` (e.g. `{ kind = "bounded", max = 60000,
+    /// default = 30000 }`); overrides max/default_lease_ms.
+    policy: Option<PolicySpec>,
+    /// Grace after expiry, in ms (clock skew between holders and the server).
+    grace_ms: Option<Duration>,
+    /// Request limits (bytes of a message, leases in a batch, bytes of a resource).
+    limits: Option<Limits>,
+    /// File store: segment size and compaction threshold, in bytes.
+    segment_bytes: Option<u64>,
+    min_compact_bytes: Option<u64>,
+}
+
+/// Where shards are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreKind {
+    /// The embedded file store, in this directory.
+    Files(PathBuf),
+    /// PostgreSQL at this URL.
+    Postgres(String),
+}
+
+/// The settings in force.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listen address.
+    pub listen: SocketAddr,
+    /// Where shards live.
+    pub store: StoreKind,
+    /// Shards (landlords 1..=shards).
+    pub shards: u64,
+    /// URL of this server for the others.
+    pub advertise: String,
+    /// Name in logs.
+    pub name: String,
+    /// The grant policy.
+    pub policy: PolicySpec,
+    /// Grace after expiry.
+    pub grace_ms: Duration,
+    /// Request limits.
+    pub limits: Limits,
+    /// File store tuning.
+    pub store_config: leasehold::store::StoreConfig,
+    /// Ownership lease length (PostgreSQL).
+    pub ownership_ms: u64,
+    /// json or text logs.
+    pub json_logs: bool,
+}
+
+impl Config {
+    /// Reads the config file named by the flags (if any) and merges the flags over it.
+    pub fn load(flags: Flags) -> Result<Config, String> {
+        let file: FileConfig = match &flags.config {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+                toml::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let listen =
+            flags.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:7420".parse().unwrap());
+        let store = match (flags.store.or(file.store), flags.data.or(file.data)) {
+            (Some(url), None) => {
+                if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                    return Err(format!("--store wants a postgres:// URL, got {url:?}"));
+                }
+                StoreKind::Postgres(url)
+            }
+            (Some(_), Some(_)) => return Err("give either --data or --store, not both".into()),
+            (None, data) => StoreKind::Files(data.unwrap_or_else(|| PathBuf::from("data"))),
+        };
+        let shards = flags.shards.or(file.shards).unwrap_or(1);
+        if shards == 0 || shards > 65_536 {
+            return Err(format!("--shards must be 1 to 65536, got {shards}"));
+        }
+        let advertise =
+            flags.advertise.or(file.advertise).unwrap_or_else(|| format!("http://{listen}"));
+        let name = flags.name.or(file.name).unwrap_or_else(|| advertise.clone());
+        let policy = match file.policy {
+            Some(p) if flags.max_lease_ms.is_none() && flags.default_lease_ms.is_none() => p,
+            _ => PolicySpec::Bounded {
+                max: flags.max_lease_ms.or(file.max_lease_ms).unwrap_or(60_000),
+                default: flags.default_lease_ms.or(file.default_lease_ms).unwrap_or(30_000),
+            },
+        };
+        policy.build().map_err(|e| format!("bad policy: {e}"))?;
+        let mut store_config = leasehold::store::StoreConfig::default();
+        if let Some(b) = file.segment_bytes {
+            store_config.segment_bytes = b;
+        }
+        if let Some(b) = file.min_compact_bytes {
+            store_config.min_compact_bytes = b;
+        }
+        let ownership_ms = flags.ownership_ms.or(file.ownership_ms).unwrap_or(3_000);
+        if !(300..=600_000).contains(&ownership_ms) {
+            return Err(format!("--ownership-ms must be 300 to 600000, got {ownership_ms}"));
+        }
+        let json_logs = match flags.log_format.or(file.log_format).as_deref() {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => return Err(format!("--log-format is text or json, got {other:?}")),
+        };
+        Ok(Config {
+            listen,
+            store,
+            shards,
+            advertise,
+            name,
+            policy,
+            grace_ms: file.grace_ms.unwrap_or(0).max(0),
+            limits: file.limits.unwrap_or_default(),
+            store_config,
+            ownership_ms,
+            json_logs,
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! The HTTP face: `POST /lease[?landlord=<id>]`, `GET /healthz`, `GET /metrics`.
+//!
+//! A request body is one wire message, JSON (`Content-Type: application/json`) or binary (any
+//! other type, `application/octet-stream` by convention); the reply comes in the same encoding.
+//! The size limit is checked against `Content-Length` before the body is read, and again while
+//! it is read (for bodies without a length).
+//!
+//! Routing: a grant without `landlord` goes to the shard picked by a hash of its resource (the
+//! reply names the landlord, which the holder's lease then carries); renewals and cancels name
+//! their landlord in the query (`Transmit.landlord` of the renewal manager). Without
+//! `landlord`, a renewal or cancel goes to the only shard of a single-shard server (so existing
+//! clients of one landlord keep working) and is refused with an invalid-argument reply
+//! otherwise. A shard this server does not own is forwarded to its owner (PostgreSQL mode).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use leasehold::wire::WireError;
+use leasehold::{Encoding, LandlordId, LeaseError, Reply, ReplyBody, Request, RequestBody};
+use serde::Deserialize;
+
+use crate::shard::Answer;
+use crate::App;
+
+/// The content type of each encoding.
+pub fn content_type(encoding: Encoding) -> &'static str {
+    match encoding {
+        Encoding::Json => "application/json",
+        Encoding::Binary => "application/octet-stream",
+    }
+}
+
+/// The encoding a `Content-Type` names: JSON for `application/json`, binary otherwise.
+pub fn encoding_of(headers: &HeaderMap) -> Encoding {
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if ct.trim().to_ascii_lowercase().starts_with("application/json") {
+        Encoding::Json
+    } else {
+        Encoding::Binary
+    }
+}
+
+/// The shard a grant of `resource` goes to, among `shards` (1-based): FNV-1a of the bytes,
+/// mixed (Fibonacci hashing) so that every bit of the hash counts.
+pub fn pick_shard(resource: &[u8], shards: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in resource {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % shards + 1
+}
+
+/// Header on a forwarded request, so that it is never forwarded twice.
+pub const FORWARDED: &str = "x-leasehold-forwarded";
+/// Header naming the URL of the server that owns the shard that answered.
+pub const OWNER: &str = "x-leasehold-owner";
+
+/// The router of a server.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/lease", post(lease))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .with_state(app)
+}
+
+#[derive(Debug, Deserialize)]
+struct LeaseQuery {
+    landlord: Option<String>,
+}
+
+fn encoded(status: StatusCode, reply: &Reply, enc: Encoding, owner: Option<&str>) -> Response {
+    let mut r =
+        (status, [(header::CONTENT_TYPE, content_type(enc))], reply.encode(enc)).into_response();
+    if let Some(o) = owner.and_then(|o| HeaderValue::from_str(o).ok()) {
+        r.headers_mut().insert(OWNER, o);
+    }
+    r
+}
+
+fn error_reply(id: u64, landlord: u64, e: &LeaseError, enc: Encoding) -> Response {
+    let reply =
+        Reply { id, landlord: LandlordId(landlord), body: ReplyBody::Error(WireError::from(e)) };
+    encoded(StatusCode::OK, &reply, enc, None)
+}
+
+fn text(status: StatusCode, msg: impl Into<String>) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], msg.into() + "\n")
+        .into_response()
+}
+
+async fn lease(
+    State(app): State<Arc<App>>,
+    Query(q): Query<LeaseQuery>,
+    req: axum::extract::Request,
+) -> Response {
+    let enc = encoding_of(req.headers());
+    let max = app.config.limits.max_message_bytes;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return text(StatusCode::PAYLOAD_TOO_LARGE, format!("a message is at most {max} bytes"));
+    }
+    let forwarded = req.headers().contains_key(FORWARDED);
+    let body: Bytes = match axum::body::to_bytes(req.into_body(), max).await {
+        Ok(b) => b,
+        Err(_) => {
+            return text(StatusCode::PAYLOAD_TOO_LARGE, format!("a message is at most {max} bytes"))
+        }
+    };
+    let named = match q.landlord.as_deref().map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(id)) => Some(id),
+        Some(Err(_)) => {
+            let e = LeaseError::InvalidArgument(format!(
+                "landlord={:?} is not a landlord id (a decimal number)",
+                q.landlord.unwrap_or_default()
+            ));
+            return error_reply(0, 0, &e, enc);
+        }
+    };
+    let request = match Request::decode(&body, enc, &app.config.limits) {
+        Ok(r) => r,
+        Err(e) => return error_reply(0, named.unwrap_or(0), &e, enc),
+    };
+    let shards = app.shard_count();
+    let shard = match (named, &request.body) {
+        (Some(id), _) => id,
+        (None, RequestBody::Grant { resource, .. }) => pick_shard(resource, shards),
+        (None, _) if shards == 1 => 1,
+        (None, _) => {
+            let e = LeaseError::InvalidArgument(format!(
+                "this server has {shards} landlords: name the lease's with POST /lease?landlord=<id>"
+            ));
+            return error_reply(request.id, 0, &e, enc);
+        }
+    };
+    if shard == 0 || shard > shards {
+        return error_reply(request.id, shard, &LeaseError::UnknownLease, enc);
+    }
+    let id = request.id;
+    let why = match app.shard(shard) {
+        Some(h) => match h.call(request).await {
+            Answer::Reply(reply) => {
+                return encoded(StatusCode::OK, &reply, enc, Some(&app.config.advertise))
+            }
+            Answer::Unavailable(why) => why,
+        },
+        None => format!("shard {shard} is not served here"),
+    };
+    if !forwarded {
+        if let Some(r) = app.forward(shard, q_landlord(named), enc, body).await {
+            return r;
+        }
+    }
+    let _ = id;
+    app.stats.unavailable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut r = text(StatusCode::SERVICE_UNAVAILABLE, why);
+    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+fn q_landlord(named: Option<u64>) -> Option<u64> {
+    named
+}
+
+async fn healthz(State(app): State<Arc<App>>) -> Response {
+    let (owned, failed) = app.health();
+    if failed.is_empty() {
+        text(StatusCode::OK, format!("ok: {owned} shards served"))
+    } else {
+        text(StatusCode::SERVICE_UNAVAILABLE, format!("failed shards: {failed:?}"))
+    }
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let body = app.render_metrics();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}

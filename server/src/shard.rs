@@ -1,0 +1,435 @@
+//! One shard: a landlord driven by one actor task, with group commit.
+//!
+//! The actor owns the landlord. It takes every request queued for the shard, answers each,
+//! and holds the replies in a [`Gate`] until a store write that began after them has
+//! finished; that write carries every journal record written meanwhile, as one frame. While
+//! a write is under way the actor goes on answering (and holding) requests; when it finishes,
+//! the next write takes everything that arrived meanwhile: one sync (or one database
+//! transaction) per batch, however many requests it covers. The writes themselves run in a
+//! writer task of their own, so the actor never blocks on the disk or the network.
+//!
+//! Expiry runs on the landlord's `poll_timeout`; records written by expiry (and the clock
+//! records that keep a restart's notion of time close to the crash) are written by the same
+//! path. When the store says so, the actor writes a snapshot (compaction) as part of a write.
+//!
+//! With PostgreSQL a reply that depends on no new record still waits for a write: a *fence
+//! check* that confirms this server still owns the shard, so that a deposed owner can never
+//! answer from stale state (say "unknown lease" about a lease its successor granted).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+
+use leasehold::journal::Gate;
+use leasehold::store::{FileOp, Store};
+use leasehold::{Landlord, Reply, ReplyBody, Request};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::clock::{instant_of, now_ms};
+use crate::metrics::{stamp_us, ShardStats};
+
+/// The landlords the server runs: resources are opaque bytes.
+pub type LL = Landlord<Vec<u8>>;
+
+/// What a shard answers a call with.
+#[derive(Debug)]
+pub enum Answer {
+    /// The landlord's reply, durable.
+    Reply(Reply),
+    /// The shard cannot answer here (not owned any more, or its store failed): try elsewhere.
+    Unavailable(String),
+}
+
+/// A message to a shard's actor.
+pub enum Msg {
+    /// A request to answer.
+    Call(Request, oneshot::Sender<Answer>),
+    /// Finish what is under way, write what is left, and stop; the landlord is handed back.
+    Stop(oneshot::Sender<()>),
+}
+
+/// A write for the writer task.
+#[derive(Debug)]
+pub enum Job {
+    /// File operations of the embedded store, in order (append + sync, maybe a snapshot).
+    Files(Vec<FileOp>),
+    /// A journal frame (records `first..=last`) and/or a snapshot (bytes, last record it
+    /// includes), for PostgreSQL; with neither, a fence check.
+    Rows {
+        /// The frame and its record range.
+        frame: Option<(Vec<u8>, u64, u64)>,
+        /// A new snapshot and the last record it includes.
+        snapshot: Option<(Vec<u8>, u64)>,
+    },
+}
+
+/// Why a write failed.
+#[derive(Debug, Clone)]
+pub enum WriteError {
+    /// The store refused it: another server owns the shard now.
+    Fenced,
+    /// It failed (I/O, connection); whether it took effect is unknown.
+    Failed(String),
+}
+
+/// Carries out jobs, one at a time, in order.
+pub trait Writer: Send + 'static {
+    /// Carries out one job.
+    fn write(
+        &mut self,
+        job: Job,
+    ) -> Pin<Box<dyn Future<Output = Result<(), WriteError>> + Send + '_>>;
+}
+
+/// Decides, in the actor, what the next write holds.
+pub enum Planner {
+    /// The embedded file store's bookkeeping (the core's [`Store`]).
+    Files(Store),
+    /// PostgreSQL: journal bytes since the last snapshot, and that snapshot's size.
+    Rows {
+        /// Bytes of frames written since the last snapshot.
+        log_bytes: u64,
+        /// Bytes of the last snapshot.
+        snapshot_bytes: u64,
+        /// Compact once the log is larger than this and the snapshot.
+        min_compact_bytes: u64,
+    },
+}
+
+impl Planner {
+    /// The next write, if anything needs writing.
+    fn plan(&mut self, ll: &mut LL) -> Option<(Job, u64, bool)> {
+        match self {
+            Planner::Files(store) => {
+                let mut ops = Vec::new();
+                if let Some(c) = store.commit(ll) {
+                    ops = c.ops;
+                }
+                let mut snap = false;
+                if store.wants_compaction() {
+                    ops.extend(store.compact(ll));
+                    snap = true;
+                }
+                (!ops.is_empty()).then(|| (Job::Files(ops), store.committed(), snap))
+            }
+            Planner::Rows { log_bytes, snapshot_bytes, min_compact_bytes } => {
+                let mut bytes = Vec::new();
+                let frame = ll.take_journal(&mut bytes).map(|r| (bytes, r.start, r.end - 1));
+                if let Some((b, _, _)) = &frame {
+                    *log_bytes += b.len() as u64;
+                }
+                let mut snapshot = None;
+                if *log_bytes > *min_compact_bytes && *log_bytes > *snapshot_bytes {
+                    let mut s = Vec::new();
+                    let seq = ll.snapshot_bytes(&mut s);
+                    *snapshot_bytes = s.len() as u64;
+                    *log_bytes = 0;
+                    snapshot = Some((s, seq));
+                }
+                if frame.is_none() && snapshot.is_none() {
+                    return None;
+                }
+                let durable = ll.journal_seq();
+                let snap = snapshot.is_some();
+                Some((Job::Rows { frame, snapshot }, durable, snap))
+            }
+        }
+    }
+
+    /// Whether a reply that depends on no new record must still wait for a write (a fence
+    /// check), because another server may own the shard by now.
+    fn needs_fence(&self) -> bool {
+        matches!(self, Planner::Rows { .. })
+    }
+}
+
+/// A handle to a running shard.
+#[derive(Clone)]
+pub struct ShardHandle {
+    /// The shard's number (its landlord's id).
+    pub id: u64,
+    tx: mpsc::Sender<Msg>,
+    /// Its counters.
+    pub stats: Arc<ShardStats>,
+}
+
+impl ShardHandle {
+    /// Asks the shard to answer `req`; the answer comes once it is durable.
+    pub async fn call(&self, req: Request) -> Answer {
+        let (done, rx) = oneshot::channel();
+        if self.tx.send(Msg::Call(req, done)).await.is_err() {
+            return Answer::Unavailable(format!("shard {} stopped", self.id));
+        }
+        rx.await.unwrap_or_else(|_| Answer::Unavailable(format!("shard {} stopped", self.id)))
+    }
+
+    /// Stops the shard after writing everything it answered; returns once it has stopped.
+    pub async fn stop(&self) {
+        let (done, rx) = oneshot::channel();
+        if self.tx.send(Msg::Stop(done)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Whether the actor has stopped.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// Why a shard's actor ended.
+#[derive(Debug, Clone)]
+pub enum Ended {
+    /// Asked to stop; everything it answered is durable.
+    Stopped,
+    /// The store refused a write: another server owns the shard.
+    Fenced,
+    /// A write failed.
+    Failed(String),
+}
+
+struct Held {
+    done: oneshot::Sender<Answer>,
+    reply: Reply,
+}
+
+struct Actor {
+    id: u64,
+    ll: LL,
+    planner: Planner,
+    gate: Gate<Held>,
+    jobs: mpsc::Sender<(u64, Job)>,
+    results: mpsc::Receiver<(u64, Result<(), WriteError>)>,
+    next_job: u64,
+    in_flight: Option<(u64, Instant, u64, bool)>,
+    stats: Arc<ShardStats>,
+}
+
+/// Starts a shard's actor and its writer. `on_end` is told why the actor ended.
+pub fn spawn(
+    id: u64,
+    ll: LL,
+    planner: Planner,
+    writer: impl Writer,
+    on_end: impl FnOnce(u64, Ended) + Send + 'static,
+) -> ShardHandle {
+    let stats = Arc::new(ShardStats::default());
+    stats.live.store(ll.len() as u64, Relaxed);
+    stats.journal_seq.store(ll.journal_seq(), Relaxed);
+    stats.durable_seq.store(ll.journal_seq(), Relaxed);
+    let (tx, rx) = mpsc::channel(8192);
+    let (jobs, mut job_rx) = mpsc::channel::<(u64, Job)>(1);
+    let (result_tx, results) = mpsc::channel(1);
+    let mut writer = writer;
+    tokio::spawn(async move {
+        while let Some((n, job)) = job_rx.recv().await {
+            let r = writer.write(job).await;
+            if result_tx.send((n, r)).await.is_err() {
+                break;
+            }
+        }
+    });
+    let actor = Actor {
+        id,
+        ll,
+        planner,
+        gate: Gate::new(),
+        jobs,
+        results,
+        next_job: 1,
+        in_flight: None,
+        stats: stats.clone(),
+    };
+    tokio::spawn(async move {
+        let ended = actor.run(rx).await;
+        on_end(id, ended);
+    });
+    ShardHandle { id, tx, stats }
+}
+
+/// Most requests answered before the actor looks at its writer and timers again.
+const DRAIN: usize = 4096;
+
+impl Actor {
+    async fn run(mut self, mut rx: mpsc::Receiver<Msg>) -> Ended {
+        let mut stopping: Option<oneshot::Sender<()>> = None;
+        loop {
+            if self.in_flight.is_none() {
+                if let Err(e) = self.dispatch().await {
+                    return self.fail(e, &mut rx);
+                }
+                if let Some(ack) = stopping.take() {
+                    if self.in_flight.is_none() && self.gate.is_empty() {
+                        let _ = ack.send(());
+                        return Ended::Stopped;
+                    }
+                    stopping = Some(ack);
+                }
+            }
+            let deadline = self.ll.poll_timeout().map(instant_of);
+            tokio::select! {
+                biased;
+                r = self.results.recv(), if self.in_flight.is_some() => {
+                    let Some((n, r)) = r else { return self.fail(WriteError::Failed("writer gone".into()), &mut rx) };
+                    if let Err(e) = r {
+                        return self.fail(e, &mut rx);
+                    }
+                    self.finished(n);
+                }
+                msg = rx.recv(), if stopping.is_none() => {
+                    let Some(msg) = msg else { return Ended::Stopped };
+                    let mut next = Some(msg);
+                    let mut n = 0;
+                    while let Some(m) = next.take() {
+                        match m {
+                            Msg::Call(req, done) => self.answer(req, done),
+                            Msg::Stop(ack) => { stopping = Some(ack); break; }
+                        }
+                        n += 1;
+                        if n < DRAIN {
+                            next = rx.try_recv().ok();
+                        }
+                    }
+                    self.stats.live.store(self.ll.len() as u64, Relaxed);
+                    self.stats.journal_seq.store(self.ll.journal_seq(), Relaxed);
+                }
+                _ = sleep_until(deadline) => {
+                    self.ll.handle_timeout(now_ms());
+                    let mut n = 0;
+                    while self.ll.poll_expired().is_some() {
+                        n += 1;
+                    }
+                    if n > 0 {
+                        self.stats.expiries.fetch_add(n, Relaxed);
+                        tracing::debug!(shard = self.id, expired = n, "leases expired");
+                    }
+                    self.stats.live.store(self.ll.len() as u64, Relaxed);
+                    self.stats.journal_seq.store(self.ll.journal_seq(), Relaxed);
+                }
+            }
+        }
+    }
+
+    fn answer(&mut self, req: Request, done: oneshot::Sender<Answer>) {
+        let reply = self.ll.handle_request(&req, now_ms());
+        if self.gate.is_empty() {
+            self.stats.waiting_since_us.store(stamp_us(), Relaxed);
+        }
+        self.gate.push(self.next_job, Held { done, reply });
+    }
+
+    /// Starts the next write, or releases what waits if nothing needs writing.
+    async fn dispatch(&mut self) -> Result<(), WriteError> {
+        let n = self.next_job;
+        let job = match self.planner.plan(&mut self.ll) {
+            Some((job, durable, snap)) => Some((job, durable, snap)),
+            None if self.gate.is_empty() => return Ok(()),
+            None if self.planner.needs_fence() => {
+                Some((Job::Rows { frame: None, snapshot: None }, self.ll.journal_seq(), false))
+            }
+            None => None,
+        };
+        self.next_job += 1;
+        match job {
+            Some((job, durable, snap)) => {
+                self.stats.journal_seq.store(self.ll.journal_seq(), Relaxed);
+                self.jobs
+                    .send((n, job))
+                    .await
+                    .map_err(|_| WriteError::Failed("writer gone".into()))?;
+                self.in_flight = Some((n, Instant::now(), durable, snap));
+            }
+            None => self.release(n),
+        }
+        Ok(())
+    }
+
+    fn finished(&mut self, n: u64) {
+        let Some((m, started, durable, snap)) = self.in_flight.take() else { return };
+        debug_assert_eq!(m, n);
+        self.stats.commits.fetch_add(1, Relaxed);
+        self.stats.commit_us.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        self.stats.durable_seq.store(durable, Relaxed);
+        if snap {
+            self.stats.snapshots.fetch_add(1, Relaxed);
+        }
+        self.release(n);
+        if !self.gate.is_empty() {
+            // Everything still waiting arrived after this write began.
+            let since = stamp_us().saturating_sub(started.elapsed().as_micros() as u64);
+            self.stats.waiting_since_us.store(since.max(1), Relaxed);
+        }
+    }
+
+    fn release(&mut self, n: u64) {
+        let stats = &self.stats;
+        for Held { done, reply } in self.gate.release(n) {
+            count(stats, &reply);
+            let _ = done.send(Answer::Reply(reply));
+        }
+        if self.gate.is_empty() {
+            stats.waiting_since_us.store(0, Relaxed);
+        }
+    }
+
+    /// A write failed: nothing waiting is acknowledged, and the actor ends.
+    fn fail(mut self, e: WriteError, rx: &mut mpsc::Receiver<Msg>) -> Ended {
+        let why = match &e {
+            WriteError::Fenced => format!("shard {} is owned by another server now", self.id),
+            WriteError::Failed(m) => format!("shard {}: store write failed: {m}", self.id),
+        };
+        for Held { done, .. } in self.gate.release(u64::MAX) {
+            let _ = done.send(Answer::Unavailable(why.clone()));
+        }
+        rx.close();
+        while let Ok(m) = rx.try_recv() {
+            match m {
+                Msg::Call(_, done) => {
+                    let _ = done.send(Answer::Unavailable(why.clone()));
+                }
+                Msg::Stop(ack) => {
+                    let _ = ack.send(());
+                }
+            }
+        }
+        match e {
+            WriteError::Fenced => Ended::Fenced,
+            WriteError::Failed(m) => Ended::Failed(m),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Counts an acknowledged reply.
+fn count(stats: &ShardStats, reply: &Reply) {
+    stats.requests.fetch_add(1, Relaxed);
+    let ok = |n: usize| n as u64;
+    match &reply.body {
+        ReplyBody::Granted { .. } => {
+            stats.grants.fetch_add(1, Relaxed);
+        }
+        ReplyBody::Renewed { .. } => {
+            stats.renewals.fetch_add(1, Relaxed);
+        }
+        ReplyBody::Cancelled => {
+            stats.cancels.fetch_add(1, Relaxed);
+        }
+        ReplyBody::RenewedAll { results } => {
+            let n = results.iter().filter(|o| matches!(o, leasehold::wire::Outcome::Ok(_))).count();
+            stats.renewals.fetch_add(ok(n), Relaxed);
+        }
+        ReplyBody::CancelledAll { results } => {
+            let n = results.iter().filter(|o| matches!(o, leasehold::wire::Outcome::Ok(_))).count();
+            stats.cancels.fetch_add(ok(n), Relaxed);
+        }
+        ReplyBody::Error(_) => {}
+    }
+}
