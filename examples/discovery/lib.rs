@@ -238,3 +238,44 @@ impl Args {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasehold::discovery::RegistrarId;
+
+    #[tokio::test]
+    async fn unicast_discovery_reads_the_registrars_announcement() {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let a = Announcement {
+            registrar: RegistrarId(7),
+            groups: ["lab".to_string()].into(),
+            locator: Locator::new("127.0.0.1", port).unwrap(),
+            sequence: 9,
+            ttl: 1000,
+        };
+        let bytes = a.encode().unwrap();
+        std::thread::spawn(move || {
+            let (mut c, _) = tcp.accept().unwrap();
+            std::io::Write::write_all(&mut c, &bytes).unwrap();
+        });
+        let got = unicast_probe(&a.locator, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(got, a);
+        // Nobody listening any more: the probe fails, it does not hang.
+        let e = unicast_probe(&a.locator, Duration::from_secs(5)).await.unwrap_err();
+        assert!(matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::TimedOut));
+    }
+
+    #[test]
+    fn modes_say_where_announcements_go() {
+        let (m, why) = choose_mode("unicast", 4160).unwrap();
+        assert_eq!((m, why), (Mode::Unicast(4160), None));
+        assert_eq!(m.target(), "127.0.0.1:4160".parse().unwrap());
+        assert_eq!(Mode::Multicast(4160).target(), "239.255.76.72:4160".parse().unwrap());
+        assert!(choose_mode("broadcast", 1).is_err());
+        // auto decides by the self-test, and says why when it falls back.
+        let (m, why) = choose_mode("auto", 4160).unwrap();
+        assert_eq!(matches!(m, Mode::Unicast(_)), why.is_some());
+    }
+}
