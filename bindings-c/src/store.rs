@@ -469,11 +469,10 @@ pub unsafe extern "C" fn leasehold_landlord_open_dir(
         let where_ = path.display().to_string();
         let mut dir = Dir::open(&path).map_err(|e| store_error(&where_, e))?;
         let files = dir.read().map_err(|e| store_error(&where_, e))?;
-        let Opened { state: mut ll, store, ops, recovered, created } =
-            Store::open(c.store, &files, builder(&c.inner, &p.spec))
+        let Opened { state: ll, store, ops, recovered, created } =
+            Store::open(c.store, &files, now, builder(&c.inner, &p.spec))
                 .map_err(|e| decode_error(&where_, e))?;
         dir.apply_all(&ops).map_err(|e| store_error(&where_, e))?;
-        ll.resume(now);
         let r = recovery(&recovered, created, &ll);
         let attached = Attached { store, io: Io::Dir(dir), committing: false, failed: None };
         give(LandlordState { ll, store: Some(Box::new(attached)) }, out);
@@ -528,12 +527,11 @@ pub unsafe extern "C" fn leasehold_landlord_open_io(
                 contents.push((name.to_string(), data.to_vec()));
             }
         }
-        let Opened { state: mut ll, store, ops, recovered, created } =
-            Store::open(c.store, &contents, builder(&c.inner, &p.spec))
+        let Opened { state: ll, store, ops, recovered, created } =
+            Store::open(c.store, &contents, now, builder(&c.inner, &p.spec))
                 .map_err(|e| decode_error("the host's storage", e))?;
         drop(contents);
         io.apply_all(&ops).map_err(|e| io_fail(format!("opening the store: {e}")))?;
-        ll.resume(now);
         let r = recovery(&recovered, created, &ll);
         let attached = Attached { store, io: Io::Host(io), committing: false, failed: None };
         give(LandlordState { ll, store: Some(Box::new(attached)) }, out);
@@ -682,9 +680,8 @@ pub unsafe extern "C" fn leasehold_shared_landlord_open_dir(
         let p = unsafe { arg(policy, "policy") }?;
         p.spec.build()?;
         let where_ = path.display().to_string();
-        let mut d = Durable::open(&path, c.store, builder(&c.inner, &p.spec))
+        let d = Durable::open(&path, c.store, now, builder(&c.inner, &p.spec))
             .map_err(|e| store_error(&where_, e))?;
-        d.state_mut().resume(now);
         let r = recovery(d.recovered(), d.created(), d.state());
         give_box(leasehold_shared_landlord { inner: Shared::new(d) }, out);
         if let Some(i) = info {

@@ -564,6 +564,9 @@ pub trait Journaled {
     fn snapshot_bytes(&mut self, out: &mut Vec<u8>) -> u64;
     /// Replays log segments onto the state (see [`replay_segments`]).
     fn replay_segments(&mut self, segments: &[&[u8]]) -> Result<Recovered>;
+    /// Continues the state machine's time on a host clock that now reads `now` (time spent
+    /// down does not count); called once after recovery.
+    fn resume(&mut self, now: crate::time::Millis);
 }
 
 /// Writes a snapshot container around `body`.

@@ -150,9 +150,12 @@ impl Store {
     /// bytes; names that are not the store's are left alone). `build` makes the state machine
     /// from the snapshot's bytes, or afresh from the host's configuration when there is no
     /// snapshot (a new store, or a lost snapshot while the log still starts at record 1).
+    /// Once the log is replayed, the state machine resumes at `now` on the host's clock: time
+    /// spent down does not count.
     pub fn open<S: Journaled>(
         config: StoreConfig,
         files: &[(String, Vec<u8>)],
+        now: crate::time::Millis,
         build: impl FnOnce(Option<&[u8]>) -> Result<S>,
     ) -> Result<Opened<S>> {
         let mut ops = Vec::new();
@@ -204,6 +207,7 @@ impl Store {
         }
         let slices: Vec<&[u8]> = live.iter().map(|&(_, _, b)| b.as_slice()).collect();
         let recovered = state.replay_segments(&slices)?;
+        state.resume(now);
         let mut store = Store {
             config,
             segments: live
