@@ -104,8 +104,9 @@ impl Store {
     pub fn open(py: Python<'_>, args: OpenArgs) -> PyResult<Store> {
         let OpenArgs { path, config, policy, store, now } = args;
         let p = path.clone();
+        // Time spent down does not count: the store resumes the landlord at `now`.
         let opened = py.detach(move || {
-            Durable::open(&p, store, |snapshot| {
+            Durable::open(&p, store, now, |snapshot| {
                 let built = policy.build()?;
                 match snapshot {
                     Some(bytes) => LL::from_snapshot_bytes(bytes, built),
@@ -115,10 +116,6 @@ impl Store {
                         Ok(ll)
                     }
                 }
-            })
-            .map(|mut d| {
-                d.state_mut().resume(now);
-                d
             })
         });
         let d = opened.map_err(|e| store_error(py, &path, &e))?;
