@@ -409,7 +409,7 @@ fn a_long_twin_run() {
 
 fn open(dir: &MemDir) -> leasehold::Result<Opened<DiscoveryService>> {
     let sc = StoreConfig { segment_bytes: 2048, min_compact_bytes: 4096 };
-    Store::open(sc, &dir.files(), |snapshot| match snapshot {
+    Store::open(sc, &dir.files(), None, |snapshot| match snapshot {
         Some(bytes) => DiscoveryService::from_snapshot_bytes(bytes),
         None => {
             let mut svc = DiscoveryService::new(config())?;

@@ -121,19 +121,19 @@ fn start() -> Result<(), String> {
     let fresh = config(id, seed()?, max_lease);
 
     // The store: a new one starts from `fresh`, an existing one from its snapshot and log.
-    let mut durable = Durable::open(&data, Default::default(), |snapshot| match snapshot {
-        Some(bytes) => DiscoveryService::from_snapshot_bytes(bytes),
-        None => {
-            let mut svc = DiscoveryService::new(fresh)?;
-            svc.enable_journal();
-            Ok(svc)
-        }
-    })
-    .map_err(|e| format!("cannot open the store in {}: {e}", data.display()))?;
+    // Time spent down does not count: opening resumes the service at the host's now.
+    let mut durable =
+        Durable::open(&data, Default::default(), now_ms(), |snapshot| match snapshot {
+            Some(bytes) => DiscoveryService::from_snapshot_bytes(bytes),
+            None => {
+                let mut svc = DiscoveryService::new(fresh)?;
+                svc.enable_journal();
+                Ok(svc)
+            }
+        })
+        .map_err(|e| format!("cannot open the store in {}: {e}", data.display()))?;
     let recovered = durable.recovered().clone();
     let svc = durable.state_mut();
-    // Time spent down does not count.
-    svc.resume(now_ms());
     svc.reconfigure(wanted).map_err(|e| e.to_string())?;
     let registrations = svc.registrations().len();
     durable.commit().map_err(|e| e.to_string())?;

@@ -1055,4 +1055,7 @@ impl Journaled for DiscoveryService {
     fn replay_segments(&mut self, segments: &[&[u8]]) -> Result<Recovered> {
         DiscoveryService::replay_segments(self, segments)
     }
+    fn resume(&mut self, now: Millis) {
+        DiscoveryService::resume(self, now)
+    }
 }
