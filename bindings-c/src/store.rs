@@ -470,7 +470,7 @@ pub unsafe extern "C" fn leasehold_landlord_open_dir(
         let mut dir = Dir::open(&path).map_err(|e| store_error(&where_, e))?;
         let files = dir.read().map_err(|e| store_error(&where_, e))?;
         let Opened { state: ll, store, ops, recovered, created } =
-            Store::open(c.store, &files, now, builder(&c.inner, &p.spec))
+            Store::open(c.store, &files, Some(now), builder(&c.inner, &p.spec))
                 .map_err(|e| decode_error(&where_, e))?;
         dir.apply_all(&ops).map_err(|e| store_error(&where_, e))?;
         let r = recovery(&recovered, created, &ll);
@@ -528,7 +528,7 @@ pub unsafe extern "C" fn leasehold_landlord_open_io(
             }
         }
         let Opened { state: ll, store, ops, recovered, created } =
-            Store::open(c.store, &contents, now, builder(&c.inner, &p.spec))
+            Store::open(c.store, &contents, Some(now), builder(&c.inner, &p.spec))
                 .map_err(|e| decode_error("the host's storage", e))?;
         drop(contents);
         io.apply_all(&ops).map_err(|e| io_fail(format!("opening the store: {e}")))?;

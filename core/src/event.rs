@@ -171,6 +171,20 @@ impl EventTable {
         id
     }
 
+    /// The event id the next registration tries first (for compact snapshots).
+    pub fn next_id(&self) -> EventId {
+        self.next_id
+    }
+
+    /// A table from its parts, as [`EventTable::next_id`] and [`EventTable::iter`] give them (for
+    /// compact snapshots; the owner checks them).
+    pub fn from_parts(
+        next_id: EventId,
+        registrations: impl IntoIterator<Item = (EventId, Registration)>,
+    ) -> EventTable {
+        EventTable { next_id, registrations: registrations.into_iter().collect() }
+    }
+
     /// The registration with `event_id`, if active.
     pub fn get(&self, event_id: EventId) -> Option<&Registration> {
         self.registrations.get(&event_id)

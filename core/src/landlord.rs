@@ -428,6 +428,43 @@ impl<R> Landlord<R> {
         Ok(Grant { cookie, duration, expiration: self.to_host(expiration) })
     }
 
+    /// Grants a lease of exactly `duration` (already decided: no policy is asked), for hosts
+    /// that replay their own journal of outcomes (the discovery service's).
+    pub(crate) fn grant_exact(
+        &mut self,
+        resource: R,
+        duration: Duration,
+        now: Millis,
+    ) -> Result<Grant> {
+        self.tick(now);
+        if self.free == NIL && self.slots.len() >= NIL as usize {
+            return Err(LeaseError::LeaseDenied("landlord full".into()));
+        }
+        let (cookie, expiration) = self.place(resource, duration);
+        Ok(Grant { cookie, duration, expiration: self.to_host(expiration) })
+    }
+
+    /// Renews a lease for exactly `duration` (already decided: no policy is asked).
+    pub(crate) fn renew_exact(
+        &mut self,
+        cookie: Cookie,
+        duration: Duration,
+        now: Millis,
+    ) -> Result<Duration> {
+        self.tick(now);
+        let idx = self.live_slot(cookie)?;
+        self.extend(idx, duration);
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.renew(self.clock, cookie, duration);
+        }
+        Ok(duration)
+    }
+
+    /// Replaces the policy that decides later grants and renewals.
+    pub(crate) fn set_policy(&mut self, policy: Box<dyn LeasePolicy>) {
+        self.policy = policy;
+    }
+
     /// Puts a new lease of `duration` from the landlord's time into the next slot, with the
     /// next cookie, and journals it.
     fn place(&mut self, resource: R, duration: Duration) -> (Cookie, Millis) {

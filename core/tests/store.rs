@@ -14,7 +14,7 @@ fn config() -> LandlordConfig {
 }
 
 fn open(dir: &mut MemDir, sc: StoreConfig) -> leasehold::Result<Opened<LL>> {
-    let opened = Store::open(sc, &dir.files(), 0, |snap| {
+    let opened = Store::open(sc, &dir.files(), None, |snap| {
         let policy = Bounded::new(FOREVER, 1_000).unwrap();
         Ok(match snap {
             Some(b) => LL::from_snapshot_bytes(b, policy)?,

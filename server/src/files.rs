@@ -109,7 +109,7 @@ pub fn open_shard(
         ));
     }
     let Opened { state: ll, store, ops, recovered, created } =
-        Store::open(config, &files, now_ms(), |snapshot| match snapshot {
+        Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
             Some(bytes) => LL::from_snapshot_bytes(bytes, policy.build()?),
             None => new_landlord(id, policy, grace, limits),
         })

@@ -183,7 +183,7 @@ impl<S: Journaled> Durable<S> {
         let mut dir = Dir::open(path)?;
         let files = dir.read()?;
         let Opened { state, store, ops, recovered, created } =
-            Store::open(config, &files, now, build).map_err(format_error)?;
+            Store::open(config, &files, Some(now), build).map_err(format_error)?;
         dir.apply_all(&ops)?;
         Ok(Durable { state, store, dir, recovered, created })
     }
