@@ -880,7 +880,7 @@ fn open_service(
 ) -> leasehold::store::Opened<RenewalService> {
     use leasehold::store::{Store, StoreConfig};
     let cfg = StoreConfig { segment_bytes: 512, min_compact_bytes: 1_024 };
-    Store::open(cfg, &dir.files(), now, |snapshot| match snapshot {
+    Store::open(cfg, &dir.files(), Some(now), |snapshot| match snapshot {
         Some(bytes) => RenewalService::from_snapshot_bytes(bytes),
         None => {
             let mut svc = RenewalService::new(config())?;
