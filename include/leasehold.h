@@ -813,7 +813,7 @@ typedef int32_t (*leasehold_discovery_event_fn)(void *user_data,
 
 /**
  * What opening a store found (`leasehold_landlord_open_dir`, `_open_io`,
- * `leasehold_shared_landlord_open_dir`).
+ * `leasehold_shared_landlord_open_dir`, `leasehold_discovery_service_open_dir`, `_open_io`).
  */
 typedef struct leasehold_recovery {
     /**
@@ -835,7 +835,7 @@ typedef struct leasehold_recovery {
      */
     bool torn_tail;
     /**
-     * Leases held after recovery.
+     * Leases held after recovery (for a discovery service: its registrations, each leased).
      */
     size_t leases;
 } leasehold_recovery;

@@ -38,7 +38,7 @@ type LL = Landlord<Vec<u8>>;
 // ---------- values ----------
 
 /// What opening a store found (`leasehold_landlord_open_dir`, `_open_io`,
-/// `leasehold_shared_landlord_open_dir`).
+/// `leasehold_shared_landlord_open_dir`, `leasehold_discovery_service_open_dir`, `_open_io`).
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -53,7 +53,7 @@ pub struct leasehold_recovery {
     /// A torn tail (the last write, cut short by a crash, never acknowledged) was dropped from
     /// the log.
     pub torn_tail: bool,
-    /// Leases held after recovery.
+    /// Leases held after recovery (for a discovery service: its registrations, each leased).
     pub leases: usize,
 }
 

@@ -167,7 +167,10 @@ static void test_config(void) {
     OK(leasehold_policy_new_bounded(5000, 2000, &p));
     OK(leasehold_discovery_config_set_lease_policy(c, p));
     leasehold_policy_free(p);
-    OK(leasehold_discovery_config_set_landlord(c, 0, NULL));
+    leasehold_limits lim;
+    OK(leasehold_limits_default(&lim));
+    lim.max_batch = 1; /* one name, one locator per set */
+    OK(leasehold_discovery_config_set_landlord(c, 0, &lim));
     OK(leasehold_discovery_config_set_registrars(c, 2, 60000));
     OK(leasehold_discovery_config_set_restore_jump(c, 0));
     FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_discovery_config_set_store(c, 0, 0));
@@ -187,22 +190,47 @@ static void test_config(void) {
     OK(leasehold_discovery_service_id(s, &id));
     CHECK(id == SVC_ID);
     /* The policy in force: ANY gets the default 2000, more than 5000 gets 5000. */
-    leasehold_discovery_registration r = reg(s, ALL(), NULL, NULL, 0, LEASEHOLD_ANY, 100);
+    leasehold_discovery_registration r = reg(s, NAMES(NULL, 0), NULL, NULL, 0, LEASEHOLD_ANY, 100);
     CHECK(r.lease.expiration == 2100);
-    r = reg(s, ALL(), NULL, NULL, 0, 60000, 100);
+    r = reg(s, NAMES(NULL, 0), NULL, NULL, 0, 60000, 100);
     CHECK(r.lease.expiration == 5100);
-    /* At most two registrars: a third new one is refused. */
-    announce(s, 1, "a", "h1:1", 1, 10000, 100);
-    announce(s, 2, "a", "h2:1", 1, 10000, 100);
+    /* The limits: two locators in one set are too many. */
+    leasehold_text two[] = {T("a.example:1"), T("b.example:1")};
+    leasehold_discovery_registration none;
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT,
+          leasehold_discovery_service_register(s, ALL(), two, 2, NULL, 0, 1000, 100, &none));
+    /* The schedules: a failed probe is tried again 10 ms later, a failed event too. */
+    leasehold_discovery_registration u = reg(s, NAMES(NULL, 0), "a.example:1", NULL, 0, 60000, 100);
+    leasehold_unicast_request p1;
+    bool found = false;
+    OK(leasehold_discovery_service_poll_transmit(s, 100, &p1, &found));
+    CHECK(found);
+    OK(leasehold_discovery_service_unicast_failed(s, p1.id, 100, NULL));
+    leasehold_unicast_request_clear(&p1);
+    OK(leasehold_discovery_service_poll_transmit(s, 109, &p1, &found));
+    CHECK(!found);
+    OK(leasehold_discovery_service_poll_transmit(s, 110, &p1, &found));
+    CHECK(found);
+    leasehold_text x = T("x");
+    OK(leasehold_discovery_service_unicast_found(s, p1.id, RID(9), &x, 1, 110, NULL));
+    leasehold_unicast_request_clear(&p1);
+    struct ev e = next_event(s, 110, false);
+    CHECK(e.found && e.object == u.registration);
+    OK(leasehold_discovery_service_delivery_failed(s, e.event_id, e.sequence, LEASEHOLD_DELIVERY_INDEFINITE, NULL, 0,
+                                                   110, NULL));
+    CHECK(!next_event(s, 119, false).found);
+    CHECK(next_event(s, 120, true).sequence == e.sequence);
+    /* At most two registrars: a third new one is refused (9 is one). */
+    announce(s, 1, "a", "h1:1", 1, 10000, 120);
     leasehold_announcement a;
     memset(&a, 0, sizeof a);
     a.registrar = RID(3);
     a.locator = T("h3:1");
     a.sequence = 1;
     a.ttl = 10000;
-    FAILS(LEASEHOLD_STATUS_LEASE_DENIED, leasehold_discovery_service_handle_announcement(s, &a, 100));
+    FAILS(LEASEHOLD_STATUS_LEASE_DENIED, leasehold_discovery_service_handle_announcement(s, &a, 120));
     a.ttl = 0;
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_discovery_service_handle_announcement(s, &a, 100));
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_discovery_service_handle_announcement(s, &a, 120));
     leasehold_discovery_service_free(s);
     leasehold_discovery_config_free(NULL);
     leasehold_discovery_service_free(NULL);
