@@ -10,7 +10,7 @@ use std::ffi::{c_char, c_void};
 use leasehold_core::discovery::wire::{DiscoveryRequest, EventReply};
 use leasehold_core::discovery::{
     Announcement, DeliveryFailure, DiscoveryConfig, DiscoveryService, DiscoverySnapshot, Locator,
-    Registrar, RegistrationId, RemoteDiscoveryEvent, UnicastResponse,
+    Registrar, RegistrationId, RemoteDiscoveryEvent, UnicastRequest, UnicastResponse,
 };
 use leasehold_core::lease::{Cookie, LandlordId};
 use leasehold_core::store::StoreConfig;
@@ -30,7 +30,7 @@ use crate::handle::{self, give, give_box, opaque, read, write, Call, Handle};
 use crate::landlord::seed_arg;
 use crate::lease::leasehold_lease;
 use crate::policy::leasehold_policy;
-use crate::sansio::{self, CEvent, Machine, LEASEHOLD_DRIVE_MAX_ROUNDS};
+use crate::sansio::{self, CEvent, Machine};
 use crate::store::{self, leasehold_recovery, leasehold_store_file, leasehold_store_io, Kept};
 use crate::wire::{leasehold_reply, leasehold_request};
 
@@ -1232,23 +1232,19 @@ pub unsafe extern "C" fn leasehold_discovery_service_drive(
         let on_event = required(on_event, "on_event")?;
         let call = unsafe { Call::enter(service) }?;
         call.apply(|s| s.svc.handle_timeout(now))?;
-        let mut next = None;
-        for round in 1.. {
-            let (probes, events) = call.with_mut(|s| {
-                let mut probes = Vec::new();
-                while let Some(p) = s.svc.poll_transmit(now) {
-                    probes.push(p);
-                }
-                let mut events = Vec::new();
-                while let Some(e) = s.svc.poll_event(now) {
-                    events.push(e);
-                }
-                Ok((probes, events))
-            })?;
-            if probes.is_empty() && events.is_empty() {
-                next = call.with(|s| Ok(s.svc.poll_timeout()))?;
-                break;
+        let take = |s: &mut DiscoveryState| {
+            let mut probes = Vec::new();
+            while let Some(p) = s.svc.poll_transmit(now) {
+                probes.push(p);
             }
+            let mut events = Vec::new();
+            while let Some(e) = s.svc.poll_event(now) {
+                events.push(e);
+            }
+            Ok((!probes.is_empty() || !events.is_empty()).then_some((probes, events)))
+        };
+        let run = |(probes, events): (Vec<UnicastRequest>, Vec<RemoteDiscoveryEvent>)| {
+            // Nothing leaves before it is durable.
             store::commit_in(&call, false)?;
             for p in probes {
                 if call.freed() {
@@ -1285,15 +1281,10 @@ pub unsafe extern "C" fn leasehold_discovery_service_drive(
                     };
                 })?;
             }
-            if call.freed() {
-                break;
-            }
-            if round == LEASEHOLD_DRIVE_MAX_ROUNDS {
-                next = Some(now);
-                break;
-            }
-        }
-        unsafe { out.write(if call.freed() { None } else { next }) };
+            Ok(())
+        };
+        let next = sansio::rounds(&call, now, take, run)?;
+        unsafe { out.write(next) };
         Ok(())
     })
 }
