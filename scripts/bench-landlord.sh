@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Landlord benchmark: grant / renew / cancel / expire and bytes per lease at N = 1e3, 1e5, 1e6
-# live leases, against a bare HashMap (the floor), HashMap + BinaryHeap, and HashMap + tokio
+# live leases, against a hand-written foldhash HashMap + BinaryHeap landlord (the floor), a bare
+# foldhash map, the same two with SipHash, and HashMap + tokio
 # DelayQueue, printed as one table. Takes a few minutes on 2 cores.
 # Usage: scripts/bench-landlord.sh [--1e7]   (--1e7 adds N = 1e7: several GB of RAM, ~5 more minutes)
 set -euo pipefail

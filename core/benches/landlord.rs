@@ -1,15 +1,18 @@
 //! Landlord benchmark: grant, renew, cancel and expire at N live leases, and bytes per lease,
-//! against three baselines measured in the same run:
+//! against baselines measured in the same run:
 //!
-//! - **floor**: a bare `HashMap<u128, i64>` (cookie -> deadline) insert / update / remove;
-//!   it keeps no order, so it cannot expire anything by itself: its "expire" is a remove;
-//! - **heap**: `HashMap<u128, i64>` plus a `BinaryHeap` of (deadline, cookie) with lazy
-//!   deletion (a renewal pushes a new entry, a cancel leaves the old one to be skipped);
-//! - **delayq**: `HashMap<u128, delay_queue::Key>` plus `tokio_util::time::DelayQueue`, run
-//!   inside a current-thread tokio runtime with a paused clock.
+//! - **floor** (the headline): what a Rust user who cares writes instead, a hand-written
+//!   landlord: `HashMap<u128, i64>` with the `foldhash` hasher (cookie -> expiration) plus a
+//!   `BinaryHeap` of (deadline, cookie) with lazy deletion (a renewal pushes a new entry, a
+//!   cancel leaves the old one to be skipped, expiry pops and skips stale entries);
+//! - **fmap**: the foldhash map alone, insert / update / remove; it keeps no order, so it
+//!   cannot expire anything by itself: its "expire" is a remove of every key;
+//! - **sipmap**, **sipheap**: the same two with std's default SipHash (the old floor);
+//! - **delayq**: a foldhash `HashMap<u128, delay_queue::Key>` plus
+//!   `tokio_util::time::DelayQueue`, run inside a current-thread tokio runtime with a paused clock.
 //!
-//! The landlord is `Landlord<()>` (the floor stores no resource either) with a `Bounded`
-//! policy (max and default 10 min). Workload, the same for all four: N grants of 10 min with the
+//! The landlord is `Landlord<()>` (the peers store no resource either) with a `Bounded`
+//! policy (max and default 10 min). Workload, the same for all: N grants of 10 min with the
 //! clock advancing 1 ms per 64 operations; N renewals (10 min again, so each extends the lease) in
 //! random order; N cancels in random order; and, on a fresh table of N leases that were each
 //! renewed once, expiry of all N (time per expired lease, everything the host does included:
@@ -27,11 +30,14 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cmp::Reverse;
+use std::collections::hash_map::RandomState as Sip;
 use std::collections::{BinaryHeap, HashMap};
+use std::hash::BuildHasher;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration as StdDuration;
 
+use foldhash::fast::RandomState as Fold;
 use leasehold::policy::Bounded;
 use leasehold::{Cookie, Landlord, LandlordConfig, LandlordId, ANY};
 use tokio_util::time::{delay_queue, DelayQueue};
@@ -212,13 +218,13 @@ fn run_landlord(n: usize) -> Sample {
 
 // ---------------------------------------------------------------- floor
 
-fn run_floor(n: usize) -> Sample {
+fn run_map<S: BuildHasher + Default>(n: usize) -> Sample {
     let mut s = Sample::default();
     let ks = keys(n, 1);
     let ord = order(n, 7);
     let ord2 = order(n, 8);
     let before = live();
-    let mut m: HashMap<u128, i64> = HashMap::new();
+    let mut m: HashMap<u128, i64, S> = HashMap::default();
     let t = Clock::now();
     for (i, &k) in ks.iter().enumerate() {
         m.insert(k, T0 + tick(i) + LEASE);
@@ -238,7 +244,7 @@ fn run_floor(n: usize) -> Sample {
     s.cancel = per(t.elapsed(), n);
     drop(m);
 
-    let mut m: HashMap<u128, i64> = HashMap::new();
+    let mut m: HashMap<u128, i64, S> = HashMap::default();
     for (i, &k) in ks.iter().enumerate() {
         m.insert(k, T0 + tick(i) + LEASE);
     }
@@ -255,13 +261,15 @@ fn run_floor(n: usize) -> Sample {
 
 // ---------------------------------------------------------------- heap
 
+/// A competent hand-written landlord: cookie -> (expiration, resource) in a `HashMap` with
+/// hasher `S`, plus a min-heap of (deadline, cookie) with lazy deletion.
 #[derive(Default)]
-struct HeapTable {
-    map: HashMap<u128, i64>,
+struct HeapTable<S> {
+    map: HashMap<u128, i64, S>,
     heap: BinaryHeap<Reverse<(i64, u128)>>,
 }
 
-impl HeapTable {
+impl<S: BuildHasher> HeapTable<S> {
     fn grant(&mut self, k: u128, deadline: i64) {
         self.map.insert(k, deadline);
         self.heap.push(Reverse((deadline, k)));
@@ -289,13 +297,13 @@ impl HeapTable {
     }
 }
 
-fn run_heap(n: usize) -> Sample {
+fn run_heap<S: BuildHasher + Default>(n: usize) -> Sample {
     let mut s = Sample::default();
     let ks = keys(n, 1);
     let ord = order(n, 7);
     let ord2 = order(n, 8);
     let before = live();
-    let mut h = HeapTable::default();
+    let mut h = HeapTable::<S>::default();
     let t = Clock::now();
     for (i, &k) in ks.iter().enumerate() {
         h.grant(k, T0 + tick(i) + LEASE);
@@ -315,7 +323,7 @@ fn run_heap(n: usize) -> Sample {
     s.cancel = per(t.elapsed(), n);
     drop(h);
 
-    let mut h = HeapTable::default();
+    let mut h = HeapTable::<S>::default();
     for (i, &k) in ks.iter().enumerate() {
         h.grant(k, T0 + tick(i) + LEASE);
     }
@@ -346,7 +354,7 @@ fn run_delayq(n: usize) -> Sample {
         let ms = |x: i64| StdDuration::from_millis(x as u64);
         let start = tokio::time::Instant::now();
         let before = live();
-        let mut map: HashMap<u128, delay_queue::Key> = HashMap::new();
+        let mut map: HashMap<u128, delay_queue::Key, Fold> = HashMap::default();
         let mut dq: DelayQueue<u128> = DelayQueue::new();
         let t = Clock::now();
         for (i, &k) in ks.iter().enumerate() {
@@ -368,7 +376,7 @@ fn run_delayq(n: usize) -> Sample {
         s.cancel = per(t.elapsed(), n);
         drop((map, dq));
 
-        let mut map: HashMap<u128, delay_queue::Key> = HashMap::new();
+        let mut map: HashMap<u128, delay_queue::Key, Fold> = HashMap::default();
         let mut dq: DelayQueue<u128> = DelayQueue::new();
         for (i, &k) in ks.iter().enumerate() {
             map.insert(k, dq.insert_at(k, start + ms(tick(i) + LEASE)));
@@ -419,28 +427,35 @@ fn main() {
         sizes.push(10_000_000);
     }
     println!(
-        "leasehold landlord benchmark ({} mode). Landlord<()> (no resource, like the floor), \
+        "leasehold landlord benchmark ({} mode). Landlord<()> (no resource, like the peers), \
          Bounded policy, 10 min leases, clock +1 ms per 64 ops; renew/cancel in random order; \
-         expire = per expired lease after one renewal each, host following poll_timeout. ns/op = thread CPU time (median of reps); bytes/lease \
-         = live heap bytes after N grants / N. xF = ratio to floor; ll/heap, ll/dq = landlord \
-         time over peer time (< 1: landlord faster).",
+         expire = per expired lease after one renewal each, host following poll_timeout. \
+         ns/op = thread CPU time (median of reps); bytes/lease = live heap bytes after N grants / N.",
         if full { "full" } else { "quick smoke, not a measurement" }
+    );
+    println!(
+        "floor = hand-written landlord: foldhash HashMap<u128, i64> + BinaryHeap, lazy deletion. \
+         fmap = foldhash map alone (keeps no order: its expire is a remove); sipmap, sipheap = the \
+         same two with std's SipHash; delayq = foldhash map + tokio DelayQueue. xF = time / floor \
+         time (< 1: faster than the floor)."
     );
     println!();
     println!(
-        "| {:>9} | {:<7} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>7} | {:>7} |",
-        "N", "op", "floor", "landlord", "xF", "heap", "xF", "delayq", "xF", "ll/heap", "ll/dq"
+        "| {:>9} | {:<7} | {:>8} | {:>8} {:>5} | {:>8} {:>5} | {:>8} {:>5} | {:>8} {:>5} | {:>8} {:>5} |",
+        "N", "op", "floor", "landlord", "xF", "fmap", "xF", "sipmap", "xF", "sipheap", "xF", "delayq", "xF"
     );
     println!(
-        "|{:-<11}|{:-<9}|{:-<11}|{:-<18}|{:-<18}|{:-<18}|{:-<9}|{:-<9}|",
+        "|{:-<11}|{:-<9}|{:-<10}|{:-<16}|{:-<16}|{:-<16}|{:-<16}|{:-<16}|",
         "", "", "", "", "", "", "", ""
     );
-    let mut at_1e6 = None;
+    let mut summary = Vec::new();
     for &n in &sizes {
         let reps = if full { (200_000 / n).clamp(1, 50) } else { 1 };
-        let f = repeat(reps, || run_floor(n));
+        let f = repeat(reps, || run_heap::<Fold>(n));
         let l = repeat(reps, || run_landlord(n));
-        let h = repeat(reps, || run_heap(n));
+        let fm = repeat(reps, || run_map::<Fold>(n));
+        let sm = repeat(reps, || run_map::<Sip>(n));
+        let sh = repeat(reps, || run_heap::<Sip>(n));
         let d = repeat(reps, || run_delayq(n));
         let rows: [(&str, Field); 5] = [
             ("grant", |s| s.grant),
@@ -450,46 +465,52 @@ fn main() {
             ("bytes", |s| s.bytes),
         ];
         for (name, g) in rows {
-            let (fv, lv, hv, dv) = (g(&f), g(&l), g(&h), g(&d));
-            println!(
-                "| {:>9} | {:<7} | {:>9.1} | {:>9.1} {:>6.2} | {:>9.1} {:>6.2} | {:>9.1} {:>6.2} | {:>7.2} | {:>7.2} |",
+            let fv = g(&f);
+            print!(
+                "| {:>9} | {:<7} | {:>8.1} |",
                 n,
                 if name == "bytes" { "B/lease" } else { name },
-                fv,
-                lv,
-                lv / fv,
-                hv,
-                hv / fv,
-                dv,
-                dv / fv,
-                lv / hv,
-                lv / dv
+                fv
             );
+            for x in [&l, &fm, &sm, &sh, &d] {
+                print!(" {:>8.1} {:>5.2} |", g(x), g(x) / fv);
+            }
+            println!();
         }
-        if n == 1_000_000 {
-            at_1e6 = Some((f, l, h, d));
+        if n >= 100_000 {
+            summary.push((n, f, l, fm));
         }
     }
-    if let Some((f, l, h, d)) = at_1e6 {
+    if !summary.is_empty() {
         println!();
-        let ok = |b: bool| if b { "met" } else { "MISSED" };
-        println!(
-            "targets at 1e6: renew <= 1.5x floor: {:.2}x {}; expire <= 2x floor: {:.2}x {}; \
-             bytes <= 2x floor: {:.2}x {}; faster than both peers on every op: {}",
-            l.renew / f.renew,
-            ok(l.renew <= 1.5 * f.renew),
-            l.expire / f.expire,
-            ok(l.expire <= 2.0 * f.expire),
-            l.bytes / f.bytes,
-            ok(l.bytes <= 2.0 * f.bytes),
-            ok([
-                (l.grant, h.grant, d.grant),
-                (l.renew, h.renew, d.renew),
-                (l.cancel, h.cancel, d.cancel),
-                (l.expire, h.expire, d.expire),
-            ]
-            .iter()
-            .all(|&(a, b, c)| a < b && a < c)),
-        );
+        println!("landlord / floor (hand-written, foldhash + heap); in brackets landlord / fmap:");
+        for (n, f, l, fm) in &summary {
+            println!(
+                "  N = {:>9}: grant {:.2}x [{:.2}x]  renew {:.2}x [{:.2}x]  cancel {:.2}x [{:.2}x]  \
+                 expire {:.2}x [{:.2}x]  bytes {:.2}x [{:.2}x]",
+                n,
+                l.grant / f.grant,
+                l.grant / fm.grant,
+                l.renew / f.renew,
+                l.renew / fm.renew,
+                l.cancel / f.cancel,
+                l.cancel / fm.cancel,
+                l.expire / f.expire,
+                l.expire / fm.expire,
+                l.bytes / f.bytes,
+                l.bytes / fm.bytes,
+            );
+        }
+        if let Some((_, f, l, _)) = summary.iter().find(|s| s.0 == 1_000_000) {
+            let ok = |b: bool| if b { "met" } else { "MISSED" };
+            println!(
+                "targets at 1e6 (issue 17 item 4): renew <= 1.5x floor: {:.2}x {}; \
+                 expire <= 1.5x floor: {:.2}x {}",
+                l.renew / f.renew,
+                ok(l.renew <= 1.5 * f.renew),
+                l.expire / f.expire,
+                ok(l.expire <= 1.5 * f.expire),
+            );
+        }
     }
 }
