@@ -147,7 +147,11 @@ struct Sample {
     cancel: f64,
     expire: f64,
     bytes: f64,
+    /// Landlord only: renew through `renew_all` in batches of [`BATCH`].
+    renew_batch: f64,
 }
+
+const BATCH: usize = 1000;
 
 fn per(d: StdDuration, n: usize) -> f64 {
     d.as_nanos() as f64 / n as f64
@@ -196,9 +200,15 @@ fn run_landlord(n: usize) -> Sample {
     for i in 0..n {
         cookies.push(ll.grant((), ANY, T0 + tick(i)).unwrap().cookie);
     }
-    for (j, &i) in ord.iter().enumerate() {
-        ll.renew(cookies[i], ANY, t1 + tick(j)).unwrap();
+    // The renewals, timed as batches through renew_all (same order, same times per batch).
+    let t = Clock::now();
+    for (b, chunk) in ord.chunks(BATCH).enumerate() {
+        let items: Vec<(Cookie, i64)> = chunk.iter().map(|&i| (cookies[i], ANY)).collect();
+        for r in ll.renew_all(&items, t1 + tick(b * BATCH)) {
+            black_box(r.unwrap());
+        }
     }
+    s.renew_batch = per(t.elapsed(), n);
     // The host follows poll_timeout, as a real one would (its clock is virtual here).
     let mut now = t1 + tick(n);
     let t = Clock::now();
@@ -417,11 +427,19 @@ fn repeat(reps: usize, f: impl Fn() -> Sample) -> Sample {
         cancel: pick(|s| s.cancel),
         expire: pick(|s| s.expire),
         bytes: pick(|s| s.bytes),
+        renew_batch: pick(|s| s.renew_batch),
     }
 }
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
+    // For a profiler: `LEASEHOLD_BENCH_PROFILE=N` runs only the landlord at N leases, 5 times.
+    if let Some(n) = std::env::var("LEASEHOLD_BENCH_PROFILE").ok().and_then(|v| v.parse().ok()) {
+        for _ in 0..5 {
+            black_box(run_landlord(n));
+        }
+        return;
+    }
     let mut sizes = if full { vec![1_000, 100_000, 1_000_000] } else { vec![1_000] };
     if full && std::env::var_os("LEASEHOLD_BENCH_1E7").is_some() {
         sizes.push(10_000_000);
@@ -499,6 +517,15 @@ fn main() {
                 l.expire / fm.expire,
                 l.bytes / f.bytes,
                 l.bytes / fm.bytes,
+            );
+        }
+        for (n, f, l, _) in &summary {
+            println!(
+                "  N = {:>9}: landlord renew_all in batches of {BATCH} (its batch entry point): \
+                 {:.1} ns/renewal, {:.2}x floor",
+                n,
+                l.renew_batch,
+                l.renew_batch / f.renew
             );
         }
         if let Some((_, f, l, _)) = summary.iter().find(|s| s.0 == 1_000_000) {
