@@ -453,7 +453,13 @@ impl PyDiscoveryService {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<Option<PyDiscoveryEvent>> {
         let now = i64_arg(now, "now")?;
-        let e = self.answer(py, |s| events_due(s, now).into_iter().next())?;
+        // Exactly one: every event poll_event hands out is in flight until reported, so taking
+        // more than the one returned would strand the rest until their delivery time-out.
+        let e = self.answer(py, |s| {
+            let e = s.poll_event(now)?;
+            let l = s.listener(RegistrationId(e.source.object)).unwrap_or_default().to_vec();
+            Some((e, l))
+        })?;
         Ok(events_py(e.into_iter().collect()).pop())
     }
 
