@@ -675,6 +675,17 @@ def test_asyncio_driver_delivers_probes_and_retries(tmp_path: Path) -> None:
                 assert [e.sequence for e in got] == [1, 2] and set(tries.values()) == {2}
                 renewed = Reply.decode(await driver.handle(Request.renew(2, reply.cookie or "", 30_000).encode()))
                 assert renewed.duration == 30_000
+                # R1 unreachable: wanted by group, so discarded; R2 (found by its locator) stays.
+                assert driver.registrar_unreachable(R1)
+                for _ in range(1000):
+                    if len(got) == 3:
+                        break
+                    await asyncio.sleep(0.01)
+                assert got[2].discarded and ids(got[2].registrars) == [R1] and got[2].sequence == 3
+                held = DiscoveryReply.decode(
+                    await driver.handle_discovery(DiscoveryRequest.get_registrars(3, reply.cookie or "").encode())
+                )
+                assert held.registrars is not None and ids(held.registrars) == [R2]
         finally:
             stop(srv)
 
