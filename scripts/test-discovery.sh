@@ -13,7 +13,14 @@ export CARGO_TARGET_DIR=$TARGET
 cd "$ROOT"
 echo "== Rust: registrar, lds, ld-client"
 cargo build -q -p leasehold-discovery-run
+# The Python client imports the installed wheel: the venv scripts/test-python.sh uses.
+# shellcheck source=lib/bindings.sh
+source scripts/lib/bindings.sh
+leasehold_python_venv
+# The clients of each runtime (run.py starts two of each and checks them all alike).
+CLIENTS=(--client "rust=$TARGET/debug/ld-client")
+CLIENTS+=(--client "python=$PY_VENV/bin/python $ROOT/examples/discovery/client.py")
 for mode in auto unicast; do
   echo "== discovery run, announcements: $mode"
-  timeout 300 python3 examples/discovery/run.py --bin "$TARGET/debug" --announce "$mode"
+  timeout 300 python3 examples/discovery/run.py --bin "$TARGET/debug" --announce "$mode" "${CLIENTS[@]}"
 done
