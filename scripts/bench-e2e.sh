@@ -54,6 +54,7 @@ trap 'stop; rm -rf "$work"' EXIT
 measure() {
   local label=$1 port="" i
   shift
+  rm -f "$work/server.out" # (the last server's port must not be read before this one writes)
   nice -n 10 "$@" >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   for ((i = 0; i < 200; i++)); do
