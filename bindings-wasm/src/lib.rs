@@ -14,6 +14,7 @@ pub mod holder;
 pub mod landlord;
 pub mod lease;
 pub mod service;
+pub mod store;
 pub mod wire;
 
 pub use leasehold::{ANY, FOREVER};
