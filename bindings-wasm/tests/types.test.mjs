@@ -12,6 +12,8 @@ import {
   fetchTransport, Policy, FOREVER, ANY, DURATION, ErrorCode, LeaseError, LeaseMapError, UnknownLeaseError,
   encodeRequest, decodeReply, grantRequest, leaseFromReply, type Grant, type Reply, type SetEvent,
   type RenewalEvent, IndefiniteError, ReentrantCallError, cookieFromWords, cookieToWords,
+  FileStore, MemoryStore, IndexedDbStore, StoreLockedError, StoreFailedError, DurableLandlordDriver,
+  type StoreHost, type FileOp, type Recovery,
 } from 'leasehold';
 
 const ll = new Landlord({ id: 1, policy: Policy.capacity(10, Policy.bounded(60_000, 30_000)) });
@@ -53,6 +55,32 @@ const gb: { cookies: Uint32Array; durations: Float64Array; failed: number } = ll
 const rb: Float64Array = ll.renewBatch(gb.cookies, new Float64Array([1, 2]), 9);
 const cb: unknown[] = ll.cancelBatch(gb.cookies, 10, new Float64Array(2));
 void [d, s, ev, driver, code, u, re, gd, rdur, res, hexCookie, rb, cb];
+
+async function durable(): Promise<void> {
+  const dd: DurableLandlordDriver = await LandlordDriver.open({
+    store: './data', landlord: { id: 3, policy: Policy.bounded(60_000, 30_000) }, segmentBytes: 1 << 20,
+    onExpired: (e) => console.log(e.cookie), onError: (e) => console.error(e),
+  });
+  const rec: Recovery = dd.recovery;
+  const reply: Uint8Array = await dd.serve(new Uint8Array(0));
+  const gr: Grant = await dd.grant('printer', ANY);
+  const rn: number = await dd.renew(gr.cookie, 1000);
+  const back: Uint8Array = await dd.cancel(gr.cookie);
+  await dd.sync();
+  await dd.compact();
+  const st: number = dd.stats.logBytes + dd.stats.writes;
+  await using again = await LandlordDriver.open({ store: new MemoryStore(), landlord: { id: 4, policy: Policy.fixed(1000) } });
+  const fs: StoreHost = await FileStore.open('./x');
+  const idb: StoreHost = await IndexedDbStore.open('x', { persist: true });
+  const ops: FileOp[] = [{ op: 'append', file: 'a', bytes: new Uint8Array(1) }, { op: 'truncate', file: 'a', len: 0 }];
+  await fs.apply(ops);
+  const locked: Error = new StoreLockedError('x');
+  const failed: IndefiniteError = new StoreFailedError('x');
+  const cluster = fetchTransport(['http://a:7420', new URL('http://b:7420')], { timeout: 500 });
+  void [rec, reply, rn, back, st, again, idb, locked, failed, cluster];
+  await dd.close();
+}
+void durable;
 `;
 
 test('the .d.ts files type-check a program using the API (tsc --strict)', () => {
