@@ -243,7 +243,8 @@ export async function runHolders({
   const counts = newCounts();
   const o = { servers, leases, leaseMs, runMs, encoding, cancel, abandon, timeoutMs };
   const started = Date.now();
-  await Promise.all(Array.from({ length: holders }, (_, h) => new Holder(h, o, counts, log).run(started)));
+  const stamped = (m) => log(`[${((Date.now() - started) / 1000).toFixed(1)} s] ${m}`);
+  await Promise.all(Array.from({ length: holders }, (_, h) => new Holder(h, o, counts, stamped).run(started)));
   counts.holders = holders;
   counts.leases = holders * leases;
   counts.seconds = (Date.now() - started) / 1000;
