@@ -69,9 +69,9 @@ echo "== C tests"
 VALGRIND=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible
   --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99)
 gcc -std=c99 "${CWARN[@]}" -g -Iinclude bindings-c/tests/*.c -o "$WORK/tests" \
-  -L"$LIBDIR" -lleasehold -Wl,-rpath,"$LIBDIR" -lm
+  -L"$LIBDIR" -lleasehold -Wl,-rpath,"$LIBDIR" -lm -pthread
 gcc -std=c99 "${CWARN[@]}" -g -Iinclude bindings-c/tests/*.c -o "$WORK/tests-static" \
-  "$LIBDIR/libleasehold.a" -lpthread -ldl -lm
+  "$LIBDIR/libleasehold.a" -lpthread -ldl -lm -pthread
 count_line() { grep -E '^tests: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -n1; }
 set +e
 "${VALGRIND[@]}" "$WORK/tests" core/tests/vectors >"$WORK/tests.out" 2>&1

@@ -2,8 +2,9 @@
 # leasehold-server: the crash test on the embedded store (scripts/test-crash.sh, 50 SIGKILLs),
 # then failover on a real PostgreSQL: a throw-away cluster on loopback (Debian's postgresql,
 # installed when missing, run as a non-root user in a temporary directory), three servers,
-# Rust holders renewing through the failover client, Node holders through fetchTransport over
-# the three URLs (bindings-wasm/tests/holders.mjs), the owner of a shard killed with SIGKILL
+# Rust and Python holders renewing through their failover clients, Node holders through
+# fetchTransport over the three URLs (bindings-wasm/tests/holders.mjs), the owner of a shard
+# killed with SIGKILL
 # under load (repeatedly), and a paused owner (SIGSTOP, takeover, SIGCONT) to prove fencing.
 # Prints: acknowledged leases lost, early expiries, writes by a deposed owner accepted (all
 # must be 0), fenced writes refused, takeover times.
@@ -30,24 +31,28 @@ BIN="$target/release"
 WORK=$(mktemp -d /tmp/leasehold-failover.XXXXXX)
 declare -a PIDS PORTS URLS
 LOAD=""
+PYLOAD=""
 cleanup() {
   for p in "${PIDS[@]:-}"; do
     [ -n "$p" ] && { kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; } || true
   done
   [ -n "$LOAD" ] && kill "$LOAD" 2>/dev/null || true
+  [ -n "$PYLOAD" ] && kill "$PYLOAD" 2>/dev/null || true
   [ -n "${NODE_LOAD:-}" ] && kill "$NODE_LOAD" 2>/dev/null || true
   pg_stop
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-pg_start
-echo "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR)"
-# Node holders: the npm package built and installed into $WORK/node (scripts/lib/bindings.sh).
+# Python holders renew through the same servers (the binding's http.Cluster): its venv first.
 ROOT=$PWD TARGET=$target
 # shellcheck source=lib/bindings.sh
 source scripts/lib/bindings.sh
+leasehold_python_venv
+# Node holders: the npm package built and installed into $WORK/node (scripts/lib/bindings.sh).
 leasehold_node_app "$WORK/node" >"$WORK/node-build.log" 2>&1 || { cat "$WORK/node-build.log"; exit 1; }
 cp bindings-wasm/tests/holders.mjs "$WORK/node/"
+pg_start
+echo "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR)"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 for i in 0 1 2; do
@@ -80,11 +85,19 @@ for i in 0 1 2; do start $i; done
 ms=$(probe)
 echo "three servers up; every shard served after $ms ms"
 RUN_MS=$(( (KILL_ROUNDS * 5 + STOP_ROUNDS * 7 + 10) * 1000 ))
-"$BIN/leasehold-load" --servers "$SERVERS" --holders 6 --leases 60 --lease-ms 8000 --run-ms $RUN_MS \
-  --timeout-ms 1000 --json "$WORK/load.json" >"$WORK/load.out" 2>"$WORK/load.err" &
+# Holders renew with half their lease left (renew_divisor 2): a 10 s lease rides out a takeover
+# (about 2 s) plus trying every server once (0.5 s each), so no holder may lose a lease.
+"$BIN/leasehold-load" --servers "$SERVERS" --holders 6 --leases 60 --lease-ms 10000 --run-ms $RUN_MS \
+  --timeout-ms 500 --renew-divisor 2 --json "$WORK/load.json" >"$WORK/load.out" 2>"$WORK/load.err" &
 LOAD=$!
-node "$WORK/node/holders.mjs" --servers "$SERVERS" --holders 3 --leases 40 --lease-ms 8000 --run-ms $RUN_MS \
-  --timeout-ms 1000 --json "$WORK/node.json" >"$WORK/node.out" 2>"$WORK/node.err" &
+# Like the Rust holders: renew with half the lease left, 10 s leases, 0.5 s per attempt.
+"$PY_VENV/bin/python" bindings-python/tests/failover_holders.py --servers "$SERVERS" --holders 2 --leases 20 \
+  --lease-ms 10000 --renew-divisor 2 --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/py.json" \
+  >"$WORK/py.out" 2>"$WORK/py.err" &
+PYLOAD=$!
+# And the Node holders (fetchTransport over the three URLs), with the same renewal settings.
+node "$WORK/node/holders.mjs" --servers "$SERVERS" --holders 2 --leases 30 --lease-ms 10000 --renew-divisor 2 \
+  --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/node.json" >"$WORK/node.out" 2>"$WORK/node.err" &
 NODE_LOAD=$!
 sleep 3
 takeovers=()
@@ -120,6 +133,11 @@ wait "$LOAD" || status=$?
 LOAD=""
 cat "$WORK/load.out"
 if [ -s "$WORK/load.err" ]; then echo "holders said:"; head -20 "$WORK/load.err"; fi
+py_status=0
+wait "$PYLOAD" || py_status=$?
+PYLOAD=""
+cat "$WORK/py.out"
+if [ -s "$WORK/py.err" ]; then echo "python holders said:"; head -20 "$WORK/py.err"; fi
 # The Node holders exit 1 on a violation; their counts are judged here like the Rust holders'.
 wait "$NODE_LOAD" || true
 NODE_LOAD=""
@@ -167,9 +185,11 @@ print(f"failover violations: acknowledged leases lost {c['lost']}, early expirie
       f"writes by a deposed owner accepted {deposed}, journal gaps {gaps}")
 print(f"fencing: writes refused after SIGCONT {fenced}; takeover (kill or pause to every shard served), "
       f"{n} rounds: p50 {p50} ms, max {mx} ms; renewals that failed for good {c['renewal_failures']}")
-bad = c["lost"] + c["early_expiries"] + c["cancel_came_back"] + c["expiry_came_back"] + deposed + gaps
+# Holders keep their leases through every failover: a renewal that failed for good is a failure.
+bad = (c["lost"] + c["early_expiries"] + c["cancel_came_back"] + c["expiry_came_back"] + deposed + gaps
+       + c["renewal_failures"])
 ok = bad == 0 and c["grants_acked"] > 0 and c["kept_checked"] > 0
 print(f"failover: {1 if ok else 0} passed, {0 if ok else 1} failed")
 sys.exit(0 if ok else 1)
 EOF
-[ $status -eq 0 ] && [ $node_status -eq 0 ]
+[ $status -eq 0 ] && [ $py_status -eq 0 ] && [ $node_status -eq 0 ]

@@ -38,6 +38,10 @@ pub enum leasehold_status {
     /// callback is still on the stack; the memory goes when it returns), or its state is in use
     /// further up this thread's stack. Nothing was done.
     LEASEHOLD_STATUS_BUSY = 103,
+    /// A durable landlord's store could not be read or written: a file operation failed, a
+    /// store callback returned non-zero, or the directory is locked by another process. After a
+    /// failed commit nothing more is acknowledged: free the landlord and open the store again.
+    LEASEHOLD_STATUS_IO = 104,
     /// A bug inside libleasehold was caught at the boundary; the handle involved should be freed.
     LEASEHOLD_STATUS_PANIC = 199,
 }
@@ -65,6 +69,7 @@ impl leasehold_status {
             101 => S::LEASEHOLD_STATUS_INVALID_UTF8,
             102 => S::LEASEHOLD_STATUS_BUFFER_TOO_SMALL,
             103 => S::LEASEHOLD_STATUS_BUSY,
+            104 => S::LEASEHOLD_STATUS_IO,
             199 => S::LEASEHOLD_STATUS_PANIC,
             n => match ErrorCode::from_i32(n) {
                 Some(c) => leasehold_status::from_code(c),
@@ -86,6 +91,7 @@ impl leasehold_status {
             S::LEASEHOLD_STATUS_INVALID_UTF8 => c"INVALID_UTF8",
             S::LEASEHOLD_STATUS_BUFFER_TOO_SMALL => c"BUFFER_TOO_SMALL",
             S::LEASEHOLD_STATUS_BUSY => c"BUSY",
+            S::LEASEHOLD_STATUS_IO => c"IO",
             S::LEASEHOLD_STATUS_PANIC => c"PANIC",
         }
     }
@@ -301,7 +307,7 @@ pub extern "C" fn leasehold_last_error_message() -> *const c_char {
 /// that is not one). Never NULL; do not free.
 #[no_mangle]
 pub extern "C" fn leasehold_status_name(status: i32) -> *const c_char {
-    if ErrorCode::from_i32(status).is_none() && ![100, 101, 102, 103, 199].contains(&status) {
+    if ErrorCode::from_i32(status).is_none() && ![100, 101, 102, 103, 104, 199].contains(&status) {
         return c"UNKNOWN_STATUS".as_ptr();
     }
     leasehold_status::from_i32(status).name().as_ptr()
@@ -350,7 +356,7 @@ mod tests {
             assert_eq!(leasehold_status::from_code(c) as i32, n);
             assert_eq!(leasehold_status::from_i32(n) as i32, n);
         }
-        for n in [100, 101, 102, 103, 199] {
+        for n in [100, 101, 102, 103, 104, 199] {
             assert_eq!(leasehold_status::from_i32(n) as i32, n);
         }
     }

@@ -5,8 +5,12 @@ use std::cell::OnceCell;
 use std::ffi::{c_char, c_void};
 
 use leasehold_core::lease::{Cookie, LandlordId};
+use leasehold_core::store::StoreConfig;
 use leasehold_core::wire::Limits;
-use leasehold_core::{Expired, Landlord, LandlordConfig, LandlordSnapshot, LeaseError, Millis};
+use leasehold_core::{
+    Encoding, Expired, Landlord, LandlordConfig, LandlordSnapshot, LeaseError, Millis, Reply,
+    Request,
+};
 
 use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits, take_bytes};
 use crate::error::{arg, arg_mut, guard, leasehold_status, null, slice, text, Fail, Out, Res};
@@ -23,26 +27,64 @@ pub const LEASEHOLD_SEED_SIZE: usize = 32;
 #[allow(non_camel_case_types)]
 pub struct leasehold_landlord_config {
     pub(crate) inner: LandlordConfig,
+    /// How a durable landlord's store rotates and compacts its log.
+    pub(crate) store: StoreConfig,
 }
 
-/// A landlord (opaque). Free with `leasehold_landlord_free`. Not to be used from two threads at
-/// once; it may move between threads.
+/// A landlord (opaque): in memory (`leasehold_landlord_new`, `_restore`) or durable, kept in a
+/// store (`leasehold_landlord_open_dir`, `leasehold_landlord_open_io`). Free with
+/// `leasehold_landlord_free`. Not to be used from two threads at once; it may move between
+/// threads (for many threads and group commit, see `leasehold_shared_landlord`).
 #[allow(non_camel_case_types)]
 pub struct leasehold_landlord {
-    h: Handle<Landlord<Vec<u8>>>,
+    h: Handle<LandlordState>,
 }
-opaque!(leasehold_landlord, Landlord<Vec<u8>>, "landlord", "landlord");
+opaque!(leasehold_landlord, LandlordState, "landlord", "landlord");
 
-impl Machine for Landlord<Vec<u8>> {
+/// What a landlord handle owns: the core's landlord and, for a durable one, its store.
+pub(crate) struct LandlordState {
+    pub(crate) ll: Landlord<Vec<u8>>,
+    pub(crate) store: Option<Box<crate::store::Attached>>,
+}
+
+impl LandlordState {
+    pub(crate) fn memory(ll: Landlord<Vec<u8>>) -> LandlordState {
+        LandlordState { ll, store: None }
+    }
+}
+
+impl std::ops::Deref for LandlordState {
+    type Target = Landlord<Vec<u8>>;
+    fn deref(&self) -> &Landlord<Vec<u8>> {
+        &self.ll
+    }
+}
+
+impl std::ops::DerefMut for LandlordState {
+    fn deref_mut(&mut self) -> &mut Landlord<Vec<u8>> {
+        &mut self.ll
+    }
+}
+
+impl Machine for LandlordState {
     type Event = Expired<Vec<u8>>;
     fn poll_timeout(&self) -> Option<Millis> {
-        Landlord::poll_timeout(self)
+        self.ll.poll_timeout()
     }
     fn handle_timeout(&mut self, now: Millis) {
-        Landlord::handle_timeout(self, now)
+        self.ll.handle_timeout(now)
     }
     fn poll_event(&mut self) -> Option<Expired<Vec<u8>>> {
-        self.poll_expired()
+        self.ll.poll_expired()
+    }
+}
+
+impl sansio::Answers for LandlordState {
+    fn handle_request(&mut self, request: &Request, now: Millis) -> Reply {
+        self.ll.handle_request(request, now)
+    }
+    fn handle_bytes(&mut self, bytes: &[u8], encoding: Encoding, now: Millis) -> Vec<u8> {
+        self.ll.handle_bytes(bytes, encoding, now)
     }
 }
 
@@ -134,7 +176,10 @@ pub unsafe extern "C" fn leasehold_landlord_config_new(
         let out = Out::new(out, "out")?;
         let seed = unsafe { seed_arg(seed, seed_len) }?;
         give_box(
-            leasehold_landlord_config { inner: LandlordConfig::new(LandlordId(id), seed) },
+            leasehold_landlord_config {
+                inner: LandlordConfig::new(LandlordId(id), seed),
+                store: StoreConfig::default(),
+            },
             out,
         );
         Ok(())
@@ -207,6 +252,52 @@ pub unsafe extern "C" fn leasehold_landlord_config_set_limits(
     })
 }
 
+/// Sets how a durable landlord's store keeps its log (used by `leasehold_landlord_open_dir`,
+/// `_open_io` and `leasehold_shared_landlord_open_dir`): a log segment that reaches
+/// `segment_bytes` is closed and a new one started (default 64 MiB); the log is compacted (a new
+/// snapshot, the old segments removed) once it is larger than both `min_compact_bytes` (default
+/// 4 MiB) and the snapshot. Small values suit small devices and tests.
+///
+/// # Safety
+/// `config` is NULL or a live configuration.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_landlord_config_set_store(
+    config: *mut leasehold_landlord_config,
+    segment_bytes: u64,
+    min_compact_bytes: u64,
+) -> leasehold_status {
+    guard(|| {
+        let c = unsafe { arg_mut(config, "config") }?;
+        if segment_bytes == 0 {
+            return Err(Fail::invalid("segment_bytes must be at least 1"));
+        }
+        c.store = StoreConfig { segment_bytes, min_compact_bytes };
+        Ok(())
+    })
+}
+
+/// Sets how long, at most, a durable landlord holding leases goes without journaling the time
+/// (default 1000 ms; 0 turns these clock records off). After a crash, a lease whose holder died
+/// lives on at most its remaining time at the crash plus this interval once the landlord is
+/// back (time spent down does not count: see `leasehold_landlord_open_dir`).
+///
+/// # Safety
+/// `config` is NULL or a live configuration.
+#[no_mangle]
+pub unsafe extern "C" fn leasehold_landlord_config_set_journal_clock_interval(
+    config: *mut leasehold_landlord_config,
+    interval: i64,
+) -> leasehold_status {
+    guard(|| {
+        let c = unsafe { arg_mut(config, "config") }?;
+        if interval < 0 {
+            return Err(Fail::invalid(format!("interval must not be negative, got {interval}")));
+        }
+        c.inner.journal_clock_interval = interval;
+        Ok(())
+    })
+}
+
 /// Frees a configuration. NULL is ignored.
 ///
 /// # Safety
@@ -232,14 +323,16 @@ pub unsafe extern "C" fn leasehold_landlord_new(
         let out = Out::new(out, "out")?;
         let c = unsafe { arg(config, "config") }?;
         let p = unsafe { arg(policy, "policy") }?;
-        give(Landlord::new(c.inner.clone(), p.spec.build()?), out);
+        give(LandlordState::memory(Landlord::new(c.inner.clone(), p.spec.build()?)), out);
         Ok(())
     })
 }
 
 /// Frees a landlord and every lease it holds. NULL is ignored. Inside a callback that this
-/// landlord's `for_each` is running, the landlord is freed when `for_each` returns, visits no
-/// more leases, and answers any other call with `BUSY`.
+/// landlord's `for_each` (or a store callback of its commit) is running, the landlord is freed
+/// when that call returns, makes no further callbacks, and answers any other call with `BUSY`.
+/// A durable landlord writes nothing here: what was not committed goes, as in a crash (commit
+/// first for a clean shutdown); its directory's lock is released.
 ///
 /// # Safety
 /// `landlord` was made by libleasehold and not freed before.
@@ -569,7 +662,7 @@ pub unsafe extern "C" fn leasehold_landlord_for_each(
         let visit = visit.ok_or_else(|| null("visit"))?;
         // One buffer for every resource, so a copy costs two allocations, not one per lease.
         let buf = OnceCell::new();
-        let collect = |l: &Landlord<Vec<u8>>| {
+        let collect = |l: &LandlordState| {
             let (mut items, mut bytes) = (Vec::with_capacity(l.len()), Vec::new());
             for (c, e, r) in l.iter() {
                 items.push((leasehold_cookie::from(c), e, bytes.len(), r.len()));
@@ -694,7 +787,7 @@ pub unsafe extern "C" fn leasehold_landlord_restore(
         let snap: LandlordSnapshot<Vec<u8>> = serde_json::from_str(s).map_err(|e| {
             Fail::new(leasehold_status::LEASEHOLD_STATUS_DECODE, format!("landlord snapshot: {e}"))
         })?;
-        give(Landlord::restore(snap, p.spec.build()?, now)?, out);
+        give(LandlordState::memory(Landlord::restore(snap, p.spec.build()?, now)?), out);
         Ok(())
     })
 }

@@ -58,6 +58,11 @@ void test_holder(void);
 void test_service(void);
 void test_hostile(void);
 void test_reentrancy(void);
+void test_store(void);
+void test_store_io(void);
+void test_store_crash(void);
+void test_store_vector(const char *dir);
+void test_discovery(void);
 void test_vectors(const char *dir);
 
 #endif

@@ -1,182 +1,412 @@
-"""Landlord throughput from Python: the native binding against a pure-Python landlord (dict + heapq).
+"""Landlord throughput from Python: leasehold against what a Python developer would use instead.
 
-Both landlords implement the same contract for the measured operations (bounded policy, grant,
-renew with the never-shorten rule, renew_all with per-lease results, expiry by deadline order).
-Prints one table; run it through scripts/bench-python.sh.
+* ``dict + heapq``: a competent hand-written landlord: a dict from cookie to ``[expiration,
+  resource]``, a heap of deadlines with lazy deletion (the heapq documentation's idiom: a renewal
+  pushes its new deadline, stale entries are skipped when popped), unguessable cookies from
+  ``secrets`` (``token_hex(16)``, or ``token_bytes(16)`` in the 16-byte rows), the same bounded
+  policy, never-shorten rule and per-lease batch results as leasehold.
+* ``cachetools.TTLCache``: the TTL cache people install; a lease is an entry, renew is a ``set``
+  (``cache[c] = cache[c]``, which resets its TTL and fails for a missing or expired entry), cancel
+  is ``pop``. Its TTL is one per cache, so every lease gets the same duration here.
+
+All three run in one process on the same virtual clock, at each size, for single calls,
+list-of-tuples batches and binary wire batches (leasehold's ``handle_bytes`` answering a
+``renew_all``/``cancel_all`` message; the others are timed on the already-decoded list, which is
+less work than decoding a message). Times are CPU time of the process (so the other work of a
+busy machine is not counted); each figure is the best of ``--repeat`` runs where the operation
+can be repeated on the same state (renewals), else one run. Prints one table.
+Run it through scripts/bench-python.sh.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import heapq
 import random
+import secrets
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+import cachetools
+
 import leasehold
-from leasehold import ANY, FOREVER, Landlord, Policy
+from leasehold import ANY, Landlord, Limits, Policy, Request
 
 MAX = 3_600_000
 DEFAULT = 600_000
+DURATION = 600_000  # what every grant and renewal asks for (TTLCache: its one TTL)
 
 
-class UnknownLease(Exception):
+class UnknownLease(KeyError):
     pass
 
 
-class PurePythonLandlord:
-    """The obvious pure-Python landlord: a dict of leases and a heap of deadlines (lazy deletion)."""
+class DictHeapLandlord:
+    """dict + heapq with lazy deletion, written as a Python developer who cares would."""
 
-    def __init__(self, seed: int) -> None:
-        self.leases: Dict[str, List[Any]] = {}
-        self.heap: List[Tuple[int, str]] = []
-        self.rng = random.Random(seed)
-        self.expired: List[Tuple[str, int, Any]] = []
+    def __init__(self, cookie: Callable[[int], Any]) -> None:
+        self.leases: Dict[Any, List[Any]] = {}
+        self.heap: List[Tuple[int, Any]] = []
+        self.expired: List[Tuple[Any, int, Any]] = []
+        self.cookie = cookie
 
-    def _duration(self, requested: int) -> int:
-        if requested < 0 and requested != ANY:
+    def grant(self, resource: Any, duration: int, now: int) -> Tuple[Any, int, int]:
+        if duration == ANY:
+            duration = DEFAULT
+        elif duration < 0:
             raise ValueError("negative duration")
-        return DEFAULT if requested == ANY else min(requested, MAX)
+        elif duration > MAX:
+            duration = MAX
+        expiration = now + duration
+        leases = self.leases
+        cookie = self.cookie(16)
+        while cookie in leases:
+            cookie = self.cookie(16)
+        leases[cookie] = [expiration, resource]
+        heapq.heappush(self.heap, (expiration, cookie))
+        return cookie, duration, expiration
 
-    def grant(self, resource: Any, duration: int, now: int) -> Tuple[str, int, int]:
-        d = self._duration(duration)
-        exp = FOREVER if d == FOREVER else min(now + d, FOREVER)
-        cookie = "%032x" % self.rng.getrandbits(128)
-        while cookie in self.leases:
-            cookie = "%032x" % self.rng.getrandbits(128)
-        self.leases[cookie] = [exp, resource]
-        heapq.heappush(self.heap, (exp, cookie))
-        return cookie, d, exp
-
-    def renew(self, cookie: str, duration: int, now: int) -> int:
-        d = self._duration(duration)
+    def renew(self, cookie: Any, duration: int, now: int) -> int:
         entry = self.leases.get(cookie)
-        if entry is None or (entry[0] != FOREVER and entry[0] < now):
+        if entry is None or entry[0] < now:
             raise UnknownLease(cookie)
-        old = entry[0]
-        new = min(now + d, FOREVER)
-        if new < old:  # never shorten unless the holder asked for a shorter lease
-            if duration == ANY or now + duration > old:
-                d = old - now
-                new = old
-            else:
-                d = duration
-        entry[0] = new
-        heapq.heappush(self.heap, (new, cookie))
-        return d
+        if duration == ANY:
+            duration = DEFAULT
+        elif duration < 0:
+            raise ValueError("negative duration")
+        elif duration > MAX:
+            duration = MAX
+        expiration = now + duration
+        if expiration > entry[0]:
+            entry[0] = expiration
+            heapq.heappush(self.heap, (expiration, cookie))
+        else:  # never shorten: the lease keeps its later expiration
+            duration = entry[0] - now
+        return duration
 
-    def renew_all(self, items: List[Tuple[str, int]], now: int) -> List[Union[int, Exception]]:
+    def cancel(self, cookie: Any, now: int) -> Any:
+        entry = self.leases.get(cookie)
+        if entry is None or entry[0] < now:
+            raise UnknownLease(cookie)
+        del self.leases[cookie]  # its heap entry goes stale
+        return entry[1]
+
+    def renew_all(self, items: List[Tuple[Any, int]], now: int) -> List[Union[int, Exception]]:
         out: List[Union[int, Exception]] = []
+        renew = self.renew
         for cookie, duration in items:
             try:
-                out.append(self.renew(cookie, duration, now))
+                out.append(renew(cookie, duration, now))
             except (UnknownLease, ValueError) as e:
                 out.append(e)
         return out
 
-    def handle_timeout(self, now: int) -> None:
-        heap, leases = self.heap, self.leases
-        while heap and heap[0][0] < now:
-            exp, cookie = heapq.heappop(heap)
-            entry = leases.get(cookie)
-            if entry is not None and entry[0] == exp:
-                del leases[cookie]
-                self.expired.append((cookie, exp, entry[1]))
-
-    def drain_expired(self) -> List[Tuple[str, int, Any]]:
-        out, self.expired = self.expired, []
+    def cancel_all(self, cookies: List[Any], now: int) -> List[Any]:
+        out: List[Any] = []
+        cancel = self.cancel
+        for cookie in cookies:
+            try:
+                out.append(cancel(cookie, now))
+            except UnknownLease as e:
+                out.append(e)
         return out
 
 
-def timed(f: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    f()
-    return time.perf_counter() - t0
+class TTLCacheLandlord:
+    """cachetools.TTLCache as a lease table; the cache reads the shared virtual clock."""
+
+    def __init__(self, n: int, clock: List[int], cookie: Callable[[int], Any]) -> None:
+        self.cache: cachetools.TTLCache[Any, Any] = cachetools.TTLCache(
+            maxsize=4 * n, ttl=DURATION, timer=lambda: clock[0]
+        )
+        self.cookie = cookie
+
+    def grant(self, resource: Any) -> Any:
+        cache = self.cache
+        cookie = self.cookie(16)
+        while cookie in cache:
+            cookie = self.cookie(16)
+        cache[cookie] = resource
+        return cookie
+
+    def renew_all(self, cookies: List[Any]) -> List[Any]:
+        cache = self.cache
+        out: List[Any] = []
+        for c in cookies:
+            try:
+                cache[c] = cache[c]
+                out.append(DURATION)
+            except KeyError as e:
+                out.append(e)
+        return out
+
+    def cancel_all(self, cookies: List[Any]) -> List[Any]:
+        pop = self.cache.pop
+        out: List[Any] = []
+        for c in cookies:
+            try:
+                out.append(pop(c))
+            except KeyError as e:
+                out.append(e)
+        return out
 
 
-def run(n: int, batch: int, seed: int) -> List[Tuple[str, float, float]]:
+def best(f: Callable[[], object], repeat: int) -> float:
+    """Least CPU time (process time: a busy machine's other work is not counted) of ``repeat`` runs."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.process_time()
+        f()
+        times.append(time.process_time() - t0)
+    return min(times)
+
+
+Row = Tuple[str, float, float, Optional[float]]
+
+
+def run(n: int, batch: int, seed: int, repeat: int) -> List[Row]:
     rng = random.Random(seed)
-    rows: List[Tuple[str, float, float]] = []
-    native = Landlord(1, Policy.bounded(MAX, DEFAULT), seed=bytes(32), limits=leasehold.Limits(max_batch=max(batch, 10_000)))
-    pure = PurePythonLandlord(seed)
-    durations = [rng.randrange(60_000, MAX) for _ in range(n)]
+    rows: List[Row] = []
+    clock = [0]
+    native = Landlord(1, Policy.bounded(MAX, DEFAULT), seed=bytes(32), limits=Limits(max_batch=max(batch, 10_000)))
+    pure = DictHeapLandlord(secrets.token_hex)
+    ttl = TTLCacheLandlord(n, clock, secrets.token_hex)
+    resources = list(range(n))
+    order = list(range(n))
+    rng.shuffle(order)
 
-    # grant: n single calls each.
+    # --- grant: n single calls each (the cookie is what a holder needs) --------------------
     nc: List[str] = []
     pc: List[str] = []
+    tc: List[str] = []
 
     def grant_native() -> None:
         g = native.grant
-        nc.extend([g(i, d, 0).cookie for i, d in enumerate(durations)])
+        nc.extend([g(r, DURATION, 0).cookie for r in resources])
 
     def grant_pure() -> None:
         g = pure.grant
-        pc.extend([g(i, d, 0)[0] for i, d in enumerate(durations)])
+        pc.extend([g(r, DURATION, 0)[0] for r in resources])
 
-    rows.append(("grant (single)", n / timed(grant_native), n / timed(grant_pure)))
+    def grant_ttl() -> None:
+        g = ttl.grant
+        tc.extend([g(r) for r in resources])
 
-    order = list(range(n))
-    rng.shuffle(order)
-    n_items = [(nc[i], ANY) for i in order]
-    p_items = [(pc[i], ANY) for i in order]
+    rows.append(("grant (single)", n / best(grant_native, 1), n / best(grant_pure, 1), n / best(grant_ttl, 1)))
 
-    def renew_native() -> None:
-        r = native.renew
-        for c, d in n_items:
-            r(c, d, 1_000)
+    # --- renew: every lease once per run, in random order ----------------------------------
+    # Cookies are fresh objects made in the order they are used, as when they arrive from a
+    # network (the granted objects, iterated in a shuffled order, would also time the cache
+    # misses of reaching a million scattered strings).
+    n_cookies = [nc[i].encode().decode() for i in order]
+    p_cookies = [pc[i].encode().decode() for i in order]
+    t_cookies = [tc[i].encode().decode() for i in order]
+    n_bytes = [bytes.fromhex(c) for c in n_cookies]
+    # The dict + heapq landlord with 16-byte cookies, same state (the heap's keys only go stale).
+    pure_b = DictHeapLandlord(secrets.token_bytes)
+    pure_b.leases = {bytes.fromhex(k): v for k, v in pure.leases.items()}
+    p_bytes = [bytes.fromhex(c) for c in p_cookies]
+    ttl_b = TTLCacheLandlord(n, clock, secrets.token_bytes)
+    for c in p_bytes:
+        ttl_b.cache[c] = 0
+    now = [1_000]
 
-    def renew_pure() -> None:
-        r = pure.renew
-        for c, d in p_items:
-            r(c, d, 1_000)
+    def tick() -> int:
+        now[0] += 1
+        clock[0] = now[0]
+        return now[0]
 
-    rows.append(("renew (single)", n / timed(renew_native), n / timed(renew_pure)))
+    def renew_single(cookies: List[Any], renew: Callable[[Any, int, int], Any]) -> Callable[[], None]:
+        def f() -> None:
+            t = tick()
+            for c in cookies:
+                renew(c, DURATION, t)
 
-    def renew_all_native() -> None:
-        r = native.renew_all
-        for k in range(0, n, batch):
-            r(n_items[k : k + batch], 2_000)
+        return f
 
-    def renew_all_pure() -> None:
-        r = pure.renew_all
-        for k in range(0, n, batch):
-            r(p_items[k : k + batch], 2_000)
+    def ttl_renew_single(cache: Any, cookies: List[Any]) -> Callable[[], None]:
+        def f() -> None:
+            tick()
+            for c in cookies:
+                cache[c] = cache[c]
 
-    t_pure_batch = timed(renew_all_pure)
-    rows.append((f"renew_all, {batch} per call (list of tuples)", n / timed(renew_all_native), n / t_pure_batch))
+        return f
 
-    # The same batches as binary wire messages, answered by one call each (what a server does).
-    msgs = [
-        leasehold.Request.renew_all(k, n_items[k : k + batch]).encode("binary") for k in range(0, n, batch)
-    ]
+    rows.append((
+        "renew (single)",
+        n / best(renew_single(n_cookies, native.renew), repeat),
+        n / best(renew_single(p_cookies, pure.renew), repeat),
+        n / best(ttl_renew_single(ttl.cache, t_cookies), repeat),
+    ))
+    rows.append((
+        "renew (single, 16-byte cookies)",
+        n / best(renew_single(n_bytes, native.renew), repeat),
+        n / best(renew_single(p_bytes, pure_b.renew), repeat),
+        n / best(ttl_renew_single(ttl_b.cache, p_bytes), repeat),
+    ))
 
-    def wire_native() -> None:
-        h = native.handle_bytes
-        for m in msgs:
-            h(m, "binary", 3_000)
+    # --- renew_all: batches of `batch` (cookie, duration) tuples ----------------------------
+    def chunks(xs: List[Any]) -> List[List[Any]]:
+        return [xs[k : k + batch] for k in range(0, len(xs), batch)]
 
-    check = leasehold.Reply.decode(native.handle_bytes(msgs[0], "binary", 2_500))
+    n_items = chunks([(c, DURATION) for c in n_cookies])
+    p_items = chunks([(c, DURATION) for c in p_cookies])
+    n_items_b = chunks([(c, DURATION) for c in n_bytes])
+    p_items_b = chunks([(c, DURATION) for c in p_bytes])
+    t_chunks = chunks(t_cookies)
+    t_chunks_b = chunks(p_bytes)
+
+    def batches(items: List[Any], renew_all: Callable[[Any, int], Any]) -> Callable[[], None]:
+        def f() -> None:
+            t = tick()
+            for b in items:
+                renew_all(b, t)
+
+        return f
+
+    def ttl_batches(items: List[Any], renew_all: Callable[[Any], Any]) -> Callable[[], None]:
+        def f() -> None:
+            tick()
+            for b in items:
+                renew_all(b)
+
+        return f
+
+    t_pure_list = best(batches(p_items, pure.renew_all), repeat)
+    t_ttl_list = best(ttl_batches(t_chunks, ttl.renew_all), repeat)
+    rows.append((
+        f"renew_all, {batch} per call (list of tuples)",
+        n / best(batches(n_items, native.renew_all), repeat),
+        n / t_pure_list,
+        n / t_ttl_list,
+    ))
+    rows.append((
+        f"renew_all, {batch} per call (list of tuples, 16-byte cookies)",
+        n / best(batches(n_items_b, native.renew_all), repeat),
+        n / best(batches(p_items_b, pure_b.renew_all), repeat),
+        n / best(ttl_batches(t_chunks_b, ttl_b.renew_all), repeat),
+    ))
+
+    # --- the same batches as binary wire messages, one handle_bytes each ---------------------
+    msgs = [Request.renew_all(k, b).encode("binary") for k, b in enumerate(n_items)]
+    check = leasehold.Reply.decode(native.handle_bytes(msgs[0], "binary", tick()))
     assert check.op == "renewed_all" and all(isinstance(r, int) for r in check.results or []), check.op
 
-    # Baseline: the pure-Python landlord's renew_all on the already-decoded list (less work).
-    t_wire = timed(wire_native)
-    rows.append((f"renew_all, {batch} per call (one binary wire message)", n / t_wire, n / t_pure_batch))
+    def wire() -> None:
+        t = tick()
+        h = native.handle_bytes
+        for m in msgs:
+            h(m, "binary", t)
 
-    # Expiry: everything expires; find and hand back all n leases.
-    def expire_native() -> None:
-        native.handle_timeout(FOREVER - 1)
-        got = native.drain_expired()
-        while native.poll_timeout() is not None:
-            native.handle_timeout(FOREVER - 1)
-            got.extend(native.drain_expired())
-        assert len(got) == n, len(got)
+    rows.append((f"renew_all, {batch} per call (binary wire message)", n / best(wire, repeat), n / t_pure_list, n / t_ttl_list))
 
-    def expire_pure() -> None:
-        pure.handle_timeout(FOREVER - 1)
-        assert len(pure.drain_expired()) == n
+    # --- mix: per block one grant, eight renewals, and the cancel of the previous block's grant
+    blocks = n // 10
+    r_native = n_cookies[: blocks * 8]
+    r_pure = p_cookies[: blocks * 8]
+    r_ttl = t_cookies[: blocks * 8]
 
-    rows.append(("expire all (handle_timeout + drain)", n / timed(expire_native), n / timed(expire_pure)))
+    def mix_native() -> None:
+        t = tick()
+        g, r, x = native.grant, native.renew, native.cancel
+        prev = None
+        for j in range(blocks):
+            c = g(j, DURATION, t).cookie
+            for c2 in r_native[j * 8 : j * 8 + 8]:
+                r(c2, DURATION, t)
+            if prev is not None:
+                x(prev, t)
+            prev = c
+
+    def mix_pure() -> None:
+        t = tick()
+        g, r, x = pure.grant, pure.renew, pure.cancel
+        prev = None
+        for j in range(blocks):
+            c = g(j, DURATION, t)[0]
+            for c2 in r_pure[j * 8 : j * 8 + 8]:
+                r(c2, DURATION, t)
+            if prev is not None:
+                x(prev, t)
+            prev = c
+
+    def mix_ttl() -> None:
+        tick()
+        cache, g = ttl.cache, ttl.grant
+        prev = None
+        for j in range(blocks):
+            c = g(j)
+            for c2 in r_ttl[j * 8 : j * 8 + 8]:
+                cache[c2] = cache[c2]
+            if prev is not None:
+                cache.pop(prev)
+            prev = c
+
+    ops = blocks * 10 - 1
+    rows.append(("mix: 1 grant, 8 renew, 1 cancel (single)", ops / best(mix_native, 1), ops / best(mix_pure, 1), ops / best(mix_ttl, 1)))
+
+    # --- cancel: a fifth of the leases each: singly, in list batches (str and 16-byte cookies),
+    # and in wire messages -------------------------------------------------------------------
+    fifth = n // 5
+    part = [slice(k * fifth, (k + 1) * fifth) for k in range(5)]
+
+    def cancel_single(cookies: List[Any], cancel: Callable[[Any, int], Any]) -> Callable[[], None]:
+        def f() -> None:
+            t = tick()
+            for c in cookies:
+                cancel(c, t)
+
+        return f
+
+    def ttl_cancel_single(cache: Any, cookies: List[Any]) -> Callable[[], None]:
+        def f() -> None:
+            tick()
+            pop = cache.pop
+            for c in cookies:
+                pop(c)
+
+        return f
+
+    s0, s1, s2, s3, s4 = part
+    rows.append((
+        "cancel (single)",
+        fifth / best(cancel_single(n_cookies[s0], native.cancel), 1),
+        fifth / best(cancel_single(p_cookies[s0], pure.cancel), 1),
+        fifth / best(ttl_cancel_single(ttl.cache, t_cookies[s0]), 1),
+    ))
+    rows.append((
+        "cancel (single, 16-byte cookies)",
+        fifth / best(cancel_single(n_bytes[s1], native.cancel), 1),
+        fifth / best(cancel_single(p_bytes[s1], pure_b.cancel), 1),
+        fifth / best(ttl_cancel_single(ttl_b.cache, p_bytes[s1]), 1),
+    ))
+    t_pure_cancel = best(batches(chunks(p_cookies[s2]), pure.cancel_all), 1)
+    t_ttl_cancel = best(ttl_batches(chunks(t_cookies[s2]), ttl.cancel_all), 1)
+    rows.append((
+        f"cancel_all, {batch} per call (list)",
+        fifth / best(batches(chunks(n_cookies[s2]), native.cancel_all), 1),
+        fifth / t_pure_cancel,
+        fifth / t_ttl_cancel,
+    ))
+    rows.append((
+        f"cancel_all, {batch} per call (list, 16-byte cookies)",
+        fifth / best(batches(chunks(n_bytes[s3]), native.cancel_all), 1),
+        fifth / best(batches(chunks(p_bytes[s3]), pure_b.cancel_all), 1),
+        fifth / best(ttl_batches(chunks(p_bytes[s3]), ttl_b.cancel_all), 1),
+    ))
+    cmsgs = [Request.cancel_all(k, b).encode("binary") for k, b in enumerate(chunks(n_cookies[s4]))]
+
+    def cancel_wire() -> None:
+        t = tick()
+        h = native.handle_bytes
+        for m in cmsgs:
+            h(m, "binary", t)
+
+    rows.append((f"cancel_all, {batch} per call (binary wire message)", fifth / best(cancel_wire, 1), fifth / t_pure_cancel, fifth / t_ttl_cancel))
+    assert len(native) == n - 5 * fifth + 1, (len(native), n)  # the mix leaves its last grant
     return rows
 
 
@@ -185,16 +415,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
-    print(f"leasehold {leasehold.__version__}, Python {sys.version.split()[0]}; ops/s (higher is better)")
-    print(f"| leases | operation | native ops/s | pure-Python ops/s | speed-up |")
-    print(f"|---:|---|---:|---:|---:|")
+    print(
+        f"leasehold {leasehold.__version__}, cachetools {cachetools.__version__}, "
+        f"Python {sys.version.split()[0]}; ops/s (higher is better), speed-up = leasehold / other"
+    )
+    print("| leases | operation | leasehold | dict + heapq | TTLCache | vs dict + heapq | vs TTLCache |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
     for n in (int(s) for s in args.sizes.split(",")):
-        for name, fast, slow in run(n, args.batch, args.seed):
-            ratio = fast / slow if slow == slow else float("nan")
-            slow_s = f"{slow:,.0f}" if slow == slow else "n/a"
-            ratio_s = f"{ratio:.1f}x" if ratio == ratio else "n/a"
-            print(f"| {n:,} | {name} | {fast:,.0f} | {slow_s} | {ratio_s} |", flush=True)
+        for name, fast, slow, ttl in run(n, args.batch, args.seed, args.repeat):
+            ttl_s = f"{ttl:,.0f}" if ttl is not None else "n/a"
+            ttl_x = f"{fast / ttl:.1f}x" if ttl else "n/a"
+            print(f"| {n:,} | {name} | {fast:,.0f} | {slow:,.0f} | {ttl_s} | {fast / slow:.1f}x | {ttl_x} |", flush=True)
     return 0
 
 

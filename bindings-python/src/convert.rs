@@ -29,11 +29,36 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
 }
 
 /// A signed 64-bit integer argument (`now`, an expiration, an id). Out of range is `ValueError`.
+#[inline]
 pub fn i64_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
+    if let Some(v) = exact_int(obj) {
+        return Ok(v);
+    }
     int_like(obj, what)?;
     obj.extract::<i64>().map_err(|_| {
         PyValueError::new_err(format!("{what} does not fit in a signed 64-bit integer"))
     })
+}
+
+/// The value of an exact `int` that fits in 64 bits, read without pyo3's generic extraction
+/// (the common case of every `now` and duration); `None` sends the caller to the full checks.
+#[inline]
+fn exact_int(obj: &Bound<'_, PyAny>) -> Option<i64> {
+    let p = obj.as_ptr();
+    // SAFETY: `p` is a live object; `PyLong_Type` is the interpreter's int type. An exact int is
+    // never a bool (bool is a subclass). PyLong_AsLongLong only fails on overflow, whose error
+    // is cleared here (the caller's slow path reports it).
+    unsafe {
+        if ffi::Py_TYPE(p) != std::ptr::addr_of_mut!(ffi::PyLong_Type) {
+            return None;
+        }
+        let v = ffi::PyLong_AsLongLong(p);
+        if v == -1 && !ffi::PyErr_Occurred().is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(v)
+    }
 }
 
 /// An unsigned 64-bit integer argument.
@@ -51,7 +76,11 @@ pub fn usize_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
 }
 
 /// A duration: int milliseconds (including `FOREVER` and `ANY`) or a non-negative `datetime.timedelta`.
+#[inline]
 pub fn duration_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
+    if let Some(v) = exact_int(obj) {
+        return Ok(v);
+    }
     if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
         return obj.extract::<i64>().map_err(|_| {
             PyValueError::new_err(format!(
@@ -84,46 +113,123 @@ pub fn duration_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     )))
 }
 
-/// A cookie: 32 hex digits (either case).
+/// A cookie: a `str` of 32 hex digits (either case), its 16 raw bytes (`bytes`, big-endian, as
+/// `Grant.cookie_bytes` gives them), or the number itself (`int`).
 ///
-/// The common case reads the 32 characters straight out of the `str` (no UTF-8 copy, which the
-/// limited API of Python 3.9 would otherwise need); anything else goes through the core's parser
-/// for its error message.
+/// A `str` is read in place (`PyUnicode_AsUTF8AndSize` hands out the ASCII it already holds) and
+/// decoded with a table; anything unusual goes through the core's parser for its error message.
+#[inline]
 pub fn cookie_arg(obj: &Bound<'_, PyAny>) -> PyResult<Cookie> {
-    let s = obj.cast::<PyString>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "cookie must be a str of 32 hex digits, got {}",
-            type_name(obj)
-        ))
-    })?;
-    // SAFETY: `s` is a live str; the buffer holds exactly the 32 characters asked for and
-    // PyUnicode_AsUCS4 writes at most `buflen` of them.
+    let p = obj.as_ptr();
+    // SAFETY: `p` is a live object. For an exact str, PyUnicode_AsUTF8AndSize returns a buffer
+    // of `len` bytes owned by the str (alive while `obj` is), or NULL with an error set; for an
+    // exact bytes object, PyBytes_AsString points at its `PyBytes_Size` bytes.
     unsafe {
-        if ffi::PyUnicode_GetLength(s.as_ptr()) == 32 {
-            let mut buf = [0 as ffi::Py_UCS4; 32];
-            if ffi::PyUnicode_AsUCS4(s.as_ptr(), buf.as_mut_ptr(), 32, 0).is_null() {
+        if ffi::Py_TYPE(p) == std::ptr::addr_of_mut!(ffi::PyUnicode_Type) {
+            let mut len: ffi::Py_ssize_t = 0;
+            let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut len);
+            if data.is_null() {
                 let _ = PyErr::take(obj.py());
-            } else if let Some(v) = hex32(&buf) {
-                return Ok(Cookie(v));
+            } else if len == 32 {
+                if let Some(v) = hex32(&*(data as *const [u8; 32])) {
+                    return Ok(Cookie(v));
+                }
             }
+        } else if ffi::Py_TYPE(p) == std::ptr::addr_of_mut!(ffi::PyBytes_Type)
+            && ffi::PyBytes_Size(p) == 16
+        {
+            let data = ffi::PyBytes_AsString(p) as *const [u8; 16];
+            if !data.is_null() {
+                return Ok(Cookie(u128::from_be_bytes(*data)));
+            }
+            let _ = PyErr::take(obj.py());
         }
     }
-    let text = s.to_cow()?;
-    text.parse::<Cookie>().map_err(|e| to_py(obj.py(), &e))
+    cookie_slow(obj)
 }
 
-fn hex32(chars: &[ffi::Py_UCS4; 32]) -> Option<u128> {
+#[cold]
+fn cookie_slow(obj: &Bound<'_, PyAny>) -> PyResult<Cookie> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        let text = s.to_cow()?;
+        return text.parse::<Cookie>().map_err(|e| to_py(obj.py(), &e));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return <[u8; 16]>::try_from(b.as_bytes()).map(|a| Cookie(u128::from_be_bytes(a))).map_err(
+            |_| {
+                to_py(
+                    obj.py(),
+                    &leasehold::LeaseError::InvalidArgument(format!(
+                        "a cookie as bytes must be 16 bytes, got {}",
+                        b.as_bytes().len()
+                    )),
+                )
+            },
+        );
+    }
+    if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
+        return obj.extract::<u128>().map(Cookie).map_err(|_| {
+            to_py(
+                obj.py(),
+                &leasehold::LeaseError::InvalidArgument(
+                    "a cookie as an int must be between 0 and 2**128 - 1".into(),
+                ),
+            )
+        });
+    }
+    Err(PyTypeError::new_err(format!(
+        "cookie must be a str of 32 hex digits, 16 bytes or an int, got {}",
+        type_name(obj)
+    )))
+}
+
+/// `b` in every byte of a `u64`.
+const fn lanes(b: u8) -> u64 {
+    b as u64 * 0x0101_0101_0101_0101
+}
+
+/// Eight hex digits (ASCII, either case, first digit most significant), eight at a time in a
+/// `u64` (SWAR); `None` if any byte is not a hex digit.
+#[inline]
+fn hex8(chunk: [u8; 8]) -> Option<u32> {
+    let x = u64::from_le_bytes(chunk);
+    if x & lanes(0x80) != 0 {
+        return None;
+    }
+    // With every byte below 0x80 no addition carries into the next byte: the top bit of
+    // byte + (0x80 - lo) is set exactly when byte >= lo, of byte + (0x7f - hi) when byte > hi.
+    let at_least = |lo: u8| x.wrapping_add(lanes(0x80 - lo));
+    let above = |hi: u8| x.wrapping_add(lanes(0x7f - hi));
+    let digit = at_least(b'0') & !above(b'9');
+    let lower = at_least(b'a') & !above(b'f');
+    let upper = at_least(b'A') & !above(b'F');
+    if (digit | lower | upper) & lanes(0x80) != lanes(0x80) {
+        return None;
+    }
+    // A digit's value is its low nibble; a letter's is its low nibble + 9 (letters have bit 6).
+    let nibbles = (x & lanes(0x0f)) + ((x >> 6) & lanes(0x01)) * 9;
+    // First digit to the top: byte 0 becomes the most significant, then pack nibble pairs.
+    let n = nibbles.swap_bytes();
+    let n = (n | (n >> 4)) & 0x00ff_00ff_00ff_00ff;
+    let n = (n | (n >> 8)) & 0x0000_ffff_0000_ffff;
+    let n = (n | (n >> 16)) & 0x0000_0000_ffff_ffff;
+    Some(n as u32)
+}
+
+#[inline]
+fn hex32(chars: &[u8; 32]) -> Option<u128> {
     let mut v: u128 = 0;
-    for &ch in chars {
-        let d = match ch {
-            0x30..=0x39 => ch - 0x30,
-            0x61..=0x66 => ch - 0x61 + 10,
-            0x41..=0x46 => ch - 0x41 + 10,
-            _ => return None,
-        };
-        v = (v << 4) | u128::from(d);
+    for chunk in chars.chunks_exact(8) {
+        let mut c = [0u8; 8];
+        c.copy_from_slice(chunk);
+        v = (v << 32) | u128::from(hex8(c)?);
     }
     Some(v)
+}
+
+/// The 16 raw bytes of a cookie (big-endian), as a Python `bytes`.
+pub fn cookie_bytes(py: Python<'_>, cookie: Cookie) -> Bound<'_, PyBytes> {
+    PyBytes::new(py, &cookie.0.to_be_bytes())
 }
 
 /// The text form of a cookie (32 lower-case hex digits), as the core writes it.

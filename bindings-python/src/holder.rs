@@ -1,25 +1,19 @@
 //! The holder side: `LeaseMap`, `RenewalManager`, and reading grants from replies.
 
-use std::sync::Mutex;
-
 use leasehold::holder::{
     lease_from_reply_with_drift, local_expiration, LeaseMap, RenewalEvent, RenewalManager,
     RenewalManagerConfig, RenewalStats, Transmit,
 };
-use leasehold::LeaseError;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg};
-use crate::errors::{from_instance, to_instance, IntoPyResult};
+use crate::errors::{to_instance, IntoPyResult};
+use crate::guard::Guarded;
 use crate::lease::PyLease;
+use crate::sansio::{renewer_methods, Component, PyEvent};
 use crate::wire::{PyReply, PyRequest};
-
-fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> std::sync::MutexGuard<'a, T> {
-    m.lock_py_attached(py).unwrap_or_else(|p| p.into_inner())
-}
 
 fn lease_arg(obj: &Bound<'_, PyAny>) -> PyResult<leasehold::Lease> {
     obj.cast::<PyLease>().map(|l| l.get().0).map_err(|_| {
@@ -67,26 +61,26 @@ pub fn py_local_expiration(
 /// Leases of one landlord, each with the duration to renew it for, renewed or cancelled in one
 /// message. A mapping from `Lease` to its renewal duration.
 #[pyclass(frozen, module = "leasehold._native", name = "LeaseMap")]
-pub struct PyLeaseMap(Mutex<LeaseMap>);
+pub struct PyLeaseMap(Guarded<LeaseMap>);
 
 #[pymethods]
 impl PyLeaseMap {
     #[new]
     #[pyo3(signature = (landlord = None))]
     fn new(landlord: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        Ok(PyLeaseMap(Mutex::new(match landlord {
+        Ok(PyLeaseMap(Guarded::new(match landlord {
             Some(l) => LeaseMap::for_landlord(landlord_arg(l)?),
             None => LeaseMap::new(),
         })))
     }
     /// The landlord whose leases the map holds, once known.
     #[getter]
-    fn landlord(&self, py: Python<'_>) -> Option<u64> {
-        lock(py, &self.0).landlord().map(|l| l.0)
+    fn landlord(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        Ok(self.0.with(py, |m| m.landlord())?.map(|l| l.0))
     }
     /// Whether `lease` can batch with the leases of this map (Jini `canContainKey`).
-    fn can_contain_key(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> bool {
-        lock(py, &self.0).can_contain_key(&lease.0)
+    fn can_contain_key(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<bool> {
+        self.0.with(py, |m| m.can_contain_key(&lease.0))
     }
     /// Adds (or replaces) `lease` with the duration to renew it for.
     fn insert(
@@ -96,29 +90,33 @@ impl PyLeaseMap {
         duration: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let d = duration_arg(duration, "duration")?;
-        lock(py, &self.0).insert(lease.0, d).py(py)
+        self.0.with(py, |m| m.insert(lease.0, d))?.py(py)
     }
     /// Removes `lease`; gives back the stored copy and its renewal duration, or None.
-    fn remove(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> Option<(PyLease, i64)> {
-        lock(py, &self.0).remove(&lease.0).map(|(l, d)| (PyLease(l), d))
+    fn remove(
+        &self,
+        py: Python<'_>,
+        lease: PyRef<'_, PyLease>,
+    ) -> PyResult<Option<(PyLease, i64)>> {
+        Ok(self.0.with(py, |m| m.remove(&lease.0))?.map(|(l, d)| (PyLease(l), d)))
     }
     /// The stored copy of `lease` (with its current expiration) and its renewal duration, or None.
-    fn get(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> Option<(PyLease, i64)> {
-        lock(py, &self.0).get(&lease.0).map(|(l, d)| (PyLease(l), d))
+    fn get(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<Option<(PyLease, i64)>> {
+        Ok(self.0.with(py, |m| m.get(&lease.0))?.map(|(l, d)| (PyLease(l), d)))
     }
     /// The leases (current copies) and their renewal durations, in cookie order.
-    fn items(&self, py: Python<'_>) -> Vec<(PyLease, i64)> {
-        lock(py, &self.0).iter().map(|(l, d)| (PyLease(*l), d)).collect()
+    fn items(&self, py: Python<'_>) -> PyResult<Vec<(PyLease, i64)>> {
+        self.0.with(py, |m| m.iter().map(|(l, d)| (PyLease(*l), d)).collect())
     }
     /// One request renewing every lease for its duration (Jini `renewAll`).
     fn renew_all_request(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyRequest> {
         let id = u64_arg(id, "id")?;
-        Ok(PyRequest(lock(py, &self.0).renew_all_request(id)))
+        Ok(PyRequest(self.0.with(py, |m| m.renew_all_request(id))?))
     }
     /// One request cancelling every lease (Jini `cancelAll`).
     fn cancel_all_request(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyRequest> {
         let id = u64_arg(id, "id")?;
-        Ok(PyRequest(lock(py, &self.0).cancel_all_request(id)))
+        Ok(PyRequest(self.0.with(py, |m| m.cancel_all_request(id))?))
     }
     /// Applies the reply to `renew_all_request`, sent at `sent_at`. Failed leases are removed and
     /// raised together as `LeaseMapError`; a whole-request error is raised as itself.
@@ -129,27 +127,29 @@ impl PyLeaseMap {
         sent_at: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let sent_at = i64_arg(sent_at, "sent_at")?;
-        lock(py, &self.0).apply_renew_all(&reply.0, sent_at).py(py)
+        self.0.with(py, |m| m.apply_renew_all(&reply.0, sent_at))?.py(py)
     }
     /// Applies the reply to `cancel_all_request`; failed cancels are removed and raised as `LeaseMapError`.
     fn apply_cancel_all(&self, py: Python<'_>, reply: PyRef<'_, PyReply>) -> PyResult<()> {
-        lock(py, &self.0).apply_cancel_all(&reply.0).py(py)
+        self.0.with(py, |m| m.apply_cancel_all(&reply.0))?.py(py)
     }
 
-    fn __len__(&self, py: Python<'_>) -> usize {
-        lock(py, &self.0).len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.0.with(py, |m| m.len())
     }
-    fn __contains__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> bool {
+    fn __contains__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> PyResult<bool> {
         match lease.cast::<PyLease>() {
-            Ok(l) => lock(py, &self.0).contains(&l.get().0),
-            Err(_) => false,
+            Ok(l) => {
+                let l = l.get().0;
+                self.0.with(py, |m| m.contains(&l))
+            }
+            Err(_) => Ok(false),
         }
     }
     fn __getitem__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> PyResult<i64> {
         let l = lease_arg(lease)?;
-        lock(py, &self.0)
-            .get(&l)
-            .map(|(_, d)| d)
+        self.0
+            .with(py, |m| m.get(&l).map(|(_, d)| d))?
             .ok_or_else(|| PyKeyError::new_err(lease.clone().unbind()))
     }
     fn __setitem__(
@@ -160,25 +160,25 @@ impl PyLeaseMap {
     ) -> PyResult<()> {
         let l = lease_arg(lease)?;
         let d = duration_arg(duration, "duration")?;
-        lock(py, &self.0).insert(l, d).py(py)
+        self.0.with(py, |m| m.insert(l, d))?.py(py)
     }
     fn __delitem__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> PyResult<()> {
         let l = lease_arg(lease)?;
-        lock(py, &self.0)
-            .remove(&l)
-            .map(|_| ())
+        self.0
+            .with(py, |m| m.remove(&l).map(|_| ()))?
             .ok_or_else(|| PyKeyError::new_err(lease.clone().unbind()))
     }
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let leases: Vec<PyLease> = lock(py, &self.0).iter().map(|(l, _)| PyLease(*l)).collect();
+        let leases: Vec<PyLease> =
+            self.0.with(py, |m| m.iter().map(|(l, _)| PyLease(*l)).collect())?;
         Ok(PyList::new(py, leases)?.into_any().try_iter()?.into_any())
     }
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let m = lock(py, &self.0);
-        match m.landlord() {
-            Some(l) => format!("LeaseMap(landlord={}, leases={})", l.0, m.len()),
-            None => format!("LeaseMap(leases={})", m.len()),
-        }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let (landlord, n) = self.0.with(py, |m| (m.landlord(), m.len()))?;
+        Ok(match landlord {
+            Some(l) => format!("LeaseMap(landlord={}, leases={n})", l.0),
+            None => format!("LeaseMap(leases={n})"),
+        })
     }
 }
 
@@ -212,7 +212,8 @@ pub fn transmit_to_py(py: Python<'_>, t: Transmit) -> PyResult<PyTransmit> {
 }
 
 /// What a renewal manager tells its host: `kind` is "renewal_failed", "desired_expiration_reached"
-/// or "renewed".
+/// or "renewed". `desired_expiration` is the lease's desired expiration (holder's clock) for the
+/// first two; a "desired_expiration_reached" event never comes before it.
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalEvent")]
 pub struct PyRenewalEvent {
     #[pyo3(get)]
@@ -232,11 +233,27 @@ impl PyRenewalEvent {
             Some(e) => e.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
             None => "None".into(),
         };
-        format!("RenewalEvent(kind='{}', lease={}, error={})", self.kind, self.lease.repr(), err)
+        let desired = match self.desired_expiration {
+            Some(d) => d.to_string(),
+            None => "None".into(),
+        };
+        format!(
+            "RenewalEvent(kind='{}', lease={}, desired_expiration={desired}, error={})",
+            self.kind,
+            self.lease.repr(),
+            err
+        )
     }
 }
 
-pub fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> {
+impl PyEvent for PyRenewalEvent {
+    type Core = RenewalEvent;
+    fn convert(py: Python<'_>, e: RenewalEvent) -> PyResult<Self> {
+        event_to_py(py, e)
+    }
+}
+
+fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> {
     Ok(match e {
         RenewalEvent::RenewalFailed { lease, desired_expiration, error } => PyRenewalEvent {
             kind: "renewal_failed",
@@ -298,54 +315,42 @@ fn u32_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u32> {
         .map_err(|_| PyValueError::new_err(format!("{what} is too large")))
 }
 
-/// Builds a manager config from keyword settings (unset ones keep the core's defaults).
-#[allow(clippy::too_many_arguments)]
-pub fn manager_config(
-    batch_window: Option<&Bound<'_, PyAny>>,
-    max_batch: Option<&Bound<'_, PyAny>>,
-    initial_rtt: Option<&Bound<'_, PyAny>>,
-    min_rto: Option<&Bound<'_, PyAny>>,
-    max_rto: Option<&Bound<'_, PyAny>>,
-    attempts: Option<&Bound<'_, PyAny>>,
-    renew_divisor: Option<&Bound<'_, PyAny>>,
-    max_retry_interval: Option<&Bound<'_, PyAny>>,
-    max_clock_drift_ppm: Option<&Bound<'_, PyAny>>,
-    first_request_id: Option<&Bound<'_, PyAny>>,
-    report_renewals: Option<bool>,
-) -> PyResult<RenewalManagerConfig> {
+fn bool_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
+    obj.extract::<bool>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a bool, got {}",
+            crate::convert::type_name(obj)
+        ))
+    })
+}
+
+/// Builds a manager config from keyword settings (`RenewalManager(**settings)`, or the
+/// `manager=` dict of a `RenewalService`); unset ones keep the core's defaults, an unknown one
+/// is a `TypeError`.
+pub fn manager_config(settings: Option<&Bound<'_, PyDict>>) -> PyResult<RenewalManagerConfig> {
     let mut c = RenewalManagerConfig::default();
-    if let Some(v) = batch_window {
-        c.batch_window = duration_arg(v, "batch_window")?;
-    }
-    if let Some(v) = max_batch {
-        c.max_batch = usize_arg(v, "max_batch")?;
-    }
-    if let Some(v) = initial_rtt {
-        c.initial_rtt = duration_arg(v, "initial_rtt")?;
-    }
-    if let Some(v) = min_rto {
-        c.min_rto = duration_arg(v, "min_rto")?;
-    }
-    if let Some(v) = max_rto {
-        c.max_rto = duration_arg(v, "max_rto")?;
-    }
-    if let Some(v) = attempts {
-        c.attempts = u32_arg(v, "attempts")?;
-    }
-    if let Some(v) = renew_divisor {
-        c.renew_divisor = u32_arg(v, "renew_divisor")?;
-    }
-    if let Some(v) = max_retry_interval {
-        c.max_retry_interval = duration_arg(v, "max_retry_interval")?;
-    }
-    if let Some(v) = max_clock_drift_ppm {
-        c.max_clock_drift_ppm = u32_arg(v, "max_clock_drift_ppm")?;
-    }
-    if let Some(v) = first_request_id {
-        c.first_request_id = u64_arg(v, "first_request_id")?;
-    }
-    if let Some(v) = report_renewals {
-        c.report_renewals = v;
+    let Some(settings) = settings else { return Ok(c) };
+    for (k, v) in settings.iter() {
+        let k: String = k.extract()?;
+        if v.is_none() {
+            continue; // None: the default, as when not given
+        }
+        match k.as_str() {
+            "batch_window" => c.batch_window = duration_arg(&v, &k)?,
+            "max_batch" => c.max_batch = usize_arg(&v, &k)?,
+            "initial_rtt" => c.initial_rtt = duration_arg(&v, &k)?,
+            "min_rto" => c.min_rto = duration_arg(&v, &k)?,
+            "max_rto" => c.max_rto = duration_arg(&v, &k)?,
+            "attempts" => c.attempts = u32_arg(&v, &k)?,
+            "renew_divisor" => c.renew_divisor = u32_arg(&v, &k)?,
+            "max_retry_interval" => c.max_retry_interval = duration_arg(&v, &k)?,
+            "max_clock_drift_ppm" => c.max_clock_drift_ppm = u32_arg(&v, &k)?,
+            "first_request_id" => c.first_request_id = u64_arg(&v, &k)?,
+            "report_renewals" => c.report_renewals = bool_arg(&v, &k)?,
+            _ => {
+                return Err(PyTypeError::new_err(format!("unknown renewal manager setting {k:?}")))
+            }
+        }
     }
     Ok(c)
 }
@@ -353,49 +358,33 @@ pub fn manager_config(
 /// Renews leases until their desired expirations, sans-I/O: the host runs the timer and carries
 /// the messages (or lets `leasehold.aio.RenewalDriver` / `leasehold.threaded.RenewalDriver` do it).
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalManager")]
-pub struct PyRenewalManager(Mutex<RenewalManager>);
+pub struct PyRenewalManager(Guarded<RenewalManager>);
+
+impl Component for PyRenewalManager {
+    type State = RenewalManager;
+    fn guarded(&self) -> &Guarded<RenewalManager> {
+        &self.0
+    }
+}
+
+renewer_methods!(PyRenewalManager, PyRenewalEvent);
 
 #[pymethods]
 impl PyRenewalManager {
+    /// A manager with keyword `settings` (batch_window, max_batch, initial_rtt, min_rto,
+    /// max_rto, attempts, renew_divisor, max_retry_interval, max_clock_drift_ppm,
+    /// first_request_id, report_renewals); unset ones keep the core's defaults.
     #[new]
-    #[pyo3(signature = (*, batch_window = None, max_batch = None, initial_rtt = None, min_rto = None,
-        max_rto = None, attempts = None, renew_divisor = None, max_retry_interval = None,
-        max_clock_drift_ppm = None, first_request_id = None, report_renewals = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        batch_window: Option<&Bound<'_, PyAny>>,
-        max_batch: Option<&Bound<'_, PyAny>>,
-        initial_rtt: Option<&Bound<'_, PyAny>>,
-        min_rto: Option<&Bound<'_, PyAny>>,
-        max_rto: Option<&Bound<'_, PyAny>>,
-        attempts: Option<&Bound<'_, PyAny>>,
-        renew_divisor: Option<&Bound<'_, PyAny>>,
-        max_retry_interval: Option<&Bound<'_, PyAny>>,
-        max_clock_drift_ppm: Option<&Bound<'_, PyAny>>,
-        first_request_id: Option<&Bound<'_, PyAny>>,
-        report_renewals: Option<bool>,
-    ) -> PyResult<Self> {
-        let c = manager_config(
-            batch_window,
-            max_batch,
-            initial_rtt,
-            min_rto,
-            max_rto,
-            attempts,
-            renew_divisor,
-            max_retry_interval,
-            max_clock_drift_ppm,
-            first_request_id,
-            report_renewals,
-        )?;
-        Ok(PyRenewalManager(Mutex::new(RenewalManager::try_new(c).py(py)?)))
+    #[pyo3(signature = (**settings))]
+    fn new(py: Python<'_>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let c = manager_config(settings)?;
+        Ok(PyRenewalManager(Guarded::new(RenewalManager::try_new(c).py(py)?)))
     }
 
     /// The settings in force, as a dict.
     #[getter]
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let c = lock(py, &self.0).config().clone();
+        let c = self.0.with(py, |m| m.config().clone())?;
         config_dict(py, &c)
     }
 
@@ -411,7 +400,7 @@ impl PyRenewalManager {
         let d = duration_arg(duration, "duration")?;
         let r = duration_arg(renew_duration, "renew_duration")?;
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).renew_for(lease.0, d, r, now).py(py)
+        self.0.with(py, |m| m.renew_for(lease.0, d, r, now))?.py(py)
     }
 
     /// Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration` each time.
@@ -426,12 +415,12 @@ impl PyRenewalManager {
         let d = i64_arg(desired_expiration, "desired_expiration")?;
         let r = duration_arg(renew_duration, "renew_duration")?;
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).renew_until(lease.0, d, r, now).py(py)
+        self.0.with(py, |m| m.renew_until(lease.0, d, r, now))?.py(py)
     }
 
     /// Stops managing `lease` (it is not cancelled); returns the manager's copy.
     fn remove(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<PyLease> {
-        lock(py, &self.0).remove(&lease.0).py(py).map(PyLease)
+        self.0.with(py, |m| m.remove(&lease.0))?.py(py).map(PyLease)
     }
 
     /// Stops managing `lease` and queues a cancel request for it.
@@ -442,12 +431,12 @@ impl PyRenewalManager {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).cancel(&lease.0, now).py(py)
+        self.0.with(py, |m| m.cancel(&lease.0, now))?.py(py)
     }
 
     /// The desired expiration of a managed lease.
     fn expiration(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<i64> {
-        lock(py, &self.0).expiration(&lease.0).py(py)
+        self.0.with(py, |m| m.expiration(&lease.0))?.py(py)
     }
 
     /// Changes the desired expiration of a managed lease.
@@ -460,22 +449,22 @@ impl PyRenewalManager {
     ) -> PyResult<()> {
         let d = i64_arg(desired_expiration, "desired_expiration")?;
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).set_expiration(&lease.0, d, now).py(py)
+        self.0.with(py, |m| m.set_expiration(&lease.0, d, now))?.py(py)
     }
 
     /// The manager's copy of `lease` (with its actual expiration), or None if not managed.
-    fn lease(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> Option<PyLease> {
-        lock(py, &self.0).lease(&lease.0).map(PyLease)
+    fn lease(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<Option<PyLease>> {
+        Ok(self.0.with(py, |m| m.lease(&lease.0))?.map(PyLease))
     }
 
     /// The renewal duration of a managed lease.
     fn renew_duration(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<i64> {
-        lock(py, &self.0).renew_duration(&lease.0).py(py)
+        self.0.with(py, |m| m.renew_duration(&lease.0))?.py(py)
     }
 
     /// When the next renewal of `lease` is due, if one is scheduled.
-    fn next_renewal(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> Option<i64> {
-        lock(py, &self.0).next_renewal(&lease.0)
+    fn next_renewal(&self, py: Python<'_>, lease: PyRef<'_, PyLease>) -> PyResult<Option<i64>> {
+        self.0.with(py, |m| m.next_renewal(&lease.0))
     }
 
     /// The round-trip estimate for `landlord`: srtt, rttvar, samples, rto, request_timeout.
@@ -485,7 +474,7 @@ impl PyRenewalManager {
         landlord: &Bound<'_, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let id = landlord_arg(landlord)?;
-        let est = lock(py, &self.0).rtt(id).copied();
+        let est = self.0.with(py, |m| m.rtt(id).copied())?;
         match est {
             None => Ok(None),
             Some(r) => {
@@ -501,87 +490,21 @@ impl PyRenewalManager {
     }
 
     /// The managed leases (copies with their actual expirations).
-    fn leases(&self, py: Python<'_>) -> Vec<PyLease> {
-        lock(py, &self.0).leases().map(|l| PyLease(*l)).collect()
+    fn leases(&self, py: Python<'_>) -> PyResult<Vec<PyLease>> {
+        self.0.with(py, |m| m.leases().map(|l| PyLease(*l)).collect())
     }
 
-    fn __len__(&self, py: Python<'_>) -> usize {
-        lock(py, &self.0).len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.0.with(py, |m| m.len())
     }
 
     /// Traffic counters, as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = lock(py, &self.0).stats();
+        let s = self.0.with(py, |m| m.stats())?;
         stats_dict(py, &s)
     }
 
-    /// When to call `handle_timeout` next; None if nothing is scheduled.
-    fn poll_timeout(&self, py: Python<'_>) -> Option<i64> {
-        lock(py, &self.0).poll_timeout()
-    }
-
-    /// Advances the manager's timers to `now`.
-    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        lock(py, &self.0).handle_timeout(now);
-        Ok(())
-    }
-
-    /// The next request to send, stamped with `now` as its send time; None when there is none.
-    fn poll_transmit(
-        &self,
-        py: Python<'_>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<PyTransmit>> {
-        let now = i64_arg(now, "now")?;
-        let t = lock(py, &self.0).poll_transmit(now);
-        t.map(|t| transmit_to_py(py, t)).transpose()
-    }
-
-    /// Takes a landlord's reply received at `now` (unknown or stale ids are ignored).
-    fn handle_reply(
-        &self,
-        py: Python<'_>,
-        reply: PyRef<'_, PyReply>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        lock(py, &self.0).handle_reply(&reply.0, now);
-        Ok(())
-    }
-
-    /// Reports that request `request_id` failed in transport with `error` (a `LeaseError`;
-    /// `IndefiniteError` is retried, anything else drops the request's leases).
-    fn handle_failure(
-        &self,
-        py: Python<'_>,
-        request_id: &Bound<'_, PyAny>,
-        error: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let id = u64_arg(request_id, "request_id")?;
-        let err: LeaseError = from_instance(error)?;
-        let now = i64_arg(now, "now")?;
-        lock(py, &self.0).handle_failure(id, err, now);
-        Ok(())
-    }
-
-    /// The next event, or None.
-    fn poll_event(&self, py: Python<'_>) -> PyResult<Option<PyRenewalEvent>> {
-        let e = lock(py, &self.0).poll_event();
-        e.map(|e| event_to_py(py, e)).transpose()
-    }
-
-    /// Every pending event (`poll_event` until None).
-    fn drain_events(&self, py: Python<'_>) -> PyResult<Vec<PyRenewalEvent>> {
-        let all: Vec<RenewalEvent> = {
-            let mut m = lock(py, &self.0);
-            std::iter::from_fn(|| m.poll_event()).collect()
-        };
-        all.into_iter().map(|e| event_to_py(py, e)).collect()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!("RenewalManager(leases={})", lock(py, &self.0).len())
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("RenewalManager(leases={})", self.0.with(py, |m| m.len())?))
     }
 }

@@ -1,7 +1,5 @@
 //! Inverted leasing (seed 004): the landlord polls (`Poller`), holders answer (`PollListener`).
 
-use std::sync::Mutex;
-
 use leasehold::inverted::{
     Admission, Confirm, ListenerConfig, ListenerEvent, ListenerTransmit, Poll, PollListener,
     Poller, PollerConfig, TrafficStats,
@@ -9,18 +7,14 @@ use leasehold::inverted::{
 use leasehold::LeaseError;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::types::PyDict;
 
 use crate::convert::{
     cookie_arg, cookie_str, duration_arg, i64_arg, landlord_arg, text_arg, u64_arg, usize_arg,
 };
 use crate::errors::{from_instance, to_instance, to_py, IntoPyResult};
+use crate::guard::{Guarded, Held};
 use crate::landlord::{seed_arg, PyExpired};
-
-fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> std::sync::MutexGuard<'a, T> {
-    m.lock_py_attached(py).unwrap_or_else(|p| p.into_inner())
-}
 
 fn stats_dict<'py>(py: Python<'py>, s: &TrafficStats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -168,7 +162,7 @@ impl PyConfirm {
 
 /// The polling landlord of inverted leasing: admits holders, polls them, expires the silent.
 #[pyclass(frozen, module = "leasehold._native", name = "Poller")]
-pub struct PyPoller(Mutex<Poller<Py<PyAny>>>);
+pub struct PyPoller(Guarded<Poller<Held>>);
 
 #[pymethods]
 impl PyPoller {
@@ -204,37 +198,37 @@ impl PyPoller {
             Some(n) => i64_arg(n, "now")?,
             None => 0,
         };
-        Ok(PyPoller(Mutex::new(Poller::new(c, now).py(py)?)))
+        Ok(PyPoller(Guarded::new(Poller::new(c, now).py(py)?)))
     }
     /// N_MAX = L_MAX x G: most holders admitted.
-    fn max_holders(&self, py: Python<'_>) -> f64 {
-        lock(py, &self.0).config().max_holders()
+    fn max_holders(&self, py: Python<'_>) -> PyResult<f64> {
+        self.0.with(py, |m| m.config().max_holders())
     }
     /// (D, A) in ms for `n` holders.
     fn period_for(&self, py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<(i64, i64)> {
         let n = usize_arg(n, "n")?;
-        Ok(lock(py, &self.0).config().period_for(n))
+        self.0.with(py, |m| m.config().period_for(n))
     }
-    fn __len__(&self, py: Python<'_>) -> usize {
-        lock(py, &self.0).len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.0.with(py, |m| m.len())
     }
     /// Message and byte counters.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = *lock(py, &self.0).stats();
+        let s = self.0.with(py, |m| *m.stats())?;
         stats_dict(py, &s)
     }
     /// The last poll sent, if any.
-    fn last_poll(&self, py: Python<'_>) -> Option<PyPoll> {
-        lock(py, &self.0).last_poll().copied().map(PyPoll)
+    fn last_poll(&self, py: Python<'_>) -> PyResult<Option<PyPoll>> {
+        Ok(self.0.with(py, |m| m.last_poll().copied())?.map(PyPoll))
     }
     /// When the next poll goes out.
-    fn next_poll_at(&self, py: Python<'_>) -> i64 {
-        lock(py, &self.0).next_poll_at()
+    fn next_poll_at(&self, py: Python<'_>) -> PyResult<i64> {
+        self.0.with(py, |m| m.next_poll_at())
     }
     /// Whether `cookie` is an admitted holder.
     fn contains(&self, py: Python<'_>, cookie: &Bound<'_, PyAny>) -> PyResult<bool> {
         let c = cookie_arg(cookie)?;
-        Ok(lock(py, &self.0).contains(c))
+        self.0.with(py, |m| m.contains(c))
     }
     /// Admits a holder on `resource`, or raises LeaseDeniedError beyond N_MAX.
     fn join(
@@ -244,8 +238,8 @@ impl PyPoller {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<PyAdmission> {
         let now = i64_arg(now, "now")?;
-        let r = resource.clone().unbind();
-        lock(py, &self.0).join(r, now).py(py).map(PyAdmission)
+        let r = Held::new(resource.clone().unbind());
+        self.0.with(py, |m| m.join(r, now))?.py(py).map(PyAdmission)
     }
     /// Takes a holder's answer to poll `seq`; returns the confirmation.
     fn respond(
@@ -258,7 +252,7 @@ impl PyPoller {
         let c = cookie_arg(cookie)?;
         let seq = u64_arg(seq, "seq")?;
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).respond(c, seq, now).py(py).map(PyConfirm)
+        self.0.with(py, |m| m.respond(c, seq, now))?.py(py).map(PyConfirm)
     }
     /// A holder leaves; returns its resource.
     fn leave(
@@ -269,23 +263,25 @@ impl PyPoller {
     ) -> PyResult<Py<PyAny>> {
         let c = cookie_arg(cookie)?;
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).leave(c, now).py(py)
+        self.0.with(py, |m| m.leave(c, now))?.py(py).map(Held::into_inner)
     }
-    fn poll_timeout(&self, py: Python<'_>) -> Option<i64> {
-        lock(py, &self.0).poll_timeout()
+    fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        self.0.with(py, |m| m.poll_timeout())
     }
     fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).handle_timeout(now);
-        Ok(())
+        self.0.with(py, |m| m.handle_timeout(now))
     }
     /// The next poll to multicast, if one is due.
-    fn poll_transmit(&self, py: Python<'_>) -> Option<PyPoll> {
-        lock(py, &self.0).poll_transmit().map(PyPoll)
+    fn poll_transmit(&self, py: Python<'_>) -> PyResult<Option<PyPoll>> {
+        Ok(self.0.with(py, |m| m.poll_transmit())?.map(PyPoll))
     }
     /// The next holder that lost its lease (did not answer in time).
-    fn poll_expired(&self, py: Python<'_>) -> Option<PyExpired> {
-        lock(py, &self.0).poll_expired().map(|e| PyExpired::new(e.cookie, e.expiration, e.resource))
+    fn poll_expired(&self, py: Python<'_>) -> PyResult<Option<PyExpired>> {
+        Ok(self
+            .0
+            .with(py, |m| m.poll_expired())?
+            .map(|e| PyExpired::new(e.cookie, e.expiration, e.resource.into_inner())))
     }
 }
 
@@ -313,7 +309,7 @@ pub struct PyListenerEvent {
 
 /// The holder side of inverted leasing: listens for polls and answers each at a random time.
 #[pyclass(frozen, module = "leasehold._native", name = "PollListener")]
-pub struct PyPollListener(Mutex<PollListener>);
+pub struct PyPollListener(Guarded<PollListener>);
 
 fn result_arg<T>(
     obj: &Bound<'_, PyAny>,
@@ -339,26 +335,26 @@ impl PyPollListener {
         if let Some(g) = guard {
             c = c.with_guard(i64_arg(g, "guard")?);
         }
-        Ok(PyPollListener(Mutex::new(PollListener::new(c).py(py)?)))
+        Ok(PyPollListener(Guarded::new(PollListener::new(c).py(py)?)))
     }
     /// The holder's lease while admitted.
     #[getter]
-    fn cookie(&self, py: Python<'_>) -> Option<String> {
-        lock(py, &self.0).cookie().map(cookie_str)
+    fn cookie(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.0.with(py, |m| m.cookie())?.map(cookie_str))
     }
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = *lock(py, &self.0).stats();
+        let s = self.0.with(py, |m| *m.stats())?;
         stats_dict(py, &s)
     }
     /// Starts joining (a "join" transmit follows).
     fn join(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).join(now);
+        self.0.with(py, |m| m.join(now))?;
         Ok(())
     }
     /// Leaves; returns the lease it held, if any.
-    fn leave(&self, py: Python<'_>) -> Option<String> {
-        lock(py, &self.0).leave().map(cookie_str)
+    fn leave(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.0.with(py, |m| m.leave())?.map(cookie_str))
     }
     /// The landlord's answer to a join: an `Admission` or a `LeaseError`.
     fn handle_admission(
@@ -369,7 +365,7 @@ impl PyPollListener {
     ) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
         let r = result_arg(result, |o| o.cast::<PyAdmission>().ok().map(|a| a.get().0))?;
-        lock(py, &self.0).handle_admission(r, now);
+        self.0.with(py, |m| m.handle_admission(r, now))?;
         Ok(())
     }
     /// A poll heard at `now`.
@@ -380,7 +376,7 @@ impl PyPollListener {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).handle_poll(&poll.0, now);
+        self.0.with(py, |m| m.handle_poll(&poll.0, now))?;
         Ok(())
     }
     /// The landlord's answer to a response: a `Confirm` or a `LeaseError`.
@@ -392,31 +388,30 @@ impl PyPollListener {
     ) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
         let r = result_arg(result, |o| o.cast::<PyConfirm>().ok().map(|c| c.get().0))?;
-        lock(py, &self.0).handle_confirm(r, now);
+        self.0.with(py, |m| m.handle_confirm(r, now))?;
         Ok(())
     }
-    fn poll_timeout(&self, py: Python<'_>) -> Option<i64> {
-        lock(py, &self.0).poll_timeout()
+    fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        self.0.with(py, |m| m.poll_timeout())
     }
     fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        lock(py, &self.0).handle_timeout(now);
-        Ok(())
+        self.0.with(py, |m| m.handle_timeout(now))
     }
     /// The next message to send to the landlord.
-    fn poll_transmit(&self, py: Python<'_>) -> Option<PyListenerTransmit> {
-        lock(py, &self.0).poll_transmit().map(|t| match t {
+    fn poll_transmit(&self, py: Python<'_>) -> PyResult<Option<PyListenerTransmit>> {
+        Ok(self.0.with(py, |m| m.poll_transmit())?.map(|t| match t {
             ListenerTransmit::Join => PyListenerTransmit { kind: "join", cookie: None, seq: None },
             ListenerTransmit::Respond { cookie, seq } => PyListenerTransmit {
                 kind: "respond",
                 cookie: Some(cookie_str(cookie)),
                 seq: Some(seq),
             },
-        })
+        }))
     }
     /// The next event, or None.
     fn poll_event(&self, py: Python<'_>) -> PyResult<Option<PyListenerEvent>> {
-        let e = lock(py, &self.0).poll_event();
+        let e = self.0.with(py, |m| m.poll_event())?;
         Ok(match e {
             None => None,
             Some(ListenerEvent::Joined(c)) => {

@@ -5,12 +5,15 @@
 
 mod convert;
 mod errors;
+mod guard;
 mod holder;
 mod inverted;
 mod landlord;
 mod lease;
 mod policy;
+mod sansio;
 mod service;
+mod store;
 mod wire;
 
 use pyo3::prelude::*;

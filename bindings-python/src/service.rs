@@ -1,29 +1,21 @@
 //! The renewal service (`RenewalService`, `RenewalSet`) and event registrations.
 
-use std::sync::Mutex;
-
 use leasehold::event::{Delivery, EventRegistration, GapTracker};
 use leasehold::service::{
     RenewalService, RenewalServiceConfig, ServiceSnapshot, SetEvent, SetEventKind, SetId,
 };
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::convert::{
-    bytes_arg, duration_arg, encoding_arg, i64_arg, landlord_arg, text_arg, u64_arg,
-};
-use crate::errors::{from_instance, to_instance, IntoPyResult};
-use crate::holder::{manager_config, transmit_to_py, PyTransmit};
+use crate::convert::{bytes_arg, duration_arg, i64_arg, landlord_arg, text_arg, u64_arg};
+use crate::errors::{to_instance, IntoPyResult};
+use crate::guard::Guarded;
+use crate::holder::manager_config;
 use crate::landlord::seed_arg;
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
-use crate::wire::{PyLimits, PyReply, PyRequest};
-
-fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> std::sync::MutexGuard<'a, T> {
-    m.lock_py_attached(py).unwrap_or_else(|p| p.into_inner())
-}
+use crate::sansio::{answer_methods, answers, renewer_methods, Component, PyEvent};
+use crate::wire::PyLimits;
 
 /// What a client gets back when it registers for events (Jini `EventRegistration`).
 #[pyclass(frozen, module = "leasehold._native", name = "EventRegistration")]
@@ -112,6 +104,13 @@ impl PySetEvent {
     }
 }
 
+impl PyEvent for PySetEvent {
+    type Core = SetEvent;
+    fn convert(py: Python<'_>, e: SetEvent) -> PyResult<Self> {
+        set_event(py, e)
+    }
+}
+
 fn set_event(py: Python<'_>, e: SetEvent) -> PyResult<PySetEvent> {
     let set_id = e.kind.set().0;
     let (kind, expiration, lease, error) = match e.kind {
@@ -144,13 +143,13 @@ fn set_event(py: Python<'_>, e: SetEvent) -> PyResult<PySetEvent> {
 
 /// The receiver side of events: classifies each event as "first", "in_order", "gap" or "stale".
 #[pyclass(frozen, module = "leasehold._native", name = "GapTracker")]
-pub struct PyGapTracker(Mutex<GapTracker>);
+pub struct PyGapTracker(Guarded<GapTracker>);
 
 #[pymethods]
 impl PyGapTracker {
     #[new]
     fn new() -> Self {
-        PyGapTracker(Mutex::new(GapTracker::new()))
+        PyGapTracker(Guarded::new(GapTracker::new()))
     }
     /// Sets the last sequence number seen for `event_id` (from `EventRegistration.sequence`).
     fn expect(
@@ -161,7 +160,7 @@ impl PyGapTracker {
     ) -> PyResult<()> {
         let id = u64_arg(event_id, "event_id")?;
         let seq = u64_arg(sequence, "sequence")?;
-        lock(py, &self.0).expect(id, seq);
+        self.0.with(py, |m| m.expect(id, seq))?;
         Ok(())
     }
     /// Classifies an event: returns (kind, missed), kind one of "first", "in_order", "gap",
@@ -174,7 +173,7 @@ impl PyGapTracker {
     ) -> PyResult<(&'static str, u64)> {
         let id = u64_arg(event_id, "event_id")?;
         let seq = u64_arg(sequence, "sequence")?;
-        Ok(match lock(py, &self.0).observe(id, seq) {
+        Ok(match self.0.with(py, |m| m.observe(id, seq))? {
             Delivery::First => ("first", 0),
             Delivery::InOrder => ("in_order", 0),
             Delivery::Gap { missed } => ("gap", missed),
@@ -184,29 +183,15 @@ impl PyGapTracker {
     /// The last sequence number recorded for `event_id`.
     fn last(&self, py: Python<'_>, event_id: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
         let id = u64_arg(event_id, "event_id")?;
-        Ok(lock(py, &self.0).last(id))
+        self.0.with(py, |m| m.last(id))
     }
     /// Stops tracking `event_id`.
     fn forget(&self, py: Python<'_>, event_id: &Bound<'_, PyAny>) -> PyResult<()> {
         let id = u64_arg(event_id, "event_id")?;
-        lock(py, &self.0).forget(id);
+        self.0.with(py, |m| m.forget(id))?;
         Ok(())
     }
 }
-
-const MANAGER_KEYS: [&str; 11] = [
-    "batch_window",
-    "max_batch",
-    "initial_rtt",
-    "min_rto",
-    "max_rto",
-    "attempts",
-    "renew_divisor",
-    "max_retry_interval",
-    "max_clock_drift_ppm",
-    "first_request_id",
-    "report_renewals",
-];
 
 #[allow(clippy::too_many_arguments)]
 fn service_config(
@@ -233,30 +218,7 @@ fn service_config(
         c.restore_jump = u64_arg(j, "restore_jump")?;
     }
     if let Some(m) = manager {
-        for k in m.keys() {
-            let k: String = k.extract()?;
-            if !MANAGER_KEYS.contains(&k.as_str()) {
-                return Err(PyTypeError::new_err(format!("unknown renewal manager setting {k:?}")));
-            }
-        }
-        let get = |k: &str| m.get_item(k).ok().flatten();
-        let report = match get("report_renewals") {
-            Some(v) => Some(v.extract::<bool>()?),
-            None => None,
-        };
-        c.manager = manager_config(
-            get("batch_window").as_ref(),
-            get("max_batch").as_ref(),
-            get("initial_rtt").as_ref(),
-            get("min_rto").as_ref(),
-            get("max_rto").as_ref(),
-            get("attempts").as_ref(),
-            get("renew_divisor").as_ref(),
-            get("max_retry_interval").as_ref(),
-            get("max_clock_drift_ppm").as_ref(),
-            get("first_request_id").as_ref(),
-            report,
-        )?;
+        c.manager = manager_config(Some(m))?;
         c.manager.validate().py(py)?;
     }
     Ok(c)
@@ -267,11 +229,22 @@ fn service_config(
 /// `leasehold.threaded.RenewalDriver`); set leases are renewed and cancelled through
 /// `handle_request` / `handle_bytes`.
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalService")]
-pub struct PyRenewalService(Mutex<RenewalService>);
+pub struct PyRenewalService(Guarded<RenewalService>);
+
+impl Component for PyRenewalService {
+    type State = RenewalService;
+    fn guarded(&self) -> &Guarded<RenewalService> {
+        &self.0
+    }
+}
+
+answers!(RenewalService);
+renewer_methods!(PyRenewalService, PySetEvent);
+answer_methods!(PyRenewalService);
 
 impl PyRenewalService {
-    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut RenewalService) -> T) -> T {
-        f(&mut lock(py, &self.0))
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut RenewalService) -> T) -> PyResult<T> {
+        self.0.with(py, f)
     }
 }
 
@@ -291,7 +264,7 @@ impl PyRenewalService {
         manager: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let c = service_config(py, id, seed, set_policy, grace, limits, restore_jump, manager)?;
-        Ok(PyRenewalService(Mutex::new(RenewalService::new(c).py(py)?)))
+        Ok(PyRenewalService(Guarded::new(RenewalService::new(c).py(py)?)))
     }
 
     /// Rebuilds a service from `snapshot` (JSON from `snapshot()`) at `now`; the settings are
@@ -324,7 +297,7 @@ impl PyRenewalService {
             restore_jump,
             manager,
         )?;
-        Ok(PyRenewalService(Mutex::new(RenewalService::restore(c, snap, now).py(py)?)))
+        Ok(PyRenewalService(Guarded::new(RenewalService::restore(c, snap, now).py(py)?)))
     }
 
     /// Everything the service holds at `now`, as JSON text (it contains the cookie secret).
@@ -334,13 +307,13 @@ impl PyRenewalService {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyString>> {
         let now = i64_arg(now, "now")?;
-        let text = self.with(py, |s| s.snapshot(now).to_json());
+        let text = self.with(py, |s| s.snapshot(now).to_json())?;
         Ok(PyString::new(py, &text))
     }
 
     /// The id of the service's landlord: every set lease carries it.
     #[getter]
-    fn id(&self, py: Python<'_>) -> u64 {
+    fn id(&self, py: Python<'_>) -> PyResult<u64> {
         self.with(py, |s| s.id().0)
     }
 
@@ -353,7 +326,7 @@ impl PyRenewalService {
         let py = slf.py();
         let d = duration_arg(lease_duration, "lease_duration")?;
         let now = i64_arg(now, "now")?;
-        let (id, lease) = slf.get().with(py, |s| s.create_set(d, now)).py(py)?;
+        let (id, lease) = slf.get().with(py, |s| s.create_set(d, now))?.py(py)?;
         Ok((PyRenewalSet { service: slf.clone().unbind(), id: id.0 }, PyLease(lease)))
     }
 
@@ -363,9 +336,12 @@ impl PyRenewalService {
     }
 
     /// The sets alive, in creation order.
-    fn sets(slf: &Bound<'_, Self>) -> Vec<PyRenewalSet> {
-        let ids = slf.get().with(slf.py(), |s| s.sets());
-        ids.into_iter().map(|id| PyRenewalSet { service: slf.clone().unbind(), id: id.0 }).collect()
+    fn sets(slf: &Bound<'_, Self>) -> PyResult<Vec<PyRenewalSet>> {
+        let ids = slf.get().with(slf.py(), |s| s.sets())?;
+        Ok(ids
+            .into_iter()
+            .map(|id| PyRenewalSet { service: slf.clone().unbind(), id: id.0 })
+            .collect())
     }
 
     /// The set whose lease is `lease`, if it is alive at `now`.
@@ -375,7 +351,8 @@ impl PyRenewalService {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<Option<PyRenewalSet>> {
         let now = i64_arg(now, "now")?;
-        let id = slf.get().with(slf.py(), |s| s.set_of(&lease.0, now));
+        let l = lease.0;
+        let id = slf.get().with(slf.py(), |s| s.set_of(&l, now))?;
         Ok(id.map(|id| PyRenewalSet { service: slf.clone().unbind(), id: id.0 }))
     }
 
@@ -383,96 +360,15 @@ impl PyRenewalService {
     /// whether the registration was active.
     fn unknown_event(&self, py: Python<'_>, event_id: &Bound<'_, PyAny>) -> PyResult<bool> {
         let id = u64_arg(event_id, "event_id")?;
-        Ok(self.with(py, |s| s.unknown_event(id)))
-    }
-
-    /// Answers a request about set leases (renew, cancel, renew_all, cancel_all).
-    fn handle_request(
-        &self,
-        py: Python<'_>,
-        request: PyRef<'_, PyRequest>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<PyReply> {
-        let now = i64_arg(now, "now")?;
-        Ok(PyReply(self.with(py, |s| s.handle_request(&request.0, now))))
-    }
-
-    /// Decodes a request message, answers it, and returns the encoded reply.
-    fn handle_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        data: &Bound<'_, PyAny>,
-        encoding: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let enc = encoding_arg(encoding)?;
-        let now = i64_arg(now, "now")?;
-        let data = bytes_arg(data, "data")?;
-        let out = self.with(py, |s| s.handle_bytes(&data, enc, now));
-        Ok(PyBytes::new(py, &out))
+        self.with(py, |s| s.unknown_event(id))
     }
 
     /// The client leases the service renews (copies with their actual expirations).
-    fn managed_leases(&self, py: Python<'_>) -> Vec<PyLease> {
+    fn managed_leases(&self, py: Python<'_>) -> PyResult<Vec<PyLease>> {
         self.with(py, |s| s.manager().leases().map(|l| PyLease(*l)).collect())
     }
 
-    /// When to call `handle_timeout` next.
-    fn poll_timeout(&self, py: Python<'_>) -> Option<i64> {
-        self.with(py, |s| s.poll_timeout())
-    }
-    /// Advances the service's timers (set expiry, memberships, warnings, renewals) to `now`.
-    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s| s.handle_timeout(now));
-        Ok(())
-    }
-    /// The next renewal request to send to a client lease's landlord.
-    fn poll_transmit(
-        &self,
-        py: Python<'_>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<PyTransmit>> {
-        let now = i64_arg(now, "now")?;
-        let t = self.with(py, |s| s.poll_transmit(now));
-        t.map(|t| transmit_to_py(py, t)).transpose()
-    }
-    /// Takes a landlord's reply to a renewal request.
-    fn handle_reply(
-        &self,
-        py: Python<'_>,
-        reply: PyRef<'_, PyReply>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s| s.handle_reply(&reply.0, now));
-        Ok(())
-    }
-    /// Reports a transport failure of request `request_id`.
-    fn handle_failure(
-        &self,
-        py: Python<'_>,
-        request_id: &Bound<'_, PyAny>,
-        error: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let id = u64_arg(request_id, "request_id")?;
-        let err = from_instance(error)?;
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s| s.handle_failure(id, err, now));
-        Ok(())
-    }
-    /// The next event to deliver to a set's listener.
-    fn poll_event(&self, py: Python<'_>) -> PyResult<Option<PySetEvent>> {
-        let e = self.with(py, |s| s.poll_event());
-        e.map(|e| set_event(py, e)).transpose()
-    }
-    /// Every pending event.
-    fn drain_events(&self, py: Python<'_>) -> PyResult<Vec<PySetEvent>> {
-        let all: Vec<SetEvent> = self.with(py, |s| std::iter::from_fn(|| s.poll_event()).collect());
-        all.into_iter().map(|e| set_event(py, e)).collect()
-    }
-    fn __repr__(&self, py: Python<'_>) -> String {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |s| format!("RenewalService(id={}, sets={})", s.id().0, s.sets().len()))
     }
 }
@@ -487,10 +383,13 @@ pub struct PyRenewalSet {
 }
 
 impl PyRenewalSet {
-    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut RenewalService, SetId) -> T) -> T {
-        let svc = self.service.bind(py).get();
-        let mut g = lock(py, &svc.0);
-        f(&mut g, SetId(self.id))
+    fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut RenewalService, SetId) -> T,
+    ) -> PyResult<T> {
+        let id = SetId(self.id);
+        self.service.bind(py).get().0.with(py, |s| f(s, id))
     }
 }
 
@@ -509,7 +408,7 @@ impl PyRenewalSet {
         let r = duration_arg(renew_duration, "renew_duration")?;
         let now = i64_arg(now, "now")?;
         let l = lease.0;
-        self.with(py, |s, id| s.add(id, l, m, r, now)).py(py)
+        self.with(py, |s, id| s.add(id, l, m, r, now))?.py(py)
     }
     /// Removes `lease` from the set; returns its last known copy, or None if the set did not hold it.
     fn remove(
@@ -520,12 +419,12 @@ impl PyRenewalSet {
     ) -> PyResult<Option<PyLease>> {
         let now = i64_arg(now, "now")?;
         let l = lease.0;
-        Ok(self.with(py, |s, id| s.remove(id, &l, now)).py(py)?.map(PyLease))
+        Ok(self.with(py, |s, id| s.remove(id, &l, now))?.py(py)?.map(PyLease))
     }
     /// The client leases in the set.
     fn leases(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<Vec<PyLease>> {
         let now = i64_arg(now, "now")?;
-        Ok(self.with(py, |s, id| s.leases(id, now)).py(py)?.into_iter().map(PyLease).collect())
+        Ok(self.with(py, |s, id| s.leases(id, now))?.py(py)?.into_iter().map(PyLease).collect())
     }
     /// `(desired_expiration, renew_duration)` of `lease` in this set, or None.
     fn membership(
@@ -537,14 +436,14 @@ impl PyRenewalSet {
         let now = i64_arg(now, "now")?;
         let l = lease.0;
         Ok(self
-            .with(py, |s, id| s.membership(id, &l, now))
+            .with(py, |s, id| s.membership(id, &l, now))?
             .py(py)?
             .map(|m| (m.expiration, m.renew_duration)))
     }
     /// The set's own lease, if the set is alive.
     fn lease(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<Option<PyLease>> {
         let now = i64_arg(now, "now")?;
-        Ok(self.with(py, |s, id| s.set_lease(id, now)).map(PyLease))
+        Ok(self.with(py, |s, id| s.set_lease(id, now))?.map(PyLease))
     }
     /// Registers for the expiration warning, `min_warning` before the set's lease expires.
     fn set_expiration_warning_listener(
@@ -558,7 +457,7 @@ impl PyRenewalSet {
         let h = bytes_arg(handback, "handback")?.into_owned();
         let now = i64_arg(now, "now")?;
         Ok(registration(
-            self.with(py, |s, id| s.set_expiration_warning_listener(id, w, h, now)).py(py)?,
+            self.with(py, |s, id| s.set_expiration_warning_listener(id, w, h, now))?.py(py)?,
         ))
     }
     /// Registers for renewal-failure events.
@@ -570,7 +469,7 @@ impl PyRenewalSet {
     ) -> PyResult<PyEventRegistration> {
         let h = bytes_arg(handback, "handback")?.into_owned();
         let now = i64_arg(now, "now")?;
-        Ok(registration(self.with(py, |s, id| s.set_renewal_failure_listener(id, h, now)).py(py)?))
+        Ok(registration(self.with(py, |s, id| s.set_renewal_failure_listener(id, h, now))?.py(py)?))
     }
     /// Ends the expiration-warning registration.
     fn clear_expiration_warning_listener(
@@ -579,7 +478,7 @@ impl PyRenewalSet {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        self.with(py, |s, id| s.clear_expiration_warning_listener(id, now)).py(py)
+        self.with(py, |s, id| s.clear_expiration_warning_listener(id, now))?.py(py)
     }
     /// Ends the renewal-failure registration.
     fn clear_renewal_failure_listener(
@@ -588,7 +487,7 @@ impl PyRenewalSet {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        self.with(py, |s, id| s.clear_renewal_failure_listener(id, now)).py(py)
+        self.with(py, |s, id| s.clear_renewal_failure_listener(id, now))?.py(py)
     }
     /// The active event registrations of the set.
     fn registrations(
@@ -598,7 +497,7 @@ impl PyRenewalSet {
     ) -> PyResult<Vec<PyEventRegistration>> {
         let now = i64_arg(now, "now")?;
         Ok(self
-            .with(py, |s, id| s.registrations(id, now))
+            .with(py, |s, id| s.registrations(id, now))?
             .py(py)?
             .into_iter()
             .map(registration)

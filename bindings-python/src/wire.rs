@@ -65,7 +65,15 @@ pub fn limits_or_default(limits: Option<PyRef<'_, PyLimits>>) -> Limits {
 #[derive(Clone)]
 pub struct PyRequest(pub Request);
 
-fn cookies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<leasehold::Cookie>> {
+/// Cookies from any iterable (a list is read by index, without an iterator).
+pub fn cookies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<leasehold::Cookie>> {
+    if let Ok(list) = obj.cast_exact::<PyList>() {
+        let mut out = Vec::with_capacity(list.len());
+        for i in 0..list.len() {
+            out.push(cookie_arg(&list.get_item(i)?)?);
+        }
+        return Ok(out);
+    }
     let mut out = Vec::new();
     for c in obj.try_iter()? {
         out.push(cookie_arg(&c?)?);
@@ -73,19 +81,33 @@ fn cookies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<leasehold::Cookie>> {
     Ok(out)
 }
 
+#[inline]
+fn item_arg(item: &Bound<'_, PyAny>) -> PyResult<(leasehold::Cookie, i64)> {
+    let t = item.cast::<PyTuple>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err("each item must be a (cookie, duration) tuple")
+    })?;
+    if t.len() != 2 {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "each item must be a (cookie, duration) tuple",
+        ));
+    }
+    // Tuples are immutable: the borrowed items live as long as `t`.
+    let (c, d) = (t.get_borrowed_item(0)?, t.get_borrowed_item(1)?);
+    Ok((cookie_arg(&c)?, duration_arg(&d, "duration")?))
+}
+
+/// (cookie, duration) pairs from any iterable of 2-tuples (a list is read by index).
 pub fn items_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(leasehold::Cookie, i64)>> {
+    if let Ok(list) = obj.cast_exact::<PyList>() {
+        let mut out = Vec::with_capacity(list.len());
+        for i in 0..list.len() {
+            out.push(item_arg(&list.get_item(i)?)?);
+        }
+        return Ok(out);
+    }
     let mut out = Vec::new();
     for item in obj.try_iter()? {
-        let item = item?;
-        let t = item.cast::<PyTuple>().map_err(|_| {
-            pyo3::exceptions::PyTypeError::new_err("each item must be a (cookie, duration) tuple")
-        })?;
-        if t.len() != 2 {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "each item must be a (cookie, duration) tuple",
-            ));
-        }
-        out.push((cookie_arg(&t.get_item(0)?)?, duration_arg(&t.get_item(1)?, "duration")?));
+        out.push(item_arg(&item?)?);
     }
     Ok(out)
 }

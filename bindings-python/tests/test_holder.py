@@ -156,3 +156,39 @@ def test_manager_rejects_bad_settings() -> None:
         m.renew_for(Lease(1, "0" * 32, 10), 1_000, ANY, 0)  # ANY only with a FOREVER desired expiration
     with pytest.raises(TypeError):
         m.handle_failure(1, RuntimeError("not a LeaseError"), 0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("drift_ppm", [0, 100, 5_000])
+@pytest.mark.parametrize("latency", [0, 3, 17])
+def test_desired_expiration_event_carries_it_and_never_comes_early(drift_ppm: int, latency: int) -> None:
+    """Virtual time: replies arrive ``latency`` ms after the request; the holder's lease counts
+    from the send time (so a grant ends a little before the landlord's), with a drift margin."""
+    ll = landlord(1_000)
+    m = RenewalManager(initial_rtt=10, min_rto=20, max_clock_drift_ppm=drift_ppm)
+    desired = {}
+    for i, until in enumerate([2_500, 3_001, 4_999, 7_777]):
+        lease = obtain(ll, bytes([i]), 1_000, 0)
+        m.renew_until(lease, until, 1_000, 0)
+        desired[lease.cookie] = until
+    in_flight: List[tuple[int, Request]] = []
+    reached = {}
+    t = 0
+    while t <= 10_000:
+        nexts = [x for x in (m.poll_timeout(), in_flight[0][0] if in_flight else None) if x is not None]
+        if not nexts:
+            break
+        t = max(t, min(nexts))
+        while in_flight and in_flight[0][0] <= t:
+            _, req = in_flight.pop(0)
+            m.handle_reply(ll.handle_request(req, t), t)
+        m.handle_timeout(t)
+        while (tx := m.poll_transmit(t)) is not None:
+            in_flight.append((t + latency, tx.request))
+        for e in m.drain_events():
+            if e.kind == "renewed":
+                continue
+            assert e.kind == "desired_expiration_reached", e
+            assert e.desired_expiration == desired[e.lease.cookie]  # carried by the event
+            assert t >= e.desired_expiration, (t, e.desired_expiration)  # never before it
+            reached[e.lease.cookie] = t
+    assert reached.keys() == desired.keys() and len(m) == 0

@@ -30,10 +30,13 @@ from leasehold import (
     Policy,
     RenewalEvent,
     RenewalManager,
+    Reply,
+    Request,
     aio,
     monotonic_ms,
     threaded,
 )
+from leasehold import Encoding
 from leasehold.http import apost, post, serve_asyncio, serve_threaded
 
 LEASE_MS = 300
@@ -201,3 +204,37 @@ def test_blocking_client_and_errors() -> None:
         server.server_close()
     with pytest.raises(IndefiniteError):
         post(url, b"anything", timeout=1.0)  # nobody listens any more
+
+
+def test_keep_alive_client_is_not_stalled() -> None:
+    """One HTTP/1.1 connection reused for 300 requests: each reply is one write on a TCP_NODELAY
+    socket, so no request waits for a delayed ACK (~40 ms each, ~12 s in all, before the fix)."""
+    import http.client
+
+    landlord = Landlord(6, Policy.fixed(60_000), seed=os.urandom(32))
+    server = serve_threaded(lambda m, enc: landlord.handle_bytes(m, enc, monotonic_ms()))
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=10)
+    try:
+        g = landlord.grant(b"r", ANY, monotonic_ms())
+        sock = None
+        t0 = time.perf_counter()
+        for i in range(300):
+            enc: Encoding = "json" if i % 2 else "binary"
+            body = Request.renew(i, g.cookie, 60_000).encode(enc)
+            ctype = "application/json" if enc == "json" else "application/octet-stream"
+            conn.request("POST", "/", body=body, headers={"Content-Type": ctype})
+            resp = conn.getresponse()
+            reply = Reply.decode(resp.read(), enc)
+            assert resp.status == 200 and reply.op == "renewed" and reply.id == i
+            if sock is None:
+                sock = conn.sock
+            assert conn.sock is sock  # the same connection throughout
+        elapsed = time.perf_counter() - t0
+        assert elapsed < 5.0, f"300 keep-alive requests took {elapsed:.1f} s"
+        conn.request("POST", "/", body=Request.renew(1, g.cookie, 1).encode(), headers={"Connection": "close"})
+        resp = conn.getresponse()
+        assert resp.getheader("Connection") == "close" and Reply.decode(resp.read()).op == "renewed"
+    finally:
+        conn.close()
+        server.shutdown()
+        server.server_close()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+from typing import List, Union
 from datetime import timedelta
 
 import pytest
@@ -153,3 +154,53 @@ def test_snapshot_and_restore_keep_every_lease() -> None:
         Landlord.restore("{}", Policy.fixed(5), 0)
     with pytest.raises(leasehold.DecodeError):
         Landlord.restore(text.replace('"version":2', '"version":7'), Policy.fixed(5), 0)
+
+
+def test_cookies_as_text_bytes_or_int(landlord: Landlord) -> None:
+    g = landlord.grant("r", ANY, 0)
+    raw = g.cookie_bytes
+    assert isinstance(raw, bytes) and len(raw) == 16 and raw.hex() == g.cookie
+    forms: List[Union[str, bytes, int]] = [g.cookie, g.cookie.upper(), raw, int(g.cookie, 16)]
+    for c in forms:
+        got = landlord.get(c, 1)
+        assert got is not None and got[1] == "r"
+        assert landlord.renew(c, 1_000, 1) == 1_000
+    assert landlord.renew_all([(raw, 2_000), (g.cookie, 3_000), (int(g.cookie, 16), 4_000)], 2) == [2_000, 3_000, 4_000]
+    assert landlord.renew_all(((c, ANY) for c in [raw]), 3) == [30_000]  # any iterable of tuples
+    assert landlord.renew(raw, 30_000, 3) is landlord.renew(g.cookie, 30_000, 3)  # one int object
+    for bad in [b"\x00" * 15, b"\x00" * 17, 2**128, -1, "g" * 32, "0" * 31, "\u00e9" * 32]:
+        with pytest.raises(ValueError):
+            landlord.renew(bad, ANY, 4)  # type: ignore[arg-type]
+    for wrong in [True, 1.5, None, bytearray(raw)]:
+        with pytest.raises(TypeError):
+            landlord.renew(wrong, ANY, 4)  # type: ignore[arg-type]
+    assert landlord.cancel_all([raw, raw], 5)[0] == "r"
+    landlord.grant("s", 1, 0)
+    landlord.handle_timeout(10_000)
+    (e,) = landlord.drain_expired()
+    assert e.cookie_bytes.hex() == e.cookie and e.resource == "s"
+
+
+def test_big_batches_run_detached_and_other_threads_meanwhile() -> None:
+    ll = Landlord(2, Policy.fixed(60_000), seed=bytes(32), limits=leasehold.Limits(max_batch=100_000))
+    cookies = [ll.grant(i, ANY, 0).cookie_bytes for i in range(5_000)]
+    ticks = []
+    stop = threading.Event()
+
+    def other() -> None:
+        while not stop.is_set():
+            ticks.append(len(ll))
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        for k in range(20):
+            assert ll.renew_all([(c, ANY) for c in cookies], 1_000 * k) == [60_000] * len(cookies)
+            msg = leasehold.Request.renew_all(k, [(c, 60_000) for c in cookies]).encode()
+            results = leasehold.Reply.decode(ll.handle_bytes(msg, "binary", 1_000 * k + 500)).results
+            assert results == [60_000] * len(cookies)
+    finally:
+        stop.set()
+        t.join()
+    assert ticks and set(ticks) == {5_000}
+    assert ll.cancel_all(cookies, 30_000) == list(range(len(cookies)))

@@ -12,7 +12,7 @@
 //
 // Usage as a program (the package installed next to it):
 //   node holders.mjs --servers URL[,URL...] [--holders 4] [--leases 50] [--lease-ms 4000]
-//     [--run-ms 10000] [--encoding binary|json] [--timeout-ms 1000] [--json FILE]
+//     [--run-ms 10000] [--encoding binary|json] [--timeout-ms 1000] [--renew-divisor N] [--json FILE]
 // Prints `load (node): ...` and `check (node): ...`; exits 1 on any violation.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -44,7 +44,9 @@ class Holder {
     this.transport = fetchTransport(servers, { encoding: o.encoding, timeout: o.timeoutMs });
     this.tracks = new Map(); // cookie -> {lease, landlord, promised, kind, nextProbe}
     this.probeId = 2 ** 40 + h * 2 ** 32;
-    this.driver = new RenewalDriver(new RenewalManager({ minRto: 100, reportRenewals: false }), {
+    const settings = { minRto: 100, reportRenewals: false };
+    if (o.renewDivisor) settings.renewDivisor = o.renewDivisor;
+    this.driver = new RenewalDriver(new RenewalManager(settings), {
       transport: (body, landlord) => this.#checked(body, landlord),
       encoding: o.encoding,
       onEvent: (e) => {
@@ -238,10 +240,10 @@ class Holder {
 /** Runs the holders; resolves with the counts. */
 export async function runHolders({
   servers, holders = 4, leases = 50, leaseMs = 4000, runMs = 10_000, encoding = 'binary', cancel = 0.1,
-  abandon = 0.1, timeoutMs = 1000, log = (m) => console.error(m),
+  abandon = 0.1, timeoutMs = 1000, renewDivisor, log = (m) => console.error(m),
 }) {
   const counts = newCounts();
-  const o = { servers, leases, leaseMs, runMs, encoding, cancel, abandon, timeoutMs };
+  const o = { servers, leases, leaseMs, runMs, encoding, cancel, abandon, timeoutMs, renewDivisor };
   const started = Date.now();
   const stamped = (m) => log(`[${((Date.now() - started) / 1000).toFixed(1)} s] ${m}`);
   await Promise.all(Array.from({ length: holders }, (_, h) => new Holder(h, o, counts, stamped).run(started)));
@@ -275,7 +277,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   };
   const servers = opt('servers', '').split(',').filter(Boolean);
   if (servers.length === 0) {
-    console.error('usage: node holders.mjs --servers URL[,URL...] [--holders N] [--leases N] [--lease-ms MS] [--run-ms MS] [--encoding binary|json] [--timeout-ms MS] [--json FILE]');
+    console.error('usage: node holders.mjs --servers URL[,URL...] [--holders N] [--leases N] [--lease-ms MS] [--run-ms MS] [--encoding binary|json] [--timeout-ms MS] [--renew-divisor N] [--json FILE]');
     process.exit(2);
   }
   const c = await runHolders({
@@ -286,6 +288,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     runMs: Number(opt('run-ms', 10_000)),
     encoding: opt('encoding', 'binary'),
     timeoutMs: Number(opt('timeout-ms', 1000)),
+    renewDivisor: opt('renew-divisor') ? Number(opt('renew-divisor')) : undefined,
   });
   for (const line of describe(c)) console.log(line);
   const json = opt('json');

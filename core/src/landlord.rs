@@ -428,6 +428,43 @@ impl<R> Landlord<R> {
         Ok(Grant { cookie, duration, expiration: self.to_host(expiration) })
     }
 
+    /// Grants a lease of exactly `duration` (already decided: no policy is asked), for hosts
+    /// that replay their own journal of outcomes (the discovery service's).
+    pub(crate) fn grant_exact(
+        &mut self,
+        resource: R,
+        duration: Duration,
+        now: Millis,
+    ) -> Result<Grant> {
+        self.tick(now);
+        if self.free == NIL && self.slots.len() >= NIL as usize {
+            return Err(LeaseError::LeaseDenied("landlord full".into()));
+        }
+        let (cookie, expiration) = self.place(resource, duration);
+        Ok(Grant { cookie, duration, expiration: self.to_host(expiration) })
+    }
+
+    /// Renews a lease for exactly `duration` (already decided: no policy is asked).
+    pub(crate) fn renew_exact(
+        &mut self,
+        cookie: Cookie,
+        duration: Duration,
+        now: Millis,
+    ) -> Result<Duration> {
+        self.tick(now);
+        let idx = self.live_slot(cookie)?;
+        self.extend(idx, duration);
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.renew(self.clock, cookie, duration);
+        }
+        Ok(duration)
+    }
+
+    /// Replaces the policy that decides later grants and renewals.
+    pub(crate) fn set_policy(&mut self, policy: Box<dyn LeasePolicy>) {
+        self.policy = policy;
+    }
+
     /// Puts a new lease of `duration` from the landlord's time into the next slot, with the
     /// next cookie, and journals it.
     fn place(&mut self, resource: R, duration: Duration) -> (Cookie, Millis) {
@@ -530,6 +567,8 @@ impl<R> Landlord<R> {
         items: &[(Cookie, Duration)],
         now: Millis,
     ) -> Vec<Result<Duration>> {
+        // Even an empty batch is a call at `now`: the clock moves as for any other.
+        self.tick(now);
         self.warm(items.iter().map(|&(c, _)| c));
         items.iter().map(|&(c, d)| self.renew(c, d, now)).collect()
     }
@@ -549,6 +588,8 @@ impl<R> Landlord<R> {
 
     /// Cancels many leases; one result per lease, in order.
     pub fn cancel_all(&mut self, cookies: &[Cookie], now: Millis) -> Vec<Result<R>> {
+        // Even an empty batch is a call at `now`: the clock moves as for any other.
+        self.tick(now);
         self.warm(cookies.iter().copied());
         cookies.iter().map(|&c| self.cancel(c, now)).collect()
     }
@@ -667,31 +708,38 @@ impl<R> Landlord<R> {
             if due.start > t {
                 return false;
             }
-            if due.end > t {
-                // Only partly due: move its leases down a level (or to the side set).
-                self.wheel.begin_cascade(due);
-                while let Some(idx) = self.wheel.pop(&mut self.slots, due.list) {
-                    match self.due_key(self.slots[idx as usize].expiration) {
-                        Some(k) => self.wheel.insert(&mut self.slots, idx, k, now),
-                        None => self.slots[idx as usize].list = LIST_NONE,
-                    }
-                }
-                continue;
-            }
-            // Wholly due: its leases expire, except those extended meanwhile, which are filed
-            // again at their new deadline (even one that is due too: leases of later lists
-            // may come before it).
+            // Empty the list first, then file again what must be: filing into an emptied wheel
+            // may move its position forward, and an entry must never land back in the list
+            // being emptied (it would be taken again, for ever).
             let mut batch = std::mem::take(&mut self.batch);
             while let Some(idx) = self.wheel.pop(&mut self.slots, due.list) {
                 match self.due_key(self.slots[idx as usize].expiration) {
-                    Some(k) if k <= due.end => batch.push((k, idx)),
-                    Some(k) => self.wheel.insert(&mut self.slots, idx, k, now),
+                    Some(k) => batch.push((k, idx)),
                     None => self.slots[idx as usize].list = LIST_NONE,
                 }
             }
-            let found = !batch.is_empty();
-            batch.sort_unstable();
-            self.due.extend(batch.drain(..).map(|(_, idx)| idx));
+            let mut found = false;
+            if due.end > t {
+                // Only partly due: its leases move down a level (or to the side set).
+                self.wheel.begin_cascade(due);
+                for &(k, idx) in &batch {
+                    self.wheel.insert(&mut self.slots, idx, k, now);
+                }
+                batch.clear();
+            } else {
+                // Wholly due: its leases expire, except those extended meanwhile, which are
+                // filed again at their new deadline (even one that is due too: leases of later
+                // lists may come before it).
+                batch.retain(|&(k, idx)| {
+                    k <= due.end || {
+                        self.wheel.insert(&mut self.slots, idx, k, now);
+                        false
+                    }
+                });
+                found = !batch.is_empty();
+                batch.sort_unstable();
+                self.due.extend(batch.drain(..).map(|(_, idx)| idx));
+            }
             self.batch = batch;
             if found {
                 return true;

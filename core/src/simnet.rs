@@ -504,6 +504,30 @@ impl SimNet {
         self.nodes[node].clock
     }
 
+    /// Replaces the clock of `node` from now on (a clock step, or a new rate). Its local time
+    /// jumps to what the new clock reads at the current real time, backwards too: that is how a
+    /// test steps a node's clock. Panics if there is no such node (a bug in the test).
+    pub fn set_clock(&mut self, node: NodeId, clock: Clock) {
+        let slot = &mut self.nodes[node];
+        slot.clock = clock;
+        // The guard against waking twice at one local instant counts on the old clock: after a
+        // step back it would keep the node asleep until its clock read the old time again.
+        slot.last_timeout = None;
+    }
+
+    /// Steps the clock of `node` by `delta` ms (negative steps it back), keeping its rate: from
+    /// now on it reads `delta` more than it would have. Panics if there is no such node.
+    pub fn step_clock(&mut self, node: NodeId, delta: Duration) {
+        let slot = &mut self.nodes[node];
+        slot.clock.offset = slot.clock.offset.saturating_add(delta);
+        slot.last_timeout = None;
+    }
+
+    /// How many nodes the network has (their ids are `0..node_count()`).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// The local time of `node` now.
     pub fn local_now(&self, node: NodeId) -> Millis {
         self.nodes[node].clock.local(self.now)
@@ -678,6 +702,68 @@ mod tests {
         }
         assert_eq!(Clock::new(5, 1.0).real_at(i64::MAX), None);
         assert_eq!(Clock::new(0, f64::NAN).rate, 1.0);
+    }
+
+    #[test]
+    fn a_stepped_clock_reads_the_step_at_once_and_keeps_its_rate() {
+        let mut net = SimNet::new(1);
+        let n = net.add_node(
+            Box::new(LandlordNode::new(Landlord::new(
+                crate::LandlordConfig::new(LandlordId(1), [1; 32]),
+                crate::policy::Fixed::new(1_000).unwrap(),
+            ))),
+            Clock::new(100, 2.0),
+        );
+        net.run_until(50);
+        assert_eq!(net.local_now(n), 200);
+        net.step_clock(n, -150);
+        assert_eq!(net.local_now(n), 50);
+        net.run_until(60);
+        assert_eq!(net.local_now(n), 70);
+        net.set_clock(n, Clock::exact());
+        assert_eq!(net.local_now(n), 60);
+    }
+
+    /// An actor that asks to be woken at one local time, and records when it was.
+    struct Alarm {
+        at: Option<Millis>,
+        woken: Vec<Millis>,
+    }
+
+    impl Actor for Alarm {
+        fn poll_timeout(&self) -> Option<Millis> {
+            self.at
+        }
+        fn handle_timeout(&mut self, now: Millis) {
+            if self.at.is_some_and(|t| t <= now) {
+                self.at = None;
+                self.woken.push(now);
+            }
+        }
+        fn poll_outgoing(&mut self, _now: Millis) -> Option<Outgoing> {
+            None
+        }
+        fn handle_message(&mut self, _from: NodeId, _message: Message, _now: Millis) {}
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+        fn as_any_mut(&mut self) -> &mut dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn a_node_whose_clock_steps_back_still_wakes_for_what_is_due() {
+        // Woken at local 1 000; its clock then steps back by 10 s and it asks to be woken at
+        // local -8 000: that must happen when its clock reads -8 000, not once it reads 1 001.
+        let mut net = SimNet::new(1);
+        let n =
+            net.add_node(Box::new(Alarm { at: Some(1_000), woken: Vec::new() }), Clock::exact());
+        net.run_until(2_000);
+        net.step_clock(n, -11_000);
+        net.node_mut::<Alarm>(n).unwrap().at = Some(-8_000);
+        net.run_until(3_100);
+        assert_eq!(net.node::<Alarm>(n).unwrap().woken, vec![1_000, -8_000]);
     }
 
     #[test]

@@ -150,9 +150,13 @@ impl Store {
     /// bytes; names that are not the store's are left alone). `build` makes the state machine
     /// from the snapshot's bytes, or afresh from the host's configuration when there is no
     /// snapshot (a new store, or a lost snapshot while the log still starts at record 1).
+    /// Once the log is replayed, the state machine resumes at `now` on the host's clock: time
+    /// spent down does not count. (`None` leaves it where the log left it, on the clock the
+    /// log was written with: for tests that compare states exactly.)
     pub fn open<S: Journaled>(
         config: StoreConfig,
         files: &[(String, Vec<u8>)],
+        now: Option<crate::time::Millis>,
         build: impl FnOnce(Option<&[u8]>) -> Result<S>,
     ) -> Result<Opened<S>> {
         let mut ops = Vec::new();
@@ -204,6 +208,9 @@ impl Store {
         }
         let slices: Vec<&[u8]> = live.iter().map(|&(_, _, b)| b.as_slice()).collect();
         let recovered = state.replay_segments(&slices)?;
+        if let Some(now) = now {
+            state.resume(now);
+        }
         let mut store = Store {
             config,
             segments: live

@@ -227,7 +227,7 @@ fn store_vectors() {
     assert_eq!(s(p, "kind"), "bounded");
     let policy = || Bounded::new(i(p, "max"), i(p, "default")).unwrap();
     let open = |d: &MemDir| {
-        Store::open(StoreConfig::default(), &d.files(), |snap| {
+        Store::open(StoreConfig::default(), &d.files(), None, |snap| {
             LL::from_snapshot_bytes(snap.expect("the vector has a snapshot"), policy())
         })
     };

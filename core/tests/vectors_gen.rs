@@ -835,7 +835,7 @@ fn store_vectors() -> Value {
     let sc = StoreConfig { segment_bytes: 150, min_compact_bytes: u64::MAX };
     let mut dir = MemDir::new();
     let open = |dir: &MemDir| {
-        Store::open(sc, &dir.files(), |snap| match snap {
+        Store::open(sc, &dir.files(), None, |snap| match snap {
             Some(b) => LL::from_snapshot_bytes(b, policy()),
             None => {
                 let mut ll = LL::new(LandlordConfig::new(L, seed), policy());

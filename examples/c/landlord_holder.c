@@ -1,5 +1,7 @@
 /*
- * A landlord and a holder talking the leasehold wire protocol over a loopback TCP socket.
+ * A landlord and a holder talking the leasehold wire protocol over a loopback TCP socket, with
+ * the landlord durable: it keeps its leases in a directory, and halfway through the run it is
+ * killed with SIGKILL and started again on the same directory while the holder keeps renewing.
  *
  * The process forks: the child is the landlord (it answers binary requests, drives expiry from
  * its own timer and reports the leases that expire); the parent is the holder (it takes two
@@ -7,15 +9,30 @@
  * manager cancel the first). Both run libleasehold's sans-I/O state machines with the C driver
  * calls (`_poll_timeout`/`_handle_timeout` and `leasehold_renewal_manager_drive` with a transport
  * callback) on top of poll(2).
+ *
+ * Reply after durable: the landlord answers what arrived, commits (one append and one fsync for
+ * all of it: `leasehold_landlord_commit`), and only then sends the replies; it commits before
+ * reporting an expiry too. So whatever the holder was told survives the kill: the restarted
+ * landlord recovers the lease (same cookie, same time left) and the holder's next renewal of it
+ * simply works. The holder reconnects when the connection drops; the renewal manager retries
+ * what was lost.
+ *
  * Each process uses its own monotonic clock for `now`: the wire carries relative durations, so
  * the clocks never need to agree. Frames are a 4-byte big-endian length and a binary message.
- * Runs for about 1.5 s and exits by itself (hard limit 30 s); exit status 0 means all went as
- * expected. An optional argument scales every time (e.g. 5 under valgrind).
+ * Runs for about 2 s and exits by itself (hard limit 30 s); exit status 0 means all went as
+ * expected.
+ *
+ *   landlord_holder [SCALE] [--data DIR] [--memory]
+ *
+ * SCALE (1..20) multiplies every time (slow hosts, sanitizers). The store is DIR (default:
+ * `landlord-data` beside the program; created if missing, recovered if not); `--memory` keeps
+ * the landlord in memory instead, and then it is not killed (it would forget the lease).
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <libgen.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -32,8 +49,10 @@
 #define HARD_LIMIT_MS 30000
 
 /* Lease length and run time; `landlord_holder SCALE` multiplies both (slow hosts, valgrind). */
-static int64_t LEASE_MS = 300;
-static int64_t RUN_MS = 1200;
+static int64_t LEASE_MS = 500;
+static int64_t RUN_MS = 1500;
+/* The landlord's store; NULL: in memory. */
+static const char *DATA_DIR = NULL;
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -99,16 +118,29 @@ static int recv_frame(int fd, uint8_t **msg, size_t *len) {
 
 /* ---------- the landlord (child process) ---------- */
 
-static int run_landlord(int listener) {
-    const char *who = "landlord";
+/* Runs one incarnation of the landlord on `listener` until the holder hangs up (or, when it is
+ * the first of two, until it is killed). Returns 0 if what it saw is what the run expects. */
+static int run_landlord(int listener, int incarnation) {
+    const char *who = incarnation == 1 ? "landlord" : "landlord (restarted)";
     uint8_t seed[LEASEHOLD_SEED_SIZE];
     for (size_t i = 0; i < sizeof seed; i++) seed[i] = (uint8_t)(rand() ^ (int)getpid() ^ (int)(i * 37));
     leasehold_landlord_config *cfg = NULL;
     leasehold_policy *policy = NULL;
     leasehold_landlord *ll = NULL;
+    leasehold_recovery info;
+    memset(&info, 0, sizeof info);
     CALL(who, leasehold_landlord_config_new(0x1ea5e, seed, sizeof seed, &cfg));
     CALL(who, leasehold_policy_new_bounded(LEASE_MS, LEASE_MS, &policy));
-    CALL(who, leasehold_landlord_new(cfg, policy, &ll));
+    if (DATA_DIR != NULL) {
+        /* Durable: recovers what the directory holds (the seed above is used only for a new
+         * store; a store keeps its own). */
+        CALL(who, leasehold_landlord_open_dir(DATA_DIR, strlen(DATA_DIR), cfg, policy, now_ms(), &ll, &info));
+        printf("%s: store %s: %s, %zu lease(s) recovered (%llu journal records replayed%s)\n", who, DATA_DIR,
+               info.created ? "new" : "opened", info.leases, (unsigned long long)info.replayed,
+               info.torn_tail ? ", a torn tail dropped" : "");
+    } else {
+        CALL(who, leasehold_landlord_new(cfg, policy, &ll));
+    }
     leasehold_landlord_config_free(cfg);
     leasehold_policy_free(policy);
 
@@ -130,48 +162,86 @@ static int run_landlord(int listener) {
         if (wait > 1000) wait = 1000;
         struct pollfd pfd = {conn, POLLIN, 0};
         int ready = poll(&pfd, 1, (int)wait);
+        /* Answer what arrived; the reply waits until its records are durable. */
+        uint8_t *reply = NULL;
+        size_t reply_len = 0;
         if (ready > 0) {
             uint8_t *msg = NULL;
             size_t len = 0;
             if (recv_frame(conn, &msg, &len) != 0) {
                 done = 1; /* the holder hung up */
             } else {
-                uint8_t *reply = NULL;
-                size_t reply_len = 0;
-                CALL(who, leasehold_landlord_handle_bytes(ll, msg, len, LEASEHOLD_ENCODING_BINARY,
-                                                          now_ms(), &reply, &reply_len));
+                CALL(who, leasehold_landlord_handle_bytes(ll, msg, len, LEASEHOLD_ENCODING_BINARY, now_ms(), &reply,
+                                                          &reply_len));
                 free(msg);
-                if (send_frame(conn, reply, reply_len) != 0) done = 1;
-                leasehold_bytes_free(reply, reply_len);
                 answered++;
             }
         }
         CALL(who, leasehold_landlord_handle_timeout(ll, now_ms()));
-        for (;;) {
-            leasehold_expired e;
-            bool found = false;
-            CALL(who, leasehold_landlord_poll_expired(ll, &e, &found));
-            if (!found) break;
+        leasehold_expired gone[16];
+        size_t n_gone = 0;
+        bool found = true;
+        while (found && n_gone < 16) {
+            CALL(who, leasehold_landlord_poll_expired(ll, &gone[n_gone], &found));
+            n_gone += found;
+        }
+        /* Group commit: one append and one fsync for everything above (nothing to write: it
+         * returns at once; a landlord in memory: always). Only then do answers leave. */
+        uint64_t durable = 0;
+        CALL(who, leasehold_landlord_commit(ll, &durable));
+        if (reply != NULL) {
+            if (send_frame(conn, reply, reply_len) != 0) done = 1;
+            leasehold_bytes_free(reply, reply_len);
+        }
+        for (size_t i = 0; i < n_gone; i++) {
             char hex[LEASEHOLD_COOKIE_HEX_SIZE];
-            CALL(who, leasehold_cookie_to_hex(e.cookie, hex, sizeof hex));
-            printf("landlord: lease %.8s... on \"%.*s\" expired\n", hex, (int)e.resource_len,
-                   (const char *)e.resource);
-            leasehold_bytes_free(e.resource, e.resource_len);
+            CALL(who, leasehold_cookie_to_hex(gone[i].cookie, hex, sizeof hex));
+            printf("%s: lease %.8s... on \"%.*s\" expired\n", who, hex, (int)gone[i].resource_len,
+                   (const char *)gone[i].resource);
+            leasehold_bytes_free(gone[i].resource, gone[i].resource_len);
             expired++;
         }
     }
     size_t left = 0;
     CALL(who, leasehold_landlord_len(ll, &left));
-    printf("landlord: answered %d requests, %d lease(s) expired, %zu left\n", answered, expired, left);
+    printf("%s: answered %d requests, %d lease(s) expired, %zu left\n", who, answered, expired, left);
     leasehold_landlord_free(ll);
     close(conn);
-    /* Expected: the unrenewed lease expired, the renewed one was cancelled. */
+    /* Expected: the unrenewed lease expired (before the kill, when there is one), the renewed
+     * one was cancelled; a restarted landlord got the renewed one back from its store. */
+    if (incarnation == 2) return (expired == 0 && left == 0 && info.leases == 1) ? 0 : 1;
     return (expired == 1 && left == 0) ? 0 : 1;
+}
+
+/* Starts a landlord process on `listener` (which this process keeps, so that holders can
+ * connect while a landlord is being restarted). `close_fd` is a descriptor the child must not
+ * keep (the holder's socket). */
+static pid_t start_landlord(int listener, int incarnation, int close_fd) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0) {
+        perror("fork");
+        exit(1);
+    }
+    if (child == 0) {
+        if (close_fd >= 0) close(close_fd);
+        alarm(HARD_LIMIT_MS / 1000 + 2); /* never outlive a stuck parent */
+        int rc = run_landlord(listener, incarnation);
+        fflush(stdout);
+        exit(rc); /* exit, not _exit: the leak checker runs at exit in the child too */
+    }
+    return child;
 }
 
 /* ---------- the holder (parent process) ---------- */
 
 static uint64_t next_id = 1;
+
+/* The landlord process, and when to kill it (durable runs only). */
+static int LISTENER = -1;
+static pid_t LANDLORD = -1;
+static int64_t KILL_AT = -1;
+static int RESTARTS = 0;
 
 /* Sends a request and waits for its reply. `*sent_at` is when it was sent (holder's clock). */
 static leasehold_reply *call(int fd, leasehold_request *req, int64_t *sent_at) {
@@ -185,8 +255,10 @@ static leasehold_reply *call(int fd, leasehold_request *req, int64_t *sent_at) {
     leasehold_bytes_free(msg, len);
     uint8_t *in = NULL;
     size_t in_len = 0;
-    if (sent != 0 || recv_frame(fd, &in, &in_len) != 0) {
-        fprintf(stderr, "holder: the landlord went away\n");
+    struct pollfd pfd = {fd, POLLIN, 0};
+    if (sent != 0 || poll(&pfd, 1, (int)(10 * LEASE_MS)) <= 0 || recv_frame(fd, &in, &in_len) != 0) {
+        fprintf(stderr, "holder: no answer from the landlord\n");
+        kill(LANDLORD, SIGKILL);
         exit(1);
     }
     leasehold_reply *reply = NULL;
@@ -212,16 +284,50 @@ static leasehold_lease take_lease(int fd, const char *resource, int64_t duration
 
 /* The holder's side of the driver: requests go out on the socket, events are counted. */
 struct holder_io {
-    int fd;
-    int renewals, failures;
+    int fd; /* -1 while the landlord is away */
+    struct sockaddr_in addr;
+    int renewals, failures, reconnects;
 };
+
+/* Kills the landlord without warning and starts it again on the same directory, once, at
+ * KILL_AT. */
+static void maybe_kill_landlord(struct holder_io *io) {
+    if (KILL_AT < 0 || now_ms() < KILL_AT) return;
+    KILL_AT = -1;
+    printf("holder: killing the landlord (pid %d) with SIGKILL\n", (int)LANDLORD);
+    kill(LANDLORD, SIGKILL);
+    waitpid(LANDLORD, NULL, 0);
+    LANDLORD = start_landlord(LISTENER, 2, io->fd);
+    RESTARTS++;
+}
+
+/* Connects again after the landlord went away: the listening socket lives on in this process,
+ * so the connection waits in its backlog until the restarted landlord accepts it. */
+static void reconnect(struct holder_io *io) {
+    if (io->fd >= 0) return;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&io->addr, sizeof io->addr) == 0) {
+        io->fd = fd;
+        io->reconnects++;
+    } else if (fd >= 0) {
+        close(fd);
+    }
+}
+
+static void hang_up(struct holder_io *io) {
+    if (io->fd >= 0) close(io->fd);
+    io->fd = -1;
+}
 
 static int32_t send_request(void *user_data, uint64_t landlord, uint64_t request_id, const uint8_t *data,
                             size_t len) {
     struct holder_io *io = (struct holder_io *)user_data;
     (void)landlord;
     (void)request_id;
-    return send_frame(io->fd, data, len) == 0 ? 0 : 1; /* non-zero: an indefinite failure */
+    reconnect(io);
+    if (io->fd >= 0 && send_frame(io->fd, data, len) == 0) return 0;
+    hang_up(io);
+    return 1; /* non-zero: an indefinite failure; the manager retries */
 }
 
 static void on_event(void *user_data, const leasehold_renewal_event *e) {
@@ -239,18 +345,27 @@ static void drive_until(leasehold_renewal_manager *m, struct holder_io *io, int6
     for (;;) {
         int64_t now = now_ms();
         if (now >= until) break;
+        maybe_kill_landlord(io);
         bool has = false;
         int64_t next = 0;
         CALL(who, leasehold_renewal_manager_drive(m, now, LEASEHOLD_ENCODING_BINARY, send_request, on_event, io,
                                                   &has, &next));
         int64_t wait = (has && next < until ? next : until) - now_ms();
+        if (KILL_AT >= 0 && KILL_AT - now_ms() < wait) wait = KILL_AT - now_ms();
+        if (io->fd < 0) {
+            /* Away: the manager's retries reconnect. */
+            struct timespec ts = {0, (wait > 0 ? (wait < 10 ? wait : 10) : 0) * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         struct pollfd pfd = {io->fd, POLLIN, 0};
         if (poll(&pfd, 1, wait > 0 ? (int)wait : 0) > 0) {
             uint8_t *in = NULL;
             size_t in_len = 0;
             if (recv_frame(io->fd, &in, &in_len) != 0) {
-                fprintf(stderr, "holder: the landlord went away\n");
-                exit(1);
+                printf("holder: the landlord went away; requests are retried on a new connection\n");
+                hang_up(io);
+                continue;
             }
             CALL(who, leasehold_renewal_manager_handle_reply_bytes(m, in, in_len, LEASEHOLD_ENCODING_BINARY,
                                                                    now_ms()));
@@ -259,24 +374,24 @@ static void drive_until(leasehold_renewal_manager *m, struct holder_io *io, int6
     }
 }
 
-static int run_holder(int fd) {
+static int run_holder(struct holder_io *io) {
     const char *who = "holder";
-    leasehold_lease printer = take_lease(fd, "printer", LEASE_MS);
-    leasehold_lease scanner = take_lease(fd, "scanner", LEASE_MS / 2);
+    leasehold_lease printer = take_lease(io->fd, "printer", LEASE_MS);
+    leasehold_lease scanner = take_lease(io->fd, "scanner", LEASE_MS / 2);
     (void)scanner; /* never renewed: the landlord expires it */
 
     /* The renewal manager keeps "printer" alive: it decides when to renew (early enough for a
      * round trip and retries), the host only carries bytes and runs the clock. */
     leasehold_renewal_manager_config cfg;
     CALL(who, leasehold_renewal_manager_config_default(&cfg));
-    cfg.initial_rtt = 5; /* loopback */
-    cfg.min_rto = 20;
+    cfg.initial_rtt = 10; /* loopback, plus the landlord's fsync before it answers */
+    cfg.min_rto = 50;
     cfg.max_retry_interval = 100;
+    cfg.renew_divisor = 2; /* renew halfway: room for a retry on a loaded machine */
     leasehold_renewal_manager *m = NULL;
     CALL(who, leasehold_renewal_manager_new(&cfg, &m));
     CALL(who, leasehold_renewal_manager_renew_for(m, &printer, LEASEHOLD_FOREVER, LEASE_MS, now_ms()));
-    struct holder_io io = {fd, 0, 0};
-    drive_until(m, &io, now_ms() + RUN_MS);
+    drive_until(m, io, now_ms() + RUN_MS);
 
     /* Done: cancel through the manager (it sends the cancel) and wait for the answer. */
     leasehold_lease current;
@@ -288,25 +403,43 @@ static int run_holder(int fd) {
     leasehold_renewal_stats st;
     int64_t give_up = now_ms() + 10 * LEASE_MS;
     do {
-        drive_until(m, &io, now_ms() + LEASE_MS / 10);
+        drive_until(m, io, now_ms() + LEASE_MS / 10);
         CALL(who, leasehold_renewal_manager_stats(m, &st));
     } while (st.leases_cancelled == 0 && now_ms() < give_up);
     leasehold_renewal_manager_free(m);
-    printf("holder: renewed \"printer\" %d times (%lld ms left at the end), cancel %s\n", io.renewals,
-           (long long)left, st.leases_cancelled == 1 ? "confirmed" : "NOT confirmed");
-    return (io.renewals >= 3 && io.failures == 0 && left > 0 && st.leases_cancelled == 1) ? 0 : 1;
+    printf("holder: renewed \"printer\" %d times (%lld ms left at the end, %d reconnection(s)), cancel %s\n",
+           io->renewals, (long long)left, io->reconnects, st.leases_cancelled == 1 ? "confirmed" : "NOT confirmed");
+    return (io->renewals >= 3 && io->failures == 0 && left > 0 && st.leases_cancelled == 1) ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* the two processes' lines interleave in order */
-    if (argc > 1) {
-        long scale = strtol(argv[1], NULL, 10);
-        if (scale < 1 || scale > 20) {
-            fprintf(stderr, "usage: %s [SCALE 1..20]\n", argv[0]);
-            return 2;
+    signal(SIGPIPE, SIG_IGN);         /* a write to a killed landlord fails, it does not kill us */
+    static char default_dir[4096];
+    bool memory = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--memory") == 0) {
+            memory = true;
+        } else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
+            DATA_DIR = argv[++i];
+        } else {
+            char *end = NULL;
+            long scale = strtol(argv[i], &end, 10);
+            if (*end != '\0' || scale < 1 || scale > 20) {
+                fprintf(stderr, "usage: %s [SCALE 1..20] [--data DIR] [--memory]\n", argv[0]);
+                return 2;
+            }
+            LEASE_MS *= scale;
+            RUN_MS *= scale;
         }
-        LEASE_MS *= scale;
-        RUN_MS *= scale;
+    }
+    if (memory) {
+        DATA_DIR = NULL;
+    } else if (DATA_DIR == NULL) {
+        char self[4096];
+        snprintf(self, sizeof self, "%s", argv[0]);
+        snprintf(default_dir, sizeof default_dir, "%s/landlord-data", dirname(self));
+        DATA_DIR = default_dir;
     }
     int listener = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in addr;
@@ -316,41 +449,37 @@ int main(int argc, char **argv) {
     addr.sin_port = 0; /* any free port */
     socklen_t addr_len = sizeof addr;
     if (listener < 0 || bind(listener, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        listen(listener, 1) != 0 || getsockname(listener, (struct sockaddr *)&addr, &addr_len) != 0) {
+        listen(listener, 4) != 0 || getsockname(listener, (struct sockaddr *)&addr, &addr_len) != 0) {
         perror("socket setup");
         return 1;
     }
-    printf("libleasehold %s: landlord on 127.0.0.1:%u\n", leasehold_version(), ntohs(addr.sin_port));
-    fflush(stdout);
-
-    pid_t child = fork();
-    if (child < 0) {
-        perror("fork");
-        return 1;
-    }
-    if (child == 0) {
-        alarm(HARD_LIMIT_MS / 1000 + 2); /* never outlive a stuck parent */
-        int rc = run_landlord(listener);
-        fflush(stdout);
-        exit(rc); /* exit, not _exit: the leak checker runs at exit in the child too */
-    }
-    close(listener);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    printf("libleasehold %s: landlord on 127.0.0.1:%u, %s\n", leasehold_version(), ntohs(addr.sin_port),
+           DATA_DIR ? "durable" : "in memory (--memory)");
+    LISTENER = listener;
+    LANDLORD = start_landlord(listener, 1, -1);
+    struct holder_io io;
+    memset(&io, 0, sizeof io);
+    io.addr = addr;
+    io.fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (io.fd < 0 || connect(io.fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
         perror("holder: connect");
-        kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
+        kill(LANDLORD, SIGKILL);
+        waitpid(LANDLORD, NULL, 0);
         return 1;
     }
-    int holder_rc = run_holder(fd);
+    /* A durable landlord is killed halfway through the run, and comes back from its store. */
+    if (DATA_DIR != NULL) KILL_AT = now_ms() + RUN_MS / 2;
+    int holder_rc = run_holder(&io);
     /* Give the unrenewed lease time to expire at the landlord before hanging up. */
     struct timespec ts = {0, 100 * 1000000L};
     nanosleep(&ts, NULL);
-    close(fd);
+    hang_up(&io);
+    close(listener);
     int status = 0;
-    waitpid(child, &status, 0);
+    waitpid(LANDLORD, &status, 0);
     int landlord_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-    printf("example: holder %s, landlord %s\n", holder_rc == 0 ? "ok" : "FAILED",
-           landlord_rc == 0 ? "ok" : "FAILED");
+    if (DATA_DIR != NULL && RESTARTS != 1) landlord_rc = 1;
+    printf("example: holder %s, landlord %s%s\n", holder_rc == 0 ? "ok" : "FAILED", landlord_rc == 0 ? "ok" : "FAILED",
+           DATA_DIR ? " (killed with SIGKILL and restarted from its store)" : "");
     return holder_rc == 0 && landlord_rc == 0 ? 0 : 1;
 }

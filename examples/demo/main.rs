@@ -383,7 +383,9 @@ struct Host {
 }
 
 impl Host {
-    fn open(&self) -> Result<Node, String> {
+    /// The landlord, from its store if it has one, resumed at `now` (time spent down does not
+    /// count).
+    fn open(&self, now: Millis) -> Result<Node, String> {
         let Some(dir) = &self.data else {
             let policy = self.spec.build().map_err(|e| e.to_string())?;
             return Ok(Node::Memory(Box::new(Mutex::new(Landlord::new(
@@ -394,7 +396,7 @@ impl Host {
         // The previous incarnation may still be let go by a request in flight: its directory
         // lock goes with it.
         for _ in 0..500 {
-            match Durable::open(dir, Default::default(), |snapshot| {
+            match Durable::open(dir, Default::default(), now, |snapshot| {
                 let policy = self.spec.build()?;
                 match snapshot {
                     Some(bytes) => LL::from_snapshot_bytes(bytes, policy),
@@ -442,10 +444,10 @@ impl Host {
 
     /// Drops the landlord without a clean shutdown (what was not committed is lost, as in a
     /// crash) and recovers it from its store.
-    fn crash_and_recover(&self) -> Result<(Recovered, usize), String> {
+    fn crash_and_recover(&self, now: Millis) -> Result<(Recovered, usize), String> {
         let old = self.current.lock().unwrap().take();
         drop(old);
-        let node = self.open()?;
+        let node = self.open(now)?;
         let (rec, n) = match &node {
             Node::Durable(s) => (s.recovered().clone(), s.read(|ll| ll.len())),
             Node::Memory(_) => (Recovered::default(), 0),
@@ -488,7 +490,7 @@ fn run(o: &Options) -> Result<bool, String> {
         current: Mutex::new(None),
         back: Condvar::new(),
     });
-    let first = landlord.open()?;
+    let first = landlord.open(shared.now())?;
     *landlord.current.lock().unwrap() = Some(Arc::new(first));
 
     // The landlord over HTTP, and its expiry driver on the real clock.
@@ -583,7 +585,7 @@ fn run(o: &Options) -> Result<bool, String> {
             std::thread::sleep(StdDuration::from_millis(20));
         }
         let t = Instant::now();
-        let (rec, n) = landlord.crash_and_recover()?;
+        let (rec, n) = landlord.crash_and_recover(shared.now())?;
         let took = t.elapsed().as_secs_f64() * 1e3;
         shared.log(
             "landlord",

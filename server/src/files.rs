@@ -108,8 +108,8 @@ pub fn open_shard(
             path.display()
         ));
     }
-    let Opened { state: mut ll, store, ops, recovered, created } =
-        Store::open(config, &files, |snapshot| match snapshot {
+    let Opened { state: ll, store, ops, recovered, created } =
+        Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
             Some(bytes) => LL::from_snapshot_bytes(bytes, policy.build()?),
             None => new_landlord(id, policy, grace, limits),
         })
@@ -118,7 +118,6 @@ pub fn open_shard(
         return Err(format!("{}: holds landlord {}, not shard {id}", path.display(), ll.id().0));
     }
     dir.apply_all(&ops).map_err(|e| format!("{}: {e}", path.display()))?;
-    ll.resume(now_ms());
     let store: Store = store;
     Ok(OpenedShard {
         ll,

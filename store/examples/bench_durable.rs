@@ -32,7 +32,7 @@ fn fresh() -> LL {
 }
 
 fn open(dir: &std::path::Path, sc: StoreConfig) -> Durable<LL> {
-    Durable::open(dir, sc, |snap| match snap {
+    Durable::open(dir, sc, 0, |snap| match snap {
         Some(b) => LL::from_snapshot_bytes(b, policy()),
         None => Ok(fresh()),
     })

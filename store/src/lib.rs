@@ -16,7 +16,7 @@
 //!
 //! let dir = std::env::temp_dir().join(format!("leasehold-doc-{}", std::process::id()));
 //! let open = |dir: &std::path::Path| {
-//!     Durable::open(dir, Default::default(), |snapshot| {
+//!     Durable::open(dir, Default::default(), 0, |snapshot| {
 //!         let policy = Bounded::new(60_000, 10_000).unwrap();
 //!         match snapshot {
 //!             Some(bytes) => Landlord::<Vec<u8>>::from_snapshot_bytes(bytes, policy),
@@ -171,17 +171,19 @@ pub struct Durable<S> {
 impl<S: Journaled> Durable<S> {
     /// Opens the store in `path` (creating it): reads every file, builds the state machine from
     /// the snapshot with `build` (`None`: a new store, or a lost snapshot while the log still
-    /// starts at record 1), replays the log, truncates a torn tail, and tidies up. Damage is an
-    /// [`io::ErrorKind::InvalidData`] error naming what is wrong.
+    /// starts at record 1), replays the log, truncates a torn tail, tidies up, and resumes the
+    /// state machine at `now` on the host's clock (time spent down does not count). Damage is
+    /// an [`io::ErrorKind::InvalidData`] error naming what is wrong.
     pub fn open(
         path: impl AsRef<Path>,
         config: StoreConfig,
+        now: leasehold::Millis,
         build: impl FnOnce(Option<&[u8]>) -> leasehold::Result<S>,
     ) -> io::Result<Durable<S>> {
         let mut dir = Dir::open(path)?;
         let files = dir.read()?;
         let Opened { state, store, ops, recovered, created } =
-            Store::open(config, &files, build).map_err(format_error)?;
+            Store::open(config, &files, Some(now), build).map_err(format_error)?;
         dir.apply_all(&ops)?;
         Ok(Durable { state, store, dir, recovered, created })
     }

@@ -11,7 +11,7 @@ use leasehold_store::{Dir, Durable, Shared};
 type LL = Landlord<Vec<u8>>;
 
 fn open(path: &std::path::Path) -> std::io::Result<Durable<LL>> {
-    Durable::open(path, StoreConfig::default(), |snap| {
+    Durable::open(path, StoreConfig::default(), 0, |snap| {
         let policy = Bounded::new(FOREVER, 1_000).unwrap();
         match snap {
             Some(b) => LL::from_snapshot_bytes(b, policy),
@@ -119,7 +119,7 @@ fn the_shared_store_vector_opens_on_real_files() {
         std::fs::write(tmp.path().join(name), unhex(f["hex"].as_str().unwrap())).unwrap();
     }
     let open = || {
-        Durable::open(tmp.path(), StoreConfig::default(), |snap| {
+        Durable::open(tmp.path(), StoreConfig::default(), 0, |snap| {
             LL::from_snapshot_bytes(snap.unwrap(), Bounded::new(60_000, 1_000).unwrap())
         })
         .unwrap()

@@ -20,6 +20,8 @@ from ._errors import (
     LeaseDeniedError,
     LeaseError,
     LeaseMapError,
+    ReentrantCallError,
+    StoreError,
     UnknownLeaseError,
 )
 from ._native import (
@@ -117,6 +119,8 @@ __all__ = [
     "SetEvent",
     "Transmit",
     "SerialFormat",
+    "ReentrantCallError",
+    "StoreError",
     "UnknownLeaseError",
     "__version__",
     "aio",

@@ -19,6 +19,8 @@ __all__ = [
     "InvalidArgumentError",
     "DecodeError",
     "IndefiniteError",
+    "ReentrantCallError",
+    "StoreError",
 ]
 
 
@@ -105,3 +107,32 @@ class IndefiniteError(LeaseError):
     """An indefinite failure (transport error, time-out): worth retrying."""
 
     default_code = ErrorCode.INDEFINITE
+
+
+class ReentrantCallError(LeaseError, RuntimeError):
+    """A call reached a landlord, manager or service that its own thread is already inside.
+
+    It happens only if code run by that outer call (a destructor, callback or transport) calls
+    back in while the object is busy; leasehold raises this instead of deadlocking.  Make the
+    call after the outer one has returned.  Indefinite: the same call later can succeed.
+    """
+
+    default_code = ErrorCode.INDEFINITE
+
+
+class StoreError(LeaseError, OSError):
+    """A durable landlord's store could not be opened, read or written (and is not damaged:
+    damage is a :class:`DecodeError`): a directory another process holds, a full disk, a
+    failed sync.  ``errno`` is the operating system's error number when there is one.
+
+    After a failed write nothing more is acknowledged by that landlord (what reached the disk
+    is unknown): let the process go and open the store again, which keeps what was durable.
+    Indefinite: a holder's request may succeed once the store is back.
+    """
+
+    default_code = ErrorCode.INDEFINITE
+
+    def __init__(self, message: str = "", errno: Optional[int] = None, *, code: Optional[int] = None) -> None:
+        super().__init__(message, None, code=code)
+        self.errno = errno
+        self.strerror = message

@@ -81,6 +81,32 @@
 //! before counts as the latest seen ([`DiscoveryService::now`]). Everything is kept in ordered
 //! maps: the same calls give the same outputs, byte for byte.
 //!
+//! # Durability
+//!
+//! Registrations survive restarts and crashes. [`DiscoveryService::enable_journal`] starts a
+//! journal (a service rebuilt from [`DiscoveryService::from_snapshot_bytes`] has one): every
+//! call that changes the service writes a record, and the host moves them to its store with
+//! [`DiscoveryService::take_journal`] and [`DiscoveryService::snapshot_bytes`] (the service is
+//! [`crate::journal::Journaled`], so [`crate::store::Store`] and `leasehold-store` keep it in a
+//! directory). The journal is a command log replayed through the same code, so snapshot plus
+//! journal is exactly the service that wrote them: the same registrations, cookies, managed
+//! sets, registrars, sequence numbers, events queued and in flight, retries and time-outs (the
+//! record formats are in the docs of this module's source, `durable.rs`). After
+//! [`DiscoveryService::recover`] the service [`resumes`](DiscoveryService::resume) where its
+//! time was: time spent down does not count.
+//!
+//! **Nothing leaves before it is durable.** A reply to a client, and an event handed out by
+//! [`DiscoveryService::poll_event`], depend on the records written up to
+//! [`DiscoveryService::journal_seq`] read right after the call: hold them in a
+//! [`crate::journal::Gate`] (or `leasehold_store::Shared::wait_durable`) until the store has
+//! synced that record. An event whose delivery was not yet journaled as done when the process
+//! died is delivered again after recovery, with the same sequence number (listeners drop an
+//! event whose number they have seen).
+//!
+//! The listener a registration's events go to is the host's business (a URL, a channel);
+//! [`DiscoveryService::set_listener`] keeps it, as opaque bytes, durably with the
+//! registration.
+//!
 //! ```
 //! use leasehold::discovery::{
 //!     Announcement, DiscoveryConfig, DiscoveryService, Groups, Locator, RegistrarId,
@@ -130,6 +156,7 @@
 //! assert_eq!(held, [RegistrarId(2)]);
 //! ```
 
+mod durable;
 mod handle;
 mod snapshot;
 mod types;
@@ -145,6 +172,7 @@ use crate::policy::PolicySpec;
 use crate::time::{self, Duration, Millis, ANY, FOREVER};
 use crate::wire::{Encoding, Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
 
+pub use durable::BINARY_SNAPSHOT_VERSION;
 pub use handle::Registration;
 pub use snapshot::{DiscoverySnapshot, SNAPSHOT_VERSION};
 pub use types::{
@@ -277,6 +305,8 @@ struct Reg {
     held: BTreeSet<RegistrarId>,
     queue: VecDeque<RemoteDiscoveryEvent>,
     outbox: Outbox,
+    /// Where the host delivers the registration's events (opaque to the service).
+    listener: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -337,6 +367,18 @@ pub struct DiscoveryService {
     event_deadlines: BTreeSet<(Millis, RegistrationId)>,
     events: EventTable,
     batch: BTreeMap<RegistrationId, Batch>,
+    /// Added to the host's `now` to give the service's time (non-zero after a resume).
+    offset: Millis,
+    journal: Option<Box<durable::Journal>>,
+}
+
+/// How a registration lease's duration is decided.
+#[derive(Debug, Clone, Copy)]
+enum Ask {
+    /// By the policy, for this requested duration.
+    Policy(Duration),
+    /// Exactly this (replaying the journal: the policy decided it then).
+    Exact(Duration),
 }
 
 fn backoff(schedule: &[Duration], failures: u32) -> Duration {
@@ -371,6 +413,8 @@ impl DiscoveryService {
             event_deadlines: BTreeSet::new(),
             events: EventTable::new(),
             batch: BTreeMap::new(),
+            offset: 0,
+            journal: None,
         })
     }
 
@@ -384,9 +428,25 @@ impl DiscoveryService {
         self.landlord.id()
     }
 
-    /// The service's time: the latest `now` it was given (`i64::MIN` before the first call).
+    /// The service's time on the host's clock: the latest `now` it was given (`i64::MIN` before
+    /// the first call). After a [`DiscoveryService::resume`], the host's `now` that continues
+    /// from where the service's time was.
     pub fn now(&self) -> Millis {
-        self.now
+        self.to_host(self.now)
+    }
+
+    /// A time of the service's, on the host's clock.
+    fn to_host(&self, t: Millis) -> Millis {
+        if t == FOREVER || t == Millis::MIN {
+            t
+        } else {
+            t.saturating_sub(self.offset).min(FOREVER - 1)
+        }
+    }
+
+    /// A lease as the service holds it, with its expiration on the host's clock.
+    fn host_lease(&self, lease: Lease) -> Lease {
+        Lease::new(lease.landlord(), lease.cookie(), self.to_host(lease.expiration()))
     }
 
     /// The live registrations, in id order (as of the last call).
@@ -453,6 +513,18 @@ impl DiscoveryService {
             )));
         }
         self.tick(now);
+        self.register_now(groups, locators, handback, Ask::Policy(lease_duration))
+    }
+
+    /// [`DiscoveryService::register`] at the service's time, arguments checked: the lease as
+    /// the policy decides, or (replaying the journal) as it was decided.
+    fn register_now(
+        &mut self,
+        groups: Groups,
+        locators: BTreeSet<Locator>,
+        handback: Vec<u8>,
+        ask: Ask,
+    ) -> Result<Registered> {
         let now = self.now;
         let number = self.next_registration.max(1);
         let next = number.checked_add(1).ok_or_else(|| {
@@ -461,11 +533,17 @@ impl DiscoveryService {
             )
         })?;
         let id = RegistrationId(number);
-        let grant = self.landlord.grant(id, lease_duration, now)?;
+        let grant = match ask {
+            Ask::Policy(d) => self.landlord.grant(id, d, now)?,
+            Ask::Exact(d) => self.landlord.grant_exact(id, d, now)?,
+        };
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.register(grant.duration, grant.cookie, &groups, &locators, &handback);
+        }
         self.next_registration = next;
         let source = self.source(id);
         let event_id = self.events.register(source, handback);
-        let lease = Lease::new(self.landlord.id(), grant.cookie, grant.expiration);
+        let lease = Lease::new(self.landlord.id(), grant.cookie, self.to_host(grant.expiration));
         let event = self.events.registration(event_id, lease).expect("just registered");
         self.regs.insert(
             id,
@@ -478,6 +556,7 @@ impl DiscoveryService {
                 held: BTreeSet::new(),
                 queue: VecDeque::new(),
                 outbox: Outbox::Idle,
+                listener: Vec::new(),
             },
         );
         self.schedule_lease(id);
@@ -514,7 +593,8 @@ impl DiscoveryService {
     pub fn lease(&mut self, id: RegistrationId, now: Millis) -> Result<Lease> {
         self.tick(now);
         let cookie = self.live(id)?.cookie;
-        self.landlord.lease(cookie, self.now).ok_or(LeaseError::UnknownLease)
+        let lease = self.landlord.lease(cookie, self.now).ok_or(LeaseError::UnknownLease)?;
+        Ok(self.host_lease(lease))
     }
 
     /// The registration's event registration (`getEventRegistration`), with the sequence number
@@ -547,6 +627,47 @@ impl DiscoveryService {
     pub fn locators(&mut self, id: RegistrationId, now: Millis) -> Result<Vec<Locator>> {
         self.tick(now);
         Ok(self.live(id)?.locators.iter().cloned().collect())
+    }
+
+    /// Where the host delivers the registration's events: opaque bytes the service keeps with
+    /// the registration (in its snapshots and journal) and forgets when it ends, such as a
+    /// listener's URL. Jini's `register` takes the listener with the registration; here the
+    /// host sets it right after [`DiscoveryService::register`], in the same step (before it
+    /// polls events). At most `limits.max_resource_bytes`.
+    pub fn set_listener(
+        &mut self,
+        id: RegistrationId,
+        listener: Vec<u8>,
+        now: Millis,
+    ) -> Result<()> {
+        let max = self.config.landlord.limits.max_resource_bytes;
+        if listener.len() > max {
+            return Err(LeaseError::InvalidArgument(format!(
+                "listener is {} bytes, more than the {max} allowed",
+                listener.len()
+            )));
+        }
+        self.tick(now);
+        self.live(id)?;
+        self.listener_now(id, listener);
+        Ok(())
+    }
+
+    fn listener_now(&mut self, id: RegistrationId, listener: Vec<u8>) {
+        let r = self.regs.get_mut(&id).expect("checked live");
+        if r.listener == listener {
+            return;
+        }
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.listener(id, &listener);
+        }
+        r.listener = listener;
+    }
+
+    /// The registration's listener as the host set it ([`DiscoveryService::set_listener`]);
+    /// empty if none was set, `None` if there is no such registration (as of the last call).
+    pub fn listener(&self, id: RegistrationId) -> Option<&[u8]> {
+        self.regs.get(&id).map(|r| r.listener.as_slice())
     }
 
     /// Adds groups to the registration's managed set (`addGroups`). A registration that wants
@@ -598,6 +719,9 @@ impl DiscoveryService {
         let r = self.regs.get_mut(&id).expect("checked live");
         if r.groups == groups {
             return Ok(());
+        }
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.set_groups(id, &groups);
         }
         r.groups = groups;
         self.reconcile_registration(id);
@@ -652,6 +776,9 @@ impl DiscoveryService {
         if r.locators == set {
             return Ok(());
         }
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.set_locators(id, &set);
+        }
         let old = std::mem::replace(&mut r.locators, set.clone());
         for l in old.difference(&set) {
             self.unwant(l, id);
@@ -676,8 +803,15 @@ impl DiscoveryService {
         now: Millis,
     ) -> Result<()> {
         self.tick(now);
+        self.discard_now(id, registrar)
+    }
+
+    fn discard_now(&mut self, id: RegistrationId, registrar: RegistrarId) -> Result<()> {
         if !self.live(id)?.held.contains(&registrar) {
             return Ok(());
+        }
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.discard(id, registrar);
         }
         self.drop_held(id, registrar);
         self.set_present(registrar, false);
@@ -703,6 +837,10 @@ impl DiscoveryService {
         }
         types::check_names(a.groups.iter(), a.groups.len(), self.config.landlord.limits.max_batch)?;
         self.tick(now);
+        self.announce_now(a)
+    }
+
+    fn announce_now(&mut self, a: &Announcement) -> Result<()> {
         let now = self.now;
         let g = a.registrar;
         match self.known.get(&g) {
@@ -715,6 +853,9 @@ impl DiscoveryService {
                 )))
             }
             None => {}
+        }
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.announce(a);
         }
         let ttl = a.ttl.min(self.config.max_announcement_ttl);
         let k = self.known.entry(g).or_default();
@@ -757,9 +898,20 @@ impl DiscoveryService {
         now: Millis,
     ) -> bool {
         self.tick(now);
+        self.unicast_now(request_id, result)
+    }
+
+    fn unicast_now(
+        &mut self,
+        request_id: u64,
+        result: std::result::Result<UnicastResponse, LeaseError>,
+    ) -> bool {
         let Some(locator) = self.unicast_inflight.get(&request_id).cloned() else {
             return false;
         };
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.unicast(request_id, result.as_ref().ok());
+        }
         let found = match result {
             Ok(r) => r,
             Err(_) => {
@@ -793,8 +945,15 @@ impl DiscoveryService {
     /// whether the service knew the registrar.
     pub fn registrar_unreachable(&mut self, registrar: RegistrarId, now: Millis) -> bool {
         self.tick(now);
+        self.unreachable_now(registrar)
+    }
+
+    fn unreachable_now(&mut self, registrar: RegistrarId) -> bool {
         if !self.known.contains_key(&registrar) {
             return false;
+        }
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.unreachable(registrar);
         }
         self.communication_discard(registrar);
         self.flush();
@@ -807,6 +966,10 @@ impl DiscoveryService {
     /// [`DiscoveryService::handle_unicast`].
     pub fn poll_transmit(&mut self, now: Millis) -> Option<UnicastRequest> {
         self.tick(now);
+        self.transmit_now()
+    }
+
+    fn transmit_now(&mut self) -> Option<UnicastRequest> {
         let now = self.now;
         let &(at, _) = self.unicast_due.first()?;
         if at > now {
@@ -822,14 +985,22 @@ impl DiscoveryService {
             self.unicast_deadlines.insert((deadline, request));
         }
         self.unicast_inflight.insert(request, locator.clone());
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.transmit(request);
+        }
         Some(UnicastRequest { id: request, locator })
     }
 
     /// The next event to deliver to a registration's listener. Report the outcome with
     /// [`DiscoveryService::delivered`] or [`DiscoveryService::delivery_failed`]; the
-    /// registration's next event waits until then.
+    /// registration's next event waits until then. With a journal, deliver it only once
+    /// [`DiscoveryService::journal_seq`] (read right after this call) is durable.
     pub fn poll_event(&mut self, now: Millis) -> Option<RemoteDiscoveryEvent> {
         self.tick(now);
+        self.event_now()
+    }
+
+    fn event_now(&mut self) -> Option<RemoteDiscoveryEvent> {
         let now = self.now;
         let &(at, id) = self.event_due.first()?;
         if at > now {
@@ -843,7 +1014,11 @@ impl DiscoveryService {
         if deadline != FOREVER {
             self.event_deadlines.insert((deadline, id));
         }
-        r.queue.front().cloned()
+        let e = r.queue.front().cloned();
+        if let (Some(j), Some(e)) = (self.journal.as_deref_mut(), &e) {
+            j.poll_event(id, e.sequence);
+        }
+        e
     }
 
     /// The event `(event_id, sequence)` handed out by [`DiscoveryService::poll_event`] reached
@@ -851,7 +1026,14 @@ impl DiscoveryService {
     /// ignored).
     pub fn delivered(&mut self, event_id: EventId, sequence: u64, now: Millis) -> bool {
         self.tick(now);
+        self.delivered_now(event_id, sequence)
+    }
+
+    fn delivered_now(&mut self, event_id: EventId, sequence: u64) -> bool {
         let Some(id) = self.in_flight(event_id, sequence) else { return false };
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.delivered(event_id, sequence);
+        }
         self.unschedule_outbox(id);
         let now = self.now;
         let r = self.regs.get_mut(&id).expect("in flight");
@@ -876,8 +1058,15 @@ impl DiscoveryService {
         now: Millis,
     ) -> bool {
         self.tick(now);
+        self.failed_now(event_id, sequence, failure.is_definite())
+    }
+
+    fn failed_now(&mut self, event_id: EventId, sequence: u64, definite: bool) -> bool {
         let Some(id) = self.in_flight(event_id, sequence) else { return false };
-        if failure.is_definite() {
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.delivery_failed(event_id, sequence, definite);
+        }
+        if definite {
             let cookie = self.regs[&id].cookie;
             // The registration is live (checked by tick), so its lease is there to cancel.
             let _ = self.landlord.cancel(cookie, self.now);
@@ -913,6 +1102,7 @@ impl DiscoveryService {
         .into_iter()
         .flatten()
         .min()
+        .map(|t| self.to_host(t))
     }
 
     /// Brings the service to `now`: registrations whose lease ended are removed (without
@@ -972,7 +1162,17 @@ impl DiscoveryService {
     }
 
     fn renew_lease(&mut self, cookie: Cookie, duration: Duration) -> Result<Duration> {
-        let granted = self.landlord.renew(cookie, duration, self.now)?;
+        self.renew_now(cookie, Ask::Policy(duration))
+    }
+
+    fn renew_now(&mut self, cookie: Cookie, ask: Ask) -> Result<Duration> {
+        let granted = match ask {
+            Ask::Policy(d) => self.landlord.renew(cookie, d, self.now)?,
+            Ask::Exact(d) => self.landlord.renew_exact(cookie, d, self.now)?,
+        };
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.renew(cookie, granted);
+        }
         if let Some((_, id)) = self.landlord.get(cookie, self.now) {
             let id = *id;
             self.schedule_lease(id);
@@ -1004,6 +1204,9 @@ impl DiscoveryService {
 
     fn cancel_lease(&mut self, cookie: Cookie) -> Result<()> {
         let id = self.landlord.cancel(cookie, self.now)?;
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.cancel(cookie);
+        }
         self.destroy(id);
         Ok(())
     }
@@ -1013,7 +1216,30 @@ impl DiscoveryService {
     /// Brings the service to `now` (never backwards), in a fixed order: lease expiries,
     /// silent registrars, unicast time-outs, delivery time-outs.
     fn tick(&mut self, now: Millis) {
-        self.now = self.now.max(now);
+        let t = now.saturating_add(self.offset).max(self.now);
+        self.advance(t);
+    }
+
+    /// Whether bringing the service to `t` changes anything but its time.
+    fn due_by(&self, t: Millis) -> bool {
+        let due = |first: Option<Millis>| first.is_some_and(|at| at <= t);
+        due(self.lease_due.first().map(|d| d.0))
+            || due(self.silence_due.first().map(|d| d.0))
+            || due(self.unicast_deadlines.first().map(|d| d.0))
+            || due(self.event_deadlines.first().map(|d| d.0))
+    }
+
+    /// Brings the service to its own time `t` (not before [`Self::now`]), journaling the time
+    /// when it moves or something falls due.
+    fn advance(&mut self, t: Millis) {
+        debug_assert!(t >= self.now);
+        if self.journal.is_some() {
+            let effect = self.due_by(t);
+            if t > self.now || effect {
+                self.journal.as_deref_mut().expect("journaled").time(t, effect);
+            }
+        }
+        self.now = t;
         let now = self.now;
         loop {
             let before = (self.landlord.len(), self.landlord.poll_timeout());

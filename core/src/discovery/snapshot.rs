@@ -52,41 +52,45 @@ pub const SNAPSHOT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoverySnapshot {
-    version: u32,
-    taken_at: Millis,
-    next_registration: u64,
-    next_request: u64,
-    landlord: LandlordSnapshot<RegistrationId>,
-    events: EventTable,
-    registrations: Vec<RegistrationRecord>,
-    registrars: Vec<RegistrarRecord>,
-    unicast: Vec<UnicastRecord>,
+    pub(super) version: u32,
+    pub(super) taken_at: Millis,
+    pub(super) next_registration: u64,
+    pub(super) next_request: u64,
+    pub(super) landlord: LandlordSnapshot<RegistrationId>,
+    pub(super) events: EventTable,
+    pub(super) registrations: Vec<RegistrationRecord>,
+    pub(super) registrars: Vec<RegistrarRecord>,
+    pub(super) unicast: Vec<UnicastRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RegistrationRecord {
-    id: RegistrationId,
-    cookie: Cookie,
-    event_id: EventId,
-    groups: Groups,
-    locators: Vec<Locator>,
-    held: Vec<RegistrarId>,
-    queue: Vec<QueuedEvent>,
-    outbox: OutboxRecord,
+pub(super) struct RegistrationRecord {
+    pub(super) id: RegistrationId,
+    pub(super) cookie: Cookie,
+    pub(super) event_id: EventId,
+    pub(super) groups: Groups,
+    pub(super) locators: Vec<Locator>,
+    pub(super) held: Vec<RegistrarId>,
+    pub(super) queue: Vec<QueuedEvent>,
+    pub(super) outbox: OutboxRecord,
+    /// The host's listener address ([`DiscoveryService::set_listener`]), hex in JSON; left out
+    /// when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "crate::wire::hex_bytes")]
+    pub(super) listener: Vec<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct QueuedEvent {
-    sequence: u64,
-    discarded: bool,
-    registrars: Vec<Registrar>,
+pub(super) struct QueuedEvent {
+    pub(super) sequence: u64,
+    pub(super) discarded: bool,
+    pub(super) registrars: Vec<Registrar>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum OutboxRecord {
+pub(super) enum OutboxRecord {
     Idle,
     Due { at: Millis, failures: u32 },
     InFlight { deadline: Millis, failures: u32 },
@@ -94,26 +98,26 @@ enum OutboxRecord {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RegistrarRecord {
-    id: RegistrarId,
-    groups: BTreeSet<String>,
-    locators: Vec<Locator>,
-    present: bool,
-    silent_at: Option<Millis>,
-    last_sequence: Option<u64>,
+pub(super) struct RegistrarRecord {
+    pub(super) id: RegistrarId,
+    pub(super) groups: BTreeSet<String>,
+    pub(super) locators: Vec<Locator>,
+    pub(super) present: bool,
+    pub(super) silent_at: Option<Millis>,
+    pub(super) last_sequence: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct UnicastRecord {
-    locator: Locator,
-    failures: u32,
-    state: ProbeRecord,
+pub(super) struct UnicastRecord {
+    pub(super) locator: Locator,
+    pub(super) failures: u32,
+    pub(super) state: ProbeRecord,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum ProbeRecord {
+pub(super) enum ProbeRecord {
     Due { at: Millis },
     InFlight { request: u64, deadline: Millis },
 }
@@ -183,6 +187,7 @@ impl DiscoveryService {
                         OutboxRecord::InFlight { deadline, failures }
                     }
                 },
+                listener: r.listener.clone(),
             })
             .collect();
         let registrars = self
@@ -332,6 +337,9 @@ impl DiscoveryService {
             if er.handback.len() > limits.max_resource_bytes {
                 return Err(bad(format!("{id}: handback of {} bytes", er.handback.len())));
             }
+            if r.listener.len() > limits.max_resource_bytes {
+                return Err(bad(format!("{id}: listener of {} bytes", r.listener.len())));
+            }
             r.groups.check(limits.max_batch).map_err(bad)?;
             let locators: BTreeSet<Locator> = r.locators.iter().cloned().collect();
             if locators.len() != r.locators.len() || locators.len() > limits.max_batch {
@@ -407,6 +415,7 @@ impl DiscoveryService {
                 held,
                 queue,
                 outbox,
+                listener: r.listener,
             };
             if svc.regs.insert(id, reg).is_some() {
                 return Err(bad(format!("{id} appears twice")));

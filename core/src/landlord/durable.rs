@@ -328,4 +328,7 @@ impl<R: Durable> crate::journal::Journaled for Landlord<R> {
     fn replay_segments(&mut self, segments: &[&[u8]]) -> Result<Recovered> {
         Landlord::replay_segments(self, segments)
     }
+    fn resume(&mut self, now: Millis) {
+        Landlord::resume(self, now)
+    }
 }

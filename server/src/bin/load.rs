@@ -64,6 +64,10 @@ struct Opts {
     /// Time-out of one HTTP attempt, ms.
     #[arg(long, default_value_t = 1000)]
     timeout_ms: u64,
+    /// The renewal manager renews when 1/N of a lease is left (its `renew_divisor`, default 8).
+    /// Through a cluster, N = 2 lets a holder ride out a takeover as long as half its lease.
+    #[arg(long, default_value_t = 8)]
+    renew_divisor: u32,
     /// Write the counts as JSON here.
     #[arg(long)]
     json: Option<String>,
@@ -156,8 +160,10 @@ fn main() -> ExitCode {
             let stop = stop_renewing.clone();
             let (leases, lease_ms, run_ms, cancel, abandon) =
                 (o.leases, o.lease_ms, o.run_ms as Millis, o.cancel, o.abandon);
+            let renew_divisor = o.renew_divisor;
             std::thread::spawn(move || {
-                holder(h, cluster, enc, leases, lease_ms, run_ms, cancel, abandon, &counts, &stop)
+                let plan = Plan { leases, lease_ms, run_ms, cancel, abandon, renew_divisor };
+                holder(h, cluster, enc, plan, &counts, &stop)
             })
         })
         .collect();
@@ -240,19 +246,25 @@ fn is_unknown(e: &leasehold::wire::WireError) -> bool {
     e.error_code() == Some(ErrorCode::UnknownLease)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn holder(
-    h: usize,
-    mut cluster: Cluster,
-    enc: Encoding,
-    n: usize,
+/// What one holder does.
+struct Plan {
+    leases: usize,
     lease_ms: i64,
     run_ms: Millis,
     cancel: f64,
     abandon: f64,
+    renew_divisor: u32,
+}
+
+fn holder(
+    h: usize,
+    mut cluster: Cluster,
+    enc: Encoding,
+    plan: Plan,
     c: &Counts,
     _stop: &AtomicBool,
 ) {
+    let Plan { leases: n, lease_ms, run_ms, cancel, abandon, renew_divisor } = plan;
     let start = now();
     let end = start + run_ms;
     let mut tracks: HashMap<Cookie, Track> = HashMap::new();
@@ -284,8 +296,12 @@ fn holder(
             }
         }
     }
-    let config =
-        RenewalManagerConfig { report_renewals: false, min_rto: 100, ..Default::default() };
+    let config = RenewalManagerConfig {
+        report_renewals: false,
+        min_rto: 100,
+        renew_divisor,
+        ..Default::default()
+    };
     let mut m = RenewalManager::new(config);
     for t in tracks.values() {
         m.renew_until(t.lease, FOREVER, lease_ms, now()).expect("a fresh lease");
