@@ -716,9 +716,9 @@ function asBytes(x) {
 }
 
 // A server's lease endpoint: a URL with a path is used as it is; a bare origin gets `/lease`
-// (what leasehold-server serves).
+// (what leasehold-server serves). A relative URL (`/lease` in a page) is the page's.
 function leaseEndpoint(u) {
-  const url = new URL(String(u));
+  const url = new URL(String(u), globalThis.location?.href);
   if (url.pathname === '/' || url.pathname === '') url.pathname = '/lease';
   return url;
 }

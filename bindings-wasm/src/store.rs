@@ -144,7 +144,7 @@ pub struct Durability {
 
 /// What [`open`] gives: the state, its store, and the JavaScript parts of the answer.
 pub struct OpenedJs<S> {
-    /// The state machine, with every durable record replayed (not yet resumed).
+    /// The state machine, with every durable record replayed, resumed at the host's `now`.
     pub state: S,
     /// Its store.
     pub durability: Durability,
@@ -154,13 +154,16 @@ pub struct OpenedJs<S> {
     pub recovery: JsValue,
 }
 
-/// Opens a store from its directory's files (see [`Store::open`]).
+/// Opens a store from its directory's files and resumes the state at `now` (time spent down
+/// does not count; see [`Store::open`]).
 pub fn open<S: Journaled>(
     config: StoreConfig,
     files: &[(String, Vec<u8>)],
+    now: leasehold::Millis,
     build: impl FnOnce(Option<&[u8]>) -> leasehold::Result<S>,
 ) -> Result<OpenedJs<S>, LeaseError> {
-    let Opened { state, store, ops, recovered, created } = Store::open(config, files, build)?;
+    let Opened { state, store, ops, recovered, created } =
+        Store::open(config, files, Some(now), build)?;
     let recovery = recovery_out(&recovered, created);
     Ok(OpenedJs { state, durability: Durability { store }, ops: ops_out(ops), recovery })
 }

@@ -37,7 +37,7 @@ impl Landlord {
         }
         let id = ll_config.id;
         let policy = js(spec.build())?;
-        let opened = store::open(store_config, &files, |snapshot| match snapshot {
+        let opened = store::open(store_config, &files, now, |snapshot| match snapshot {
             Some(bytes) => CoreLandlord::<Resource>::from_snapshot_bytes(bytes, policy),
             None => {
                 let mut ll = CoreLandlord::new(ll_config, policy);
@@ -46,14 +46,13 @@ impl Landlord {
             }
         });
         drop(files);
-        let OpenedJs { mut state, durability, ops, recovery } = js(opened)?;
+        let OpenedJs { state, durability, ops, recovery } = js(opened)?;
         if state.id() != id {
             return Err(range_error(format!(
                 "the store holds landlord {}, not landlord {id}",
                 state.id()
             )));
         }
-        state.resume(now);
         let landlord = Landlord::wrap_with(state, spec, Some(durability));
         let o = obj();
         set(&o, &"landlord".into(), &landlord.into());
