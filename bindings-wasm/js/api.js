@@ -39,7 +39,21 @@ export const {
   wasmMemoryBytes,
   coreVersion,
   JournalGate,
+  DiscoveryService,
+  encodeDiscoveryRequest,
+  decodeDiscoveryRequest,
+  encodeDiscoveryReply,
+  decodeDiscoveryReply,
+  encodeDiscoveryEvent,
+  decodeDiscoveryEvent,
+  encodeEventReply,
+  decodeEventReply,
+  encodeAnnouncement,
+  decodeAnnouncement,
+  discoveryEventFromBytes,
 } = wasm;
+
+export { DiscoveryDriver, ALL_GROUPS, NO_GROUPS } from './discovery.js';
 
 /** `Lease.FOREVER`: a lease or duration that never ends. `Infinity` here (i64::MAX in core). */
 export const FOREVER = Infinity;
@@ -151,7 +165,7 @@ export function __install(exports, platform = {}) {
   // of Rust value while it was borrowed" (which also leaked it).
   if (exports) {
     for (const [C, name] of [[Landlord, 'landlord'], [Lease, 'lease'], [LeaseMap, 'leasemap'],
-      [RenewalManager, 'renewalmanager'], [RenewalService, 'renewalservice'], [GapTracker, 'gaptracker']]) {
+      [RenewalManager, 'renewalmanager'], [RenewalService, 'renewalservice'], [GapTracker, 'gaptracker'], [DiscoveryService, 'discoveryservice']]) {
       const release = exports[`__wbg_${name}_free`];
       if (typeof release !== 'function') continue;
       C.prototype.free = function free() {
@@ -513,6 +527,9 @@ export class LandlordDriver {
 }
 
 const OPEN = Symbol('LandlordDriver.open');
+
+// For the other drivers of this package (discovery.js): the same store names, clocks and checks.
+export { resolveStore as __resolveStore, checkClock as __checkClock, alive as __alive };
 
 async function resolveStore(store) {
   if (typeof store === 'string' || store instanceof URL) {

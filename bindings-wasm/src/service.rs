@@ -21,14 +21,14 @@ fn set_in(v: &JsValue) -> Result<SetId, JsValue> {
     Ok(SetId(id_in(v)?))
 }
 
-fn source_out(s: &EventSource) -> JsValue {
+pub(crate) fn source_out(s: &EventSource) -> JsValue {
     let o = obj();
     set(&o, &"service".into(), &s.service.to_string().into());
     set(&o, &"object".into(), &id_out(s.object));
     o.into()
 }
 
-fn registration_out(r: EventRegistration) -> JsValue {
+pub(crate) fn registration_out(r: EventRegistration) -> JsValue {
     let o = obj();
     set(&o, &"eventId".into(), &id_out(r.event_id));
     set(&o, &"source".into(), &source_out(&r.source));
