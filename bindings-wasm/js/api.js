@@ -5,7 +5,7 @@
 import * as wasm from './leasehold_wasm.js';
 import { makeError, IndefiniteError, UnknownLeaseError, ArgumentTypeError, InvalidArgumentError } from './errors.js';
 import { DeadlineTimer } from './timer.js';
-import { StoreWriter, checkHost } from './store.js';
+import { StoreWriter, checkHost, closeWriter } from './store.js';
 
 export { MemoryStore, IndexedDbStore, StoreWriter, StoreLockedError, StoreFailedError } from './store.js';
 
@@ -710,13 +710,7 @@ export class DurableLandlordDriver {
   close() {
     if (this.#closing) return this.#closing;
     this.#timer.close();
-    this.#closing = (async () => {
-      try {
-        await this.#writer.close();
-      } finally {
-        await this.#writer.host.close?.();
-      }
-    })();
+    this.#closing = closeWriter(this.#writer);
     return this.#closing;
   }
 

@@ -5,7 +5,7 @@
 
 import { DiscoveryService } from './leasehold_wasm.js';
 import { DeadlineTimer } from './timer.js';
-import { StoreWriter } from './store.js';
+import { StoreWriter, closeWriter } from './store.js';
 import { __resolveStore, __checkClock, __alive } from './api.js';
 
 const OPEN = Symbol('DiscoveryDriver.open');
@@ -263,14 +263,7 @@ export class DiscoveryDriver {
   close() {
     if (this.#closing) return this.#closing;
     this.#timer.close();
-    this.#closing = (async () => {
-      if (!this.#writer) return;
-      try {
-        await this.#writer.close();
-      } finally {
-        await this.#writer.host.close?.();
-      }
-    })();
+    this.#closing = this.#writer ? closeWriter(this.#writer) : Promise.resolve();
     return this.#closing;
   }
 

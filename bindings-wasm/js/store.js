@@ -203,6 +203,15 @@ export class StoreWriter {
   }
 }
 
+/** Writes what is pending, then closes the writer's store (its lock goes with it). */
+export async function closeWriter(writer) {
+  try {
+    await writer.close();
+  } finally {
+    await writer.host.close?.();
+  }
+}
+
 /**
  * A store that keeps its files in memory: for tests, and for hosts with nowhere durable to
  * write. Nothing survives the process (or the page); `files()` and `MemoryStore.from(files)`

@@ -14,11 +14,11 @@ use leasehold::discovery::{
     DiscoverySnapshot, Groups, Locator, Registrar, RegistrarId, RegistrationId,
     RemoteDiscoveryEvent, UnicastResponse,
 };
-use leasehold::{LandlordConfig, LeaseError};
+use leasehold::LeaseError;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
-use crate::landlord::{limits_in, policy_in, random_seed};
+use crate::landlord::{landlord_options_in, policy_in};
 use crate::lease::Lease;
 use crate::service::{registration_out, source_out};
 use crate::store::Durability;
@@ -84,28 +84,9 @@ fn schedule_in(v: &JsValue, what: &str) -> Result<Vec<i64>, JsValue> {
 }
 
 pub(crate) fn config_from(options: &JsValue) -> Result<(DiscoveryConfig, bool), JsValue> {
-    if !options.is_object() {
-        return Err(type_error("DiscoveryService options must be an object {id, ...}"));
-    }
-    let id = landlord_in(&get(options, "id")?)?;
-    let seed_v = get(options, "seed")?;
-    let seed_given = !seed_v.is_undefined();
-    let seed = if seed_given {
-        let b = fixed_bytes_in(&seed_v, 32, "seed")?;
-        <[u8; 32]>::try_from(b.as_slice()).expect("32 bytes")
-    } else {
-        random_seed()?
-    };
-    let mut c = DiscoveryConfig::new(id, seed);
-    let g = get(options, "grace")?;
-    if !g.is_undefined() {
-        let g = ms_in(&g, "grace")?;
-        if g < 0 {
-            return Err(range_error(format!("grace must not be negative, got {g}")));
-        }
-        c.landlord = LandlordConfig { grace: g, ..c.landlord };
-    }
-    c.landlord.limits = limits_in(&get(options, "limits")?)?;
+    let (landlord, seed_given) = landlord_options_in(options, "DiscoveryService")?;
+    let mut c = DiscoveryConfig::new(landlord.id, landlord.seed);
+    c.landlord = landlord;
     let p = get(options, "leasePolicy")?;
     if !p.is_undefined() {
         c.lease_policy = policy_in(&p)?;

@@ -353,12 +353,17 @@ impl Landlord {
 
 /// The landlord's options as given to `new Landlord(...)` (and to a store, for a new one):
 /// its configuration and its policy; whether a seed was given.
-fn config_in(options: &JsValue) -> Result<(LandlordConfig, PolicySpec, bool), JsValue> {
+/// What every landlord and every leased service (renewal, discovery) takes: `{id, seed?, grace?,
+/// limits?}` (`seed` defaults to fresh entropy). `what` names the options in the error for a
+/// non-object. Returns the configuration and whether a seed was given.
+pub(crate) fn landlord_options_in(
+    options: &JsValue,
+    what: &str,
+) -> Result<(LandlordConfig, bool), JsValue> {
     if !options.is_object() {
-        return Err(type_error("Landlord options must be an object {id, policy, ...}"));
+        return Err(type_error(format!("{what} options must be an object {{id, ...}}")));
     }
     let id = landlord_in(&get(options, "id")?)?;
-    let spec = policy_in(&get(options, "policy")?)?;
     let seed_v = get(options, "seed")?;
     let seed_given = !seed_v.is_undefined();
     let seed = if !seed_given {
@@ -374,6 +379,16 @@ fn config_in(options: &JsValue) -> Result<(LandlordConfig, PolicySpec, bool), Js
         }
         config = config.with_grace(g);
     }
+    config.limits = limits_in(&get(options, "limits")?)?;
+    Ok((config, seed_given))
+}
+
+fn config_in(options: &JsValue) -> Result<(LandlordConfig, PolicySpec, bool), JsValue> {
+    if !options.is_object() {
+        return Err(type_error("Landlord options must be an object {id, policy, ...}"));
+    }
+    let spec = policy_in(&get(options, "policy")?)?;
+    let (mut config, seed_given) = landlord_options_in(options, "Landlord")?;
     let budget = get(options, "expiryBudget")?;
     if !budget.is_undefined() {
         config.expiry_budget = count_in(&budget, "expiryBudget")?;
@@ -387,7 +402,6 @@ fn config_in(options: &JsValue) -> Result<(LandlordConfig, PolicySpec, bool), Js
         }
         config.journal_clock_interval = i;
     }
-    config.limits = limits_in(&get(options, "limits")?)?;
     Ok((config, spec, seed_given))
 }
 

@@ -131,7 +131,7 @@ pub fn store_config_in(v: &JsValue) -> Result<StoreConfig, JsValue> {
 /// Whether the files hold log segments but no snapshot: the snapshot carries the secret that
 /// the log's cookies come from, so the state can be rebuilt only from the very same
 /// configuration (the host checks that it was given, e.g. an explicit seed).
-pub fn snapshot_missing(files: &[(String, Vec<u8>)]) -> bool {
+fn snapshot_missing(files: &[(String, Vec<u8>)]) -> bool {
     !files.iter().any(|(n, _)| n == SNAPSHOT_FILE)
         && files.iter().any(|(n, _)| n.starts_with("log-") && n.ends_with(".lhj"))
 }
@@ -155,13 +155,23 @@ pub struct OpenedJs<S> {
 }
 
 /// Opens a store from its directory's files and resumes the state at `now` (time spent down
-/// does not count; see [`Store::open`]).
+/// does not count; see [`Store::open`]). Log segments without their snapshot are refused unless
+/// `seed_given`: the snapshot holds the cookie secret the log's cookies come from.
 pub fn open<S: Journaled>(
     config: StoreConfig,
     files: &[(String, Vec<u8>)],
     now: leasehold::Millis,
+    seed_given: bool,
     build: impl FnOnce(Option<&[u8]>) -> leasehold::Result<S>,
 ) -> Result<OpenedJs<S>, LeaseError> {
+    if snapshot_missing(files) && !seed_given {
+        return Err(LeaseError::Decode(
+            "the store's snapshot is missing but log segments remain: the snapshot holds the \
+             cookie secret, so the log cannot be replayed without it (restore the snapshot from \
+             a backup, or give the original seed)"
+                .into(),
+        ));
+    }
     let Opened { state, store, ops, recovered, created } =
         Store::open(config, files, Some(now), build)?;
     let recovery = recovery_out(&recovered, created);

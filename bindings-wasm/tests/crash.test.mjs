@@ -58,7 +58,9 @@ test(`crash: a durable Node landlord killed with SIGKILL ${KILLS} times under lo
   const runMs = KILLS * 800 + 8000;
   const messages = [];
   const holders = runHolders({
-    servers: [url], holders: 4, leases: 40, leaseMs: 3000, runMs, timeoutMs: 500,
+    // Renew with half the lease left (as the failover test's holders): a restart under a loaded
+    // machine (up to ~1 s) must not outlast what a lease has left when its renewal is sent.
+    servers: [url], holders: 4, leases: 40, leaseMs: 3000, runMs, timeoutMs: 500, renewDivisor: 2,
     log: (m) => messages.push(m),
   });
   const restartMs = [];

@@ -3,7 +3,6 @@
 //! hosts and `StoreWriter` as a durable landlord).
 
 use leasehold::discovery::DiscoveryService as CoreService;
-use leasehold::LeaseError;
 use wasm_bindgen::prelude::*;
 
 use super::{config_from, DiscoveryService};
@@ -27,22 +26,16 @@ impl DiscoveryService {
         let store_config = store_config_in(&config)?;
         let now = now_in(&now)?;
         let files = files_in(&files)?;
-        if store::snapshot_missing(&files) && !seed_given {
-            return Err(lease_error(&LeaseError::Decode(
-                "the store's snapshot is missing but log segments remain: the snapshot holds the \
-                 service's cookie secret (restore it from a backup, or give the original seed)"
-                    .into(),
-            )));
-        }
         let fresh = c.clone();
-        let opened = store::open(store_config, &files, now, |snapshot| match snapshot {
-            Some(bytes) => CoreService::from_snapshot_bytes(bytes),
-            None => {
-                let mut s = CoreService::new(fresh)?;
-                s.enable_journal();
-                Ok(s)
-            }
-        });
+        let opened =
+            store::open(store_config, &files, now, seed_given, |snapshot| match snapshot {
+                Some(bytes) => CoreService::from_snapshot_bytes(bytes),
+                None => {
+                    let mut s = CoreService::new(fresh)?;
+                    s.enable_journal();
+                    Ok(s)
+                }
+            });
         drop(files);
         let OpenedJs { mut state, durability, ops, recovery } = js(opened)?;
         js(state.reconfigure(c))?;

@@ -2,7 +2,7 @@
 //! over any journaled state machine). The JavaScript side (`store.js`, the hosts, and
 //! `LandlordDriver.open`) carries out the file operations and releases replies once durable.
 
-use leasehold::{Landlord as CoreLandlord, LeaseError};
+use leasehold::Landlord as CoreLandlord;
 use wasm_bindgen::prelude::*;
 
 use super::{config_in, Landlord, Resource};
@@ -27,24 +27,17 @@ impl Landlord {
         let store_config = store_config_in(&config)?;
         let now = now_in(&now)?;
         let files = files_in(&files)?;
-        if store::snapshot_missing(&files) && !seed_given {
-            return Err(lease_error(&LeaseError::Decode(
-                "the store's snapshot is missing but log segments remain: the snapshot holds the \
-                 landlord's cookie secret, so the log cannot be replayed without it (restore the \
-                 snapshot from a backup, or give the landlord's original seed)"
-                    .into(),
-            )));
-        }
         let id = ll_config.id;
         let policy = js(spec.build())?;
-        let opened = store::open(store_config, &files, now, |snapshot| match snapshot {
-            Some(bytes) => CoreLandlord::<Resource>::from_snapshot_bytes(bytes, policy),
-            None => {
-                let mut ll = CoreLandlord::new(ll_config, policy);
-                ll.enable_journal();
-                Ok(ll)
-            }
-        });
+        let opened =
+            store::open(store_config, &files, now, seed_given, |snapshot| match snapshot {
+                Some(bytes) => CoreLandlord::<Resource>::from_snapshot_bytes(bytes, policy),
+                None => {
+                    let mut ll = CoreLandlord::new(ll_config, policy);
+                    ll.enable_journal();
+                    Ok(ll)
+                }
+            });
         drop(files);
         let OpenedJs { state, durability, ops, recovery } = js(opened)?;
         if state.id() != id {
