@@ -85,18 +85,22 @@ for i in 0 1 2; do start $i; done
 ms=$(probe)
 echo "three servers up; every shard served after $ms ms"
 RUN_MS=$(( (KILL_ROUNDS * 5 + STOP_ROUNDS * 7 + 10) * 1000 ))
-# Holders renew with half their lease left (renew_divisor 2): a 10 s lease rides out a takeover
-# (about 2 s) plus trying every server once (0.5 s each), so no holder may lose a lease.
-"$BIN/leasehold-load" --servers "$SERVERS" --holders 6 --leases 60 --lease-ms 10000 --run-ms $RUN_MS \
+# Holders renew with half their lease left (renew_divisor 2). A lease must ride out a takeover
+# (about 2 s) plus what a holder thread spends before it gets to that lease: a Rust holder sends
+# its renewals one landlord (shard) at a time, and while an owner is dead every attempt may try
+# each server (0.5 s each), so one wave can take 6 x 1.5 s. With 10 s leases (5 s left) a
+# loaded 2-core machine lost 6 renewals for good that way; 20 s leases leave 10 s, so no holder
+# may lose a lease.
+"$BIN/leasehold-load" --servers "$SERVERS" --holders 6 --leases 60 --lease-ms 20000 --run-ms $RUN_MS \
   --timeout-ms 500 --renew-divisor 2 --json "$WORK/load.json" >"$WORK/load.out" 2>"$WORK/load.err" &
 LOAD=$!
-# Like the Rust holders: renew with half the lease left, 10 s leases, 0.5 s per attempt.
+# Like the Rust holders: renew with half the lease left, 20 s leases, 0.5 s per attempt.
 "$PY_VENV/bin/python" bindings-python/tests/failover_holders.py --servers "$SERVERS" --holders 2 --leases 20 \
-  --lease-ms 10000 --renew-divisor 2 --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/py.json" \
+  --lease-ms 20000 --renew-divisor 2 --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/py.json" \
   >"$WORK/py.out" 2>"$WORK/py.err" &
 PYLOAD=$!
 # And the Node holders (fetchTransport over the three URLs), with the same renewal settings.
-node "$WORK/node/holders.mjs" --servers "$SERVERS" --holders 2 --leases 30 --lease-ms 10000 --renew-divisor 2 \
+node "$WORK/node/holders.mjs" --servers "$SERVERS" --holders 2 --leases 30 --lease-ms 20000 --renew-divisor 2 \
   --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/node.json" >"$WORK/node.out" 2>"$WORK/node.err" &
 NODE_LOAD=$!
 sleep 3
