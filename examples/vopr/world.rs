@@ -10,6 +10,7 @@ use leasehold::holder::RenewalManagerConfig;
 use leasehold::policy::PolicySpec;
 use leasehold::service::{RenewalServiceConfig, SetId};
 use leasehold::simnet::{Address, Clock, LinkConfig, Message, NodeId, Outgoing, SimNet};
+use leasehold::store::StoreConfig;
 use leasehold::wire::{Outcome as WireOutcome, WireError};
 use leasehold::{
     Cookie, LandlordConfig, LandlordId, Lease, LeaseError, Millis, RenewalManager, Reply,
@@ -18,7 +19,7 @@ use leasehold::{
 use rand_chacha::ChaCha12Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use crate::durable::RestoreMode;
+use crate::durable::{Disk, DiskConfig};
 use crate::nodes::{
     range, unit, Adversary, Check, Ctx, Failure, Faults, Hold, HolderHost, LandlordHost,
     ServiceHost, Shared,
@@ -29,8 +30,6 @@ use crate::nodes::{
 pub struct RunConfig {
     /// Trace lines kept (0: none, the fast path).
     pub trace: usize,
-    /// How restores count time.
-    pub mode: RestoreMode,
     /// Known bugs to steer around (to hunt for others while they are open).
     pub avoid: Avoid,
 }
@@ -102,6 +101,7 @@ struct Opts {
     corrupt_on: bool,
     sync_commit: f64,
     commit_delay: i64,
+    disk: DiskConfig,
     eager_events: bool,
     timer_lag: i64,
     safety: i64,
@@ -145,6 +145,14 @@ impl Opts {
             corrupt_on: on(rng, 0.5) && !avoid.corrupt_snapshots,
             sync_commit: unit(rng),
             commit_delay: range(rng, 1, 200),
+            disk: DiskConfig {
+                store: StoreConfig {
+                    segment_bytes: [256, 2_048, 65_536][range(rng, 0, 2) as usize],
+                    min_compact_bytes: [128, 1_024, 16_384, 4 << 20][range(rng, 0, 3) as usize],
+                },
+                op_ms: range(rng, 0, 3),
+                sync_ms: [0, 2, 10, 50][range(rng, 0, 3) as usize],
+            },
             eager_events: on(rng, 0.5),
             timer_lag: if on(rng, 0.5) { 0 } else { range(rng, 1, 2_000) },
             safety: range(rng, 20_000, 90_000),
@@ -172,7 +180,8 @@ impl Opts {
         format!(
             "landlords {}{} holders {} service {} | latency {} ms jitter {} ms loss {:.3} dup {:.3} \
              | drift {} ppm grace {} ms expiry budget {} timer lag {} ms leases <= {} ms | faults every ~{} ms: {} \
-             | commit sync {:.2} delay <= {} ms{} | safety {} ms, settle {} ms, liveness {} ms",
+             | commit sync {:.2} delay <= {} ms{} | disk: segments {} B, compaction > {} B, \
+             sync <= {} ms | safety {} ms, settle {} ms, liveness {} ms",
             self.landlords,
             if self.same_seed { " (two share a seed)" } else { "" },
             self.holders,
@@ -191,6 +200,9 @@ impl Opts {
             self.sync_commit,
             self.commit_delay,
             if self.eager_events { ", events before commit" } else { "" },
+            self.disk.store.segment_bytes,
+            self.disk.store.min_compact_bytes,
+            self.disk.sync_ms,
             self.safety,
             self.settle,
             self.live
@@ -322,6 +334,16 @@ fn run_inner(seed: u64, cfg: &RunConfig) -> Outcome {
         faults: {
             let mut f = c.faults;
             f.lost = w.net.stats().lost + w.net.stats().partitioned;
+            for &n in &w.landlords {
+                let h = w.net.node::<LandlordHost>(n).expect("landlord");
+                let d = h.disk.stats;
+                f.commits += d.commits;
+                f.compactions += d.compactions;
+                f.crashes_mid_write += d.crashes_mid_write;
+                f.torn_tails += d.torn_tails;
+                f.unsynced_kept += d.unsynced_kept;
+                f.exact_recoveries += h.twins;
+            }
             f
         },
         failure: c.failure.clone(),
@@ -371,12 +393,13 @@ impl World {
             };
             let node = net.nodes_len();
             let c = clock(&mut rng);
+            let disk = Disk::new(opts.disk, ChaCha12Rng::seed_from_u64(rng.next_u64()));
             let mut host = LandlordHost::new(
                 c,
                 config,
                 policy,
-                cfg.mode,
                 !cfg.avoid.restore_twin,
+                disk,
                 ChaCha12Rng::seed_from_u64(rng.next_u64()),
                 opts.dup,
                 opts.sync_commit,
@@ -677,15 +700,95 @@ impl World {
             return;
         }
         let now = self.local(n);
-        if self.opts.corrupt_on && unit(&mut self.rng) < 0.5 {
-            self.corrupt(n, now);
-        }
-        if let Some(h) = self.net.node_mut::<LandlordHost>(n) {
+        let corrupt = self.opts.corrupt_on && unit(&mut self.rng) < 0.5;
+        if self.net.node::<LandlordHost>(n).is_some() {
+            if corrupt {
+                self.damage_store(n);
+            }
+            let h = self.net.node_mut::<LandlordHost>(n).expect("landlord");
             h.recover(now);
-        } else if let Some(h) = self.net.node_mut::<ServiceHost>(n) {
+            if corrupt {
+                self.corrupt(n, now);
+            }
+        } else if self.net.node::<ServiceHost>(n).is_some() {
+            if corrupt {
+                self.corrupt(n, now);
+            }
+            let h = self.net.node_mut::<ServiceHost>(n).expect("service");
             h.recover(now);
         }
         self.scan_gone = true;
+    }
+
+    /// Flips one bit of a copy of a crashed landlord's directory, anywhere but in the last
+    /// frame of its log (which a crash may tear, so its damage is a torn tail): `Store::open`
+    /// must refuse the copy, naming the damage, never recover from it silently.
+    fn damage_store(&mut self, n: NodeId) {
+        let Some(h) = self.net.node::<LandlordHost>(n) else { return };
+        let files = h.disk.dir.files();
+        let last_segment = files.iter().rposition(|(name, _)| name.starts_with("log-"));
+        // (file, first byte, end) of every range a flip must be refused in.
+        let mut ranges = Vec::new();
+        for (i, (name, bytes)) in files.iter().enumerate() {
+            if name == leasehold::store::SNAPSHOT_FILE {
+                ranges.push((i, 0, bytes.len()));
+            } else if name.starts_with("log-") {
+                let Ok(scan) = leasehold::journal::scan(bytes, None) else { continue };
+                let mut frames: Vec<(usize, usize)> = scan
+                    .frames
+                    .iter()
+                    .map(|f| (f.offset, f.offset + leasehold::journal::FRAME_HEADER + f.payload.len()))
+                    .collect();
+                if Some(i) == last_segment {
+                    frames.pop();
+                }
+                ranges.extend(frames.into_iter().map(|(a, b)| (i, a, b)));
+            }
+        }
+        let total: usize = ranges.iter().map(|r| r.2 - r.1).sum();
+        if total == 0 {
+            return;
+        }
+        let mut at = range(&mut self.rng, 0, total as i64 - 1) as usize;
+        let bit = range(&mut self.rng, 0, 7) as u8;
+        let (file, pos) = ranges
+            .iter()
+            .find_map(|&(i, a, b)| {
+                if at < b - a {
+                    Some((i, a + at))
+                } else {
+                    at -= b - a;
+                    None
+                }
+            })
+            .expect("in range");
+        let mut damaged = files.clone();
+        damaged[file].1[pos] ^= 1 << bit;
+        let (policy, config) = (h.policy.clone(), h.config.clone());
+        let opened = h.disk.open_copy(&damaged, |snapshot| {
+            let policy = policy.build()?;
+            match snapshot {
+                Some(bytes) => leasehold::Landlord::<Vec<u8>>::from_snapshot_bytes(bytes, policy),
+                None => {
+                    let mut ll = leasehold::Landlord::new(config, policy);
+                    ll.enable_journal();
+                    Ok(ll)
+                }
+            }
+        });
+        let name = damaged[file].0.clone();
+        let mut c = self.ctx.borrow_mut();
+        c.faults.damaged_stores += 1;
+        c.trace(|| format!("fault: bit {bit} of byte {pos} of {name} flipped in a copy of node {n}'s store"));
+        if let Ok(recovered) = opened {
+            c.fail(
+                Check::Restore,
+                format!(
+                    "node {n}: Store::open accepted a store with bit {bit} of byte {pos} of \
+                     {name} flipped (recovered {recovered:?})"
+                ),
+            );
+        }
     }
 
     /// Hands restore a corrupted copy of the last commit: it must refuse it.
@@ -693,7 +796,7 @@ impl World {
         let which = range(&mut self.rng, 0, 6);
         let pick = range(&mut self.rng, 0, i64::MAX - 1) as usize;
         let result = if let Some(h) = self.net.node::<LandlordHost>(n) {
-            let mut s = h.store.snapshot().clone();
+            let Some(mut s) = h.ll.as_ref().map(|l| l.snapshot(now)) else { return };
             let what = match which {
                 0 if !s.leases.is_empty() => {
                     let l = s.leases[pick % s.leases.len()].clone();
