@@ -26,6 +26,18 @@ use rand_chacha::ChaCha12Rng;
 
 use crate::nodes::{range, unit, Meta};
 
+/// When a crash strikes a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashAt {
+    /// Whenever it happens to be: the disk may be idle or busy.
+    Now,
+    /// Right after the disk caught up with everything written (a commit at the crash moment).
+    AfterCommit,
+    /// In the middle of a commit (or of the compaction after it): some of its file operations
+    /// done, the rest never.
+    MidWrite,
+}
+
 /// How a simulated disk behaves.
 #[derive(Debug, Clone, Copy)]
 pub struct DiskConfig {
@@ -226,6 +238,20 @@ impl Disk {
             self.complete_head();
         }
         self.head_done = None;
+    }
+
+    /// Starts a commit if none is under way, then carries out some of the queued operations
+    /// but not all (the crash that follows strikes in the middle).
+    pub fn part_way<S: Journaled>(&mut self, state: &mut S, now: Millis) {
+        if !self.committing() {
+            self.commit(state, now);
+        }
+        let n = self.queue.len();
+        if n >= 2 {
+            for _ in 0..range(&mut self.rng, 1, n as i64 - 1) {
+                self.complete_head();
+            }
+        }
     }
 
     /// The host clock stepped: the disk's timer is monotonic, so it keeps its distance.

@@ -26,7 +26,7 @@ use leasehold::{
 use rand_chacha::ChaCha12Rng;
 use rand_core::RngCore;
 
-use crate::durable::{Disk, ServiceStore};
+use crate::durable::{CrashAt, Disk, ServiceStore};
 
 /// The shared books of one simulated run.
 pub type Shared = Rc<RefCell<Ctx>>;
@@ -882,17 +882,22 @@ impl LandlordHost {
         }
     }
 
-    /// Crashes the host. With `at_commit`, the disk first catches up with everything the
-    /// landlord wrote (a crash right after a commit).
-    pub fn crash(&mut self, at_commit: bool, now: Millis) {
+    /// Crashes the host, at a moment of its disk's work.
+    pub fn crash(&mut self, at: CrashAt, now: Millis) {
         let Some(mut ll) = self.ll.take() else { return };
-        if at_commit {
-            self.disk.flush();
-            self.disk.commit(&mut ll, now);
-            self.disk.flush();
-            let grace = self.grace();
-            self.rel.release_durable(self.disk.durable(), self.id, self.clock, grace, &self.ctx);
+        match at {
+            CrashAt::Now => {}
+            CrashAt::AfterCommit => {
+                self.disk.flush();
+                self.disk.commit(&mut ll, now);
+                self.disk.flush();
+                let grace = self.grace();
+                let durable = self.disk.durable();
+                self.rel.release_durable(durable, self.id, self.clock, grace, &self.ctx);
+            }
+            CrashAt::MidWrite => self.disk.part_way(&mut ll, now),
         }
+        let at_commit = at == CrashAt::AfterCommit;
         self.disk.crash();
         let seq = ll.journal_seq();
         let own = ll.now();
@@ -945,6 +950,12 @@ impl LandlordHost {
                 self.ctx.borrow_mut().fail(Check::Restore, msg);
             }
         }
+    }
+
+    /// Whether nothing waits to be written and the disk is idle.
+    pub fn disk_idle(&self) -> bool {
+        self.ll.as_ref().map_or(true, |ll| !self.disk.pending(ll))
+            && self.disk.poll_timeout().is_none()
     }
 
     /// The landlord's time as seen by its twin, for `now` on the host's clock.
@@ -1500,12 +1511,12 @@ impl ServiceHost {
         }
     }
 
-    /// Crashes the service. With `at_commit`, it commits first.
-    pub fn crash(&mut self, at_commit: bool, now: Millis) {
+    /// Crashes the service. Right after a commit, it commits first.
+    pub fn crash(&mut self, at: CrashAt, now: Millis) {
         if self.svc.is_none() {
             return;
         }
-        if at_commit {
+        if at == CrashAt::AfterCommit {
             self.commit(now);
         }
         self.svc = None;

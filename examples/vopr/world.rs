@@ -19,7 +19,7 @@ use leasehold::{
 use rand_chacha::ChaCha12Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use crate::durable::{Disk, DiskConfig};
+use crate::durable::{CrashAt, Disk, DiskConfig};
 use crate::nodes::{
     range, unit, Adversary, Check, Ctx, Failure, Faults, Hold, HolderHost, LandlordHost,
     ServiceHost, Shared,
@@ -215,6 +215,8 @@ enum Action {
     Fault,
     Work,
     Recover(NodeId),
+    /// Crash a node in the middle of its next commit (retried while its disk is idle).
+    CrashMidWrite(NodeId, u32),
     Heal(NodeId, NodeId),
     Calm(NodeId, NodeId),
     Liveness,
@@ -551,6 +553,11 @@ impl World {
                 self.at(t, Action::Work);
             }
             Action::Recover(n) => self.recover(n),
+            Action::CrashMidWrite(n, tries) => {
+                if self.phase == Phase::Safety && !self.down.contains(&n) {
+                    self.crash_node(n, CrashAt::MidWrite, tries);
+                }
+            }
             Action::Heal(a, b) => {
                 self.net.heal(a, b);
                 self.partitions.remove(&(a, b));
@@ -676,18 +683,35 @@ impl World {
         nodes.extend(self.service);
         nodes.retain(|n| !self.down.contains(n));
         let Some(n) = self.pick(&nodes) else { return };
-        let at_commit = unit(&mut self.rng) < 0.5;
+        let at = match range(&mut self.rng, 0, 3) {
+            0 | 1 => CrashAt::Now,
+            2 => CrashAt::AfterCommit,
+            _ => CrashAt::MidWrite,
+        };
+        self.crash_node(n, at, 0);
+    }
+
+    fn crash_node(&mut self, n: NodeId, at: CrashAt, tries: u32) {
+        if at == CrashAt::MidWrite && tries < 20 {
+            // Nothing to write yet: strike when there is (a commit is never long in coming).
+            let idle = self.net.node::<LandlordHost>(n).is_some_and(|h| h.disk_idle());
+            if idle {
+                let t = self.net.now() + range(&mut self.rng, 5, 300);
+                self.at(t, Action::CrashMidWrite(n, tries + 1));
+                return;
+            }
+        }
         let now = self.local(n);
         if let Some(h) = self.net.node_mut::<LandlordHost>(n) {
-            h.crash(at_commit, now);
+            h.crash(at, now);
         } else if let Some(h) = self.net.node_mut::<ServiceHost>(n) {
-            h.crash(at_commit, now);
+            h.crash(at, now);
         }
         self.down.insert(n);
         {
             let mut c = self.ctx.borrow_mut();
             c.faults.crashes += 1;
-            if at_commit {
+            if at == CrashAt::AfterCommit {
                 c.faults.crashes_at_commit += 1;
             }
         }
