@@ -2,7 +2,7 @@
 # leasehold-server: the crash test on the embedded store (scripts/test-crash.sh, 50 SIGKILLs),
 # then failover on a real PostgreSQL: a throw-away cluster on loopback (Debian's postgresql,
 # installed when missing, run as a non-root user in a temporary directory), three servers,
-# Rust holders renewing through the failover client, the owner of a shard killed with SIGKILL
+# Rust and Python holders renewing through their failover clients, the owner of a shard killed with SIGKILL
 # under load (repeatedly), and a paused owner (SIGSTOP, takeover, SIGCONT) to prove fencing.
 # Prints: acknowledged leases lost, early expiries, writes by a deposed owner accepted (all
 # must be 0), fenced writes refused, takeover times.
@@ -29,15 +29,22 @@ BIN="$target/release"
 WORK=$(mktemp -d /tmp/leasehold-failover.XXXXXX)
 declare -a PIDS PORTS URLS
 LOAD=""
+PYLOAD=""
 cleanup() {
   for p in "${PIDS[@]:-}"; do
     [ -n "$p" ] && { kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; } || true
   done
   [ -n "$LOAD" ] && kill "$LOAD" 2>/dev/null || true
+  [ -n "$PYLOAD" ] && kill "$PYLOAD" 2>/dev/null || true
   pg_stop
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+# Python holders renew through the same servers (the binding's http.Cluster): its venv first.
+ROOT=$PWD TARGET=$target
+# shellcheck source=lib/bindings.sh
+source scripts/lib/bindings.sh
+leasehold_python_venv
 pg_start
 echo "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR)"
 
@@ -77,6 +84,11 @@ RUN_MS=$(( (KILL_ROUNDS * 5 + STOP_ROUNDS * 7 + 10) * 1000 ))
 "$BIN/leasehold-load" --servers "$SERVERS" --holders 6 --leases 60 --lease-ms 10000 --run-ms $RUN_MS \
   --timeout-ms 500 --renew-divisor 2 --json "$WORK/load.json" >"$WORK/load.out" 2>"$WORK/load.err" &
 LOAD=$!
+# Like the Rust holders: renew with half the lease left, 10 s leases, 0.5 s per attempt.
+"$PY_VENV/bin/python" bindings-python/tests/failover_holders.py --servers "$SERVERS" --holders 2 --leases 20 \
+  --lease-ms 10000 --renew-divisor 2 --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/py.json" \
+  >"$WORK/py.out" 2>"$WORK/py.err" &
+PYLOAD=$!
 sleep 3
 takeovers=()
 fenced_seen=0
@@ -111,6 +123,11 @@ wait "$LOAD" || status=$?
 LOAD=""
 cat "$WORK/load.out"
 if [ -s "$WORK/load.err" ]; then echo "holders said:"; head -20 "$WORK/load.err"; fi
+py_status=0
+wait "$PYLOAD" || py_status=$?
+PYLOAD=""
+cat "$WORK/py.out"
+if [ -s "$WORK/py.err" ]; then echo "python holders said:"; head -20 "$WORK/py.err"; fi
 
 # What the database holds: no frame or snapshot by an owner after its replacement, and every
 # shard's journal a contiguous run of records.
@@ -144,4 +161,4 @@ ok = bad == 0 and c["grants_acked"] > 0 and c["kept_checked"] > 0
 print(f"failover: {1 if ok else 0} passed, {0 if ok else 1} failed")
 sys.exit(0 if ok else 1)
 EOF
-[ $status -eq 0 ]
+[ $status -eq 0 ] && [ $py_status -eq 0 ]

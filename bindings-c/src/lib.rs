@@ -12,6 +12,8 @@
 //! converts the answer.
 
 pub mod common;
+pub mod discovery;
+pub mod discovery_wire;
 pub mod error;
 pub mod event;
 pub mod handle;
@@ -40,8 +42,12 @@ fn threading_contract() {
     movable::<service::leasehold_renewal_service>();
     movable::<event::leasehold_gap_tracker>();
     movable::<event::leasehold_event_table>();
+    movable::<discovery::leasehold_discovery_config>();
+    movable::<discovery::leasehold_discovery_service>();
     shareable::<store::leasehold_shared_landlord>();
     shareable::<policy::leasehold_policy>();
     shareable::<wire::leasehold_request>();
     shareable::<wire::leasehold_reply>();
+    shareable::<discovery_wire::leasehold_discovery_request>();
+    shareable::<discovery_wire::leasehold_discovery_reply>();
 }

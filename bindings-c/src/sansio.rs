@@ -229,6 +229,9 @@ pub(crate) unsafe fn handle_failure<H: Opaque<Inner: Renewer>>(
 
 // ---------- the driver ----------
 
+/// A request to hand to the transport: landlord id, request id, encoded bytes.
+type Outgoing = (u64, u64, Vec<u8>);
+
 /// `_drive`: one turn of the C driver at `now`. `handle_timeout(now)`, then rounds: a round
 /// takes every request and every event queued (one borrow), then, with nothing borrowed, hands
 /// each request to `transmit` (a non-zero answer is an indefinite failure of that request) and
@@ -255,23 +258,18 @@ pub(crate) unsafe fn drive<H: Component<Inner: Renewer>>(
         let transmit = transmit.ok_or_else(|| null("transmit"))?;
         let call = unsafe { Call::enter(p) }?;
         call.apply(|m| Machine::handle_timeout(m, now))?;
-        let mut next = None;
-        for round in 1.. {
-            let (sends, events) = call.with_mut(|m| {
-                let mut sends = Vec::new();
-                while let Some(t) = m.poll_transmit(now) {
-                    sends.push((t.landlord.0, t.request.id, t.request.encode(enc)));
-                }
-                let mut events = Vec::new();
-                while let Some(e) = Machine::poll_event(m) {
-                    events.push(e);
-                }
-                Ok((sends, events))
-            })?;
-            if sends.is_empty() && events.is_empty() {
-                next = call.with(|m| Ok(Machine::poll_timeout(m)))?;
-                break;
+        let take = |m: &mut H::Inner| {
+            let mut sends = Vec::new();
+            while let Some(t) = m.poll_transmit(now) {
+                sends.push((t.landlord.0, t.request.id, t.request.encode(enc)));
             }
+            let mut events = Vec::new();
+            while let Some(e) = Machine::poll_event(m) {
+                events.push(e);
+            }
+            Ok((!sends.is_empty() || !events.is_empty()).then_some((sends, events)))
+        };
+        let run = |(sends, events): (Vec<Outgoing>, Vec<_>)| {
             for (landlord, id, bytes) in &sends {
                 if call.freed() {
                     break;
@@ -293,17 +291,36 @@ pub(crate) unsafe fn drive<H: Component<Inner: Renewer>>(
                 }
                 unsafe { ev.free_fields() };
             }
-            if call.freed() {
-                break;
-            }
-            if round == LEASEHOLD_DRIVE_MAX_ROUNDS {
-                next = Some(now);
-                break;
-            }
-        }
-        unsafe { out.write(if call.freed() { None } else { next }) };
+            Ok(())
+        };
+        let next = rounds(&call, now, take, run)?;
+        unsafe { out.write(next) };
         Ok(())
     })
+}
+
+/// The loop of every driver: rounds, each taking what is due with the state borrowed (`take`:
+/// `None` when nothing is) and handing it to the host's callbacks with nothing borrowed (`run`,
+/// which stops calling back once `call.freed()`). Callbacks may call back in; what they cause
+/// goes out in the next round. Answers when to drive again: the machine's next timeout once
+/// nothing is due; `now` after [`LEASEHOLD_DRIVE_MAX_ROUNDS`] rounds (work is left); `None` if
+/// a callback freed the handle.
+pub(crate) fn rounds<H: Opaque<Inner: Machine>, W>(
+    call: &Call<H>,
+    now: Millis,
+    mut take: impl FnMut(&mut H::Inner) -> Res<Option<W>>,
+    mut run: impl FnMut(W) -> Res,
+) -> Res<Option<Millis>> {
+    for _ in 0..LEASEHOLD_DRIVE_MAX_ROUNDS {
+        let Some(work) = call.with_mut(&mut take)? else {
+            return call.with(|m| Ok(Machine::poll_timeout(m)));
+        };
+        run(work)?;
+        if call.freed() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(now))
 }
 
 // ---------- answering requests ----------

@@ -1,5 +1,10 @@
-//! Durable landlords: a landlord kept in a store (a directory of log segments and a snapshot),
-//! recovered when opened, with reply-after-durable as the natural path.
+//! Durable handles: a landlord (or any journaled state machine, such as the discovery service)
+//! kept in a store (a directory of log segments and a snapshot), recovered when opened, with
+//! reply-after-durable as the natural path.
+//!
+//! The store half is generic ([`Kept`], [`open_dir`], [`open_io`], [`commit`]): a handle whose
+//! state is a core [`Journaled`] type with an optional [`Attached`] store gets open, commit,
+//! compact and journal sequence numbers from one-line exported functions.
 //!
 //! Everything about the format (file names, frames, checksums, rotation, compaction, what a torn
 //! tail is and what damage is) is the core's (`leasehold::store`, `leasehold::journal`). This
@@ -13,14 +18,14 @@ use std::ffi::{c_char, c_void, CString};
 use std::io;
 use std::path::PathBuf;
 
-use leasehold_core::journal::Recovered;
-use leasehold_core::store::{FileOp, Opened, Store};
+use leasehold_core::journal::{Journaled, Recovered};
+use leasehold_core::store::{FileOp, Opened, Store, StoreConfig};
 use leasehold_core::{Encoding, Expired, Landlord, LandlordConfig, LeaseError, PolicySpec};
 use leasehold_store::{Dir, Durable, Shared};
 
 use crate::common::{encoding, give_bytes, leasehold_cookie};
 use crate::error::{arg, guard, leasehold_status, null, slice, Fail, Maybe, Out, Res};
-use crate::handle::{self, give, give_box, Call};
+use crate::handle::{self, give, give_box, Call, Opaque};
 use crate::landlord::{
     leasehold_expired, leasehold_grant, leasehold_landlord, leasehold_landlord_config,
     LandlordState,
@@ -33,7 +38,7 @@ type LL = Landlord<Vec<u8>>;
 // ---------- values ----------
 
 /// What opening a store found (`leasehold_landlord_open_dir`, `_open_io`,
-/// `leasehold_shared_landlord_open_dir`).
+/// `leasehold_shared_landlord_open_dir`, `leasehold_discovery_service_open_dir`, `_open_io`).
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -48,17 +53,23 @@ pub struct leasehold_recovery {
     /// A torn tail (the last write, cut short by a crash, never acknowledged) was dropped from
     /// the log.
     pub torn_tail: bool,
-    /// Leases held after recovery.
+    /// Leases held after recovery (for a discovery service: its registrations, each leased).
     pub leases: usize,
 }
 
-fn recovery(r: &Recovered, created: bool, ll: &LL) -> leasehold_recovery {
+/// What opening found; `leases` is what the state holds (leases, or registrations).
+pub(crate) fn recovery<S: Journaled>(
+    r: &Recovered,
+    created: bool,
+    s: &S,
+    leases: usize,
+) -> leasehold_recovery {
     leasehold_recovery {
         created,
         replayed: r.replayed,
-        last_seq: r.last_seq.max(ll.journal_seq()),
+        last_seq: r.last_seq.max(s.journal_seq()),
         torn_tail: r.torn.is_some(),
-        leases: ll.len(),
+        leases,
     }
 }
 
@@ -156,7 +167,7 @@ pub struct leasehold_store_file {
     pub len: usize,
 }
 
-// ---------- the store behind a landlord handle ----------
+// ---------- the store behind a handle ----------
 
 /// The host's callbacks, checked complete.
 #[derive(Clone, Copy)]
@@ -231,7 +242,7 @@ enum Io {
     Host(HostIo),
 }
 
-/// The store of a durable landlord handle.
+/// The store of a durable handle.
 pub(crate) struct Attached {
     store: Store,
     io: Io,
@@ -257,7 +268,7 @@ enum Job {
 impl Attached {
     /// The first half of a commit, with the state borrowed: takes the records written since the
     /// last commit (and a compaction, if due or `force`d) and, for a directory, writes them.
-    fn begin(&mut self, ll: &mut LL, force: bool) -> Res<Job> {
+    fn begin<S: Journaled>(&mut self, ll: &mut S, force: bool) -> Res<Job> {
         if let Some(e) = &self.failed {
             return Err(io_fail(format!(
                 "the store failed earlier ({e}) and takes no more commits: free the landlord \
@@ -307,20 +318,66 @@ impl Attached {
             io_fail(e)
         })
     }
+
+    /// A whole commit of a state no handle holds yet (while opening): the host's callbacks run
+    /// here, with nothing of a handle borrowed.
+    pub(crate) fn commit_now<S: Journaled>(&mut self, s: &mut S) -> Res<u64> {
+        match self.begin(s, false)? {
+            Job::Done(d) => Ok(d),
+            Job::Host { io, ops, durable } => {
+                self.end(io.apply_all(&ops))?;
+                Ok(durable)
+            }
+        }
+    }
 }
 
-/// `_commit` and `_compact` of a landlord handle: writes, syncs, compacts; returns the last
-/// durable record (0 for a landlord in memory, which has nothing to write).
+/// The state of a handle that may be kept in a store: the journaled core state, and its
+/// store if it has one.
+pub(crate) trait Kept {
+    /// The core state machine.
+    type State: Journaled;
+    fn state(&self) -> &Self::State;
+    fn parts(&mut self) -> (&mut Self::State, Option<&mut Attached>);
+    fn is_durable(&self) -> bool;
+}
+
+/// `_commit` and `_compact` of a handle that may be durable: writes, syncs, compacts; returns
+/// the last durable record (0 for a handle in memory, which has nothing to write).
 ///
 /// # Safety
 /// `p` is NULL or live.
-unsafe fn commit(p: *mut leasehold_landlord, force: bool) -> Res<u64> {
+pub(crate) unsafe fn commit<H: Opaque<Inner: Kept>>(p: *mut H, force: bool) -> Res<u64> {
     let call = unsafe { Call::enter(p) }?;
+    commit_in(&call, force)
+}
+
+/// The body of `_commit` (`force` false) and `_compact` (true): `*out_durable` is the last
+/// durable record.
+///
+/// # Safety
+/// `p` is NULL or live; `out_durable` is NULL or writable.
+pub(crate) unsafe fn commit_out<H: Opaque<Inner: Kept>>(
+    p: *mut H,
+    force: bool,
+    out_durable: *mut u64,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out_durable, "out_durable")?;
+        let d = unsafe { commit(p, force) }?;
+        unsafe { out.write(d) };
+        Ok(())
+    })
+}
+
+/// [`commit`] inside a call already running on the handle (a driver commits before its
+/// callbacks run).
+pub(crate) fn commit_in<H: Opaque<Inner: Kept>>(call: &Call<H>, force: bool) -> Res<u64> {
     let job = call.with_mut(|s| {
-        let LandlordState { ll, store } = s;
-        match store.as_deref_mut() {
+        let (state, store) = s.parts();
+        match store {
             None => Ok(Job::Done(0)),
-            Some(a) => a.begin(ll, force),
+            Some(a) => a.begin(state, force),
         }
     })?;
     let (io, ops, durable) = match job {
@@ -346,12 +403,50 @@ unsafe fn commit(p: *mut leasehold_landlord, force: bool) -> Res<u64> {
         }
         return Err(Fail::new(
             leasehold_status::LEASEHOLD_STATUS_BUSY,
-            "the landlord was freed inside a store callback: the commit did not complete, and \
-             nothing it covers may be acknowledged",
+            format!(
+                "the {} was freed inside a store callback: the commit did not complete, and \
+                 nothing it covers may be acknowledged",
+                H::WHAT
+            ),
         ));
     }
-    call.with_mut(|s| s.store.as_deref_mut().expect("a durable landlord").end(result))?;
+    call.with_mut(|s| s.parts().1.expect("a durable handle").end(result))?;
     Ok(durable)
+}
+
+/// `_journal_seq`: the last record the handle's state journaled (0 in memory).
+///
+/// # Safety
+/// Pointers are NULL or valid.
+pub(crate) unsafe fn journal_seq<H: Opaque<Inner: Kept>>(
+    p: *const H,
+    out: *mut u64,
+) -> leasehold_status {
+    unsafe { handle::get(p, out, |s| Ok(s.state().journal_seq())) }
+}
+
+/// `_is_durable`: whether the handle is kept in a store.
+///
+/// # Safety
+/// Pointers are NULL or valid.
+pub(crate) unsafe fn is_durable<H: Opaque<Inner: Kept>>(
+    p: *const H,
+    out: *mut bool,
+) -> leasehold_status {
+    unsafe { handle::get(p, out, |s| Ok(s.is_durable())) }
+}
+
+impl Kept for LandlordState {
+    type State = LL;
+    fn state(&self) -> &LL {
+        &self.ll
+    }
+    fn parts(&mut self) -> (&mut LL, Option<&mut Attached>) {
+        (&mut self.ll, self.store.as_deref_mut())
+    }
+    fn is_durable(&self) -> bool {
+        self.store.is_some()
+    }
 }
 
 // ---------- opening ----------
@@ -419,6 +514,73 @@ fn decode_error(where_: &str, e: LeaseError) -> Fail {
     Fail::new(f.status, format!("store in {where_}: {}", e.detail()))
 }
 
+/// A state machine opened from a store, with the store attached and what recovery found.
+pub(crate) struct Reopened<S> {
+    pub state: S,
+    pub store: Box<Attached>,
+    pub recovered: Recovered,
+    pub created: bool,
+}
+
+/// Opens (creating if needed) a store in the directory `path` and recovers the state it holds
+/// (`build` makes it from the snapshot's bytes, or afresh), carrying out the tidying recovery
+/// needs. Damage is `DECODE` naming the file and offset; a locked or unwritable directory `IO`.
+///
+/// # Safety
+/// `path` is NULL or points to `path_len` bytes.
+pub(crate) unsafe fn open_dir<S: Journaled>(
+    path: *const c_char,
+    path_len: usize,
+    config: StoreConfig,
+    now: i64,
+    build: impl FnOnce(Option<&[u8]>) -> leasehold_core::Result<S>,
+) -> Res<Reopened<S>> {
+    let path = unsafe { path_arg(path, path_len) }?;
+    let where_ = path.display().to_string();
+    let mut dir = Dir::open(&path).map_err(|e| store_error(&where_, e))?;
+    let files = dir.read().map_err(|e| store_error(&where_, e))?;
+    let Opened { state, store, ops, recovered, created } =
+        Store::open(config, &files, Some(now), build).map_err(|e| decode_error(&where_, e))?;
+    dir.apply_all(&ops).map_err(|e| store_error(&where_, e))?;
+    let store = Box::new(Attached { store, io: Io::Dir(dir), committing: false, failed: None });
+    Ok(Reopened { state, store, recovered, created })
+}
+
+/// Opens a store kept in the host's own storage: `files` as the host read them, `io` for every
+/// operation from now on (the tidying recovery needs runs through it before this returns).
+///
+/// # Safety
+/// `io` is NULL or valid with valid callbacks; `files` is NULL or points to `file_count` valid
+/// entries.
+pub(crate) unsafe fn open_io<S: Journaled>(
+    io: *const leasehold_store_io,
+    files: *const leasehold_store_file,
+    file_count: usize,
+    config: StoreConfig,
+    now: i64,
+    build: impl FnOnce(Option<&[u8]>) -> leasehold_core::Result<S>,
+) -> Res<Reopened<S>> {
+    let io = HostIo::new(unsafe { arg(io, "io") }?)?;
+    let mut contents = Vec::new();
+    for (i, f) in unsafe { slice(files, file_count, "files") }?.iter().enumerate() {
+        let name = unsafe { slice(f.name.cast::<u8>(), f.name_len, "files[i].name") }
+            .map_err(|e| Fail::new(e.status, format!("files[{i}]: {}", e.message)))?;
+        let data = unsafe { slice(f.data, f.len, "files[i].data") }
+            .map_err(|e| Fail::new(e.status, format!("files[{i}]: {}", e.message)))?;
+        // A name that is not UTF-8 is not one of the store's files.
+        if let Ok(name) = std::str::from_utf8(name) {
+            contents.push((name.to_string(), data.to_vec()));
+        }
+    }
+    let Opened { state, store, ops, recovered, created } =
+        Store::open(config, &contents, Some(now), build)
+            .map_err(|e| decode_error("the host's storage", e))?;
+    drop(contents);
+    io.apply_all(&ops).map_err(|e| io_fail(format!("opening the store: {e}")))?;
+    let store = Box::new(Attached { store, io: Io::Host(io), committing: false, failed: None });
+    Ok(Reopened { state, store, recovered, created })
+}
+
 /// Opens a durable landlord kept in the directory `path` (`path_len` bytes, no NUL needed),
 /// creating the directory and the store if they do not exist, and recovering what is there:
 /// the snapshot, then every log record after it. A torn tail (the last write cut short by a
@@ -462,25 +624,26 @@ pub unsafe extern "C" fn leasehold_landlord_open_dir(
     guard(|| {
         let out = Out::new(out, "out")?;
         let info = Out::optional(out_info);
-        let path = unsafe { path_arg(path, path_len) }?;
         let c = unsafe { arg(config, "config") }?;
         let p = unsafe { arg(policy, "policy") }?;
         p.spec.build()?;
-        let where_ = path.display().to_string();
-        let mut dir = Dir::open(&path).map_err(|e| store_error(&where_, e))?;
-        let files = dir.read().map_err(|e| store_error(&where_, e))?;
-        let Opened { state: ll, store, ops, recovered, created } =
-            Store::open(c.store, &files, Some(now), builder(&c.inner, &p.spec))
-                .map_err(|e| decode_error(&where_, e))?;
-        dir.apply_all(&ops).map_err(|e| store_error(&where_, e))?;
-        let r = recovery(&recovered, created, &ll);
-        let attached = Attached { store, io: Io::Dir(dir), committing: false, failed: None };
-        give(LandlordState { ll, store: Some(Box::new(attached)) }, out);
-        if let Some(i) = info {
-            unsafe { i.write(r) };
-        }
+        let o = unsafe { open_dir(path, path_len, c.store, now, builder(&c.inner, &p.spec)) }?;
+        give_landlord(o, out, info);
         Ok(())
     })
+}
+
+/// Hands an opened durable landlord to C, with what recovery found.
+fn give_landlord(
+    o: Reopened<LL>,
+    out: Out<*mut leasehold_landlord>,
+    info: Option<Out<leasehold_recovery>>,
+) {
+    let r = recovery(&o.recovered, o.created, &o.state, o.state.len());
+    give(LandlordState { ll: o.state, store: Some(o.store) }, out);
+    if let Some(i) = info {
+        unsafe { i.write(r) };
+    }
 }
 
 /// Opens a durable landlord kept in the host's own storage: `files` (`file_count` of them) are
@@ -512,32 +675,12 @@ pub unsafe extern "C" fn leasehold_landlord_open_io(
     guard(|| {
         let out = Out::new(out, "out")?;
         let info = Out::optional(out_info);
-        let io = HostIo::new(unsafe { arg(io, "io") }?)?;
         let c = unsafe { arg(config, "config") }?;
         let p = unsafe { arg(policy, "policy") }?;
         p.spec.build()?;
-        let mut contents = Vec::new();
-        for (i, f) in unsafe { slice(files, file_count, "files") }?.iter().enumerate() {
-            let name = unsafe { slice(f.name.cast::<u8>(), f.name_len, "files[i].name") }
-                .map_err(|e| Fail::new(e.status, format!("files[{i}]: {}", e.message)))?;
-            let data = unsafe { slice(f.data, f.len, "files[i].data") }
-                .map_err(|e| Fail::new(e.status, format!("files[{i}]: {}", e.message)))?;
-            // A name that is not UTF-8 is not one of the store's files.
-            if let Ok(name) = std::str::from_utf8(name) {
-                contents.push((name.to_string(), data.to_vec()));
-            }
-        }
-        let Opened { state: ll, store, ops, recovered, created } =
-            Store::open(c.store, &contents, Some(now), builder(&c.inner, &p.spec))
-                .map_err(|e| decode_error("the host's storage", e))?;
-        drop(contents);
-        io.apply_all(&ops).map_err(|e| io_fail(format!("opening the store: {e}")))?;
-        let r = recovery(&recovered, created, &ll);
-        let attached = Attached { store, io: Io::Host(io), committing: false, failed: None };
-        give(LandlordState { ll, store: Some(Box::new(attached)) }, out);
-        if let Some(i) = info {
-            unsafe { i.write(r) };
-        }
+        let build = builder(&c.inner, &p.spec);
+        let o = unsafe { open_io(io, files, file_count, c.store, now, build) }?;
+        give_landlord(o, out, info);
         Ok(())
     })
 }
@@ -556,7 +699,7 @@ pub unsafe extern "C" fn leasehold_landlord_journal_seq(
     landlord: *const leasehold_landlord,
     out: *mut u64,
 ) -> leasehold_status {
-    unsafe { handle::get(landlord, out, |s| Ok(s.ll.journal_seq())) }
+    unsafe { journal_seq(landlord, out) }
 }
 
 /// Makes everything this landlord did so far durable: one append of every record journaled
@@ -576,12 +719,7 @@ pub unsafe extern "C" fn leasehold_landlord_commit(
     landlord: *mut leasehold_landlord,
     out_durable: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out_durable, "out_durable")?;
-        let d = unsafe { commit(landlord, false) }?;
-        unsafe { out.write(d) };
-        Ok(())
-    })
+    unsafe { commit_out(landlord, false, out_durable) }
 }
 
 /// Commits (as `leasehold_landlord_commit`), then writes a new snapshot and removes the log it
@@ -595,12 +733,7 @@ pub unsafe extern "C" fn leasehold_landlord_compact(
     landlord: *mut leasehold_landlord,
     out_durable: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out_durable, "out_durable")?;
-        let d = unsafe { commit(landlord, true) }?;
-        unsafe { out.write(d) };
-        Ok(())
-    })
+    unsafe { commit_out(landlord, true, out_durable) }
 }
 
 /// Whether this landlord is kept in a store (opened with `_open_dir` or `_open_io`).
@@ -612,7 +745,7 @@ pub unsafe extern "C" fn leasehold_landlord_is_durable(
     landlord: *const leasehold_landlord,
     out: *mut bool,
 ) -> leasehold_status {
-    unsafe { handle::get(landlord, out, |s| Ok(s.store.is_some())) }
+    unsafe { is_durable(landlord, out) }
 }
 
 // ---------- many threads: group commit ----------
@@ -682,7 +815,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_open_dir(
         let where_ = path.display().to_string();
         let d = Durable::open(&path, c.store, now, builder(&c.inner, &p.spec))
             .map_err(|e| store_error(&where_, e))?;
-        let r = recovery(d.recovered(), d.created(), d.state());
+        let r = recovery(d.recovered(), d.created(), d.state(), d.state().len());
         give_box(leasehold_shared_landlord { inner: Shared::new(d) }, out);
         if let Some(i) = info {
             unsafe { i.write(r) };

@@ -59,8 +59,10 @@ pub struct leasehold_reply {
     pub(crate) inner: Reply,
 }
 
-/// What the two message handles share: decoding, encoding, the id.
-trait Message: Sized {
+/// What the message handles share (these two, and the discovery service's): decoding,
+/// encoding, the id. A new message handle is `pub struct leasehold_x { inner: Core }` and
+/// `message!(leasehold_x, Core, "x");`.
+pub(crate) trait Message: Sized {
     const ARG: &'static str;
     fn decode(b: &[u8], enc: Encoding, limits: &Limits) -> Result<Self, LeaseError>;
     fn encode(&self, enc: Encoding) -> Vec<u8>;
@@ -69,12 +71,16 @@ trait Message: Sized {
 
 macro_rules! message {
     ($c:ident, $inner:ty, $arg:literal) => {
-        impl Message for $c {
+        impl $crate::wire::Message for $c {
             const ARG: &'static str = $arg;
-            fn decode(b: &[u8], enc: Encoding, limits: &Limits) -> Result<Self, LeaseError> {
+            fn decode(
+                b: &[u8],
+                enc: leasehold_core::Encoding,
+                limits: &leasehold_core::Limits,
+            ) -> Result<Self, leasehold_core::LeaseError> {
                 Ok($c { inner: <$inner>::decode(b, enc, limits)? })
             }
-            fn encode(&self, enc: Encoding) -> Vec<u8> {
+            fn encode(&self, enc: leasehold_core::Encoding) -> Vec<u8> {
                 self.inner.encode(enc)
             }
             fn id(&self) -> u64 {
@@ -83,6 +89,7 @@ macro_rules! message {
         }
     };
 }
+pub(crate) use message;
 message!(leasehold_request, Request, "request");
 message!(leasehold_reply, Reply, "reply");
 
@@ -90,7 +97,7 @@ message!(leasehold_reply, Reply, "reply");
 ///
 /// # Safety
 /// `data` is NULL or points to `len` bytes; `limits` is NULL or valid; `out` is NULL or writable.
-unsafe fn decode<M: Message>(
+pub(crate) unsafe fn decode<M: Message>(
     data: *const u8,
     len: usize,
     encoding: i32,
@@ -110,7 +117,7 @@ unsafe fn decode<M: Message>(
 ///
 /// # Safety
 /// `m` is NULL or live; the outputs are NULL or writable.
-unsafe fn encode<M: Message>(
+pub(crate) unsafe fn encode<M: Message>(
     m: *const M,
     encoding: i32,
     out_data: *mut *mut u8,
@@ -128,7 +135,7 @@ unsafe fn encode<M: Message>(
 ///
 /// # Safety
 /// Pointers are NULL or valid.
-unsafe fn message_id<M: Message>(m: *const M, out: *mut u64) -> leasehold_status {
+pub(crate) unsafe fn message_id<M: Message>(m: *const M, out: *mut u64) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
         unsafe { out.write(arg(m, M::ARG)?.id()) };
@@ -309,7 +316,7 @@ pub unsafe extern "C" fn leasehold_request_get_op(
     })
 }
 
-fn wrong_op(what: &str) -> Fail {
+pub(crate) fn wrong_op(what: &str) -> Fail {
     Fail::invalid(format!("this message has no {what}"))
 }
 

@@ -62,6 +62,7 @@ void test_store(void);
 void test_store_io(void);
 void test_store_crash(void);
 void test_store_vector(const char *dir);
+void test_discovery(void);
 void test_vectors(const char *dir);
 
 #endif

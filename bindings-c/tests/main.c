@@ -17,6 +17,7 @@ int main(int argc, char **argv) {
     test_store();
     test_store_io();
     test_store_crash();
+    test_discovery();
     test_store_vector(argc > 1 ? argv[1] : "core/tests/vectors");
     test_vectors(argc > 1 ? argv[1] : "core/tests/vectors");
     printf("tests: %d passed, %d failed\n", check_passed, check_failed);

@@ -77,11 +77,6 @@ impl Held {
     pub fn clone_ref(&self, py: Python<'_>) -> Py<PyAny> {
         self.0.clone_ref(py)
     }
-    /// The object, borrowed.
-    #[inline]
-    pub fn bind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
-        self.0.bind(py)
-    }
 }
 
 impl Clone for Held {

@@ -4,15 +4,15 @@ use leasehold::holder::{
     lease_from_reply_with_drift, local_expiration, LeaseMap, RenewalEvent, RenewalManager,
     RenewalManagerConfig, RenewalStats, Transmit,
 };
-use leasehold::LeaseError;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg};
-use crate::errors::{from_instance, to_instance, IntoPyResult};
+use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::Guarded;
 use crate::lease::PyLease;
+use crate::sansio::{renewer_methods, Component, PyEvent};
 use crate::wire::{PyReply, PyRequest};
 
 fn lease_arg(obj: &Bound<'_, PyAny>) -> PyResult<leasehold::Lease> {
@@ -246,7 +246,14 @@ impl PyRenewalEvent {
     }
 }
 
-pub fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> {
+impl PyEvent for PyRenewalEvent {
+    type Core = RenewalEvent;
+    fn convert(py: Python<'_>, e: RenewalEvent) -> PyResult<Self> {
+        event_to_py(py, e)
+    }
+}
+
+fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> {
     Ok(match e {
         RenewalEvent::RenewalFailed { lease, desired_expiration, error } => PyRenewalEvent {
             kind: "renewal_failed",
@@ -308,54 +315,42 @@ fn u32_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u32> {
         .map_err(|_| PyValueError::new_err(format!("{what} is too large")))
 }
 
-/// Builds a manager config from keyword settings (unset ones keep the core's defaults).
-#[allow(clippy::too_many_arguments)]
-pub fn manager_config(
-    batch_window: Option<&Bound<'_, PyAny>>,
-    max_batch: Option<&Bound<'_, PyAny>>,
-    initial_rtt: Option<&Bound<'_, PyAny>>,
-    min_rto: Option<&Bound<'_, PyAny>>,
-    max_rto: Option<&Bound<'_, PyAny>>,
-    attempts: Option<&Bound<'_, PyAny>>,
-    renew_divisor: Option<&Bound<'_, PyAny>>,
-    max_retry_interval: Option<&Bound<'_, PyAny>>,
-    max_clock_drift_ppm: Option<&Bound<'_, PyAny>>,
-    first_request_id: Option<&Bound<'_, PyAny>>,
-    report_renewals: Option<bool>,
-) -> PyResult<RenewalManagerConfig> {
+fn bool_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
+    obj.extract::<bool>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a bool, got {}",
+            crate::convert::type_name(obj)
+        ))
+    })
+}
+
+/// Builds a manager config from keyword settings (`RenewalManager(**settings)`, or the
+/// `manager=` dict of a `RenewalService`); unset ones keep the core's defaults, an unknown one
+/// is a `TypeError`.
+pub fn manager_config(settings: Option<&Bound<'_, PyDict>>) -> PyResult<RenewalManagerConfig> {
     let mut c = RenewalManagerConfig::default();
-    if let Some(v) = batch_window {
-        c.batch_window = duration_arg(v, "batch_window")?;
-    }
-    if let Some(v) = max_batch {
-        c.max_batch = usize_arg(v, "max_batch")?;
-    }
-    if let Some(v) = initial_rtt {
-        c.initial_rtt = duration_arg(v, "initial_rtt")?;
-    }
-    if let Some(v) = min_rto {
-        c.min_rto = duration_arg(v, "min_rto")?;
-    }
-    if let Some(v) = max_rto {
-        c.max_rto = duration_arg(v, "max_rto")?;
-    }
-    if let Some(v) = attempts {
-        c.attempts = u32_arg(v, "attempts")?;
-    }
-    if let Some(v) = renew_divisor {
-        c.renew_divisor = u32_arg(v, "renew_divisor")?;
-    }
-    if let Some(v) = max_retry_interval {
-        c.max_retry_interval = duration_arg(v, "max_retry_interval")?;
-    }
-    if let Some(v) = max_clock_drift_ppm {
-        c.max_clock_drift_ppm = u32_arg(v, "max_clock_drift_ppm")?;
-    }
-    if let Some(v) = first_request_id {
-        c.first_request_id = u64_arg(v, "first_request_id")?;
-    }
-    if let Some(v) = report_renewals {
-        c.report_renewals = v;
+    let Some(settings) = settings else { return Ok(c) };
+    for (k, v) in settings.iter() {
+        let k: String = k.extract()?;
+        if v.is_none() {
+            continue; // None: the default, as when not given
+        }
+        match k.as_str() {
+            "batch_window" => c.batch_window = duration_arg(&v, &k)?,
+            "max_batch" => c.max_batch = usize_arg(&v, &k)?,
+            "initial_rtt" => c.initial_rtt = duration_arg(&v, &k)?,
+            "min_rto" => c.min_rto = duration_arg(&v, &k)?,
+            "max_rto" => c.max_rto = duration_arg(&v, &k)?,
+            "attempts" => c.attempts = u32_arg(&v, &k)?,
+            "renew_divisor" => c.renew_divisor = u32_arg(&v, &k)?,
+            "max_retry_interval" => c.max_retry_interval = duration_arg(&v, &k)?,
+            "max_clock_drift_ppm" => c.max_clock_drift_ppm = u32_arg(&v, &k)?,
+            "first_request_id" => c.first_request_id = u64_arg(&v, &k)?,
+            "report_renewals" => c.report_renewals = bool_arg(&v, &k)?,
+            _ => {
+                return Err(PyTypeError::new_err(format!("unknown renewal manager setting {k:?}")))
+            }
+        }
     }
     Ok(c)
 }
@@ -365,40 +360,24 @@ pub fn manager_config(
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalManager")]
 pub struct PyRenewalManager(Guarded<RenewalManager>);
 
+impl Component for PyRenewalManager {
+    type State = RenewalManager;
+    fn guarded(&self) -> &Guarded<RenewalManager> {
+        &self.0
+    }
+}
+
+renewer_methods!(PyRenewalManager, PyRenewalEvent);
+
 #[pymethods]
 impl PyRenewalManager {
+    /// A manager with keyword `settings` (batch_window, max_batch, initial_rtt, min_rto,
+    /// max_rto, attempts, renew_divisor, max_retry_interval, max_clock_drift_ppm,
+    /// first_request_id, report_renewals); unset ones keep the core's defaults.
     #[new]
-    #[pyo3(signature = (*, batch_window = None, max_batch = None, initial_rtt = None, min_rto = None,
-        max_rto = None, attempts = None, renew_divisor = None, max_retry_interval = None,
-        max_clock_drift_ppm = None, first_request_id = None, report_renewals = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        batch_window: Option<&Bound<'_, PyAny>>,
-        max_batch: Option<&Bound<'_, PyAny>>,
-        initial_rtt: Option<&Bound<'_, PyAny>>,
-        min_rto: Option<&Bound<'_, PyAny>>,
-        max_rto: Option<&Bound<'_, PyAny>>,
-        attempts: Option<&Bound<'_, PyAny>>,
-        renew_divisor: Option<&Bound<'_, PyAny>>,
-        max_retry_interval: Option<&Bound<'_, PyAny>>,
-        max_clock_drift_ppm: Option<&Bound<'_, PyAny>>,
-        first_request_id: Option<&Bound<'_, PyAny>>,
-        report_renewals: Option<bool>,
-    ) -> PyResult<Self> {
-        let c = manager_config(
-            batch_window,
-            max_batch,
-            initial_rtt,
-            min_rto,
-            max_rto,
-            attempts,
-            renew_divisor,
-            max_retry_interval,
-            max_clock_drift_ppm,
-            first_request_id,
-            report_renewals,
-        )?;
+    #[pyo3(signature = (**settings))]
+    fn new(py: Python<'_>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let c = manager_config(settings)?;
         Ok(PyRenewalManager(Guarded::new(RenewalManager::try_new(c).py(py)?)))
     }
 
@@ -523,70 +502,6 @@ impl PyRenewalManager {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.0.with(py, |m| m.stats())?;
         stats_dict(py, &s)
-    }
-
-    /// When to call `handle_timeout` next; None if nothing is scheduled.
-    fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
-        self.0.with(py, |m| m.poll_timeout())
-    }
-
-    /// Advances the manager's timers to `now`.
-    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.handle_timeout(now))?;
-        Ok(())
-    }
-
-    /// The next request to send, stamped with `now` as its send time; None when there is none.
-    fn poll_transmit(
-        &self,
-        py: Python<'_>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<PyTransmit>> {
-        let now = i64_arg(now, "now")?;
-        let t = self.0.with(py, |m| m.poll_transmit(now))?;
-        t.map(|t| transmit_to_py(py, t)).transpose()
-    }
-
-    /// Takes a landlord's reply received at `now` (unknown or stale ids are ignored).
-    fn handle_reply(
-        &self,
-        py: Python<'_>,
-        reply: PyRef<'_, PyReply>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.handle_reply(&reply.0, now))?;
-        Ok(())
-    }
-
-    /// Reports that request `request_id` failed in transport with `error` (a `LeaseError`;
-    /// `IndefiniteError` is retried, anything else drops the request's leases).
-    fn handle_failure(
-        &self,
-        py: Python<'_>,
-        request_id: &Bound<'_, PyAny>,
-        error: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let id = u64_arg(request_id, "request_id")?;
-        let err: LeaseError = from_instance(error)?;
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.handle_failure(id, err, now))?;
-        Ok(())
-    }
-
-    /// The next event, or None.
-    fn poll_event(&self, py: Python<'_>) -> PyResult<Option<PyRenewalEvent>> {
-        let e = self.0.with(py, |m| m.poll_event())?;
-        e.map(|e| event_to_py(py, e)).transpose()
-    }
-
-    /// Every pending event (`poll_event` until None).
-    fn drain_events(&self, py: Python<'_>) -> PyResult<Vec<PyRenewalEvent>> {
-        let all: Vec<RenewalEvent> =
-            self.0.with(py, |m| std::iter::from_fn(|| m.poll_event()).collect())?;
-        all.into_iter().map(|e| event_to_py(py, e)).collect()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

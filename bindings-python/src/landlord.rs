@@ -13,6 +13,7 @@ use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::{Guarded, Held};
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
+use crate::store::{OpenArgs, Store};
 use crate::wire::{cookies_arg, items_arg, PyLimits, PyReply, PyRequest};
 
 /// What a lease is for: any Python object, or the bytes a wire grant carried.
@@ -176,10 +177,19 @@ impl PyExpired {
     }
 }
 
+/// Where a landlord's state lives.
+#[allow(clippy::large_enum_variant)] // in memory is the common case: no extra indirection for it
+enum Backend {
+    /// In memory, under the binding's lock.
+    Memory(Guarded<Landlord<Res>>),
+    /// In a store on disk (`Landlord.open`).
+    Durable(Box<Store>),
+}
+
 /// Issues, renews, cancels and expires leases. Thread-safe: calls from several threads are serialised.
 #[pyclass(frozen, module = "leasehold._native", name = "Landlord")]
 pub struct PyLandlord {
-    inner: Guarded<Landlord<Res>>,
+    inner: Backend,
     policy: PyPolicy,
     /// The int object of the last granted duration, handed out again while durations repeat
     /// (they mostly do), instead of a new int per renewal.
@@ -187,17 +197,79 @@ pub struct PyLandlord {
 }
 
 impl PyLandlord {
-    /// Runs `f` under the landlord's lock; `f` must not touch Python (see `guard`).
-    pub fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Landlord<Res>) -> T) -> PyResult<T> {
-        self.inner.with(py, f)
+    /// Runs `f` on the landlord; `f` must not touch Python (see `guard`). For a durable
+    /// landlord it runs detached, and nothing waits for the disk: use it for calls that answer
+    /// no holder.
+    pub fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Landlord<Res>) -> T + Send,
+    ) -> PyResult<T> {
+        match &self.inner {
+            Backend::Memory(g) => g.with(py, f),
+            Backend::Durable(d) => Ok(d.with(py, f).0),
+        }
+    }
+
+    /// As [`PyLandlord::with`], for calls whose result answers a holder: a durable landlord
+    /// returns only once the records behind the result are durable (group commit). `long`
+    /// runs an in-memory landlord detached too (big batches: other threads run meanwhile).
+    fn answer<T: Send>(
+        &self,
+        py: Python<'_>,
+        long: bool,
+        f: impl FnOnce(&mut Landlord<Res>) -> T + Send,
+    ) -> PyResult<T> {
+        match &self.inner {
+            Backend::Memory(g) if long => g.with_detached(py, f),
+            Backend::Memory(g) => g.with(py, f),
+            Backend::Durable(d) => d.answer(py, f),
+        }
+    }
+
+    /// The store of a durable landlord.
+    fn store(&self) -> Option<&Store> {
+        match &self.inner {
+            Backend::Memory(_) => None,
+            Backend::Durable(d) => Some(d),
+        }
+    }
+
+    /// A resource as this landlord keeps it: any object in memory; bytes (or a str, as UTF-8)
+    /// in a durable landlord, which writes it to disk.
+    fn resource(&self, resource: &Bound<'_, PyAny>) -> PyResult<Res> {
+        if self.store().is_none() {
+            return Ok(Res::Obj(Held::new(resource.clone().unbind())));
+        }
+        if let Ok(s) = resource.cast::<pyo3::types::PyString>() {
+            return Ok(Res::Bytes(s.to_cow()?.as_bytes().to_vec()));
+        }
+        match bytes_arg(resource, "resource") {
+            Ok(b) => Ok(Res::Bytes(b.into_owned())),
+            Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "a durable landlord keeps its resources on disk: they must be bytes or str, got {} \
+                 (encode it first, e.g. with pickle.dumps or json.dumps)",
+                crate::convert::type_name(resource)
+            ))),
+        }
     }
 
     fn new_with(landlord: Landlord<Res>, policy: PyPolicy) -> Self {
-        PyLandlord {
-            inner: Guarded::new(landlord),
-            policy,
-            last_duration: std::sync::Mutex::new(None),
-        }
+        Self::with_backend(Backend::Memory(Guarded::new(landlord)), policy)
+    }
+
+    fn with_backend(inner: Backend, policy: PyPolicy) -> Self {
+        PyLandlord { inner, policy, last_duration: std::sync::Mutex::new(None) }
+    }
+
+    fn expired_to_py(py: Python<'_>, all: Vec<leasehold::Expired<Res>>) -> Vec<PyExpired> {
+        all.into_iter()
+            .map(|e| PyExpired {
+                cookie: e.cookie,
+                expiration: e.expiration,
+                resource: e.resource.into_py(py),
+            })
+            .collect()
     }
 
     /// `d` as a Python int, shared with the previous call when it is the same.
@@ -236,6 +308,32 @@ pub fn seed_arg(py: Python<'_>, seed: Option<&Bound<'_, PyAny>>) -> PyResult<[u8
     }
 }
 
+/// A landlord's configuration from the constructor's arguments.
+fn landlord_config(
+    py: Python<'_>,
+    id: &Bound<'_, PyAny>,
+    seed: Option<&Bound<'_, PyAny>>,
+    grace: Option<&Bound<'_, PyAny>>,
+    expiry_budget: Option<&Bound<'_, PyAny>>,
+    limits: Option<PyRef<'_, PyLimits>>,
+) -> PyResult<LandlordConfig> {
+    let mut config = LandlordConfig::new(landlord_arg(id)?, seed_arg(py, seed)?);
+    if let Some(g) = grace {
+        config = config.with_grace(duration_arg(g, "grace")?);
+    }
+    if let Some(b) = expiry_budget {
+        let b = usize_arg(b, "expiry_budget")?;
+        if b == 0 {
+            return Err(PyValueError::new_err("expiry_budget must be at least 1"));
+        }
+        config.expiry_budget = b;
+    }
+    if let Some(l) = limits {
+        config.limits = l.0;
+    }
+    Ok(config)
+}
+
 #[pymethods]
 impl PyLandlord {
     /// A landlord with id `id` granting by `policy`. `seed` (32 bytes) makes cookies
@@ -251,20 +349,7 @@ impl PyLandlord {
         expiry_budget: Option<&Bound<'_, PyAny>>,
         limits: Option<PyRef<'_, PyLimits>>,
     ) -> PyResult<Self> {
-        let mut config = LandlordConfig::new(landlord_arg(id)?, seed_arg(py, seed)?);
-        if let Some(g) = grace {
-            config = config.with_grace(duration_arg(g, "grace")?);
-        }
-        if let Some(b) = expiry_budget {
-            let b = usize_arg(b, "expiry_budget")?;
-            if b == 0 {
-                return Err(PyValueError::new_err("expiry_budget must be at least 1"));
-            }
-            config.expiry_budget = b;
-        }
-        if let Some(l) = limits {
-            config.limits = l.0;
-        }
+        let config = landlord_config(py, id, seed, grace, expiry_budget, limits)?;
         let built = policy.0.build().py(py)?;
         Ok(PyLandlord::new_with(Landlord::new(config, built), policy.clone()))
     }
@@ -290,7 +375,8 @@ impl PyLandlord {
         self.policy.clone()
     }
 
-    /// Grants a lease on `resource` (any object) for at most `duration`.
+    /// Grants a lease on `resource` (any object; bytes or str for a durable landlord) for at
+    /// most `duration`.
     fn grant(
         &self,
         py: Python<'_>,
@@ -300,8 +386,8 @@ impl PyLandlord {
     ) -> PyResult<PyGrant> {
         let d = duration_arg(duration, "duration")?;
         let now = i64_arg(now, "now")?;
-        let res = Res::Obj(Held::new(resource.clone().unbind()));
-        let g = self.with(py, |l| l.grant(res, d, now))?.py(py)?;
+        let res = self.resource(resource)?;
+        let g = self.answer(py, false, |l| l.grant(res, d, now))?.py(py)?;
         Ok(PyGrant { cookie: g.cookie, duration: g.duration, expiration: g.expiration })
     }
 
@@ -316,7 +402,7 @@ impl PyLandlord {
         let c = cookie_arg(cookie)?;
         let d = duration_arg(duration, "duration")?;
         let now = i64_arg(now, "now")?;
-        let granted = self.with(py, |l| l.renew(c, d, now))?.py(py)?;
+        let granted = self.answer(py, false, |l| l.renew(c, d, now))?.py(py)?;
         Ok(self.duration_obj(py, granted))
     }
 
@@ -329,7 +415,7 @@ impl PyLandlord {
     ) -> PyResult<Py<PyAny>> {
         let c = cookie_arg(cookie)?;
         let now = i64_arg(now, "now")?;
-        let r = self.with(py, |l| l.cancel(c, now))?.py(py)?;
+        let r = self.answer(py, false, |l| l.cancel(c, now))?.py(py)?;
         Ok(r.into_py(py))
     }
 
@@ -343,11 +429,8 @@ impl PyLandlord {
     ) -> PyResult<Bound<'py, PyList>> {
         let items = items_arg(items)?;
         let now = i64_arg(now, "now")?;
-        let results = if items.len() >= DETACH_BATCH {
-            self.inner.with_detached(py, |l| l.renew_all(&items, now))?
-        } else {
-            self.with(py, |l| l.renew_all(&items, now))?
-        };
+        let long = items.len() >= DETACH_BATCH;
+        let results = self.answer(py, long, |l| l.renew_all(&items, now))?;
         durations_list(py, results)
     }
 
@@ -361,11 +444,8 @@ impl PyLandlord {
     ) -> PyResult<Bound<'py, PyList>> {
         let cs = cookies_arg(cookies)?;
         let now = i64_arg(now, "now")?;
-        let results = if cs.len() >= DETACH_BATCH {
-            self.inner.with_detached(py, |l| l.cancel_all(&cs, now))?
-        } else {
-            self.with(py, |l| l.cancel_all(&cs, now))?
-        };
+        let long = cs.len() >= DETACH_BATCH;
+        let results = self.answer(py, long, |l| l.cancel_all(&cs, now))?;
         let out: Vec<Py<PyAny>> = results
             .into_iter()
             .map(|r| match r {
@@ -435,26 +515,29 @@ impl PyLandlord {
         self.with(py, |l| l.handle_timeout(now))
     }
 
-    /// The next expired lease found by `handle_timeout`, or None.
+    /// The next expired lease found by `handle_timeout`, or None. A durable landlord
+    /// journals it as handed out and returns it once that is durable.
     fn poll_expired(&self, py: Python<'_>) -> PyResult<Option<PyExpired>> {
-        Ok(self.with(py, |l| l.poll_expired())?.map(|e| PyExpired {
-            cookie: e.cookie,
-            expiration: e.expiration,
-            resource: e.resource.into_py(py),
-        }))
+        let e = self.answer(py, false, |l| l.poll_expired())?;
+        Ok(Self::expired_to_py(py, e.into_iter().collect()).pop())
     }
 
-    /// Every expired lease found so far (`poll_expired` until None).
+    /// Every expired lease found so far (`poll_expired` until None). A durable landlord
+    /// returns them once what it journaled (that they were handed out, the time) is durable.
     fn drain_expired(&self, py: Python<'_>) -> PyResult<Vec<PyExpired>> {
-        let all: Vec<_> = self.with(py, |l| std::iter::from_fn(|| l.poll_expired()).collect())?;
-        Ok(all
-            .into_iter()
-            .map(|e| PyExpired {
-                cookie: e.cookie,
-                expiration: e.expiration,
-                resource: e.resource.into_py(py),
-            })
-            .collect())
+        let all = self.answer(py, false, |l| std::iter::from_fn(|| l.poll_expired()).collect())?;
+        Ok(Self::expired_to_py(py, all))
+    }
+
+    /// `drain_expired` without waiting for the disk: the expired leases and the journal record
+    /// to wait for (`wait_durable`) before acting on them. For hosts that wait elsewhere (the
+    /// asyncio driver syncs off its loop); an in-memory landlord gives 0.
+    fn take_expired(&self, py: Python<'_>) -> PyResult<(Vec<PyExpired>, u64)> {
+        let (all, seq) = self.with(py, |l| {
+            let all: Vec<_> = std::iter::from_fn(|| l.poll_expired()).collect();
+            (all, l.journal_seq())
+        })?;
+        Ok((Self::expired_to_py(py, all), seq))
     }
 
     /// Answers one `Request` with a `Reply`.
@@ -465,7 +548,8 @@ impl PyLandlord {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<PyReply> {
         let now = i64_arg(now, "now")?;
-        Ok(PyReply(self.with(py, |l| l.handle_request(&request.0, now))?))
+        let req = &request.0;
+        Ok(PyReply(self.answer(py, false, |l| l.handle_request(req, now))?))
     }
 
     /// Decodes a request message, answers it and returns the encoded reply (same encoding).
@@ -480,12 +564,146 @@ impl PyLandlord {
         let enc = encoding_arg(encoding)?;
         let now = i64_arg(now, "now")?;
         let data = bytes_arg(data, "data")?;
-        let out = if data.len() >= DETACH_BYTES {
-            self.inner.with_detached(py, |l| l.handle_bytes(&data, enc, now))?
-        } else {
-            self.with(py, |l| l.handle_bytes(&data, enc, now))?
-        };
+        let long = data.len() >= DETACH_BYTES;
+        let out = self.answer(py, long, |l| l.handle_bytes(&data, enc, now))?;
         Ok(PyBytes::new(py, &out))
+    }
+
+    /// `handle_bytes` without waiting for the disk: the reply message and the journal record
+    /// it depends on. A durable landlord's reply may leave only once `wait_durable(seq)` has
+    /// returned (or `durable_seq >= seq`); an in-memory landlord gives 0.
+    fn answer_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'_, PyAny>,
+        encoding: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+        let enc = encoding_arg(encoding)?;
+        let now = i64_arg(now, "now")?;
+        let data = bytes_arg(data, "data")?;
+        let (out, seq) = self.with(py, |l| (l.handle_bytes(&data, enc, now), l.journal_seq()))?;
+        Ok((PyBytes::new(py, &out), seq))
+    }
+
+    /// Opens the durable landlord kept in the directory `data_dir`, creating the directory
+    /// and a new store (with `id`, `seed`, `grace`, ...) if there is none, or recovering what
+    /// is there: the snapshot, then every log record after it. A torn tail (the last write,
+    /// cut short by a crash: never acknowledged) is dropped; damage (a flipped byte, a gap, a
+    /// missing snapshot once the log no longer starts at record 1) raises `DecodeError` naming
+    /// the file and offset, and leaves the directory as it was. A directory another process has
+    /// open raises `StoreError`. An existing store keeps the id, seed and settings it was
+    /// created with; `policy` is code, not data: give it every time.
+    ///
+    /// Time spent down does not count: the landlord goes on from its last journaled time at
+    /// `now`, so every lease keeps the time it had left.
+    ///
+    /// Every call that answers a holder (grant, renew, cancel, the batches, `handle_request`,
+    /// `handle_bytes`, `poll_expired`, `drain_expired`) returns only once the records behind
+    /// its answer are durable; threads answering at the same time share one write and one
+    /// sync (group commit), done with the GIL released. Resources must be bytes (a str is kept
+    /// as its UTF-8 bytes); they come back as bytes.
+    #[staticmethod]
+    #[pyo3(signature = (data_dir, id, policy, now, *, seed = None, grace = None, expiry_budget = None,
+        limits = None, journal_clock_interval = None, segment_bytes = None, min_compact_bytes = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        py: Python<'_>,
+        data_dir: &Bound<'_, PyAny>,
+        id: &Bound<'_, PyAny>,
+        policy: PyRef<'_, PyPolicy>,
+        now: &Bound<'_, PyAny>,
+        seed: Option<&Bound<'_, PyAny>>,
+        grace: Option<&Bound<'_, PyAny>>,
+        expiry_budget: Option<&Bound<'_, PyAny>>,
+        limits: Option<PyRef<'_, PyLimits>>,
+        journal_clock_interval: Option<&Bound<'_, PyAny>>,
+        segment_bytes: Option<&Bound<'_, PyAny>>,
+        min_compact_bytes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let path: std::path::PathBuf = data_dir.extract().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "data_dir must be a str or os.PathLike, got {}",
+                crate::convert::type_name(data_dir)
+            ))
+        })?;
+        let mut config = landlord_config(py, id, seed, grace, expiry_budget, limits)?;
+        if let Some(j) = journal_clock_interval {
+            config.journal_clock_interval = duration_arg(j, "journal_clock_interval")?;
+        }
+        let mut store = leasehold::store::StoreConfig::default();
+        if let Some(b) = segment_bytes {
+            store.segment_bytes = crate::convert::u64_arg(b, "segment_bytes")?;
+        }
+        if let Some(b) = min_compact_bytes {
+            store.min_compact_bytes = crate::convert::u64_arg(b, "min_compact_bytes")?;
+        }
+        policy.0.build().py(py)?;
+        let now = i64_arg(now, "now")?;
+        let args = OpenArgs { path, config, policy: policy.0.clone(), store, now };
+        let st = Store::open(py, args)?;
+        Ok(PyLandlord::with_backend(Backend::Durable(Box::new(st)), policy.clone()))
+    }
+
+    /// Whether this landlord is kept in a store (`Landlord.open`).
+    #[getter]
+    fn durable(&self) -> bool {
+        self.store().is_some()
+    }
+
+    /// The directory of a durable landlord, or None.
+    #[getter]
+    fn data_dir(&self) -> Option<String> {
+        self.store().map(|s| s.path().to_string_lossy().into_owned())
+    }
+
+    /// What opening the store found: `created`, `replayed` (records), `last_seq`, `torn_tail`
+    /// (and `torn_reason`), `leases`; None for a landlord in memory.
+    #[getter]
+    fn recovery<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
+        self.store().map(|s| s.recovery().to_dict(py)).transpose()
+    }
+
+    /// The last journal record written (0 in memory): an answer given now depends on it.
+    #[getter]
+    fn journal_seq(&self, py: Python<'_>) -> PyResult<u64> {
+        match self.store() {
+            None => Ok(0),
+            Some(_) => self.with(py, |l| l.journal_seq()),
+        }
+    }
+
+    /// The last journal record known durable (0 in memory).
+    #[getter]
+    fn durable_seq(&self) -> u64 {
+        self.store().map_or(0, |s| s.durable_seq())
+    }
+
+    /// How many group commits (one write and one sync each) this landlord made.
+    #[getter]
+    fn commits(&self) -> u64 {
+        self.store().map_or(0, |s| s.commits())
+    }
+
+    /// Blocks, with the GIL released, until journal record `seq` is durable (syncing it and
+    /// everything before it if no other thread is). Raises `StoreError` if the store could not
+    /// write: nothing after the last durable record is ever acknowledged then (open the store
+    /// again, in a new process, to go on).
+    fn wait_durable(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<()> {
+        let seq = crate::convert::u64_arg(seq, "seq")?;
+        match self.store() {
+            None => Ok(()),
+            Some(s) => s.wait(py, seq),
+        }
+    }
+
+    /// Makes everything journaled so far durable (GIL released); returns the last durable
+    /// record (0 in memory).
+    fn commit(&self, py: Python<'_>) -> PyResult<u64> {
+        match self.store() {
+            None => Ok(0),
+            Some(s) => s.commit(py),
+        }
     }
 
     /// Everything the landlord holds at `now`, as JSON text, so that a restart loses nothing.
@@ -607,6 +825,10 @@ impl PyLandlord {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |l| format!("Landlord(id={}, leases={})", l.id().0, l.len()))
+        let (id, n) = self.with(py, |l| (l.id().0, l.len()))?;
+        Ok(match self.store() {
+            Some(s) => format!("Landlord(id={id}, leases={n}, data_dir={:?})", s.path()),
+            None => format!("Landlord(id={id}, leases={n})"),
+        })
     }
 }

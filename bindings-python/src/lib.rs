@@ -11,7 +11,9 @@ mod inverted;
 mod landlord;
 mod lease;
 mod policy;
+mod sansio;
 mod service;
+mod store;
 mod wire;
 
 use pyo3::prelude::*;

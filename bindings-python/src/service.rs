@@ -4,20 +4,18 @@ use leasehold::event::{Delivery, EventRegistration, GapTracker};
 use leasehold::service::{
     RenewalService, RenewalServiceConfig, ServiceSnapshot, SetEvent, SetEventKind, SetId,
 };
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::convert::{
-    bytes_arg, duration_arg, encoding_arg, i64_arg, landlord_arg, text_arg, u64_arg,
-};
-use crate::errors::{from_instance, to_instance, IntoPyResult};
+use crate::convert::{bytes_arg, duration_arg, i64_arg, landlord_arg, text_arg, u64_arg};
+use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::Guarded;
-use crate::holder::{manager_config, transmit_to_py, PyTransmit};
+use crate::holder::manager_config;
 use crate::landlord::seed_arg;
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
-use crate::wire::{PyLimits, PyReply, PyRequest};
+use crate::sansio::{answer_methods, answers, renewer_methods, Component, PyEvent};
+use crate::wire::PyLimits;
 
 /// What a client gets back when it registers for events (Jini `EventRegistration`).
 #[pyclass(frozen, module = "leasehold._native", name = "EventRegistration")]
@@ -106,6 +104,13 @@ impl PySetEvent {
     }
 }
 
+impl PyEvent for PySetEvent {
+    type Core = SetEvent;
+    fn convert(py: Python<'_>, e: SetEvent) -> PyResult<Self> {
+        set_event(py, e)
+    }
+}
+
 fn set_event(py: Python<'_>, e: SetEvent) -> PyResult<PySetEvent> {
     let set_id = e.kind.set().0;
     let (kind, expiration, lease, error) = match e.kind {
@@ -188,20 +193,6 @@ impl PyGapTracker {
     }
 }
 
-const MANAGER_KEYS: [&str; 11] = [
-    "batch_window",
-    "max_batch",
-    "initial_rtt",
-    "min_rto",
-    "max_rto",
-    "attempts",
-    "renew_divisor",
-    "max_retry_interval",
-    "max_clock_drift_ppm",
-    "first_request_id",
-    "report_renewals",
-];
-
 #[allow(clippy::too_many_arguments)]
 fn service_config(
     py: Python<'_>,
@@ -227,30 +218,7 @@ fn service_config(
         c.restore_jump = u64_arg(j, "restore_jump")?;
     }
     if let Some(m) = manager {
-        for k in m.keys() {
-            let k: String = k.extract()?;
-            if !MANAGER_KEYS.contains(&k.as_str()) {
-                return Err(PyTypeError::new_err(format!("unknown renewal manager setting {k:?}")));
-            }
-        }
-        let get = |k: &str| m.get_item(k).ok().flatten();
-        let report = match get("report_renewals") {
-            Some(v) => Some(v.extract::<bool>()?),
-            None => None,
-        };
-        c.manager = manager_config(
-            get("batch_window").as_ref(),
-            get("max_batch").as_ref(),
-            get("initial_rtt").as_ref(),
-            get("min_rto").as_ref(),
-            get("max_rto").as_ref(),
-            get("attempts").as_ref(),
-            get("renew_divisor").as_ref(),
-            get("max_retry_interval").as_ref(),
-            get("max_clock_drift_ppm").as_ref(),
-            get("first_request_id").as_ref(),
-            report,
-        )?;
+        c.manager = manager_config(Some(m))?;
         c.manager.validate().py(py)?;
     }
     Ok(c)
@@ -262,6 +230,17 @@ fn service_config(
 /// `handle_request` / `handle_bytes`.
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalService")]
 pub struct PyRenewalService(Guarded<RenewalService>);
+
+impl Component for PyRenewalService {
+    type State = RenewalService;
+    fn guarded(&self) -> &Guarded<RenewalService> {
+        &self.0
+    }
+}
+
+answers!(RenewalService);
+renewer_methods!(PyRenewalService, PySetEvent);
+answer_methods!(PyRenewalService);
 
 impl PyRenewalService {
     fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut RenewalService) -> T) -> PyResult<T> {
@@ -384,93 +363,11 @@ impl PyRenewalService {
         self.with(py, |s| s.unknown_event(id))
     }
 
-    /// Answers a request about set leases (renew, cancel, renew_all, cancel_all).
-    fn handle_request(
-        &self,
-        py: Python<'_>,
-        request: PyRef<'_, PyRequest>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<PyReply> {
-        let now = i64_arg(now, "now")?;
-        Ok(PyReply(self.with(py, |s| s.handle_request(&request.0, now))?))
-    }
-
-    /// Decodes a request message, answers it, and returns the encoded reply.
-    fn handle_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        data: &Bound<'_, PyAny>,
-        encoding: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let enc = encoding_arg(encoding)?;
-        let now = i64_arg(now, "now")?;
-        let data = bytes_arg(data, "data")?;
-        let out = self.with(py, |s| s.handle_bytes(&data, enc, now))?;
-        Ok(PyBytes::new(py, &out))
-    }
-
     /// The client leases the service renews (copies with their actual expirations).
     fn managed_leases(&self, py: Python<'_>) -> PyResult<Vec<PyLease>> {
         self.with(py, |s| s.manager().leases().map(|l| PyLease(*l)).collect())
     }
 
-    /// When to call `handle_timeout` next.
-    fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
-        self.with(py, |s| s.poll_timeout())
-    }
-    /// Advances the service's timers (set expiry, memberships, warnings, renewals) to `now`.
-    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s| s.handle_timeout(now))?;
-        Ok(())
-    }
-    /// The next renewal request to send to a client lease's landlord.
-    fn poll_transmit(
-        &self,
-        py: Python<'_>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<PyTransmit>> {
-        let now = i64_arg(now, "now")?;
-        let t = self.with(py, |s| s.poll_transmit(now))?;
-        t.map(|t| transmit_to_py(py, t)).transpose()
-    }
-    /// Takes a landlord's reply to a renewal request.
-    fn handle_reply(
-        &self,
-        py: Python<'_>,
-        reply: PyRef<'_, PyReply>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s| s.handle_reply(&reply.0, now))?;
-        Ok(())
-    }
-    /// Reports a transport failure of request `request_id`.
-    fn handle_failure(
-        &self,
-        py: Python<'_>,
-        request_id: &Bound<'_, PyAny>,
-        error: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let id = u64_arg(request_id, "request_id")?;
-        let err = from_instance(error)?;
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s| s.handle_failure(id, err, now))?;
-        Ok(())
-    }
-    /// The next event to deliver to a set's listener.
-    fn poll_event(&self, py: Python<'_>) -> PyResult<Option<PySetEvent>> {
-        let e = self.with(py, |s| s.poll_event())?;
-        e.map(|e| set_event(py, e)).transpose()
-    }
-    /// Every pending event.
-    fn drain_events(&self, py: Python<'_>) -> PyResult<Vec<PySetEvent>> {
-        let all: Vec<SetEvent> =
-            self.with(py, |s| std::iter::from_fn(|| s.poll_event()).collect())?;
-        all.into_iter().map(|e| set_event(py, e)).collect()
-    }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |s| format!("RenewalService(id={}, sets={})", s.id().0, s.sets().len()))
     }

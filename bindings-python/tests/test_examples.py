@@ -6,6 +6,7 @@ import select
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import repo_root
 
@@ -17,17 +18,18 @@ def read_line(proc: "subprocess.Popen[str]", timeout: float = 10) -> str:
     return proc.stdout.readline().strip()
 
 
-def test_landlord_service_and_holder() -> None:
+def test_landlord_service_and_holder(tmp_path: Path) -> None:
     ex = repo_root() / "examples" / "python"
+    data = tmp_path / "landlord-data"
     service = subprocess.Popen(
-        [sys.executable, str(ex / "landlord_service.py"), "--port", "0", "--max-ms", "400", "--default-ms", "300"],
+        [sys.executable, str(ex / "landlord_service.py"), "--port", "0", "--max-ms", "400", "--default-ms", "300", "--data", str(data)],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         banner = read_line(service)
-        assert " on http://127.0.0.1:" in banner, banner
-        url = banner.split(" on ")[1]
+        assert " on http://127.0.0.1:" in banner and f"durable in {data}: new store" in banner, banner
+        url = banner.rsplit(" on ", 1)[1]
         holder = subprocess.run(
             [sys.executable, str(ex / "holder.py"), "--url", url, "--lease-ms", "300", "--hold-ms", "900"],
             capture_output=True,

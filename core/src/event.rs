@@ -31,6 +31,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LeaseError, Result};
+use crate::holder::bin;
+use crate::journal::{put_bytes, put_varint, Reader};
 use crate::lease::{LandlordId, Lease};
 
 /// Identifies an event registration; unique among the active registrations of one table.
@@ -95,13 +97,60 @@ pub struct Registration {
 /// and the crash, so that no number is ever issued twice; hosts that snapshot after every change
 /// may use a far smaller one. With 2^32, two million restarts still stay below 2^53 (exact in
 /// JavaScript numbers).
+///
+/// Which jump is right depends on what the snapshot is. A snapshot that is the table's *last*
+/// state (taken at a clean shutdown, or a snapshot with its journal replayed onto it, as the
+/// renewal service's [`crate::RenewalService::recover`] does) restores exactly with a jump of
+/// 0: the same sequence numbers, so listeners see no gap. A snapshot that may be *stale* (events
+/// may have been numbered and delivered after it was taken, and before a crash) needs a jump
+/// larger than the events issued since, or a number would be issued twice.
 pub const DEFAULT_RESTORE_JUMP: u64 = 1 << 32;
 
 /// The sender side: active registrations, their handbacks and sequence numbers.
+///
+/// Serializes with serde (the JSON form is `{"next_id": 3, "registrations": {"1": {...}}}`);
+/// reading it back checks it: an event id of 0, or one listed twice, is refused. It also has a
+/// compact binary form ([`EventTable::write_binary`], [`EventTable::read_binary`]), for the
+/// binary snapshots of the services that keep one. A table has no journal of its own: the state
+/// machine that owns it (the renewal service, the lookup discovery service) journals the calls
+/// that change it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventTable {
     next_id: EventId,
+    #[serde(deserialize_with = "checked_registrations")]
     registrations: BTreeMap<EventId, Registration>,
+}
+
+/// Reads the registrations map, refusing event id 0 and ids listed twice (a JSON object may
+/// repeat a key; a plain map would keep the last silently).
+fn checked_registrations<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<EventId, Registration>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = BTreeMap<EventId, Registration>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of event ids to registrations")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((id, reg)) = map.next_entry::<EventId, Registration>()? {
+                if id == 0 {
+                    return Err(serde::de::Error::custom("event id 0 is never handed out"));
+                }
+                if out.insert(id, reg).is_some() {
+                    return Err(serde::de::Error::custom(format!(
+                        "event registration {id} appears twice"
+                    )));
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(V)
 }
 
 impl EventTable {
@@ -208,12 +257,65 @@ impl EventTable {
 
     /// The table as restored after a restart: every sequence number moved forward by `jump`,
     /// so that numbers issued after the snapshot was taken are never issued again. The receiver
-    /// reads the jump as a gap.
+    /// reads the jump as a gap. A jump of 0 gives the table exactly as it was (see
+    /// [`DEFAULT_RESTORE_JUMP`] for which jump is right when). Numbers saturate at `u64::MAX`;
+    /// [`EventTable::try_restore`] refuses a table they would not fit instead.
     pub fn restore(mut self, jump: u64) -> EventTable {
         for r in self.registrations.values_mut() {
             r.sequence = r.sequence.saturating_add(jump);
         }
         self
+    }
+
+    /// Like [`EventTable::restore`], but a registration whose number cannot move forward by
+    /// `jump` (it would be stuck at `u64::MAX`, every later event read as stale) is a
+    /// [`LeaseError::Decode`] error.
+    pub fn try_restore(self, jump: u64) -> Result<EventTable> {
+        for (id, r) in &self.registrations {
+            if r.sequence.checked_add(jump).is_none() {
+                return Err(LeaseError::Decode(format!(
+                    "event registration {id} is at sequence number {}, too close to the end for \
+                     a restore jump of {jump}",
+                    r.sequence
+                )));
+            }
+        }
+        Ok(self.restore(jump))
+    }
+
+    /// Appends the table's compact binary form to `out`: the next id, then each registration
+    /// (event id, source service and object, sequence number, handback), all LEB128.
+    pub fn write_binary(&self, out: &mut Vec<u8>) {
+        put_varint(out, self.next_id);
+        put_varint(out, self.registrations.len() as u64);
+        for (id, r) in &self.registrations {
+            put_varint(out, *id);
+            bin::put_landlord(out, r.source.service);
+            put_varint(out, r.source.object);
+            put_varint(out, r.sequence);
+            put_bytes(out, &r.handback);
+        }
+    }
+
+    /// Reads a table written by [`EventTable::write_binary`], with the checks of its serde
+    /// form: event ids are listed once each, in increasing order, and none is 0.
+    pub fn read_binary(r: &mut Reader<'_>) -> Result<EventTable> {
+        let next_id = r.varint()?;
+        let n = r.count(5)?;
+        let mut registrations = BTreeMap::new();
+        let mut last = 0;
+        for _ in 0..n {
+            let id = r.varint()?;
+            if id <= last {
+                return Err(r.error(format!("event id {id} after {last}")));
+            }
+            last = id;
+            let source = EventSource { service: bin::landlord(r)?, object: r.varint()? };
+            let sequence = r.varint()?;
+            let handback = r.bytes()?.to_vec();
+            registrations.insert(id, Registration { source, handback, sequence });
+        }
+        Ok(EventTable { next_id, registrations })
     }
 }
 

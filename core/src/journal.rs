@@ -150,6 +150,19 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Appends a signed `v` as a zigzag LEB128 (small magnitudes, either sign, take few bytes).
+#[inline]
+pub fn put_ivarint(out: &mut Vec<u8>, v: i64) {
+    put_varint(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+/// Appends `bytes` with their length (LEB128) in front.
+#[inline]
+pub fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
 /// A cursor over bytes being decoded; every read checks the bounds first.
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {
@@ -237,6 +250,16 @@ impl<'a> Reader<'a> {
             return Err(self.error(format!("count {n} exceeds what the bytes can hold")));
         }
         Ok(n as usize)
+    }
+    /// A zigzag LEB128 signed number ([`put_ivarint`]).
+    pub fn ivarint(&mut self) -> Result<i64> {
+        let v = self.varint()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+    /// Bytes with their length in front ([`put_bytes`]).
+    pub fn bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.count(1)?;
+        self.take(n)
     }
     /// Fails unless everything was read.
     pub fn finish(&self) -> Result<()> {
@@ -788,6 +811,14 @@ mod tests {
             assert_eq!(Reader::new(&v, "t").varint().unwrap(), x);
         }
         assert!(Reader::new(&[0xff; 11], "t").varint().is_err());
+        for x in [0, 1, -1, 63, -64, 64, i64::MIN, i64::MAX] {
+            v.clear();
+            put_ivarint(&mut v, x);
+            assert_eq!(Reader::new(&v, "t").ivarint().unwrap(), x);
+        }
+        v.clear();
+        put_bytes(&mut v, b"abc");
+        assert_eq!(Reader::new(&v, "t").bytes().unwrap(), b"abc");
         let mut v = Vec::new();
         put_varint(&mut v, 1 << 40);
         assert!(Reader::new(&v, "t").count(1).is_err());

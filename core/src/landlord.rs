@@ -567,6 +567,8 @@ impl<R> Landlord<R> {
         items: &[(Cookie, Duration)],
         now: Millis,
     ) -> Vec<Result<Duration>> {
+        // Even an empty batch is a call at `now`: the clock moves as for any other.
+        self.tick(now);
         self.warm(items.iter().map(|&(c, _)| c));
         items.iter().map(|&(c, d)| self.renew(c, d, now)).collect()
     }
@@ -586,6 +588,8 @@ impl<R> Landlord<R> {
 
     /// Cancels many leases; one result per lease, in order.
     pub fn cancel_all(&mut self, cookies: &[Cookie], now: Millis) -> Vec<Result<R>> {
+        // Even an empty batch is a call at `now`: the clock moves as for any other.
+        self.tick(now);
         self.warm(cookies.iter().copied());
         cookies.iter().map(|&c| self.cancel(c, now)).collect()
     }

@@ -332,7 +332,7 @@ fn requests_without_reply_time_out_and_are_retried() {
     let (t2, _) = next(&mut m);
     assert_eq!(t2, t1 + 2 * timeout + 1, "the retry waits twice as long");
     // The late reply to the first request is ignored; the lease keeps its old expiration.
-    m.handle_reply(&renewed(&sent0[0], 60_000), t1 + 1);
+    m.handle_reply(&renewed(&sent0[0], 60_000), t2 + 1);
     assert_eq!(m.stats().replies_ignored, 1);
     assert_eq!(m.lease(&l).unwrap().expiration(), 60_000);
 }

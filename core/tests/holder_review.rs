@@ -153,7 +153,9 @@ fn renew_for_durations_past_the_end_of_time_mean_forever() {
         m.renew_for(lease(L1, 7, now + 60_000), FOREVER - now - 1, ANY, now),
         Err(LeaseError::InvalidArgument(_))
     ));
-    // A negative clock reading does not overflow either.
+    // A negative clock reading does not overflow either (on a fresh manager: this one's time
+    // is already `now`, and a manager's time never runs backwards).
+    let mut m = RenewalManager::new(RenewalManagerConfig::default());
     let l = lease(L1, 8, 60_000);
     m.renew_for(l, FOREVER - 1, 60_000, -5).unwrap();
     assert_eq!(m.expiration(&l), Ok(FOREVER - 6));

@@ -734,7 +734,7 @@ fn bad_snapshots_are_refused() {
     let text = w.svc.snapshot(0).to_json();
     assert!(matches!(ServiceSnapshot::from_json("{"), Err(LeaseError::Decode(_))));
     assert!(matches!(
-        ServiceSnapshot::from_json(&text.replacen("\"version\":1", "\"version\":2", 1))
+        ServiceSnapshot::from_json(&text.replacen("\"version\":2", "\"version\":3", 1))
             .map(|s| RenewalService::restore(RenewalServiceConfig::new(SERVICE, [9; 32]), s, 0)
                 .map(|_| ())),
         Ok(Err(LeaseError::Decode(_)))

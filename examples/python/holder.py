@@ -4,6 +4,10 @@ Run a landlord first (python examples/python/landlord_service.py), then:
 
     python examples/python/holder.py --url http://127.0.0.1:8470/ --resource printer
 
+Against a cluster of ``leasehold-server`` processes, give every server, comma-separated
+(``--url http://127.0.0.1:7420,http://127.0.0.1:7421``): each request tries them in turn, so the
+lease survives a server's death with no code of the holder's.
+
 The holder prints ``holding <cookie>`` once it has its lease, then one line per event of its
 renewal manager.  SIGINT or SIGTERM cancel the lease at the landlord and exit; a holder that is
 killed outright just stops renewing, and the landlord expires its lease.
@@ -14,17 +18,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
-from functools import partial
 from typing import Optional, Sequence
 
 from leasehold import FOREVER, LeaseError, RenewalEvent, RenewalManager, aio
-from leasehold.http import apost
+from leasehold.http import Cluster
 
 
 async def hold(args: argparse.Namespace) -> int:
-    send = partial(apost, args.url, timeout=args.timeout)
+    servers = Cluster(args.url.split(","), timeout=args.timeout)
     try:
-        lease = await aio.obtain_lease(send, args.resource.encode(), args.lease_ms)
+        lease = await aio.obtain_lease(servers.asend, args.resource.encode(), args.lease_ms)
     except LeaseError as e:
         print(f"refused  {e}", flush=True)
         return 1
@@ -46,7 +49,7 @@ async def hold(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, done.set)
 
-    driver = aio.RenewalDriver(manager, lambda _landlord, message: send(message), on_event=on_event)
+    driver = aio.RenewalDriver(manager, servers.atransport, on_event=on_event)
     async with driver:
         await done.wait()
         if manager.lease(lease) is not None:
@@ -58,7 +61,7 @@ async def hold(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="leasehold holder over HTTP")
-    ap.add_argument("--url", default="http://127.0.0.1:8470/")
+    ap.add_argument("--url", default="http://127.0.0.1:8470/", help="the landlord's URL, or several, comma-separated")
     ap.add_argument("--resource", default="printer")
     ap.add_argument("--lease-ms", type=int, default=2_000, help="duration to ask for at each renewal")
     ap.add_argument("--hold-ms", type=int, default=0, help="how long to keep the lease (0: until stopped)")

@@ -21,6 +21,7 @@ from ._errors import (
     LeaseError,
     LeaseMapError,
     ReentrantCallError,
+    StoreError,
     UnknownLeaseError,
 )
 from ._native import (
@@ -119,6 +120,7 @@ __all__ = [
     "Transmit",
     "SerialFormat",
     "ReentrantCallError",
+    "StoreError",
     "UnknownLeaseError",
     "__version__",
     "aio",

@@ -1,21 +1,35 @@
-"""What the renewal drivers drive: any sans-I/O renewer of the core (RenewalManager, RenewalService)."""
+"""What every driver shares, written once for threads and asyncio: the interface of the parts
+they drive, the host's step (advance the timers, take what is due), and how a transport's
+outcome goes back to the core (the reply, or the failure as the right ``LeaseError``).
+
+A new sans-I/O part with the renewer's interface (``poll_timeout``, ``handle_timeout``,
+``poll_transmit``, ``handle_reply``, ``handle_failure``, ``drain_events``) is driven by the
+existing ``RenewalDriver`` of :mod:`leasehold.threaded` and :mod:`leasehold.aio` as it is.
+"""
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, Sequence, TypeVar
+from typing import Callable, List, Optional, Protocol, Sequence, TypeVar
 
-from ._errors import LeaseError
+from ._errors import IndefiniteError, LeaseError
 from ._native import Reply, Transmit
+from ._types import Encoding
 
 E = TypeVar("E", covariant=True)
 
+Clock = Callable[[], int]
 
-class Renewer(Protocol[E]):
-    """The holder-side sans-I/O interface: timers, requests out, replies and failures in, events out."""
+
+class Timed(Protocol):
+    """A part with a timer: the host calls ``handle_timeout`` when ``poll_timeout`` says."""
 
     def poll_timeout(self) -> Optional[int]: ...
 
     def handle_timeout(self, now: int) -> None: ...
+
+
+class Renewer(Timed, Protocol[E]):
+    """The holder-side sans-I/O interface: timers, requests out, replies and failures in, events out."""
 
     def poll_transmit(self, now: int) -> Optional[Transmit]: ...
 
@@ -24,3 +38,43 @@ class Renewer(Protocol[E]):
     def handle_failure(self, request_id: int, error: LeaseError, now: int) -> None: ...
 
     def drain_events(self) -> Sequence[E]: ...
+
+
+def due(renewer: Renewer[object], clock: Clock) -> List[Transmit]:
+    """Advances the renewer to now and takes every request it wants sent."""
+    renewer.handle_timeout(clock())
+    out: List[Transmit] = []
+    while True:
+        t = renewer.poll_transmit(clock())
+        if t is None:
+            return out
+        out.append(t)
+
+
+def as_failure(exc: BaseException) -> LeaseError:
+    """A transport's exception as the renewer must hear it: a ``LeaseError`` as itself (a
+    definite one drops the request's leases), anything else an ``IndefiniteError`` (retried)."""
+    if isinstance(exc, LeaseError):
+        return exc
+    return IndefiniteError(f"indefinite failure: {exc!r}", repr(exc))
+
+
+def settle(
+    renewer: Renewer[object],
+    request_id: int,
+    clock: Clock,
+    encoding: Encoding,
+    data: Optional[bytes] = None,
+    error: Optional[BaseException] = None,
+) -> None:
+    """Hands a transport's outcome for request ``request_id`` back to the renewer: the reply
+    message ``data``, or the failure ``error``. A reply that does not decode is a failure."""
+    if error is None:
+        try:
+            reply = Reply.decode(data if data is not None else b"", encoding)
+        except LeaseError as e:
+            error = e
+        else:
+            renewer.handle_reply(reply, clock())
+            return
+    renewer.handle_failure(request_id, as_failure(error), clock())

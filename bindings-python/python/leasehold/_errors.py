@@ -20,6 +20,7 @@ __all__ = [
     "DecodeError",
     "IndefiniteError",
     "ReentrantCallError",
+    "StoreError",
 ]
 
 
@@ -117,3 +118,21 @@ class ReentrantCallError(LeaseError, RuntimeError):
     """
 
     default_code = ErrorCode.INDEFINITE
+
+
+class StoreError(LeaseError, OSError):
+    """A durable landlord's store could not be opened, read or written (and is not damaged:
+    damage is a :class:`DecodeError`): a directory another process holds, a full disk, a
+    failed sync.  ``errno`` is the operating system's error number when there is one.
+
+    After a failed write nothing more is acknowledged by that landlord (what reached the disk
+    is unknown): let the process go and open the store again, which keeps what was durable.
+    Indefinite: a holder's request may succeed once the store is back.
+    """
+
+    default_code = ErrorCode.INDEFINITE
+
+    def __init__(self, message: str = "", errno: Optional[int] = None, *, code: Optional[int] = None) -> None:
+        super().__init__(message, None, code=code)
+        self.errno = errno
+        self.strerror = message

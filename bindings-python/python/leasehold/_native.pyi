@@ -1,5 +1,6 @@
 """Type stubs of the native module ``leasehold._native`` (the Rust core, converted)."""
 
+import os
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, final
 
 from ._errors import LeaseError
@@ -200,7 +201,8 @@ class Reply:
 
 @final
 class Landlord:
-    """Issues, renews, cancels and expires leases on resources (any Python object)."""
+    """Issues, renews, cancels and expires leases on resources (any Python object; bytes or
+    str for a durable landlord, from :meth:`open`)."""
 
     def __new__(
         cls,
@@ -238,6 +240,44 @@ class Landlord:
     def drain_expired(self) -> List[Expired]: ...
     def handle_request(self, request: Request, now: int) -> Reply: ...
     def handle_bytes(self, data: _Bytes, encoding: Encoding, now: int) -> bytes: ...
+    def answer_bytes(self, data: _Bytes, encoding: Encoding, now: int) -> Tuple[bytes, int]:
+        """``handle_bytes`` without waiting for the disk: the reply and the journal record it
+        depends on (send the reply once ``wait_durable(seq)`` returned)."""
+    def take_expired(self) -> Tuple[List[Expired], int]:
+        """``drain_expired`` without waiting for the disk: the leases and the record to wait for."""
+    @staticmethod
+    def open(
+        data_dir: Union[str, "os.PathLike[str]"],
+        id: int,
+        policy: Policy,
+        now: int,
+        *,
+        seed: Optional[_Bytes] = None,
+        grace: Optional[Duration] = None,
+        expiry_budget: Optional[int] = None,
+        limits: Optional[Limits] = None,
+        journal_clock_interval: Optional[Duration] = None,
+        segment_bytes: Optional[int] = None,
+        min_compact_bytes: Optional[int] = None,
+    ) -> Landlord:
+        """Opens (or creates) the durable landlord kept in ``data_dir``, recovering what is
+        there (a torn tail dropped, damage refused with ``DecodeError``); time spent down does
+        not count.  Every answer it gives is durable first (group commit across threads)."""
+    @property
+    def durable(self) -> bool: ...
+    @property
+    def data_dir(self) -> Optional[str]: ...
+    @property
+    def recovery(self) -> Optional[Dict[str, Any]]:
+        """What opening found: created, replayed, last_seq, torn_tail, torn_reason, leases."""
+    @property
+    def journal_seq(self) -> int: ...
+    @property
+    def durable_seq(self) -> int: ...
+    @property
+    def commits(self) -> int: ...
+    def wait_durable(self, seq: int) -> None: ...
+    def commit(self) -> int: ...
     def snapshot(self, now: int, encode: Optional[Callable[[Any], bytes]] = None) -> str: ...
     @staticmethod
     def restore(

@@ -3,25 +3,29 @@
 A landlord is served at any path: the request body is a request message, the response body the
 reply message; ``Content-Type: application/json`` selects the JSON encoding, anything else the
 binary one.  Transport failures on the client side raise :class:`~leasehold.IndefiniteError`
-(worth retrying), which is what the renewal manager expects to be told.
+(worth retrying), which is what the renewal manager expects to be told.  :class:`Cluster` is a
+client of several servers (a ``leasehold-server`` cluster): it tries them in turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
+import inspect
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Optional, Tuple
+from typing import Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._errors import IndefiniteError
 from ._types import Encoding
 
-__all__ = ["serve_threaded", "serve_asyncio", "post", "apost", "content_type", "encoding_of"]
+__all__ = ["Cluster", "serve_threaded", "serve_asyncio", "post", "apost", "content_type", "encoding_of"]
 
+#: What a server calls for each request: (body, encoding) -> reply body.
 Handler = Callable[[bytes, Encoding], bytes]
+#: The same, for ``serve_asyncio``: it may also return an awaitable (``aio.LandlordDriver.handle``).
+AsyncHandler = Callable[[bytes, Encoding], Union[bytes, Awaitable[bytes]]]
 
 #: Largest request body a server reads (the landlord's own limits apply after that).
 MAX_BODY = 2 << 20
@@ -92,8 +96,11 @@ async def _read_head(reader: asyncio.StreamReader) -> Tuple[str, dict[str, str]]
     return lines[0], headers
 
 
-async def serve_asyncio(handle: Handler, host: str = "127.0.0.1", port: int = 0) -> "asyncio.Server":
-    """Serves ``handle`` over HTTP/1.1 with asyncio streams (one request per connection)."""
+async def serve_asyncio(handle: AsyncHandler, host: str = "127.0.0.1", port: int = 0) -> "asyncio.Server":
+    """Serves ``handle`` over HTTP/1.1 with asyncio streams (one request per connection).
+
+    ``handle`` may be a coroutine function (``aio.LandlordDriver.handle``, which answers a
+    durable landlord's requests once they are on disk without blocking the loop)."""
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -107,7 +114,8 @@ async def serve_asyncio(handle: Handler, host: str = "127.0.0.1", port: int = 0)
             else:
                 body = await reader.readexactly(length)
                 encoding = encoding_of(headers.get("content-type"))
-                reply = handle(body, encoding)
+                answer = handle(body, encoding)
+                reply = await answer if inspect.isawaitable(answer) else answer
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
                     % (content_type(encoding).encode(), len(reply))
@@ -122,41 +130,230 @@ async def serve_asyncio(handle: Handler, host: str = "127.0.0.1", port: int = 0)
     return await asyncio.start_server(on_client, host, port)
 
 
-def post(url: str, data: bytes, encoding: Encoding = "binary", timeout: float = 5.0) -> bytes:
-    """POSTs a message and returns the reply body; transport failures raise IndefiniteError."""
-    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": content_type(encoding)})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            body: bytes = resp.read()
-            return body
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        raise IndefiniteError(f"indefinite failure: POST {url}: {e}", f"POST {url}: {e}") from e
+
+#: Path of the lease endpoint of ``leasehold-server``, used when a URL names no path.
+LEASE_PATH = "/lease"
+
+#: Redirects followed within one attempt (307/308, same method and body).
+MAX_REDIRECTS = 3
+
+_Response = Tuple[int, Dict[str, str], bytes]
 
 
-async def apost(url: str, data: bytes, encoding: Encoding = "binary", timeout: float = 5.0) -> bytes:
-    """POSTs a message with asyncio streams (http only); transport failures raise IndefiniteError."""
+def _split(url: str) -> urllib.parse.SplitResult:
     u = urllib.parse.urlsplit(url)
-    host, port = u.hostname or "127.0.0.1", u.port or 80
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError(f"not an http:// URL: {url!r}")
+    return u
 
-    async def exchange() -> bytes:
-        reader, writer = await asyncio.open_connection(host, port)
+
+def _origin(u: urllib.parse.SplitResult) -> Tuple[str, str, int]:
+    return (u.scheme, (u.hostname or "").lower(), u.port or (443 if u.scheme == "https" else 80))
+
+
+class Cluster:
+    """The holder's side of landlord servers over HTTP: one URL, or the URLs of a
+    ``leasehold-server`` cluster (docs/server-transports.md), tried in turn.
+
+    Grants go to ``<server>/lease`` (a URL's own path, when it has one); renewals and cancels
+    (every request the renewal driver sends, which names its landlord) add ``?landlord=<id>``.
+    Within one send, a refused or reset connection, a time-out (``timeout`` seconds per
+    attempt: a paused server accepts connections but never answers) or any answer but 200
+    moves on to the next server, starting from the one that answered last, or from the owner
+    of the landlord's shard once a server named it (``X-Leasehold-Owner``). A ``307``/``308``
+    is followed with the same method and body. Only when every server failed does the send
+    raise :class:`~leasehold.IndefiniteError`, which the renewal manager retries until the
+    lease would expire; a transport failure is never reported as a definite error.
+
+    ``send`` / ``asend`` fit ``obtain_lease``; ``transport`` / ``atransport`` fit the renewal
+    drivers (both also take the URLs themselves and build one of these). Thread-safe.
+    """
+
+    def __init__(self, urls: Union[str, Sequence[str]], *, encoding: Encoding = "binary", timeout: float = 1.0) -> None:
+        listed = [urls] if isinstance(urls, str) else list(urls)
+        if not listed:
+            raise ValueError("a cluster needs at least one server URL")
+        self.urls: List[str] = listed
+        self._servers = [_split(u) for u in listed]
+        self.encoding: Encoding = encoding
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._current = 0
+        self._owner: Dict[int, int] = {}
+
+    def _target(self, i: int, landlord: Optional[int]) -> str:
+        u = self._servers[i]
+        path = u.path if u.path not in ("", "/") else LEASE_PATH
+        query = [u.query] if u.query else []
+        if landlord is not None:
+            query.append(f"landlord={int(landlord)}")
+        return path + ("?" + "&".join(query) if query else "")
+
+    def _order(self, landlord: Optional[int]) -> List[int]:
+        with self._lock:
+            first = self._owner.get(landlord, self._current) if landlord is not None else self._current
+        n = len(self._servers)
+        return [(first + k) % n for k in range(n)]
+
+    def _answered(self, i: int, landlord: Optional[int], headers: Dict[str, str]) -> None:
+        owner = headers.get("x-leasehold-owner")
+        at = i
+        if owner:
+            try:
+                o = _origin(_split(owner))
+                at = next((k for k, s in enumerate(self._servers) if _origin(s) == o), i)
+            except ValueError:
+                pass
+        with self._lock:
+            self._current = i
+            if landlord is not None:
+                self._owner[landlord] = at
+
+    def _failed(self, failures: List[str]) -> IndefiniteError:
+        detail = "every server failed: " + "; ".join(failures)
+        return IndefiniteError(f"indefinite failure: {detail}", detail)
+
+    def _settled(self, i: int, landlord: Optional[int], url: str, response: _Response, failures: List[str]) -> Optional[bytes]:
+        """The body of a 200 answer (remembering who answered); None, noted, for anything else."""
+        status, headers, body = response
+        if status == 200:
+            self._answered(i, landlord, headers)
+            return body
+        failures.append(f"{url}: HTTP {status}")
+        return None
+
+    def post(self, data: bytes, landlord: Optional[int] = None) -> bytes:
+        """POSTs a message (for ``landlord``: a renewal or cancel; None: a grant) and returns
+        the reply body; raises ``IndefiniteError`` once every server failed."""
+        failures: List[str] = []
+        for i in self._order(landlord):
+            u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
+            try:
+                response = _exchange(u, target, data, self.encoding, self.timeout)
+                for _ in range(MAX_REDIRECTS):
+                    if (hop := _redirect(url, response)) is None:
+                        break
+                    u, target, url = hop
+                    response = _exchange(u, target, data, self.encoding, self.timeout)
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                failures.append(f"{url}: {e!r}")
+                continue
+            if (body := self._settled(i, landlord, url, response, failures)) is not None:
+                return body
+        raise self._failed(failures)
+
+    async def apost(self, data: bytes, landlord: Optional[int] = None) -> bytes:
+        """As :meth:`post`, with asyncio streams (http:// only)."""
+        failures: List[str] = []
+        for i in self._order(landlord):
+            u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
+            try:
+                response = await _aexchange(u, target, data, self.encoding, self.timeout)
+                for _ in range(MAX_REDIRECTS):
+                    if (hop := _redirect(url, response)) is None:
+                        break
+                    u, target, url = hop
+                    response = await _aexchange(u, target, data, self.encoding, self.timeout)
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
+                failures.append(f"{url}: {e!r}")
+                continue
+            if (body := self._settled(i, landlord, url, response, failures)) is not None:
+                return body
+        raise self._failed(failures)
+
+    def send(self, data: bytes) -> bytes:
+        """A grant (or any message naming no landlord): ``threaded.obtain_lease``'s ``send``."""
+        return self.post(data)
+
+    async def asend(self, data: bytes) -> bytes:
+        """As :meth:`send`, for ``aio.obtain_lease``."""
+        return await self.apost(data)
+
+    def transport(self, landlord: int, data: bytes) -> bytes:
+        """A renewal driver's transport (``threaded.RenewalDriver``)."""
+        return self.post(data, landlord)
+
+    async def atransport(self, landlord: int, data: bytes) -> bytes:
+        """A renewal driver's transport (``aio.RenewalDriver``)."""
+        return await self.apost(data, landlord)
+
+
+def _path_of(u: urllib.parse.SplitResult) -> str:
+    return (u.path or "/") + ("?" + u.query if u.query else "")
+
+
+def _exchange(u: urllib.parse.SplitResult, target: str, data: bytes, encoding: Encoding, timeout: float) -> _Response:
+    """One POST on a fresh connection; the status, the headers (lower-case names) and the body."""
+    cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+    conn = cls(u.hostname or "127.0.0.1", u.port, timeout=timeout)
+    try:
+        conn.request("POST", target, body=data, headers={"Content-Type": content_type(encoding), "Connection": "close"})
+        resp = conn.getresponse()
+        body = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+    finally:
+        conn.close()
+
+
+def _redirect(url: str, response: _Response) -> Optional[Tuple[urllib.parse.SplitResult, str, str]]:
+    """Where a 307/308 sends the same POST next (``urllib`` would not follow it): the split
+    URL, its path and query, and the URL; None for any other answer."""
+    status, headers, _ = response
+    if status not in (307, 308) or "location" not in headers:
+        return None
+    u = _split(urllib.parse.urljoin(url, headers["location"]))
+    return u, _path_of(u), urllib.parse.urlunsplit(u)
+
+
+async def _aexchange(u: urllib.parse.SplitResult, target: str, data: bytes, encoding: Encoding, timeout: float) -> _Response:
+    if u.scheme != "http":
+        raise ValueError(f"apost speaks http:// only, not {u.scheme}://")
+    host = u.hostname or "127.0.0.1"
+
+    async def exchange() -> _Response:
+        reader, writer = await asyncio.open_connection(host, u.port or 80)
         try:
             writer.write(
                 b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
-                % ((u.path or "/").encode(), host.encode(), content_type(encoding).encode(), len(data))
+                % (target.encode(), host.encode(), content_type(encoding).encode(), len(data))
                 + data
             )
             await writer.drain()
-            status, headers = await _read_head(reader)
-            if " 200 " not in status + " ":
-                raise IndefiniteError(f"indefinite failure: {status}", status)
-            return await reader.readexactly(int(headers.get("content-length", "0")))
+            start, headers = await _read_head(reader)
+            parts = start.split(" ", 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+                raise ValueError(f"not an HTTP status line: {start[:80]!r}")
+            if "content-length" in headers:
+                body = await reader.readexactly(int(headers["content-length"]))
+            else:
+                body = await reader.read()
+            return int(parts[1]), headers, body
         finally:
             writer.close()
 
-    try:
-        return await asyncio.wait_for(exchange(), timeout)
-    except IndefiniteError:
-        raise
-    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
-        raise IndefiniteError(f"indefinite failure: POST {url}: {e!r}", f"POST {url}: {e!r}") from e
+    return await asyncio.wait_for(exchange(), timeout)
+
+
+def post(
+    url: Union[str, Sequence[str]],
+    data: bytes,
+    encoding: Encoding = "binary",
+    timeout: float = 5.0,
+    *,
+    landlord: Optional[int] = None,
+) -> bytes:
+    """POSTs a message to a server (or to the first of a list of servers that answers: see
+    :class:`Cluster`) and returns the reply body; transport failures raise IndefiniteError."""
+    return Cluster(url, encoding=encoding, timeout=timeout).post(data, landlord)
+
+
+async def apost(
+    url: Union[str, Sequence[str]],
+    data: bytes,
+    encoding: Encoding = "binary",
+    timeout: float = 5.0,
+    *,
+    landlord: Optional[int] = None,
+) -> bytes:
+    """POSTs a message with asyncio streams (http only), as :func:`post`."""
+    return await Cluster(url, encoding=encoding, timeout=timeout).apost(data, landlord)

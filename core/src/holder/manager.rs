@@ -1,8 +1,12 @@
 //! The renewal manager: keeps leases alive until their desired expiration (seed 000, 3.1;
 //! seed 002, `LeaseRenewalManager`; seed 003, LR.2), as a sans-I/O state machine.
 
+mod snapshot;
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{LeaseError, Result};
 use crate::holder::grant::{body_name, capped, checked_granted, local_expiration};
@@ -159,8 +163,11 @@ pub enum RenewalEvent {
     },
 }
 
+pub use snapshot::{ManagerSnapshot, MANAGER_SNAPSHOT_VERSION};
+
 /// Counters, so that traffic can be measured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RenewalStats {
     /// Requests handed out by [`RenewalManager::poll_transmit`] (renewals and cancels).
     pub requests_sent: u64,
@@ -206,7 +213,10 @@ struct Slot {
 
 #[derive(Debug)]
 struct Entry {
+    /// The lease, its expiration on the manager's clock.
     lease: Lease,
+    /// The same lease with its expiration on the host's clock (what the host is shown).
+    shown: Lease,
     /// Index of its landlord in `peers`.
     peer: u32,
     /// `sent + granted` without the clock-drift margin: if it reaches the desired expiration,
@@ -302,6 +312,24 @@ struct InFlight {
 ///   millisecond of the time-out is still on time (the time-out fires one millisecond later).
 /// - Replies with an unknown or stale id are ignored.
 ///
+/// # Time
+///
+/// The manager's time never runs backwards, whatever `now` the host passes, and it never stands
+/// still while the host's clock runs. It is the host's `now` plus an offset that starts at 0;
+/// when the host's clock steps back (a `now` that would put the manager's time before the
+/// latest), the offset grows by the step, so the manager's time goes on from where it was, at
+/// the host clock's rate ([`RenewalManager::now`], [`RenewalManager::clock_offset`]). A lease
+/// the manager has given up stays given up, a renewal never asks for more than the desired
+/// expiration leaves, and nothing is sent again because the clock went back.
+///
+/// A holder must never believe in a lease longer than its landlord grants it, so the manager's
+/// time must not stand still either: had it waited for the host's clock to catch up, every
+/// renewal sent meanwhile would count from a send time later than the real one. Times the host
+/// gives (a lease's expiration, a desired expiration) are read on the host's clock and times the
+/// manager gives back (leases, desired expirations, [`RenewalManager::poll_timeout`], events)
+/// are on the host's clock as it reads now: after a step back of `d` ms, every expiration the
+/// manager shows is `d` ms earlier than before, as it should be on a clock now `d` ms behind.
+///
 /// ```
 /// use leasehold::holder::{RenewalManager, RenewalManagerConfig};
 /// use leasehold::{Cookie, LandlordId, Lease, FOREVER};
@@ -332,6 +360,11 @@ pub struct RenewalManager {
     events: VecDeque<RenewalEvent>,
     next_id: u64,
     stats: RenewalStats,
+    /// The manager's time: never runs backwards (`i64::MIN` before any).
+    clock: Millis,
+    /// The manager's time minus the host's: 0 until the host's clock steps back, then how far
+    /// back it stepped in all (see the type's docs, "Time").
+    offset: Millis,
 }
 
 /// When a request sent at `sent` with time-out `timeout` times out: the first millisecond *after*
@@ -339,6 +372,11 @@ pub struct RenewalManager {
 /// host may see after its timer) is on time.
 fn deadline(sent: Millis, timeout: Duration) -> Millis {
     sent.saturating_add(timeout).saturating_add(1)
+}
+
+fn with_expiration(mut lease: Lease, expiration: Millis) -> Lease {
+    lease.set_expiration(expiration);
+    lease
 }
 
 fn key(lease: &Lease) -> Key {
@@ -395,6 +433,8 @@ impl RenewalManager {
             events: VecDeque::new(),
             next_id,
             stats: RenewalStats::default(),
+            clock: Millis::MIN,
+            offset: 0,
         }
     }
 
@@ -409,7 +449,124 @@ impl RenewalManager {
         &self.config
     }
 
-    /// Renews `lease` until `duration` from `now`, asking for `renew_duration` each time. See
+    /// The manager's time on the host's clock (`i64::MIN` before any call with a `now`): the
+    /// latest `now` it was given, or, while the host's clock is behind the manager's time, that
+    /// time on the host's clock. The manager's own clock (this plus
+    /// [`RenewalManager::clock_offset`]) never runs backwards.
+    pub fn now(&self) -> Millis {
+        if self.clock == Millis::MIN {
+            Millis::MIN
+        } else {
+            self.to_host(self.clock)
+        }
+    }
+
+    /// The manager's own clock (never runs backwards).
+    pub(crate) fn clock(&self) -> Millis {
+        self.clock
+    }
+
+    /// How far the manager's own clock is ahead of the host's: 0 until the host's clock steps
+    /// back, then the sum of the steps back seen.
+    pub fn clock_offset(&self) -> Millis {
+        self.offset
+    }
+
+    /// Moves the manager's time to the host's `now` (never backwards: a host clock that stepped
+    /// back grows the offset instead) and returns it.
+    pub(crate) fn tick(&mut self, now: Millis) -> Millis {
+        let t = now.saturating_add(self.offset);
+        if t >= self.clock {
+            self.clock = t;
+            return t;
+        }
+        self.offset = self.clock.saturating_sub(now);
+        self.reshow();
+        self.clock
+    }
+
+    /// Skips `n` request ids. A manager restored from a snapshot that may be stale (requests
+    /// may have been sent after it was taken, and their replies may still arrive) must not hand
+    /// their ids out again, or a late reply would be taken for the reply to another request:
+    /// skip at least as many ids as it can have sent since. (A manager restored from its last
+    /// state needs no skip.)
+    pub fn skip_request_ids(&mut self, n: u64) {
+        self.next_id = self.next_id.wrapping_add(n);
+    }
+
+    /// Moves the manager's time on to `t` (its own clock) without doing anything else.
+    pub(crate) fn advance_to(&mut self, t: Millis) {
+        self.clock = self.clock.max(t);
+    }
+
+    /// A time on the manager's clock, on the host's.
+    #[inline]
+    fn to_host(&self, t: Millis) -> Millis {
+        if t == FOREVER {
+            FOREVER
+        } else {
+            t.saturating_sub(self.offset)
+        }
+    }
+
+    /// A time on the host's clock, on the manager's.
+    #[inline]
+    fn to_mine(&self, t: Millis) -> Millis {
+        if t == FOREVER {
+            FOREVER
+        } else {
+            t.saturating_add(self.offset).min(FOREVER - 1)
+        }
+    }
+
+    fn shown(&self, lease: Lease) -> Lease {
+        let mut l = lease;
+        l.set_expiration(self.to_host(lease.expiration()));
+        l
+    }
+
+    fn event_shown(&self, e: RenewalEvent) -> RenewalEvent {
+        match e {
+            RenewalEvent::RenewalFailed { lease, desired_expiration, error } => {
+                RenewalEvent::RenewalFailed {
+                    lease: self.shown(lease),
+                    desired_expiration: self.to_host(desired_expiration),
+                    error,
+                }
+            }
+            RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => {
+                RenewalEvent::DesiredExpirationReached {
+                    lease: self.shown(lease),
+                    desired_expiration: self.to_host(desired_expiration),
+                }
+            }
+            RenewalEvent::Renewed { lease } => RenewalEvent::Renewed { lease: self.shown(lease) },
+        }
+    }
+
+    /// Recomputes every lease's host-clock copy (after the offset changed).
+    fn reshow(&mut self) {
+        let offset = self.offset;
+        for c in &mut self.cells {
+            if let Some(e) = c.entry.as_mut() {
+                let exp = e.lease.expiration();
+                e.shown.set_expiration(if exp == FOREVER {
+                    FOREVER
+                } else {
+                    exp.saturating_sub(offset)
+                });
+            }
+        }
+    }
+
+    /// Whether [`RenewalManager::poll_transmit`] has something to hand out (or requests to
+    /// drop): when false, it changes nothing but the time.
+    pub(crate) fn has_transmit(&self) -> bool {
+        !self.cancels.is_empty() || !self.ready.is_empty()
+    }
+
+    /// Renews `lease` until `duration` from `now` (read as the manager's time: never before the
+    /// latest `now` it has seen), asking for `renew_duration` each time. See
     /// [`RenewalManager::renew_until`].
     ///
     /// As in River, a duration that reaches the end of time (`now + duration >= FOREVER`, which
@@ -423,6 +580,7 @@ impl RenewalManager {
         renew_duration: Duration,
         now: Millis,
     ) -> Result<()> {
+        let now = self.tick(now);
         if duration < 0 {
             return Err(LeaseError::InvalidArgument(format!(
                 "renew_for duration must be >= 0 or FOREVER, got {duration}"
@@ -432,7 +590,8 @@ impl RenewalManager {
             Some(t) if t < FOREVER && duration != FOREVER => t,
             _ => FOREVER,
         };
-        self.renew_until(lease, desired, renew_duration, now)
+        let lease = with_expiration(lease, self.to_mine(lease.expiration()));
+        self.renew_until_in(lease, desired, renew_duration, now)
     }
 
     /// Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration`
@@ -440,8 +599,23 @@ impl RenewalManager {
     ///
     /// `lease.expiration()` is its actual expiration. A lease already managed is replaced (a
     /// renewal in flight for the old entry is then ignored). A desired expiration already past
-    /// is reported as reached at the next [`RenewalManager::handle_timeout`].
+    /// (at the manager's time: `now`, or the latest `now` seen if that is later) is reported as
+    /// reached at the next [`RenewalManager::handle_timeout`].
     pub fn renew_until(
+        &mut self,
+        lease: Lease,
+        desired_expiration: Millis,
+        renew_duration: Duration,
+        now: Millis,
+    ) -> Result<()> {
+        let now = self.tick(now);
+        let lease = with_expiration(lease, self.to_mine(lease.expiration()));
+        let desired = self.to_mine(desired_expiration);
+        self.renew_until_in(lease, desired, renew_duration, now)
+    }
+
+    /// [`RenewalManager::renew_until`] with every time on the manager's clock.
+    pub(crate) fn renew_until_in(
         &mut self,
         lease: Lease,
         desired_expiration: Millis,
@@ -458,8 +632,10 @@ impl RenewalManager {
             lease.expiration().saturating_sub(now).max(0)
         };
         let peer = self.peer_idx(lease.landlord());
+        let shown = self.shown(lease);
         let s = self.insert_entry(Entry {
             lease,
+            shown,
             peer,
             raw_expiration: lease.expiration(),
             desired: desired_expiration,
@@ -482,6 +658,11 @@ impl RenewalManager {
     /// Stops managing `lease` (it is not cancelled) and gives back the manager's copy, with its
     /// current actual expiration. An unmanaged lease is [`LeaseError::UnknownLease`].
     pub fn remove(&mut self, lease: &Lease) -> Result<Lease> {
+        self.remove_in(lease).map(|l| self.shown(l))
+    }
+
+    /// [`RenewalManager::remove`], the lease's expiration on the manager's clock.
+    pub(crate) fn remove_in(&mut self, lease: &Lease) -> Result<Lease> {
         let s = self.index.get(&key(lease)).copied().ok_or(LeaseError::UnknownLease)?;
         let e = self.remove_entry(s);
         self.clean();
@@ -498,8 +679,11 @@ impl RenewalManager {
     /// [`RenewalStats::cancel_failures`] (confirmed ones in `leases_cancelled`). A host that must
     /// know the outcome of one cancel should send it itself (`RequestBody::Cancel`) and read the
     /// reply.
-    pub fn cancel(&mut self, lease: &Lease, _now: Millis) -> Result<()> {
-        let removed = self.remove(lease)?;
+    ///
+    /// `now` moves the manager's time (never backwards) like every other call.
+    pub fn cancel(&mut self, lease: &Lease, now: Millis) -> Result<()> {
+        self.tick(now);
+        let removed = self.remove_in(lease)?;
         self.cancels.entry(removed.landlord()).or_default().push(removed.cookie());
         Ok(())
     }
@@ -508,14 +692,32 @@ impl RenewalManager {
         self.index.get(&key(lease)).and_then(|s| self.get(*s))
     }
 
-    /// The desired expiration of `lease`.
+    /// The desired expiration of `lease` (host's clock).
     pub fn expiration(&self, lease: &Lease) -> Result<Millis> {
+        self.expiration_in(lease).map(|t| self.to_host(t))
+    }
+
+    /// [`RenewalManager::expiration`] on the manager's clock.
+    pub(crate) fn expiration_in(&self, lease: &Lease) -> Result<Millis> {
         self.entry_of(lease).map(|e| e.desired).ok_or(LeaseError::UnknownLease)
     }
 
     /// Sets the desired expiration of `lease` (same rule for an [`ANY`] renew duration as
-    /// [`RenewalManager::renew_until`]).
+    /// [`RenewalManager::renew_until`]). `now` is read as the manager's time (never before the
+    /// latest `now` seen).
     pub fn set_expiration(&mut self, lease: &Lease, desired: Millis, now: Millis) -> Result<()> {
+        let now = self.tick(now);
+        let desired = self.to_mine(desired);
+        self.set_expiration_in(lease, desired, now)
+    }
+
+    /// [`RenewalManager::set_expiration`] on the manager's clock.
+    pub(crate) fn set_expiration_in(
+        &mut self,
+        lease: &Lease,
+        desired: Millis,
+        now: Millis,
+    ) -> Result<()> {
         let s = self.index.get(&key(lease)).copied().ok_or(LeaseError::UnknownLease)?;
         let e = self.get_mut(s).ok_or(LeaseError::UnknownLease)?;
         check_renew_duration(e.renew_duration, desired)?;
@@ -525,8 +727,13 @@ impl RenewalManager {
         Ok(())
     }
 
-    /// The manager's copy of `lease`, with its current actual expiration.
+    /// The manager's copy of `lease`, with its current actual expiration (host's clock).
     pub fn lease(&self, lease: &Lease) -> Option<Lease> {
+        self.entry_of(lease).map(|e| e.shown)
+    }
+
+    /// [`RenewalManager::lease`], its expiration on the manager's clock.
+    pub(crate) fn lease_in(&self, lease: &Lease) -> Option<Lease> {
         self.entry_of(lease).map(|e| e.lease)
     }
 
@@ -538,7 +745,7 @@ impl RenewalManager {
     /// When `lease` will next be sent for renewal, if one is scheduled (none while a request
     /// for it is in flight, or when its actual expiration already covers the desired one).
     pub fn next_renewal(&self, lease: &Lease) -> Option<Millis> {
-        self.entry_of(lease).and_then(|e| e.send_at)
+        self.entry_of(lease).and_then(|e| e.send_at).map(|t| self.to_host(t))
     }
 
     /// The round-trip estimate for `landlord`, once the manager has dealt with it.
@@ -556,9 +763,10 @@ impl RenewalManager {
         self.index.is_empty()
     }
 
-    /// The leases managed, with their current actual expirations (in no particular order).
+    /// The leases managed, with their current actual expirations on the host's clock (in no
+    /// particular order).
     pub fn leases(&self) -> impl Iterator<Item = &Lease> + '_ {
-        self.cells.iter().filter_map(|c| c.entry.as_ref().map(|e| &e.lease))
+        self.cells.iter().filter_map(|c| c.entry.as_ref().map(|e| &e.shown))
     }
 
     /// The counters.
@@ -566,9 +774,14 @@ impl RenewalManager {
         self.stats
     }
 
-    /// When the host should next call [`RenewalManager::handle_timeout`]; `None` if nothing is
-    /// scheduled.
+    /// When the host should next call [`RenewalManager::handle_timeout`] (host's clock);
+    /// `None` if nothing is scheduled.
     pub fn poll_timeout(&self) -> Option<Millis> {
+        self.poll_timeout_in().map(|t| self.to_host(t))
+    }
+
+    /// [`RenewalManager::poll_timeout`] on the manager's clock.
+    pub(crate) fn poll_timeout_in(&self) -> Option<Millis> {
         [
             self.ends.peek().map(|t| t.0 .0),
             self.sends.peek().map(|t| t.0 .0),
@@ -579,9 +792,16 @@ impl RenewalManager {
         .min()
     }
 
-    /// Advances to `now`: requests without a reply time out, leases reach their desired or
+    /// Advances to `now` (read as the manager's time: a `now` before the latest seen changes
+    /// nothing about time): requests without a reply time out, leases reach their desired or
     /// actual expiration, and due renewals are batched for [`RenewalManager::poll_transmit`].
     pub fn handle_timeout(&mut self, now: Millis) {
+        let now = self.tick(now);
+        self.handle_timeout_in(now)
+    }
+
+    /// [`RenewalManager::handle_timeout`] at a time on the manager's clock.
+    pub(crate) fn handle_timeout_in(&mut self, now: Millis) {
         while let Some(&(t, id)) = self.timeouts.first() {
             if t > now {
                 break;
@@ -625,8 +845,16 @@ impl RenewalManager {
     }
 
     /// The next request to send, stamped with `now` as its send time (the local expiration of
-    /// each lease it renews counts from here).
+    /// each lease it renews counts from here). `now` is read as the manager's time: after a host
+    /// clock step back, the send time is the latest `now` seen, and a renewal asks for no more
+    /// than the desired expiration leaves at that time.
     pub fn poll_transmit(&mut self, now: Millis) -> Option<Transmit> {
+        let now = self.tick(now);
+        self.poll_transmit_in(now)
+    }
+
+    /// [`RenewalManager::poll_transmit`] at a time on the manager's clock.
+    pub(crate) fn poll_transmit_in(&mut self, now: Millis) -> Option<Transmit> {
         if let Some((landlord, cookies)) = self.cancels.pop_first() {
             let id = self.new_id();
             let body = if cookies.len() == 1 {
@@ -673,6 +901,15 @@ impl RenewalManager {
             if kept.is_empty() {
                 continue;
             }
+            // A renewal that asks for less than a lease has left may shorten it at the landlord
+            // as soon as it arrives (a landlord never shortens a lease unless asked, and then
+            // to what was asked): from now on, believe in no more than that, whatever becomes
+            // of the reply.
+            for &(s, requested) in kept.iter() {
+                if requested != ANY {
+                    self.bound(s, now, requested);
+                }
+            }
             let body = if wire.len() == 1 {
                 RequestBody::Renew { cookie: wire[0].0, duration: wire[0].1 }
             } else {
@@ -696,11 +933,18 @@ impl RenewalManager {
         None
     }
 
-    /// Takes a landlord's reply to a request of this manager, received at `now`.
+    /// Takes a landlord's reply to a request of this manager, received at `now` (read as the
+    /// manager's time: never before the latest `now` seen, so never before the send time).
     ///
     /// Replies with an unknown id (or one already answered, timed out or failed), or from
     /// another landlord than the one asked, are ignored.
     pub fn handle_reply(&mut self, reply: &Reply, now: Millis) {
+        let now = self.tick(now);
+        self.handle_reply_in(reply, now)
+    }
+
+    /// [`RenewalManager::handle_reply`] at a time on the manager's clock.
+    pub(crate) fn handle_reply_in(&mut self, reply: &Reply, now: Millis) {
         let ok = match self.inflight.get(&reply.id) {
             Some(rec) => rec.sent_at.is_some() && rec.landlord == reply.landlord,
             None => false,
@@ -756,8 +1000,15 @@ impl RenewalManager {
 
     /// The host reports that request `request_id` failed in transport (or timed out by the
     /// host's own reckoning). An indefinite `error` is retried with back-off; a definite one
-    /// drops the leases of the request with a failure event. Unknown ids are ignored.
+    /// drops the leases of the request with a failure event. Unknown ids are ignored. `now` is
+    /// read as the manager's time (never before the latest `now` seen).
     pub fn handle_failure(&mut self, request_id: u64, error: LeaseError, now: Millis) {
+        let now = self.tick(now);
+        self.handle_failure_in(request_id, error, now)
+    }
+
+    /// [`RenewalManager::handle_failure`] at a time on the manager's clock.
+    pub(crate) fn handle_failure_in(&mut self, request_id: u64, error: LeaseError, now: Millis) {
         match self.inflight.get(&request_id) {
             Some(rec) if rec.sent_at.is_some() => {}
             _ => return,
@@ -768,8 +1019,14 @@ impl RenewalManager {
         self.clean();
     }
 
-    /// The next event for the host.
+    /// The next event for the host (leases and desired expirations on the host's clock).
     pub fn poll_event(&mut self) -> Option<RenewalEvent> {
+        let e = self.events.pop_front()?;
+        Some(self.event_shown(e))
+    }
+
+    /// [`RenewalManager::poll_event`], times on the manager's clock.
+    pub(crate) fn poll_event_in(&mut self) -> Option<RenewalEvent> {
         self.events.pop_front()
     }
 
@@ -798,6 +1055,7 @@ impl RenewalManager {
     ) {
         let drift = self.config.max_clock_drift_ppm;
         let report = self.config.report_renewals;
+        let offset = self.offset;
         let Some(e) = self.get_mut(s) else { return };
         if e.state != State::InFlight(id) {
             return;
@@ -808,6 +1066,11 @@ impl RenewalManager {
                 let granted = capped(requested, granted);
                 let exp = local_expiration(sent_at, granted, drift);
                 e.lease.set_expiration(exp);
+                e.shown.set_expiration(if exp == FOREVER {
+                    FOREVER
+                } else {
+                    exp.saturating_sub(offset)
+                });
                 e.raw_expiration = time::expiration_after(sent_at, granted);
                 e.period = if exp == FOREVER { FOREVER } else { exp.saturating_sub(sent_at) };
                 e.granted_at = sent_at;
@@ -901,6 +1164,22 @@ impl RenewalManager {
         self.free.push(s.idx);
         self.index.remove(&key(&e.lease));
         e
+    }
+
+    /// Lowers what the manager believes of the lease in `s` to what a renewal of `requested`
+    /// ms sent at `now` leaves it, if that is less.
+    fn bound(&mut self, s: Slot, now: Millis, requested: Duration) {
+        let drift = self.config.max_clock_drift_ppm;
+        let offset = self.offset;
+        let Some(e) = self.get_mut(s) else { return };
+        let exp = local_expiration(now, requested, drift);
+        if exp >= e.lease.expiration() {
+            return;
+        }
+        e.lease.set_expiration(exp);
+        e.shown.set_expiration(exp.saturating_sub(offset));
+        e.raw_expiration = e.raw_expiration.min(time::expiration_after(now, requested));
+        self.schedule(s, now);
     }
 
     /// Recomputes when the lease in `s` ends and when it is next sent.

@@ -7,6 +7,16 @@
 //!   of one landlord, scheduling by a measured round-trip estimate, retrying indefinite
 //!   failures, and reporting [`RenewalEvent`]s (seed 000, 3.1; seed 002; seed 003, LR.2).
 //!
+//! # Time and restarts
+//!
+//! A renewal manager's clock never runs backwards and never stands still while the host's clock
+//! runs: a host clock that steps back grows an offset instead ([`RenewalManager::clock_offset`];
+//! see [`RenewalManager`], "Time"). [`RenewalManager::snapshot`] and
+//! [`RenewalManager::restore`] carry everything it holds ([`ManagerSnapshot`], JSON or compact
+//! binary), so a restored manager sends, reports and times out exactly as the original would
+//! have. Its times are absolute on the host's clock (the leases' landlords keep counting while
+//! the holder is down). Inside a renewal service, the service's journal covers it.
+//!
 //! # Driving a renewal manager
 //!
 //! The manager never reads a clock or touches a socket. The host runs one loop, with `now`
@@ -51,6 +61,7 @@
 //! assert!(manager.is_empty());
 //! ```
 
+pub(crate) mod bin;
 pub mod grant;
 mod manager;
 mod map;
@@ -58,7 +69,10 @@ mod renewer;
 mod rtt;
 
 pub use grant::{grant_request, lease_from_reply, lease_from_reply_with_drift, local_expiration};
-pub use manager::{RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit};
+pub use manager::{
+    ManagerSnapshot, RenewalEvent, RenewalManager, RenewalManagerConfig, RenewalStats, Transmit,
+    MANAGER_SNAPSHOT_VERSION,
+};
 pub use map::LeaseMap;
 pub use renewer::Renewer;
 pub use rtt::{RttEstimator, CLOCK_GRANULARITY};

@@ -88,6 +88,35 @@ impl RttEstimator {
         (rto.min(self.max_rto as f64) as Duration).clamp(self.min_rto, self.max_rto)
     }
 
+    /// Everything the estimator holds: srtt, rttvar, samples, back-off, min and max rto.
+    pub(crate) fn parts(&self) -> (f64, f64, u64, u32, Duration, Duration) {
+        (self.srtt, self.rttvar, self.samples, self.backoff, self.min_rto, self.max_rto)
+    }
+
+    /// An estimator from [`RttEstimator::parts`], checked: finite, non-negative estimates, a
+    /// back-off of at most 20, `1 <= min_rto <= max_rto`.
+    pub(crate) fn from_parts(
+        (srtt, rttvar, samples, backoff, min_rto, max_rto): (
+            f64,
+            f64,
+            u64,
+            u32,
+            Duration,
+            Duration,
+        ),
+    ) -> Result<RttEstimator, String> {
+        if !(srtt.is_finite() && srtt >= 0.0 && rttvar.is_finite() && rttvar >= 0.0) {
+            return Err(format!("round-trip estimate {srtt} / {rttvar} is not a finite time"));
+        }
+        if backoff > 20 {
+            return Err(format!("back-off {backoff} is above 20"));
+        }
+        if min_rto < 1 || max_rto < min_rto {
+            return Err(format!("time-out bounds {min_rto}..{max_rto} are not 1 <= min <= max"));
+        }
+        Ok(RttEstimator { srtt, rttvar, samples, backoff, min_rto, max_rto })
+    }
+
     /// The time-out for the next request, with Karn's back-off after time-outs.
     pub fn request_timeout(&self) -> Duration {
         let rto = self.rto();

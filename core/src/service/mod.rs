@@ -84,7 +84,48 @@
 //! }
 //! assert!(printer.get(lease.cookie(), now).is_some(), "renewed for 20 minutes so far");
 //! ```
+//!
+//! # Time
+//!
+//! The service's time never runs backwards, whatever `now` the host passes, and never stands
+//! still while the host's clock runs: it is its renewal manager's clock (one clock, one rule:
+//! see [`RenewalManager`], "Time"), the host's `now` plus an offset that grows by every step
+//! back of the host's clock ([`RenewalService::clock_offset`]). A set or a membership the
+//! service has ended stays ended, and nothing is renewed or sent again because the clock went
+//! back; and since the clock keeps running, a client lease renewed after a step back is counted
+//! from its real send time (a clock that stood still until the host's caught up would make the
+//! service believe in client leases longer than their landlords grant them). The set-lease
+//! landlord runs on the service's clock. Every time the service takes or gives (expirations of
+//! set and client leases, memberships, warnings, [`RenewalService::poll_timeout`]) is on the
+//! host's clock as it reads at the time of the call.
+//!
+//! # Snapshots, the journal, and replies after durable
+//!
+//! [`RenewalService::snapshot`] / [`RenewalService::restore`] carry everything the service holds
+//! as JSON-friendly data ([`ServiceSnapshot`]), exactly: restored at the time it was taken, the
+//! service answers, sends and reports as the original would have. For durability, a service
+//! keeps a journal ([`RenewalService::enable_journal`], [`RenewalService::take_journal`]): a
+//! command log of every call that changes it, with the service's time, replayed through the same
+//! code. It writes compact binary snapshots ([`RenewalService::snapshot_bytes`], kind
+//! [`crate::journal::KIND_RENEWAL_SERVICE`]), and [`RenewalService::recover`] rebuilds it from a
+//! snapshot and the log that follows (a torn tail tolerated, damage refused), then
+//! [`RenewalService::resume`]s.
+//!
+//! Across a restart, set leases follow the landlord's rule: time spent down does not count (a
+//! set lease with 10 minutes left at the last record has 10 minutes left after the restart;
+//! with a journal and sets held, [`RenewalService::poll_timeout`] asks for a time-out at least
+//! every `journal_clock_interval` of the set-lease landlord's configuration, which bounds the
+//! time before a crash that does not count). Client leases and memberships are absolute times on
+//! the host's clock, because the client leases' landlords kept counting while the service was
+//! down: run the service on a clock that continues across restarts (epoch milliseconds).
+//!
+//! Everything a call hands out (its return value, a reply, a request to send, an event) may
+//! leave only once the journal is durable up to [`RenewalService::journal_seq`] read right after
+//! the call; push it into a [`crate::journal::Gate`] with that number and release it when the
+//! store confirms (one sync covers everything answered meanwhile). Handing out an event is
+//! journaled too, so a restart never hands it out again.
 
+mod durable;
 mod handle;
 mod set;
 mod snapshot;
@@ -103,7 +144,7 @@ use crate::wire::{Encoding, Outcome, Reply, ReplyBody, Request, RequestBody, Wir
 pub use handle::RenewalSet;
 pub use set::{check_membership, check_min_warning, Membership, SetId};
 use set::{key_of, ClientKey, SetState, Warning};
-pub use snapshot::{ServiceSnapshot, SNAPSHOT_VERSION};
+pub use snapshot::{ServiceSnapshot, BINARY_SNAPSHOT_VERSION, SNAPSHOT_VERSION};
 
 /// Two hours: the longest set lease the default policy grants (Norm's default).
 pub const DEFAULT_MAX_SET_LEASE: Duration = 2 * 60 * 60 * 1000;
@@ -120,8 +161,12 @@ pub struct RenewalServiceConfig {
     pub set_policy: PolicySpec,
     /// The renewal manager that renews the client leases.
     pub manager: RenewalManagerConfig,
-    /// How far event sequence numbers jump on restore
-    /// ([`crate::event::DEFAULT_RESTORE_JUMP`] by default).
+    /// How far event sequence numbers and renewal request ids jump on a JSON restore
+    /// ([`RenewalService::restore`]; [`crate::event::DEFAULT_RESTORE_JUMP`] by default). Use 0
+    /// when the snapshot is the service's last state (taken at a clean shutdown): the numbers go
+    /// on without a gap. Keep a jump when the snapshot may be stale (events numbered, or
+    /// requests sent, after it was taken may have left). A service rebuilt from its binary
+    /// snapshot and journal is exact and never jumps (nothing left before it was journaled).
     pub restore_jump: u64,
 }
 
@@ -195,8 +240,78 @@ pub struct RenewalService {
     memberships_due: BTreeSet<(Millis, SetId, ClientKey)>,
     /// Pending expiration warnings, earliest first.
     warnings_due: BTreeSet<(Millis, SetId)>,
+    /// When each set's lease is due to expire (past its expiration plus grace), earliest
+    /// first: exact, where the landlord's own time-out may come early.
+    sets_due: BTreeSet<(Millis, SetId)>,
     events: EventTable,
     out: VecDeque<SetEvent>,
+    /// The service's time on the host's clock: the latest `now` seen (`i64::MIN` before any).
+    clock: Millis,
+    /// The set-lease landlord's clock minus the service's (non-zero after a resume: time spent
+    /// down does not count for set leases).
+    set_offset: Millis,
+    journal: Option<Box<durable::Journal>>,
+}
+
+/// One call that changes a service, as the journal records it and replay runs it again: every
+/// change goes through [`RenewalService::execute`], live or replayed.
+#[derive(Debug, Clone)]
+pub(crate) enum Command {
+    CreateSet {
+        duration: Duration,
+    },
+    Add {
+        set: SetId,
+        lease: Lease,
+        membership: Duration,
+        renew: Duration,
+    },
+    Remove {
+        set: SetId,
+        lease: Lease,
+    },
+    SetWarning {
+        set: SetId,
+        min_warning: Duration,
+        handback: Vec<u8>,
+    },
+    SetFailure {
+        set: SetId,
+        handback: Vec<u8>,
+    },
+    ClearWarning {
+        set: SetId,
+    },
+    ClearFailure {
+        set: SetId,
+    },
+    UnknownEvent {
+        event_id: EventId,
+    },
+    Request(Request),
+    Timeout,
+    Transmit,
+    Reply(Reply),
+    Failure {
+        id: u64,
+        error: LeaseError,
+    },
+    /// Continue after a restart ([`RenewalService::resume`]); carries the time before it.
+    Resume {
+        before: Millis,
+    },
+}
+
+/// What [`RenewalService::execute`] answers.
+pub(crate) enum Output {
+    Set(Result<(SetId, Lease)>),
+    Unit(Result<()>),
+    Removed(Result<Option<Lease>>),
+    Registration(Result<EventRegistration>),
+    Known(bool),
+    Reply(Reply),
+    Transmit(Option<Transmit>),
+    Nothing,
 }
 
 impl RenewalService {
@@ -216,8 +331,12 @@ impl RenewalService {
             covered: BTreeMap::new(),
             memberships_due: BTreeSet::new(),
             warnings_due: BTreeSet::new(),
+            sets_due: BTreeSet::new(),
             events: EventTable::new(),
             out: VecDeque::new(),
+            clock: Millis::MIN,
+            set_offset: 0,
+            journal: None,
         })
     }
 
@@ -236,10 +355,433 @@ impl RenewalService {
         &self.manager
     }
 
+    /// The service's time on the host's clock (`i64::MIN` before any call with a `now`): the
+    /// latest `now` it was given, or, while the host's clock is behind the service's time, that
+    /// time on the host's clock. The service's own clock (this plus
+    /// [`RenewalService::clock_offset`]) never runs backwards (see the module docs, "Time").
+    pub fn now(&self) -> Millis {
+        if self.clock == Millis::MIN {
+            Millis::MIN
+        } else {
+            self.to_host(self.clock)
+        }
+    }
+
+    /// How far the service's time is ahead of the host's clock: 0 until the host's clock steps
+    /// back, then the sum of the steps back seen.
+    pub fn clock_offset(&self) -> Millis {
+        self.manager.clock_offset()
+    }
+
+    /// Moves the service's time to the host's `now` and returns it. The service's time is its
+    /// renewal manager's: one clock, one rule ([`RenewalManager`], "Time").
+    #[inline]
+    fn tick(&mut self, now: Millis) -> Millis {
+        self.clock = self.manager.tick(now);
+        self.clock
+    }
+
+    /// The host's `now` read as the service's time, without moving it.
+    #[inline]
+    fn at(&self, now: Millis) -> Millis {
+        self.clock.max(now.saturating_add(self.clock_offset()))
+    }
+
+    /// A time on the service's clock, on the host's.
+    fn to_host(&self, t: Millis) -> Millis {
+        if t == time::FOREVER {
+            t
+        } else {
+            t.saturating_sub(self.clock_offset())
+        }
+    }
+
+    /// A time on the host's clock, on the service's.
+    fn to_mine(&self, t: Millis) -> Millis {
+        if t == time::FOREVER {
+            t
+        } else {
+            t.saturating_add(self.clock_offset()).min(time::FOREVER - 1)
+        }
+    }
+
+    fn lease_mine(&self, mut lease: Lease) -> Lease {
+        lease.set_expiration(self.to_mine(lease.expiration()));
+        lease
+    }
+
+    fn lease_to_host(&self, mut lease: Lease) -> Lease {
+        lease.set_expiration(self.to_host(lease.expiration()));
+        lease
+    }
+
+    fn event_to_host(&self, mut e: SetEvent) -> SetEvent {
+        e.kind = match e.kind {
+            SetEventKind::ExpirationWarning { set, expiration } => {
+                SetEventKind::ExpirationWarning { set, expiration: self.to_host(expiration) }
+            }
+            SetEventKind::RenewalFailure { set, lease, error } => {
+                SetEventKind::RenewalFailure { set, lease: self.lease_to_host(lease), error }
+            }
+        };
+        e
+    }
+
+    /// Moves the service's time to the host's `now` (`None` for calls without one), journals
+    /// `command` with that `now` (if journaled) and runs it.
+    fn command(&mut self, command: Command, now: Option<Millis>) -> Output {
+        let before = self.clock;
+        let t = match now {
+            Some(raw) => self.tick(raw),
+            None => self.clock,
+        };
+        let command = match command {
+            Command::Resume { .. } => Command::Resume { before },
+            c => c,
+        };
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.command(&command, now, t);
+        }
+        self.execute(&command, t)
+    }
+
+    /// For calls that change nothing but the time: moves it to the host's `now`, and journals
+    /// that if it changed anything (an answer about to leave may depend on it).
+    fn note_time(&mut self, now: Millis) {
+        let before = (self.clock, self.clock_offset());
+        let t = self.tick(now);
+        if before != (t, self.clock_offset()) {
+            if let Some(j) = self.journal.as_deref_mut() {
+                j.clock_record(now, t);
+            }
+        }
+    }
+
     /// Creates a set whose lease lasts (at most) `lease_duration` (positive, [`time::FOREVER`]
-    /// or [`time::ANY`]; the policy decides). Returns the set and its lease. The policy may deny
+    /// or [`time::ANY`]; the policy decides), from `now` (read as the service's time: never
+    /// before the latest `now` it has seen). Returns the set and its lease. The policy may deny
     /// it ([`LeaseError::LeaseDenied`]), as does a service whose set numbers are all used.
     pub fn create_set(&mut self, lease_duration: Duration, now: Millis) -> Result<(SetId, Lease)> {
+        match self.command(Command::CreateSet { duration: lease_duration }, Some(now)) {
+            Output::Set(r) => r,
+            _ => unreachable!("create_set answers a set"),
+        }
+    }
+
+    /// A handle on one set, with the methods of Jini's `LeaseRenewalSet`.
+    pub fn set(&mut self, id: SetId) -> RenewalSet<'_> {
+        RenewalSet::new(self, id)
+    }
+
+    /// The sets alive, in creation order (a set past its lease's expiration counts until
+    /// [`RenewalService::handle_timeout`] destroys it).
+    pub fn sets(&self) -> Vec<SetId> {
+        self.sets.keys().copied().collect()
+    }
+
+    /// The set's own lease as the service sees it at `now` (read as the service's time: never
+    /// before the latest `now` it has seen); `None` for a set that is gone.
+    pub fn set_lease(&self, set: SetId, now: Millis) -> Option<Lease> {
+        self.set_lease_in(set, self.at(now)).map(|l| self.lease_to_host(l))
+    }
+
+    /// The set's lease at the service's time `now`, its expiration on the service's clock.
+    fn set_lease_in(&self, set: SetId, now: Millis) -> Option<Lease> {
+        let s = self.sets.get(&set)?;
+        self.landlord.lease(s.cookie, now)
+    }
+
+    /// The set whose lease is `lease`, if it is alive at `now` (read as the service's time).
+    pub fn set_of(&self, lease: &Lease, now: Millis) -> Option<SetId> {
+        if lease.landlord() != self.landlord.id() {
+            return None;
+        }
+        self.landlord.get(lease.cookie(), self.at(now)).map(|(_, s)| *s)
+    }
+
+    /// The set, if its lease is honoured at the service's time `now`.
+    fn live_set(&self, set: SetId, now: Millis) -> Result<&SetState> {
+        match self.sets.get(&set) {
+            Some(s) if self.landlord.get(s.cookie, now).is_some() => Ok(s),
+            _ => Err(LeaseError::UnknownLease),
+        }
+    }
+
+    /// Puts `lease` into `set` (Norm's `renewFor`), or updates its membership if it is there:
+    /// it is renewed until `membership_duration` from `now` (read as the service's time: never
+    /// before the latest `now` it has seen) has passed, asking for `renew_duration` each time
+    /// (less when less membership remains).
+    ///
+    /// Rules (LR): `renew_duration` is [`time::ANY`] only with a [`time::FOREVER`]
+    /// membership, otherwise positive or [`time::FOREVER`], else [`LeaseError::InvalidArgument`];
+    /// a membership of zero or less is accepted and the lease leaves the set at once, without an
+    /// event; a set lease of this same service is an invalid argument. An unknown or expired set
+    /// is [`LeaseError::UnknownLease`].
+    pub fn add(
+        &mut self,
+        set: SetId,
+        lease: Lease,
+        membership_duration: Duration,
+        renew_duration: Duration,
+        now: Millis,
+    ) -> Result<()> {
+        let c = Command::Add { set, lease, membership: membership_duration, renew: renew_duration };
+        match self.command(c, Some(now)) {
+            Output::Unit(r) => r,
+            _ => unreachable!("add answers a unit"),
+        }
+    }
+
+    /// Takes `lease` out of `set` without cancelling it (Norm's `remove`): the lease as last
+    /// known, or `None` if the set did not hold it. An unknown set is
+    /// [`LeaseError::UnknownLease`]. `now` is read as the service's time.
+    pub fn remove(&mut self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Lease>> {
+        match self.command(Command::Remove { set, lease: *lease }, Some(now)) {
+            Output::Removed(r) => r,
+            _ => unreachable!("remove answers a lease"),
+        }
+    }
+
+    /// The client leases in `set`, each as last known (after the latest renewal). `now` is read
+    /// as the service's time.
+    pub fn leases(&self, set: SetId, now: Millis) -> Result<Vec<Lease>> {
+        let s = self.live_set(set, self.at(now))?;
+        Ok(s.members
+            .keys()
+            .filter_map(|k| self.client_lease(*k))
+            .map(|l| self.lease_to_host(l))
+            .collect())
+    }
+
+    /// The membership of `lease` in `set`, if the set holds it. `now` is read as the service's
+    /// time.
+    pub fn membership(&self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Membership>> {
+        let s = self.live_set(set, self.at(now))?;
+        Ok(s.members
+            .get(&key_of(lease))
+            .map(|m| Membership { expiration: self.to_host(m.expiration), ..*m }))
+    }
+
+    /// Registers for the set's expiration-warning event, due `min_warning` before the set's
+    /// lease expires (at once if less time is left); replaces an earlier registration of the
+    /// set, keeping its event id and numbering. `min_warning` must not be negative. `now` is
+    /// read as the service's time.
+    pub fn set_expiration_warning_listener(
+        &mut self,
+        set: SetId,
+        min_warning: Duration,
+        handback: Vec<u8>,
+        now: Millis,
+    ) -> Result<EventRegistration> {
+        match self.command(Command::SetWarning { set, min_warning, handback }, Some(now)) {
+            Output::Registration(r) => r,
+            _ => unreachable!("a listener answers a registration"),
+        }
+    }
+
+    /// Registers for the set's renewal-failure events; replaces an earlier registration of the
+    /// set, keeping its event id and numbering. `now` is read as the service's time.
+    pub fn set_renewal_failure_listener(
+        &mut self,
+        set: SetId,
+        handback: Vec<u8>,
+        now: Millis,
+    ) -> Result<EventRegistration> {
+        match self.command(Command::SetFailure { set, handback }, Some(now)) {
+            Output::Registration(r) => r,
+            _ => unreachable!("a listener answers a registration"),
+        }
+    }
+
+    /// Ends the set's expiration-warning registration, if any. `now` is read as the service's
+    /// time.
+    pub fn clear_expiration_warning_listener(&mut self, set: SetId, now: Millis) -> Result<()> {
+        match self.command(Command::ClearWarning { set }, Some(now)) {
+            Output::Unit(r) => r,
+            _ => unreachable!("clear answers a unit"),
+        }
+    }
+
+    /// Ends the set's renewal-failure registration, if any. `now` is read as the service's
+    /// time.
+    pub fn clear_renewal_failure_listener(&mut self, set: SetId, now: Millis) -> Result<()> {
+        match self.command(Command::ClearFailure { set }, Some(now)) {
+            Output::Unit(r) => r,
+            _ => unreachable!("clear answers a unit"),
+        }
+    }
+
+    /// The host reports that the listener of `event_id` answered "unknown event": that
+    /// registration alone ends (the set and its other registration stay), and its events not
+    /// yet handed out are dropped. Returns whether it was active.
+    pub fn unknown_event(&mut self, event_id: EventId) -> bool {
+        match self.command(Command::UnknownEvent { event_id }, None) {
+            Output::Known(k) => k,
+            _ => unreachable!("unknown_event answers a flag"),
+        }
+    }
+
+    /// The active event registrations of `set` (expiration warning first, then failure).
+    /// `now` is read as the service's time.
+    pub fn registrations(&self, set: SetId, now: Millis) -> Result<Vec<EventRegistration>> {
+        let s = self.live_set(set, self.at(now))?;
+        let ids = s.warning.map(|w| w.event_id).into_iter().chain(s.failure);
+        ids.map(|id| self.registration(set, id, self.at(now))).collect()
+    }
+
+    /// Answers a request about set leases (renew, cancel, renew_all, cancel_all) from a client
+    /// of the service, at `now` (read as the service's time). A cancelled set is destroyed at
+    /// once. Grant requests are refused: sets are made with [`RenewalService::create_set`].
+    ///
+    /// With a journal, the reply may leave only once [`RenewalService::journal_seq`] (read right
+    /// after this call) is durable: see [`crate::journal::Gate`].
+    pub fn handle_request(&mut self, request: &Request, now: Millis) -> Reply {
+        match self.command(Command::Request(request.clone()), Some(now)) {
+            Output::Reply(r) => r,
+            _ => unreachable!("a request answers a reply"),
+        }
+    }
+
+    /// Decodes a request about set leases, answers it, and encodes the reply in the same
+    /// encoding; an undecodable request gets an error reply with id 0.
+    pub fn handle_bytes(&mut self, bytes: &[u8], encoding: Encoding, now: Millis) -> Vec<u8> {
+        let reply = match Request::decode(bytes, encoding, &self.landlord.config().limits) {
+            Ok(req) => self.handle_request(&req, now),
+            Err(e) => {
+                self.note_time(now);
+                Reply {
+                    id: 0,
+                    landlord: self.landlord.id(),
+                    body: ReplyBody::Error(WireError::from(&e)),
+                }
+            }
+        };
+        reply.encode(encoding)
+    }
+
+    /// When the host should next call [`RenewalService::handle_timeout`] (host's clock). With
+    /// a journal and sets held, never later than the next clock record is due
+    /// ([`LandlordConfig::journal_clock_interval`] of the set-lease landlord's configuration):
+    /// after a crash, set leases resume from the last recorded time.
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.poll_timeout_in().map(|t| self.to_host(t))
+    }
+
+    /// [`RenewalService::poll_timeout`] on the service's clock.
+    fn poll_timeout_in(&self) -> Option<Millis> {
+        let clock = match &self.journal {
+            Some(j) if !self.sets.is_empty() && self.config.landlord.journal_clock_interval > 0 => {
+                Some(j.clock().saturating_add(self.config.landlord.journal_clock_interval))
+            }
+            _ => None,
+        };
+        [
+            self.sets_due.first().map(|d| d.0),
+            self.memberships_due.first().map(|d| d.0),
+            self.warnings_due.first().map(|d| d.0),
+            self.manager.poll_timeout_in(),
+            clock,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Advances time to `now` (read as the service's time: a `now` before the latest seen
+    /// changes nothing about time): destroys sets whose lease expired, removes client leases
+    /// whose membership expiration is reached (silently), issues due expiration warnings, and
+    /// lets the manager renew and detect expiries. Sets go first, so no client lease of a set
+    /// that expired by `now` is renewed for it: while the landlord has expired set leases left
+    /// to sweep (more than its per-call budget expired at once), the manager waits, and
+    /// [`RenewalService::poll_timeout`] asks to be called again at once.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        self.command(Command::Timeout, Some(now));
+    }
+
+    /// The next renewal request to send to a client lease's landlord, sent at `now` (read as
+    /// the service's time).
+    ///
+    /// With a journal, it may be sent only once [`RenewalService::journal_seq`] (read right
+    /// after this call) is durable: a request the service forgets in a crash must not be out
+    /// (its id would be handed out again after the restart).
+    pub fn poll_transmit(&mut self, now: Millis) -> Option<Transmit> {
+        if !self.manager.has_transmit() {
+            self.note_time(now);
+            return None;
+        }
+        match self.command(Command::Transmit, Some(now)) {
+            Output::Transmit(t) => t,
+            _ => unreachable!("poll_transmit answers a transmit"),
+        }
+    }
+
+    /// A landlord's reply to a request from [`RenewalService::poll_transmit`], received at
+    /// `now` (read as the service's time).
+    pub fn handle_reply(&mut self, reply: &Reply, now: Millis) {
+        self.command(Command::Reply(reply.clone()), Some(now));
+    }
+
+    /// The request `request_id` got no reply: `error` says why (an indefinite error is retried).
+    /// `now` is read as the service's time.
+    pub fn handle_failure(&mut self, request_id: u64, error: LeaseError, now: Millis) {
+        self.command(Command::Failure { id: request_id, error }, Some(now));
+    }
+
+    /// The next event to deliver to a set's listener.
+    ///
+    /// With a journal, it may be delivered only once [`RenewalService::journal_seq`] (read
+    /// right after this call) is durable: that it was handed out is journaled too, so a
+    /// restart never hands it out again, and it never leaves unless that is durable.
+    pub fn poll_event(&mut self) -> Option<SetEvent> {
+        let e = self.out.pop_front()?;
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.taken();
+        }
+        Some(self.event_to_host(e))
+    }
+
+    /// Runs one command at the service's time `now`: the one place where the service changes,
+    /// whether the call is live or replayed from the journal.
+    pub(crate) fn execute(&mut self, command: &Command, now: Millis) -> Output {
+        match command {
+            Command::CreateSet { duration } => Output::Set(self.do_create_set(*duration, now)),
+            Command::Add { set, lease, membership, renew } => {
+                Output::Unit(self.do_add(*set, *lease, *membership, *renew, now))
+            }
+            Command::Remove { set, lease } => Output::Removed(self.do_remove(*set, lease, now)),
+            Command::SetWarning { set, min_warning, handback } => {
+                Output::Registration(self.do_set_warning(*set, *min_warning, handback, now))
+            }
+            Command::SetFailure { set, handback } => {
+                Output::Registration(self.do_set_failure(*set, handback, now))
+            }
+            Command::ClearWarning { set } => Output::Unit(self.do_clear_warning(*set, now)),
+            Command::ClearFailure { set } => Output::Unit(self.do_clear_failure(*set, now)),
+            Command::UnknownEvent { event_id } => Output::Known(self.do_unknown_event(*event_id)),
+            Command::Request(r) => Output::Reply(self.do_request(r, now)),
+            Command::Timeout => {
+                self.do_timeout(now);
+                Output::Nothing
+            }
+            Command::Transmit => Output::Transmit(self.manager.poll_transmit_in(now)),
+            Command::Reply(r) => {
+                self.manager.handle_reply_in(r, now);
+                self.drain_manager(now);
+                Output::Nothing
+            }
+            Command::Failure { id, error } => {
+                self.manager.handle_failure_in(*id, error.clone(), now);
+                self.drain_manager(now);
+                Output::Nothing
+            }
+            Command::Resume { before } => {
+                self.do_resume(*before, now);
+                Output::Nothing
+            }
+        }
+    }
+
+    fn do_create_set(&mut self, lease_duration: Duration, now: Millis) -> Result<(SetId, Lease)> {
         if lease_duration == 0 {
             return Err(LeaseError::InvalidArgument(
                 "a set lease duration must be positive, FOREVER or ANY, got 0 ms".into(),
@@ -255,51 +797,12 @@ impl RenewalService {
         let grant = self.landlord.grant(id, lease_duration, now)?;
         self.next_set = next;
         self.sets.insert(id, SetState::new(grant.cookie));
-        Ok((id, Lease::new(self.landlord.id(), grant.cookie, grant.expiration)))
+        self.file_set(id, grant.expiration);
+        let lease = Lease::new(self.landlord.id(), grant.cookie, grant.expiration);
+        Ok((id, self.lease_to_host(lease)))
     }
 
-    /// A handle on one set, with the methods of Jini's `LeaseRenewalSet`.
-    pub fn set(&mut self, id: SetId) -> RenewalSet<'_> {
-        RenewalSet::new(self, id)
-    }
-
-    /// The sets alive, in creation order (a set past its lease's expiration counts until
-    /// [`RenewalService::handle_timeout`] destroys it).
-    pub fn sets(&self) -> Vec<SetId> {
-        self.sets.keys().copied().collect()
-    }
-
-    /// The set's own lease as the service sees it at `now`; `None` for a set that is gone.
-    pub fn set_lease(&self, set: SetId, now: Millis) -> Option<Lease> {
-        let s = self.sets.get(&set)?;
-        self.landlord.lease(s.cookie, now)
-    }
-
-    /// The set whose lease is `lease`, if it is alive at `now`.
-    pub fn set_of(&self, lease: &Lease, now: Millis) -> Option<SetId> {
-        if lease.landlord() != self.landlord.id() {
-            return None;
-        }
-        self.landlord.get(lease.cookie(), now).map(|(_, s)| *s)
-    }
-
-    fn live_set(&self, set: SetId, now: Millis) -> Result<&SetState> {
-        match self.sets.get(&set) {
-            Some(s) if self.landlord.get(s.cookie, now).is_some() => Ok(s),
-            _ => Err(LeaseError::UnknownLease),
-        }
-    }
-
-    /// Puts `lease` into `set` (Norm's `renewFor`), or updates its membership if it is there:
-    /// it is renewed until `membership_duration` from `now` has passed, asking for
-    /// `renew_duration` each time (less when less membership remains).
-    ///
-    /// Rules (LR): `renew_duration` is [`time::ANY`] only with a [`time::FOREVER`]
-    /// membership, otherwise positive or [`time::FOREVER`], else [`LeaseError::InvalidArgument`];
-    /// a membership of zero or less is accepted and the lease leaves the set at once, without an
-    /// event; a set lease of this same service is an invalid argument. An unknown or expired set
-    /// is [`LeaseError::UnknownLease`].
-    pub fn add(
+    fn do_add(
         &mut self,
         set: SetId,
         lease: Lease,
@@ -314,6 +817,8 @@ impl RenewalService {
             ));
         }
         check_membership(membership_duration, renew_duration)?;
+        // The host's copy, read on the service's clock.
+        let lease = self.lease_mine(lease);
         let key = key_of(&lease);
         let expiration = if membership_duration < 0 {
             now.saturating_add(membership_duration)
@@ -338,42 +843,24 @@ impl RenewalService {
         self.resync(key, now)
     }
 
-    /// Takes `lease` out of `set` without cancelling it (Norm's `remove`): the lease as last
-    /// known, or `None` if the set did not hold it. An unknown set is
-    /// [`LeaseError::UnknownLease`].
-    pub fn remove(&mut self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Lease>> {
+    fn do_remove(&mut self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Lease>> {
         self.live_set(set, now)?;
         let key = key_of(lease);
         let held = self.sets.get(&set).expect("checked").members.contains_key(&key);
         if !held {
             return Ok(None);
         }
-        let current = self.client_lease(key);
+        let current = self.client_lease(key).map(|l| self.lease_to_host(l));
         self.drop_membership(set, key);
         self.resync(key, now)?;
         Ok(current)
     }
 
-    /// The client leases in `set`, each as last known (after the latest renewal).
-    pub fn leases(&self, set: SetId, now: Millis) -> Result<Vec<Lease>> {
-        let s = self.live_set(set, now)?;
-        Ok(s.members.keys().filter_map(|k| self.client_lease(*k)).collect())
-    }
-
-    /// The membership of `lease` in `set`, if the set holds it.
-    pub fn membership(&self, set: SetId, lease: &Lease, now: Millis) -> Result<Option<Membership>> {
-        let s = self.live_set(set, now)?;
-        Ok(s.members.get(&key_of(lease)).copied())
-    }
-
-    /// Registers for the set's expiration-warning event, due `min_warning` before the set's
-    /// lease expires (at once if less time is left); replaces an earlier registration of the
-    /// set, keeping its event id and numbering. `min_warning` must not be negative.
-    pub fn set_expiration_warning_listener(
+    fn do_set_warning(
         &mut self,
         set: SetId,
         min_warning: Duration,
-        handback: Vec<u8>,
+        handback: &[u8],
         now: Millis,
     ) -> Result<EventRegistration> {
         check_min_warning(min_warning)?;
@@ -382,10 +869,10 @@ impl RenewalService {
         let existing = self.sets[&set].warning.map(|w| w.event_id);
         let event_id = match existing {
             Some(id) => {
-                self.events.set_handback(id, handback)?;
+                self.events.set_handback(id, handback.to_vec())?;
                 id
             }
-            None => self.events.register(source, handback),
+            None => self.events.register(source, handback.to_vec()),
         };
         self.unschedule_warning(set);
         self.sets.get_mut(&set).expect("checked").warning =
@@ -394,29 +881,26 @@ impl RenewalService {
         self.registration(set, event_id, now)
     }
 
-    /// Registers for the set's renewal-failure events; replaces an earlier registration of the
-    /// set, keeping its event id and numbering.
-    pub fn set_renewal_failure_listener(
+    fn do_set_failure(
         &mut self,
         set: SetId,
-        handback: Vec<u8>,
+        handback: &[u8],
         now: Millis,
     ) -> Result<EventRegistration> {
         self.live_set(set, now)?;
         let source = self.source(set);
         let event_id = match self.sets[&set].failure {
             Some(id) => {
-                self.events.set_handback(id, handback)?;
+                self.events.set_handback(id, handback.to_vec())?;
                 id
             }
-            None => self.events.register(source, handback),
+            None => self.events.register(source, handback.to_vec()),
         };
         self.sets.get_mut(&set).expect("checked").failure = Some(event_id);
         self.registration(set, event_id, now)
     }
 
-    /// Ends the set's expiration-warning registration, if any.
-    pub fn clear_expiration_warning_listener(&mut self, set: SetId, now: Millis) -> Result<()> {
+    fn do_clear_warning(&mut self, set: SetId, now: Millis) -> Result<()> {
         self.live_set(set, now)?;
         self.unschedule_warning(set);
         if let Some(w) = self.sets.get_mut(&set).expect("checked").warning.take() {
@@ -425,8 +909,7 @@ impl RenewalService {
         Ok(())
     }
 
-    /// Ends the set's renewal-failure registration, if any.
-    pub fn clear_renewal_failure_listener(&mut self, set: SetId, now: Millis) -> Result<()> {
+    fn do_clear_failure(&mut self, set: SetId, now: Millis) -> Result<()> {
         self.live_set(set, now)?;
         if let Some(id) = self.sets.get_mut(&set).expect("checked").failure.take() {
             self.events.remove(id);
@@ -434,10 +917,7 @@ impl RenewalService {
         Ok(())
     }
 
-    /// The host reports that the listener of `event_id` answered "unknown event": that
-    /// registration alone ends (the set and its other registration stay), and its events not
-    /// yet handed out are dropped. Returns whether it was active.
-    pub fn unknown_event(&mut self, event_id: EventId) -> bool {
+    fn do_unknown_event(&mut self, event_id: EventId) -> bool {
         let Some(reg) = self.events.remove(event_id) else {
             return false;
         };
@@ -455,17 +935,7 @@ impl RenewalService {
         true
     }
 
-    /// The active event registrations of `set` (expiration warning first, then failure).
-    pub fn registrations(&self, set: SetId, now: Millis) -> Result<Vec<EventRegistration>> {
-        let s = self.live_set(set, now)?;
-        let ids = s.warning.map(|w| w.event_id).into_iter().chain(s.failure);
-        ids.map(|id| self.registration(set, id, now)).collect()
-    }
-
-    /// Answers a request about set leases (renew, cancel, renew_all, cancel_all) from a client
-    /// of the service. A cancelled set is destroyed at once. Grant requests are refused: sets
-    /// are made with [`RenewalService::create_set`].
-    pub fn handle_request(&mut self, request: &Request, now: Millis) -> Reply {
+    fn do_request(&mut self, request: &Request, now: Millis) -> Reply {
         let body = match &request.body {
             RequestBody::Grant { .. } => {
                 ReplyBody::Error(WireError::from(&LeaseError::InvalidArgument(
@@ -498,20 +968,6 @@ impl RenewalService {
         Reply { id: request.id, landlord: self.landlord.id(), body }
     }
 
-    /// Decodes a request about set leases, answers it, and encodes the reply in the same
-    /// encoding; an undecodable request gets an error reply with id 0.
-    pub fn handle_bytes(&mut self, bytes: &[u8], encoding: Encoding, now: Millis) -> Vec<u8> {
-        let reply = match Request::decode(bytes, encoding, &self.landlord.config().limits) {
-            Ok(req) => self.handle_request(&req, now),
-            Err(e) => Reply {
-                id: 0,
-                landlord: self.landlord.id(),
-                body: ReplyBody::Error(WireError::from(&e)),
-            },
-        };
-        reply.encode(encoding)
-    }
-
     fn renew_set_lease(
         &mut self,
         cookie: Cookie,
@@ -519,8 +975,9 @@ impl RenewalService {
         now: Millis,
     ) -> Result<Duration> {
         let granted = self.landlord.renew(cookie, duration, now)?;
-        if let Some((_, set)) = self.landlord.get(cookie, now) {
+        if let Some((expiration, set)) = self.landlord.get(cookie, now) {
             let set = *set;
+            self.file_set(set, expiration);
             self.arm_warning(set, now);
         }
         Ok(granted)
@@ -532,31 +989,13 @@ impl RenewalService {
         Ok(())
     }
 
-    /// When the host should next call [`RenewalService::handle_timeout`].
-    pub fn poll_timeout(&self) -> Option<Millis> {
-        [
-            self.landlord.poll_timeout(),
-            self.memberships_due.first().map(|d| d.0),
-            self.warnings_due.first().map(|d| d.0),
-            self.manager.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-    }
-
-    /// Advances time to `now`: destroys sets whose lease expired, removes client leases whose
-    /// membership expiration is reached (silently), issues due expiration warnings, and lets the
-    /// manager renew and detect expiries. Sets go first, so no client lease of a set that
-    /// expired by `now` is renewed for it: while the landlord has expired set leases left to
-    /// sweep (more than its per-call budget expired at once), the manager waits, and
-    /// [`RenewalService::poll_timeout`] asks to be called again at once.
-    pub fn handle_timeout(&mut self, now: Millis) {
+    fn do_timeout(&mut self, now: Millis) {
         self.landlord.handle_timeout(now);
         while let Some(expired) = self.landlord.poll_expired() {
             self.destroy_set(expired.resource, now);
         }
-        let sweeping = self.landlord.poll_timeout().is_some_and(|t| t <= now);
+        // Set leases due but not expired yet: the landlord ran out of its per-call budget.
+        let sweeping = self.sets_due.first().is_some_and(|d| d.0 <= now);
         while let Some(&(due, set, key)) = self.memberships_due.first() {
             if due > now {
                 break;
@@ -576,33 +1015,42 @@ impl RenewalService {
         if sweeping {
             return;
         }
-        self.manager.handle_timeout(now);
+        self.manager.handle_timeout_in(now);
         self.drain_manager(now);
-    }
-
-    /// The next renewal request to send to a client lease's landlord.
-    pub fn poll_transmit(&mut self, now: Millis) -> Option<Transmit> {
-        self.manager.poll_transmit(now)
-    }
-
-    /// A landlord's reply to a request from [`RenewalService::poll_transmit`].
-    pub fn handle_reply(&mut self, reply: &Reply, now: Millis) {
-        self.manager.handle_reply(reply, now);
-        self.drain_manager(now);
-    }
-
-    /// The request `request_id` got no reply: `error` says why (an indefinite error is retried).
-    pub fn handle_failure(&mut self, request_id: u64, error: LeaseError, now: Millis) {
-        self.manager.handle_failure(request_id, error, now);
-        self.drain_manager(now);
-    }
-
-    /// The next event to deliver to a set's listener.
-    pub fn poll_event(&mut self) -> Option<SetEvent> {
-        self.out.pop_front()
     }
 
     // ---- internals ----
+
+    /// Files when the lease of `set`, expiring at `expiration` (host's clock), is due to
+    /// expire: the first millisecond past its expiration plus the landlord's grace.
+    fn file_set(&mut self, set: SetId, expiration: Millis) {
+        let due = if expiration == time::FOREVER {
+            None
+        } else {
+            let deadline = time::expiration_after(expiration, self.config.landlord.grace.max(0));
+            Some(deadline.saturating_add(1))
+        };
+        let Some(s) = self.sets.get_mut(&set) else { return };
+        if let Some(t) = s.due {
+            self.sets_due.remove(&(t, set));
+        }
+        s.due = due;
+        if let Some(t) = due {
+            self.sets_due.insert((t, set));
+        }
+    }
+
+    /// Files every set's lease again (after a restore or a resume moved the host's view of
+    /// their expirations).
+    fn file_all_sets(&mut self) {
+        let leases: Vec<(Millis, SetId)> =
+            self.landlord.iter().map(|(_, expiration, set)| (expiration, *set)).collect();
+        for (expiration, set) in leases {
+            if self.sets.contains_key(&set) {
+                self.file_set(set, expiration);
+            }
+        }
+    }
 
     fn source(&self, set: SetId) -> EventSource {
         EventSource { service: self.landlord.id(), object: set.0 }
@@ -614,18 +1062,19 @@ impl RenewalService {
         event_id: EventId,
         now: Millis,
     ) -> Result<EventRegistration> {
-        let lease = self.set_lease(set, now).ok_or(LeaseError::UnknownLease)?;
+        let lease = self.set_lease_in(set, now).ok_or(LeaseError::UnknownLease)?;
+        let lease = self.lease_to_host(lease);
         self.events.registration(event_id, lease).ok_or(LeaseError::UnknownLease)
     }
 
     fn manager_has(&self, lease: &Lease) -> bool {
-        self.manager.lease(lease).is_some()
+        self.manager.lease_in(lease).is_some()
     }
 
     /// The current copy of a client lease: the manager's while it renews it, else the last known.
     fn client_lease(&self, key: ClientKey) -> Option<Lease> {
         let stored = *self.clients.get(&key)?;
-        Some(self.manager.lease(&stored).unwrap_or(stored))
+        Some(self.manager.lease_in(&stored).unwrap_or(stored))
     }
 
     /// Removes `key` from `set` (no event, no manager update).
@@ -677,17 +1126,17 @@ impl RenewalService {
                 // expiration moves; replace it when the renew duration changes.
                 let same_renew = self.manager.renew_duration(&lease).ok() == Some(m.renew_duration);
                 if same_renew {
-                    if self.manager.expiration(&lease).ok() != Some(m.expiration) {
-                        self.manager.set_expiration(&lease, m.expiration, now)?;
+                    if self.manager.expiration_in(&lease).ok() != Some(m.expiration) {
+                        self.manager.set_expiration_in(&lease, m.expiration, now)?;
                     }
                     Ok(())
                 } else {
-                    self.manager.renew_until(lease, m.expiration, m.renew_duration, now)
+                    self.manager.renew_until_in(lease, m.expiration, m.renew_duration, now)
                 }
             }
             None => {
                 if self.manager_has(&lease) {
-                    let _ = self.manager.remove(&lease);
+                    let _ = self.manager.remove_in(&lease);
                 }
                 if !self.holders.contains_key(&key) {
                     self.clients.remove(&key);
@@ -699,7 +1148,7 @@ impl RenewalService {
     }
 
     fn drain_manager(&mut self, now: Millis) {
-        while let Some(ev) = self.manager.poll_event() {
+        while let Some(ev) = self.manager.poll_event_in() {
             match ev {
                 RenewalEvent::Renewed { lease } => {
                     let key = key_of(&lease);
@@ -791,6 +1240,9 @@ impl RenewalService {
     fn destroy_set(&mut self, set: SetId, now: Millis) {
         self.unschedule_warning(set);
         let Some(s) = self.sets.remove(&set) else { return };
+        if let Some(t) = s.due {
+            self.sets_due.remove(&(t, set));
+        }
         if let Some(w) = s.warning {
             self.events.remove(w.event_id);
         }

@@ -106,10 +106,12 @@ pub(crate) struct SetState {
     pub members: BTreeMap<ClientKey, Membership>,
     pub warning: Option<Warning>,
     pub failure: Option<EventId>,
+    /// When the set's lease is due to expire (host's clock), if it ever is.
+    pub due: Option<Millis>,
 }
 
 impl SetState {
     pub fn new(cookie: Cookie) -> SetState {
-        SetState { cookie, members: BTreeMap::new(), warning: None, failure: None }
+        SetState { cookie, members: BTreeMap::new(), warning: None, failure: None, due: None }
     }
 }

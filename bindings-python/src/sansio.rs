@@ -1,0 +1,248 @@
+//! The Python methods every sans-I/O part shares, written once: the timer (`poll_timeout`,
+//! `handle_timeout`), requests out and replies in (`poll_transmit`, `handle_reply`,
+//! `handle_failure`), events out (`poll_event`, `drain_events`), and answering requests
+//! (`handle_request`, `handle_bytes`).
+//!
+//! A new part needs: its pyclass holding the core state in a [`Guarded`] and implementing
+//! [`Component`]; its event class implementing [`PyEvent`]; then one line per group of
+//! methods: `renewer_methods!(PyIt, PyItEvent)` for a core [`Renewer`],
+//! `answer_methods!(PyIt)` for a part that answers wire requests ([`Answers`]). Each macro adds
+//! its own `#[pymethods]` block (pyo3's `multiple-pymethods`), so the part's own file keeps
+//! only what is its own. The lock discipline of [`crate::guard`] holds for every method here:
+//! nothing under the lock touches Python, events become Python objects after it.
+
+use leasehold::holder::Renewer;
+use leasehold::{Encoding, LeaseError, Millis, Reply, Request};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::convert::{bytes_arg, encoding_arg, i64_arg, u64_arg};
+use crate::errors::from_instance;
+use crate::guard::Guarded;
+use crate::holder::{transmit_to_py, PyTransmit};
+use crate::wire::{PyReply, PyRequest};
+
+/// A pyclass whose state is a core state machine behind the binding's lock.
+pub trait Component {
+    /// The core type.
+    type State: Send;
+    /// The guarded state.
+    fn guarded(&self) -> &Guarded<Self::State>;
+}
+
+/// The Python class of a core event.
+pub trait PyEvent: Sized {
+    /// The core event.
+    type Core;
+    /// Converts (called with no lock held: it may allocate Python objects).
+    fn convert(py: Python<'_>, e: Self::Core) -> PyResult<Self>;
+}
+
+/// A core part that answers wire requests.
+pub trait Answers {
+    /// Answers one decoded request.
+    fn handle_request(&mut self, request: &Request, now: Millis) -> Reply;
+    /// Decodes a request message, answers it and encodes the reply.
+    fn handle_bytes(&mut self, bytes: &[u8], encoding: Encoding, now: Millis) -> Vec<u8>;
+}
+
+/// [`Answers`] for a core type with inherent `handle_request` and `handle_bytes`.
+macro_rules! answers {
+    ($t:ty) => {
+        impl $crate::sansio::Answers for $t {
+            fn handle_request(
+                &mut self,
+                request: &leasehold::Request,
+                now: leasehold::Millis,
+            ) -> leasehold::Reply {
+                <$t>::handle_request(self, request, now)
+            }
+            fn handle_bytes(
+                &mut self,
+                bytes: &[u8],
+                encoding: leasehold::Encoding,
+                now: leasehold::Millis,
+            ) -> Vec<u8> {
+                <$t>::handle_bytes(self, bytes, encoding, now)
+            }
+        }
+    };
+}
+pub(crate) use answers;
+
+// ---------- the shared bodies ----------
+
+pub fn poll_timeout<C: Component<State: Renewer>>(c: &C, py: Python<'_>) -> PyResult<Option<i64>> {
+    c.guarded().with(py, |s| s.poll_timeout())
+}
+
+pub fn handle_timeout<C: Component<State: Renewer>>(
+    c: &C,
+    py: Python<'_>,
+    now: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let now = i64_arg(now, "now")?;
+    c.guarded().with(py, |s| s.handle_timeout(now))
+}
+
+pub fn poll_transmit<C: Component<State: Renewer>>(
+    c: &C,
+    py: Python<'_>,
+    now: &Bound<'_, PyAny>,
+) -> PyResult<Option<PyTransmit>> {
+    let now = i64_arg(now, "now")?;
+    let t = c.guarded().with(py, |s| s.poll_transmit(now))?;
+    t.map(|t| transmit_to_py(py, t)).transpose()
+}
+
+pub fn handle_reply<C: Component<State: Renewer>>(
+    c: &C,
+    py: Python<'_>,
+    reply: &PyReply,
+    now: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let now = i64_arg(now, "now")?;
+    c.guarded().with(py, |s| s.handle_reply(&reply.0, now))
+}
+
+pub fn handle_failure<C: Component<State: Renewer>>(
+    c: &C,
+    py: Python<'_>,
+    request_id: &Bound<'_, PyAny>,
+    error: &Bound<'_, PyAny>,
+    now: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let id = u64_arg(request_id, "request_id")?;
+    let err: LeaseError = from_instance(error)?;
+    let now = i64_arg(now, "now")?;
+    c.guarded().with(py, |s| s.handle_failure(id, err, now))
+}
+
+pub fn poll_event<C, E>(c: &C, py: Python<'_>) -> PyResult<Option<E>>
+where
+    C: Component<State: Renewer>,
+    E: PyEvent<Core = <C::State as Renewer>::Event>,
+{
+    let e = c.guarded().with(py, |s| s.poll_event())?;
+    e.map(|e| E::convert(py, e)).transpose()
+}
+
+pub fn drain_events<C, E>(c: &C, py: Python<'_>) -> PyResult<Vec<E>>
+where
+    C: Component<State: Renewer>,
+    E: PyEvent<Core = <C::State as Renewer>::Event>,
+{
+    let all: Vec<_> = c.guarded().with(py, |s| std::iter::from_fn(|| s.poll_event()).collect())?;
+    all.into_iter().map(|e| E::convert(py, e)).collect()
+}
+
+pub fn handle_request<C: Component<State: Answers>>(
+    c: &C,
+    py: Python<'_>,
+    request: &PyRequest,
+    now: &Bound<'_, PyAny>,
+) -> PyResult<PyReply> {
+    let now = i64_arg(now, "now")?;
+    Ok(PyReply(c.guarded().with(py, |s| s.handle_request(&request.0, now))?))
+}
+
+pub fn handle_bytes<'py, C: Component<State: Answers>>(
+    c: &C,
+    py: Python<'py>,
+    data: &Bound<'_, PyAny>,
+    encoding: &Bound<'_, PyAny>,
+    now: &Bound<'_, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let enc = encoding_arg(encoding)?;
+    let now = i64_arg(now, "now")?;
+    let data = bytes_arg(data, "data")?;
+    let out = c.guarded().with(py, |s| s.handle_bytes(&data, enc, now))?;
+    Ok(PyBytes::new(py, &out))
+}
+
+// ---------- the methods, one macro per group ----------
+
+/// The timer, requests out, replies and failures in, and events out of a core [`Renewer`],
+/// as Python methods of `$cls` (whose events are `$event`).
+macro_rules! renewer_methods {
+    ($cls:ty, $event:ty) => {
+        #[pyo3::pymethods]
+        impl $cls {
+            /// When to call `handle_timeout` next (ms, host's clock); None if nothing is scheduled.
+            fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+                $crate::sansio::poll_timeout(self, py)
+            }
+            /// Advances the timers to `now`.
+            fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
+                $crate::sansio::handle_timeout(self, py, now)
+            }
+            /// The next request to send, stamped with `now` as its send time; None when there is none.
+            fn poll_transmit(
+                &self,
+                py: Python<'_>,
+                now: &Bound<'_, PyAny>,
+            ) -> PyResult<Option<$crate::holder::PyTransmit>> {
+                $crate::sansio::poll_transmit(self, py, now)
+            }
+            /// Takes a landlord's reply received at `now` (unknown or stale ids are ignored).
+            fn handle_reply(
+                &self,
+                py: Python<'_>,
+                reply: PyRef<'_, $crate::wire::PyReply>,
+                now: &Bound<'_, PyAny>,
+            ) -> PyResult<()> {
+                $crate::sansio::handle_reply(self, py, &reply, now)
+            }
+            /// Reports that request `request_id` failed in transport with `error` (a `LeaseError`;
+            /// `IndefiniteError` is retried, anything else drops the request's leases).
+            fn handle_failure(
+                &self,
+                py: Python<'_>,
+                request_id: &Bound<'_, PyAny>,
+                error: &Bound<'_, PyAny>,
+                now: &Bound<'_, PyAny>,
+            ) -> PyResult<()> {
+                $crate::sansio::handle_failure(self, py, request_id, error, now)
+            }
+            /// The next event, or None.
+            fn poll_event(&self, py: Python<'_>) -> PyResult<Option<$event>> {
+                $crate::sansio::poll_event(self, py)
+            }
+            /// Every pending event (`poll_event` until None).
+            fn drain_events(&self, py: Python<'_>) -> PyResult<Vec<$event>> {
+                $crate::sansio::drain_events(self, py)
+            }
+        }
+    };
+}
+pub(crate) use renewer_methods;
+
+/// `handle_request` and `handle_bytes` of a part whose core state [`Answers`] wire requests.
+macro_rules! answer_methods {
+    ($cls:ty) => {
+        #[pyo3::pymethods]
+        impl $cls {
+            /// Answers one `Request` with a `Reply`.
+            fn handle_request(
+                &self,
+                py: Python<'_>,
+                request: PyRef<'_, $crate::wire::PyRequest>,
+                now: &Bound<'_, PyAny>,
+            ) -> PyResult<$crate::wire::PyReply> {
+                $crate::sansio::handle_request(self, py, &request, now)
+            }
+            /// Decodes a request message, answers it and returns the encoded reply (same
+            /// encoding). Undecodable input gets an error reply, never an exception.
+            fn handle_bytes<'py>(
+                &self,
+                py: Python<'py>,
+                data: &Bound<'_, PyAny>,
+                encoding: &Bound<'_, PyAny>,
+                now: &Bound<'_, PyAny>,
+            ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+                $crate::sansio::handle_bytes(self, py, data, encoding, now)
+            }
+        }
+    };
+}
+pub(crate) use answer_methods;
