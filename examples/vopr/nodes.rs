@@ -103,6 +103,14 @@ faults! {
     hostile: "hostile replies",
     /// Requests replayed to a landlord they were not meant for.
     misrouted: "misrouted requests",
+    /// Announcements registrars sent.
+    announcements: "announcements",
+    /// Registrars stopped for a while.
+    registrar_outages: "registrar outages",
+    /// Registrars reported unreachable to the discovery service.
+    unreachable: "unreachable reports",
+    /// Events whose listener answered with a failure.
+    event_failures: "event delivery failures",
 }
 
 /// What a landlord promised in a reply: the lease `cookie` is honoured until `expiration`
@@ -141,6 +149,8 @@ pub enum Check {
     Twin,
     /// Restore accepted an inconsistent snapshot, or refused a good one.
     Restore,
+    /// A rule of the lookup discovery service (LD) broken.
+    Discovery,
     /// The code under test panicked.
     Panic,
 }
@@ -157,6 +167,7 @@ impl Check {
             Check::Cookie => "cookie binding",
             Check::Twin => "restore twin",
             Check::Restore => "restore check",
+            Check::Discovery => "discovery",
             Check::Panic => "panic",
         }
     }
@@ -215,6 +226,8 @@ pub struct Ctx {
     pub touched_landlords: Vec<LandlordId>,
     /// Promises acknowledged since the last check.
     pub newly_acked: Vec<(LandlordId, Cookie)>,
+    /// The books of the discovery checks.
+    pub disco: crate::discovery::DiscoBooks,
 }
 
 impl Ctx {
@@ -242,6 +255,7 @@ impl Ctx {
             touched_nodes: Vec::new(),
             touched_landlords: Vec::new(),
             newly_acked: Vec::new(),
+            disco: Default::default(),
         }
     }
 
@@ -276,10 +290,15 @@ impl Ctx {
     }
 
     fn ack(&mut self, to: NodeId, reply: &Reply) {
-        if let Some(ps) = self.promises.remove(&(to, reply.landlord, reply.id)) {
+        self.ack_id(to, reply.landlord, reply.id);
+    }
+
+    /// A reply (of any protocol) with request id `id` from `landlord` reached `to`.
+    pub fn ack_id(&mut self, to: NodeId, landlord: LandlordId, id: u64) {
+        if let Some(ps) = self.promises.remove(&(to, landlord, id)) {
             for p in ps {
-                self.newly_acked.push((reply.landlord, p.cookie));
-                let e = self.acked.entry((reply.landlord, p.cookie)).or_insert(p);
+                self.newly_acked.push((landlord, p.cookie));
+                let e = self.acked.entry((landlord, p.cookie)).or_insert(p);
                 if p.op > e.op {
                     *e = p;
                 }
@@ -299,7 +318,7 @@ pub struct Meta {
 }
 
 impl Meta {
-    fn bump(&mut self, cookie: Cookie) -> u64 {
+    pub(crate) fn bump(&mut self, cookie: Cookie) -> u64 {
         self.op += 1;
         self.last_op.insert(cookie, self.op);
         self.op
@@ -610,7 +629,12 @@ impl Releaser {
 /// whose clock is frozen (its host's clock stepped back) may honour the lease longer than
 /// that; a landlord rebuilt from its journal resumes its own time where the log left it, so it
 /// keeps the duration but not that bonus.
-fn effects(req: &Request, reply: &Reply, meta: &mut Meta, now: Millis) -> (Vec<Effect>, bool) {
+pub(crate) fn effects(
+    req: &Request,
+    reply: &Reply,
+    meta: &mut Meta,
+    now: Millis,
+) -> (Vec<Effect>, bool) {
     let mut out = Vec::new();
     let mut changed = false;
     let unknown = |e: &leasehold::wire::WireError| e.code == ErrorCode::UnknownLease as i32;
@@ -920,7 +944,12 @@ impl LandlordHost {
                 let seq = ll.journal_seq();
                 // Its own time, as the log left it.
                 let own = if ll.now() == Millis::MIN { Millis::MIN } else { now + self.offset };
-                self.meta = self.meta_at.range(..=seq).next_back().map(|(_, m)| m.clone()).unwrap_or_default();
+                self.meta = self
+                    .meta_at
+                    .range(..=seq)
+                    .next_back()
+                    .map(|(_, m)| m.clone())
+                    .unwrap_or_default();
                 self.meta_at.retain(|k, _| *k <= seq);
                 self.meta_at.insert(seq, self.meta.clone());
                 if let Some(c) = crashed {
@@ -1173,6 +1202,10 @@ pub struct HolderHost {
     extra: VecDeque<Outgoing>,
     rng: ChaCha12Rng,
     dup: f64,
+    /// Its side of the discovery service's registrations, if the world has one.
+    pub disco: Option<crate::discovery::DiscoClient>,
+    /// Whether its own faults (failed event deliveries) are on.
+    pub faults_on: bool,
     ctx: Shared,
 }
 
@@ -1198,6 +1231,8 @@ impl HolderHost {
             extra: VecDeque::new(),
             rng,
             dup,
+            disco: None,
+            faults_on: true,
             ctx,
         }
     }
@@ -1265,6 +1300,45 @@ impl HolderHost {
         }
     }
 
+    /// A message of the discovery service: an event (checked and answered) or a reply.
+    fn handle_disco(&mut self, from: NodeId, b: &[u8], now: Millis) {
+        let node = self.node;
+        self.ctx.borrow_mut().touched_nodes.push(node);
+        let Some(d) = self.disco.as_mut() else { return };
+        self.ctx.borrow_mut().trace(|| {
+            format!(
+                "holder {node} (local {now}) from node {from}: {}",
+                crate::discovery::describe(b)
+            )
+        });
+        if crate::discovery::DiscoClient::is_event(b) {
+            let Some(e) = crate::discovery::DiscoClient::decode_event(b) else { return };
+            let (body, drop) = {
+                let mut c = self.ctx.borrow_mut();
+                d.on_event(&e, &mut c, node, &mut self.rng, self.faults_on)
+            };
+            if let Some(l) = drop {
+                // It gave up on the registration: it stops renewing the lease (the service
+                // cancels the registration once it hears the answer).
+                let _ = self.manager.remove(&l);
+                self.ctx.borrow_mut().healthy.remove(&(node, l.landlord(), l.cookie()));
+            }
+            d.answer(&e, body);
+            return;
+        }
+        let got = {
+            let mut c = self.ctx.borrow_mut();
+            d.on_reply(b, &mut c, node)
+        };
+        let Some((as_grant, sent_local, sent_real, hold, renew)) = got else { return };
+        let drift = self.manager.config().max_clock_drift_ppm;
+        if let Ok(lease) = holder::lease_from_reply_with_drift(&as_grant, sent_local, drift) {
+            if self.manager.renew_for(lease, hold, renew, now).is_ok() {
+                self.tap.established.insert((lease.landlord(), lease.cookie()), sent_real);
+            }
+        }
+    }
+
     fn handle_grant(&mut self, reply: &Reply, now: Millis) -> bool {
         let Some(g) = self.grants.get(&reply.id) else { return false };
         let Some((sent_local, sent_real)) = g.sent else { return false };
@@ -1296,6 +1370,14 @@ impl Actor for HolderHost {
         if let Some(o) = self.extra.pop_front() {
             return Some(o);
         }
+        let real = self.real(now);
+        if let Some(o) = self.disco.as_mut().and_then(|d| d.poll_outgoing(now, real)) {
+            if unit(&mut self.rng) < self.dup {
+                self.ctx.borrow_mut().faults.duplicated += 1;
+                self.extra.push_back(o.clone());
+            }
+            return Some(o);
+        }
         if let Some(id) = self.queued.pop_front() {
             let real = self.real(now);
             if let Some(g) = self.grants.get_mut(&id) {
@@ -1308,6 +1390,11 @@ impl Actor for HolderHost {
         Some(self.send(t, now))
     }
     fn handle_message(&mut self, from: NodeId, message: Message, now: Millis) {
+        if let Message::Bytes(b) = message {
+            self.handle_disco(from, &b, now);
+            self.drain(now);
+            return;
+        }
         let Message::Reply(reply) = message else { return };
         {
             let node = self.node;

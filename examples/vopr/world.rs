@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use leasehold::discovery::wire::DiscoveryRequestBody;
+use leasehold::discovery::{DiscoveryConfig, Groups, RegistrarId};
 use leasehold::holder::RenewalManagerConfig;
 use leasehold::policy::PolicySpec;
 use leasehold::service::{RenewalServiceConfig, SetId};
@@ -19,6 +21,9 @@ use leasehold::{
 use rand_chacha::ChaCha12Rng;
 use rand_core::{RngCore, SeedableRng};
 
+use crate::discovery::{
+    ghost_locator, locator_of, DiscoClient, DiscoveryHost, RegistrarNode, GROUPS,
+};
 use crate::durable::{CrashAt, Disk, DiskConfig};
 use crate::nodes::{
     range, unit, Adversary, Check, Ctx, Failure, Faults, Hold, HolderHost, LandlordHost,
@@ -107,6 +112,12 @@ struct Opts {
     safety: i64,
     settle: i64,
     live: i64,
+    discovery: bool,
+    registrars: usize,
+    announce_ms: i64,
+    ttl_factor: i64,
+    event_fail: f64,
+    event_unknown: f64,
 }
 
 impl Opts {
@@ -158,6 +169,12 @@ impl Opts {
             safety: range(rng, 20_000, 90_000),
             settle: 10_000,
             live: (2 * max_lease).max(20_000),
+            discovery: on(rng, 0.4),
+            registrars: range(rng, 1, 3) as usize,
+            announce_ms: range(rng, 300, 3_000),
+            ttl_factor: range(rng, 2, 4),
+            event_fail: if on(rng, 0.5) { 0.0 } else { unit(rng) * 0.3 },
+            event_unknown: if on(rng, 0.7) { 0.0 } else { unit(rng) * 0.02 },
         }
     }
 
@@ -177,8 +194,21 @@ impl Opts {
                 faults.push(name);
             }
         }
+        let disco = if self.discovery {
+            format!(
+                " discovery: {} registrars, announcing every ~{} ms (ttl x{}), events failing \
+                 {:.3} (unknown {:.3}) |",
+                self.registrars,
+                self.announce_ms,
+                self.ttl_factor,
+                self.event_fail,
+                self.event_unknown
+            )
+        } else {
+            " discovery no |".into()
+        };
         format!(
-            "landlords {}{} holders {} service {} | latency {} ms jitter {} ms loss {:.3} dup {:.3} \
+            "landlords {}{} holders {} service {} |{disco} latency {} ms jitter {} ms loss {:.3} dup {:.3} \
              | drift {} ppm grace {} ms expiry budget {} timer lag {} ms leases <= {} ms | faults every ~{} ms: {} \
              | commit sync {:.2} delay <= {} ms{} | disk: segments {} B, compaction > {} B, \
              sync <= {} ms | safety {} ms, settle {} ms, liveness {} ms",
@@ -217,6 +247,8 @@ enum Action {
     Recover(NodeId),
     /// Crash a node in the middle of its next commit (retried while its disk is idle).
     CrashMidWrite(NodeId, u32),
+    /// A registrar starts again after an outage.
+    RegistrarUp(NodeId),
     Heal(NodeId, NodeId),
     Calm(NodeId, NodeId),
     Liveness,
@@ -238,6 +270,8 @@ struct World {
     opts: Opts,
     landlords: Vec<NodeId>,
     service: Option<NodeId>,
+    discovery: Option<NodeId>,
+    registrars: Vec<NodeId>,
     holders: Vec<NodeId>,
     adversary: NodeId,
     by_id: BTreeMap<LandlordId, NodeId>,
@@ -297,6 +331,11 @@ impl std::hash::Hasher for Fx {
     }
 }
 
+/// A random set of groups: none, some or all of [`GROUPS`].
+fn random_groups(rng: &mut ChaCha12Rng) -> BTreeSet<String> {
+    GROUPS.iter().filter(|_| unit(rng) < 0.5).map(|g| g.to_string()).collect()
+}
+
 fn seed32(rng: &mut ChaCha12Rng) -> [u8; 32] {
     let mut s = [0u8; 32];
     rng.fill_bytes(&mut s);
@@ -345,6 +384,14 @@ fn run_inner(seed: u64, cfg: &RunConfig) -> Outcome {
                 f.torn_tails += d.torn_tails;
                 f.unsynced_kept += d.unsynced_kept;
                 f.exact_recoveries += h.twins;
+            }
+            if let Some(h) = w.discovery.and_then(|n| w.net.node::<DiscoveryHost>(n)) {
+                let d = h.disk.stats;
+                f.commits += d.commits;
+                f.compactions += d.compactions;
+                f.crashes_mid_write += d.crashes_mid_write;
+                f.torn_tails += d.torn_tails;
+                f.unsynced_kept += d.unsynced_kept;
             }
             f
         },
@@ -444,11 +491,42 @@ impl World {
         } else {
             None
         };
+        let discovery = if opts.discovery {
+            let id = LandlordId(0x3000);
+            let mut config = DiscoveryConfig::new(id, seed32(&mut rng));
+            config.landlord =
+                config.landlord.with_grace(opts.grace).with_expiry_budget(opts.budget);
+            let max = range(&mut rng, 2_000, opts.max_lease.max(5_000));
+            config.lease_policy = PolicySpec::Bounded { max, default: max };
+            config.event_retry = vec![200, 500, 1_000, 2_000];
+            config.delivery_timeout = range(&mut rng, 500, 5_000);
+            config.unicast_retry = vec![200, 500, 1_000, 2_000];
+            config.unicast_timeout = range(&mut rng, 500, 3_000);
+            let node = net.nodes_len();
+            let c = clock(&mut rng);
+            let disk = Disk::new(opts.disk, ChaCha12Rng::seed_from_u64(rng.next_u64()));
+            let host = DiscoveryHost::new(
+                node,
+                c,
+                config,
+                disk,
+                ChaCha12Rng::seed_from_u64(rng.next_u64()),
+                opts.dup,
+                opts.sync_commit,
+                opts.commit_delay,
+                ctx.clone(),
+            );
+            net.add_node(Box::new(host), c);
+            by_id.insert(id, node);
+            Some((node, id))
+        } else {
+            None
+        };
         let mut holders = Vec::new();
         for _ in 0..opts.holders {
             let node = net.nodes_len();
             let c = clock(&mut rng);
-            let host = HolderHost::new(
+            let mut host = HolderHost::new(
                 node,
                 c,
                 RenewalManager::new(manager_config.clone()),
@@ -456,8 +534,40 @@ impl World {
                 opts.dup,
                 ctx.clone(),
             );
+            if let Some(ds) = discovery {
+                let mut d = DiscoClient::new(ds, node);
+                d.fail_rate = opts.event_fail;
+                d.unknown_rate = opts.event_unknown;
+                host.disco = Some(d);
+            }
             net.add_node(Box::new(host), c);
             holders.push(node);
+        }
+        let mut registrars = Vec::new();
+        if let Some((ds, _)) = discovery {
+            for k in 0..opts.registrars {
+                let node = net.nodes_len();
+                let groups = random_groups(&mut rng);
+                let ttl = opts.announce_ms * opts.ttl_factor;
+                let r = RegistrarNode::new(
+                    RegistrarId(0x100 + k as u128),
+                    locator_of(k),
+                    groups,
+                    ds,
+                    opts.announce_ms,
+                    ttl,
+                    ChaCha12Rng::seed_from_u64(rng.next_u64()),
+                    opts.dup,
+                    ctx.clone(),
+                );
+                let c = clock(&mut rng);
+                net.add_node(Box::new(r), c);
+                net.node_mut::<DiscoveryHost>(ds)
+                    .expect("discovery")
+                    .dns
+                    .insert(locator_of(k), node);
+                registrars.push(node);
+            }
         }
         let adversary = net.nodes_len();
         net.add_node(Box::new(Adversary::new(adversary, ctx.clone())), Clock::exact());
@@ -469,6 +579,8 @@ impl World {
             opts,
             landlords,
             service,
+            discovery: discovery.map(|d| d.0),
+            registrars,
             holders,
             adversary,
             by_id,
@@ -553,6 +665,7 @@ impl World {
                 self.at(t, Action::Work);
             }
             Action::Recover(n) => self.recover(n),
+            Action::RegistrarUp(n) => self.registrar_up(n),
             Action::CrashMidWrite(n, tries) => {
                 if self.phase == Phase::Safety && !self.down.contains(&n) {
                     self.crash_node(n, CrashAt::MidWrite, tries);
@@ -610,6 +723,10 @@ impl World {
         if o.misroute_on && (self.landlords.len() > 1 || self.service.is_some()) {
             kinds.push(5);
         }
+        if self.discovery.is_some() {
+            kinds.push(6);
+            kinds.push(7);
+        }
         if kinds.is_empty() {
             return;
         }
@@ -620,7 +737,9 @@ impl World {
             2 => self.partition(),
             3 => self.slow_link(),
             4 => self.hostile(),
-            _ => self.misroute(),
+            5 => self.misroute(),
+            6 => self.registrar_outage(),
+            _ => self.unreachable(),
         }
     }
 
@@ -633,8 +752,7 @@ impl World {
     }
 
     fn clock_step(&mut self) {
-        let mut nodes: Vec<NodeId> = self.landlords.clone();
-        nodes.extend(self.service);
+        let mut nodes = self.servers();
         nodes.extend(&self.holders);
         let Some(n) = self.pick(&nodes) else { return };
         let size = [10, 1_000, 30_000][range(&mut self.rng, 0, 2) as usize];
@@ -648,6 +766,8 @@ impl World {
         if let Some(h) = self.net.node_mut::<LandlordHost>(n) {
             h.clock_stepped(delta);
         } else if let Some(h) = self.net.node_mut::<ServiceHost>(n) {
+            h.clock_stepped(delta);
+        } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
             h.clock_stepped(delta);
         }
         let real = self.net.now();
@@ -675,12 +795,13 @@ impl World {
             h.clock = c;
         } else if let Some(h) = self.net.node_mut::<HolderHost>(n) {
             h.clock = c;
+        } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
+            h.clock = c;
         }
     }
 
     fn crash(&mut self) {
-        let mut nodes: Vec<NodeId> = self.landlords.clone();
-        nodes.extend(self.service);
+        let mut nodes = self.servers();
         nodes.retain(|n| !self.down.contains(n));
         let Some(n) = self.pick(&nodes) else { return };
         let at = match range(&mut self.rng, 0, 3) {
@@ -694,7 +815,8 @@ impl World {
     fn crash_node(&mut self, n: NodeId, at: CrashAt, tries: u32) {
         if at == CrashAt::MidWrite && tries < 20 {
             // Nothing to write yet: strike when there is (a commit is never long in coming).
-            let idle = self.net.node::<LandlordHost>(n).is_some_and(|h| h.disk_idle());
+            let idle = self.net.node::<LandlordHost>(n).is_some_and(|h| h.disk_idle())
+                || self.net.node::<DiscoveryHost>(n).is_some_and(|h| h.disk_idle());
             if idle {
                 let t = self.net.now() + range(&mut self.rng, 5, 300);
                 self.at(t, Action::CrashMidWrite(n, tries + 1));
@@ -705,6 +827,8 @@ impl World {
         if let Some(h) = self.net.node_mut::<LandlordHost>(n) {
             h.crash(at, now);
         } else if let Some(h) = self.net.node_mut::<ServiceHost>(n) {
+            h.crash(at, now);
+        } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
             h.crash(at, now);
         }
         self.down.insert(n);
@@ -740,6 +864,8 @@ impl World {
             }
             let h = self.net.node_mut::<ServiceHost>(n).expect("service");
             h.recover(now);
+        } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
+            h.recover(now);
         }
         self.scan_gone = true;
     }
@@ -761,7 +887,9 @@ impl World {
                 let mut frames: Vec<(usize, usize)> = scan
                     .frames
                     .iter()
-                    .map(|f| (f.offset, f.offset + leasehold::journal::FRAME_HEADER + f.payload.len()))
+                    .map(|f| {
+                        (f.offset, f.offset + leasehold::journal::FRAME_HEADER + f.payload.len())
+                    })
                     .collect();
                 if Some(i) == last_segment {
                     frames.pop();
@@ -803,7 +931,11 @@ impl World {
         let name = damaged[file].0.clone();
         let mut c = self.ctx.borrow_mut();
         c.faults.damaged_stores += 1;
-        c.trace(|| format!("fault: bit {bit} of byte {pos} of {name} flipped in a copy of node {n}'s store"));
+        c.trace(|| {
+            format!(
+                "fault: bit {bit} of byte {pos} of {name} flipped in a copy of node {n}'s store"
+            )
+        });
         if let Ok(recovered) = opened {
             c.fail(
                 Check::Restore,
@@ -911,12 +1043,29 @@ impl World {
         }
     }
 
-    fn partition(&mut self) {
+    /// Nodes that serve: landlords, the renewal service, the discovery service.
+    fn servers(&self) -> Vec<NodeId> {
         let mut nodes: Vec<NodeId> = self.landlords.clone();
         nodes.extend(self.service);
-        let Some(a) = self.pick(&nodes) else { return };
+        nodes.extend(self.discovery);
+        nodes
+    }
+
+    /// Nodes a server talks to: holders, the renewal service (a holder of client leases), the
+    /// registrars (the discovery service's).
+    fn peers_of(&self, a: NodeId) -> Vec<NodeId> {
         let mut others: Vec<NodeId> = self.holders.clone();
         others.extend(self.service.filter(|s| *s != a));
+        if Some(a) == self.discovery {
+            others.extend(&self.registrars);
+        }
+        others
+    }
+
+    fn partition(&mut self) {
+        let nodes = self.servers();
+        let Some(a) = self.pick(&nodes) else { return };
+        let others = self.peers_of(a);
         let Some(b) = self.pick(&others) else { return };
         let (a, b) = (a.min(b), a.max(b));
         self.net.partition(a, b);
@@ -928,11 +1077,9 @@ impl World {
     }
 
     fn slow_link(&mut self) {
-        let mut nodes: Vec<NodeId> = self.landlords.clone();
-        nodes.extend(self.service);
+        let nodes = self.servers();
         let Some(a) = self.pick(&nodes) else { return };
-        let mut others: Vec<NodeId> = self.holders.clone();
-        others.extend(self.service.filter(|s| *s != a));
+        let others = self.peers_of(a);
         let Some(b) = self.pick(&others) else { return };
         let (a, b) = (a.min(b), a.max(b));
         let link = LinkConfig {
@@ -1007,6 +1154,50 @@ impl World {
         }
     }
 
+    /// A registrar stops for a while (no announcements, no answers to unicast discovery).
+    fn registrar_outage(&mut self) {
+        let up: Vec<NodeId> = self
+            .registrars
+            .iter()
+            .copied()
+            .filter(|&r| self.net.node::<RegistrarNode>(r).is_some_and(|x| x.up))
+            .collect();
+        let Some(r) = self.pick(&up) else { return };
+        let now = self.local(r);
+        self.net.node_mut::<RegistrarNode>(r).expect("registrar").set_up(false, now);
+        self.ctx.borrow_mut().faults.registrar_outages += 1;
+        self.trace(|| format!("fault: registrar node {r} stops"));
+        let t = self.net.now() + range(&mut self.rng, 500, 20_000);
+        self.at(t, Action::RegistrarUp(r));
+    }
+
+    fn registrar_up(&mut self, r: NodeId) {
+        let now = self.local(r);
+        let reg = self.net.node_mut::<RegistrarNode>(r).expect("registrar");
+        if !reg.up {
+            reg.set_up(true, now);
+            self.trace(|| format!("registrar node {r} starts again"));
+        }
+    }
+
+    /// The discovery service's host reports a registrar unreachable (rightly or not).
+    fn unreachable(&mut self) {
+        let Some(ds) = self.discovery else { return };
+        let ids: Vec<RegistrarId> = self
+            .registrars
+            .iter()
+            .map(|&r| self.net.node::<RegistrarNode>(r).expect("registrar").id)
+            .collect();
+        let Some(g) = self.pick(&ids) else { return };
+        let now = self.local(ds);
+        let h = self.net.node_mut::<DiscoveryHost>(ds).expect("discovery");
+        if h.svc.is_none() {
+            return;
+        }
+        h.report_unreachable(g, now);
+        self.ctx.borrow_mut().faults.unreachable += 1;
+    }
+
     /// Replays a request a renewer sent to another landlord than the one it was meant for.
     fn misroute(&mut self) {
         let mut sources: Vec<NodeId> = self.holders.clone();
@@ -1050,6 +1241,10 @@ impl World {
     }
 
     fn work(&mut self) {
+        if self.discovery.is_some() && unit(&mut self.rng) < 0.35 {
+            self.disco_work();
+            return;
+        }
         let x = unit(&mut self.rng);
         let svc_up = self.service.is_some_and(|s| !self.down.contains(&s));
         if x < 0.5 || !svc_up {
@@ -1064,6 +1259,82 @@ impl World {
             self.handover();
         } else {
             self.remove_from_set();
+        }
+    }
+
+    /// Work with the discovery service: registrations by groups and by locators, discards,
+    /// changes of a registration's sets, registrars changing groups.
+    fn disco_work(&mut self) {
+        let x = unit(&mut self.rng);
+        let Some(h) = self.pick(&self.holders.clone()) else { return };
+        if x < 0.45 {
+            let groups = match range(&mut self.rng, 0, 6) {
+                0 => Groups::All,
+                1 => Groups::none(),
+                _ => Groups::Only(random_groups(&mut self.rng)),
+            };
+            let mut locators = BTreeSet::new();
+            for k in 0..self.registrars.len() {
+                if unit(&mut self.rng) < 0.3 {
+                    locators.insert(locator_of(k));
+                }
+            }
+            if unit(&mut self.rng) < 0.1 {
+                locators.insert(ghost_locator());
+            }
+            let duration = if unit(&mut self.rng) < 0.2 {
+                ANY
+            } else {
+                range(&mut self.rng, 500, self.opts.max_lease * 6 / 5)
+            };
+            let hold = self.hold(0.2, 2_000);
+            let renew = self.renew_duration(500);
+            let json = unit(&mut self.rng) < 0.3;
+            self.trace(|| {
+                format!("work: holder {h} registers for groups {groups:?}, locators {locators:?}")
+            });
+            let host = self.net.node_mut::<HolderHost>(h).expect("holder");
+            let d = host.disco.as_mut().expect("a discovery client");
+            d.register(h, groups, locators, duration, hold, renew, json);
+        } else if x < 0.65 {
+            let host = self.net.node::<HolderHost>(h).expect("holder");
+            let live = host.disco.as_ref().expect("a discovery client").live();
+            let Some((e, _, held)) = self.pick_live(&live) else { return };
+            let Some(g) = self.pick(&held) else { return };
+            self.trace(|| format!("work: holder {h} asks to discard {:x} from {e}", g.0));
+            let host = self.net.node_mut::<HolderHost>(h).expect("holder");
+            host.disco.as_mut().expect("client").discard(e, g);
+        } else if x < 0.8 {
+            let host = self.net.node::<HolderHost>(h).expect("holder");
+            let live = host.disco.as_ref().expect("a discovery client").live();
+            let Some((e, _, _)) = self.pick_live(&live) else { return };
+            let k = range(&mut self.rng, 0, self.registrars.len() as i64 - 1) as usize;
+            let groups = random_groups(&mut self.rng);
+            let which = range(&mut self.rng, 0, 3);
+            self.trace(|| format!("work: holder {h} changes registration {e} (kind {which})"));
+            let host = self.net.node_mut::<HolderHost>(h).expect("holder");
+            host.disco.as_mut().expect("client").change(e, |cookie| match which {
+                0 => DiscoveryRequestBody::SetGroups { cookie, groups: Groups::Only(groups) },
+                1 => {
+                    DiscoveryRequestBody::AddGroups { cookie, groups: groups.into_iter().collect() }
+                }
+                2 => DiscoveryRequestBody::AddLocators { cookie, locators: vec![locator_of(k)] },
+                _ => DiscoveryRequestBody::RemoveLocators { cookie, locators: vec![locator_of(k)] },
+            });
+        } else {
+            let Some(r) = self.pick(&self.registrars.clone()) else { return };
+            let groups = random_groups(&mut self.rng);
+            let now = self.local(r);
+            self.trace(|| format!("work: registrar node {r} now in groups {groups:?}"));
+            self.net.node_mut::<RegistrarNode>(r).expect("registrar").set_groups(groups, now);
+        }
+    }
+
+    fn pick_live<T: Clone>(&mut self, v: &[T]) -> Option<T> {
+        if v.is_empty() {
+            None
+        } else {
+            Some(v[range(&mut self.rng, 0, v.len() as i64 - 1) as usize].clone())
         }
     }
 
@@ -1260,7 +1531,15 @@ impl World {
                 h.set_dup(0.0);
             } else if let Some(h) = self.net.node_mut::<HolderHost>(n) {
                 h.set_dup(0.0);
+                h.faults_on = false;
+            } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
+                h.set_dup(0.0);
+            } else if let Some(h) = self.net.node_mut::<RegistrarNode>(n) {
+                h.dup = 0.0;
             }
+        }
+        for r in self.registrars.clone() {
+            self.registrar_up(r);
         }
         let t = self.net.now() + self.opts.settle;
         self.at(t, Action::Settle);
@@ -1356,6 +1635,8 @@ impl World {
         if let Some(h) = self.net.node::<LandlordHost>(node) {
             (h.honoured(cookie, now), h.grace())
         } else if let Some(h) = self.net.node::<ServiceHost>(node) {
+            (h.honoured(cookie, now), h.grace())
+        } else if let Some(h) = self.net.node::<DiscoveryHost>(node) {
             (h.honoured(cookie, now), h.grace())
         } else {
             (None, 0)
@@ -1498,6 +1779,8 @@ impl World {
             let meta_op = if let Some(h) = self.net.node::<LandlordHost>(ln) {
                 h.meta.last_op.get(&c).copied()
             } else if let Some(h) = self.net.node::<ServiceHost>(ln) {
+                h.meta.last_op.get(&c).copied()
+            } else if let Some(h) = self.net.node::<DiscoveryHost>(ln) {
                 h.meta.last_op.get(&c).copied()
             } else {
                 None
