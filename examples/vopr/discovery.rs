@@ -388,7 +388,8 @@ impl DiscoveryHost {
             && self.disk.poll_timeout().is_none()
     }
 
-    fn hold(&mut self, h: Held) {
+    fn hold(&mut self, mut h: Held) {
+        h.clock = Some(self.clock);
         let seq = self.svc.as_ref().map_or(0, |s| s.journal_seq());
         self.rel.gate.push(seq, h);
     }
@@ -419,7 +420,7 @@ impl DiscoveryHost {
                     c.disco.ended.insert((sid, id));
                 })));
             }
-            self.hold(Held { out: None, to: usize::MAX, id: 0, effects });
+            self.hold(Held { out: None, to: usize::MAX, id: 0, effects, clock: None });
             self.note_meta();
         }
         self.probes(now);
@@ -531,7 +532,7 @@ impl DiscoveryHost {
                 to: Address::Node(to),
                 message: Message::Bytes(e.encode(Encoding::Binary)),
             });
-            self.hold(Held { out, to, id: 0, effects: vec![hook] });
+            self.hold(Held { out, to, id: 0, effects: vec![hook], clock: None });
         }
     }
 
@@ -539,10 +540,19 @@ impl DiscoveryHost {
         let svc = self.svc.as_mut().expect("up");
         let reply = svc.handle_request(&req, now);
         let snow = svc.now();
-        let (effects, changed) = crate::nodes::effects(&req, &reply, &mut self.meta, snow);
+        // The reply promises the term from the host's `now`; the service, whose time stands
+        // still while its host's clock is behind it (stepped back), honours it from its own
+        // time, later on the host's clock (a bonus a rebuilt service does not keep).
+        let (effects, changed) = crate::nodes::effects(&req, &reply, &mut self.meta, now);
+        let bonus = snow.saturating_sub(now).max(0);
         for e in &effects {
             if let Effect::Promise(p) = e {
-                self.leases.insert(p.cookie, p.expiration);
+                let honoured = if p.expiration == FOREVER {
+                    FOREVER
+                } else {
+                    p.expiration.saturating_add(bonus).min(FOREVER - 1)
+                };
+                self.leases.insert(p.cookie, honoured);
             }
         }
         {
@@ -561,6 +571,7 @@ impl DiscoveryHost {
             to: from,
             id: req.id,
             effects,
+            clock: None,
         });
         if changed {
             self.note_meta();
@@ -586,9 +597,12 @@ impl DiscoveryHost {
                 let id = RegistrationId(*registration);
                 // The host tells the service where the events go, in the same step.
                 let _ = svc.set_listener(id, (from as u64).to_le_bytes().to_vec(), now);
-                let exp = leasehold::time::expiration_after(svc.now(), *duration);
+                // Promised from the host's `now`, honoured from the service's (see
+                // handle_lease_request).
+                let exp = leasehold::time::expiration_after(now, *duration);
                 self.regs.insert(id, *cookie);
-                self.leases.insert(*cookie, exp);
+                self.leases
+                    .insert(*cookie, leasehold::time::expiration_after(svc.now(), *duration));
                 let op = self.meta.bump(*cookie);
                 self.note_meta();
                 let mut c = self.ctx.borrow_mut();
@@ -620,7 +634,7 @@ impl DiscoveryHost {
             self.ctx.borrow_mut().trace(|| line);
         }
         let out = Outgoing { to: Address::Node(from), message: Message::Bytes(reply.encode(enc)) };
-        self.hold(Held { out: Some(out), to: from, id: reply.id, effects });
+        self.hold(Held { out: Some(out), to: from, id: reply.id, effects, clock: None });
     }
 
     fn handle_bytes(&mut self, from: NodeId, bytes: Vec<u8>, now: Millis) {
@@ -978,6 +992,11 @@ impl DiscoClient {
             .collect()
     }
 
+    /// The cookie of registration `e`'s lease, once its register reply came.
+    pub fn cookie_of(&self, e: EventId) -> Option<Cookie> {
+        self.regs.get(&e).and_then(|r| r.cookie)
+    }
+
     /// Asks the service to discard `g` from registration `e`.
     pub fn discard(&mut self, e: EventId, g: RegistrarId) {
         let id = self.id();
@@ -1145,17 +1164,22 @@ impl DiscoClient {
                         ),
                     );
                 }
-                let asked = match r.asked_discard.get_mut(&g.id) {
-                    Some(n) if *n > 1 => {
-                        *n -= 1;
-                        true
-                    }
-                    Some(_) => r.asked_discard.remove(&g.id).is_some(),
-                    None => false,
-                };
                 let by_locator = g.locators.iter().any(|l| a.locators.contains(l));
                 let by_group = a.groups.matches(&g.groups);
-                if !asked && !r.changed && by_locator && !by_group {
+                // A discard it asked for explains one discard the rules would not; only such
+                // a discard spends the request (a passive discard by group may come first,
+                // and the request then discards the registrar rediscovered since).
+                let suspect = !r.changed && by_locator && !by_group;
+                let asked = suspect
+                    && match r.asked_discard.get_mut(&g.id) {
+                        Some(n) if *n > 1 => {
+                            *n -= 1;
+                            true
+                        }
+                        Some(_) => r.asked_discard.remove(&g.id).is_some(),
+                        None => false,
+                    };
+                if suspect && !asked {
                     ctx.fail(
                         Check::Discovery,
                         format!(

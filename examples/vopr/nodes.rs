@@ -425,6 +425,8 @@ pub(crate) struct Held {
     pub(crate) to: NodeId,
     pub(crate) id: u64,
     pub(crate) effects: Vec<Effect>,
+    /// The host's clock when the output was made (set by the host as it holds it).
+    pub(crate) clock: Option<Clock>,
 }
 
 /// Group commit and release of held replies, shared by landlord and service hosts.
@@ -536,10 +538,18 @@ impl Releaser {
                 match e {
                     Effect::Promise(mut p) => {
                         p.made = c.real;
+                        // The real time the term ends by the clock as it was when the reply
+                        // was made, or as it is now, whichever is sooner: a step back in
+                        // between gives a frozen landlord a bonus that a rebuilt one does not
+                        // keep; a step forward shortens every lease.
                         p.until_real = if p.expiration >= FOREVER - 1 - grace {
                             None
                         } else {
-                            clock.real_at(p.expiration + grace + 1)
+                            let at = |k: Clock| k.real_at(p.expiration + grace + 1);
+                            match (at(clock), h.clock.and_then(at)) {
+                                (Some(a), Some(b)) => Some(a.min(b)),
+                                (a, _) => a,
+                            }
                         };
                         c.promises.entry((h.to, landlord, h.id)).or_default().push(p);
                     }
@@ -855,7 +865,8 @@ impl LandlordHost {
     }
 
     /// Holds an output until the records written so far are durable.
-    fn hold(&mut self, h: Held) {
+    fn hold(&mut self, mut h: Held) {
+        h.clock = Some(self.clock);
         let seq = self.ll.as_ref().map_or(0, |l| l.journal_seq());
         self.rel.gate.push(seq, h);
     }
@@ -879,7 +890,7 @@ impl LandlordHost {
         }
         if !gone.is_empty() {
             // In order with the replies: an expiry is said once its records are durable.
-            self.hold(Held { out: None, to: usize::MAX, id: 0, effects: gone });
+            self.hold(Held { out: None, to: usize::MAX, id: 0, effects: gone, clock: None });
             self.note_meta();
         }
         let Some(tw) = &mut self.twin else { return };
@@ -1081,6 +1092,7 @@ impl Actor for LandlordHost {
             to: from,
             id: req.id,
             effects,
+            clock: None,
         });
         if changed {
             self.note_meta();
@@ -1313,9 +1325,16 @@ impl HolderHost {
         });
         if crate::discovery::DiscoClient::is_event(b) {
             let Some(e) = crate::discovery::DiscoClient::decode_event(b) else { return };
+            // It may give up on a registration only while it renews the lease itself: one
+            // handed to the renewal service would be renewed there after the registration
+            // ended, and the service has no way to know why.
+            let sid = d.service.1;
+            let mine = d
+                .cookie_of(e.event_id)
+                .is_none_or(|c| self.manager.lease(&leasehold::Lease::new(sid, c, 0)).is_some());
             let (body, drop) = {
                 let mut c = self.ctx.borrow_mut();
-                d.on_event(&e, &mut c, node, &mut self.rng, self.faults_on)
+                d.on_event(&e, &mut c, node, &mut self.rng, self.faults_on && mine)
             };
             if let Some(l) = drop {
                 // It gave up on the registration: it stops renewing the lease (the service
@@ -1713,6 +1732,7 @@ impl Actor for ServiceHost {
                     to: from,
                     id: req.id,
                     effects,
+                    clock: Some(self.clock),
                 });
             }
             Message::Reply(reply) => {

@@ -1560,6 +1560,12 @@ impl World {
                 if rh < real + 2_000 {
                     continue;
                 }
+                // A renewal term must leave room for a few round trips to a journaled
+                // landlord: each reply waits for a group commit and its sync (and for the
+                // commit before it), so a term of a few hundred ms cannot be promised to live.
+                if self.renew_of(node, &l).is_some_and(|d| d > 0 && d < self.shortest_live_term()) {
+                    continue;
+                }
                 let e = est.get(&(l.landlord(), l.cookie())).copied();
                 if self.belief_problem(node, clock, &l, e).is_none()
                     && !self.tainted(node, self.by_id[&l.landlord()], e.unwrap_or(Millis::MIN))
@@ -1598,6 +1604,26 @@ impl World {
     // ---- checks ----
 
     /// Every renewer: (node, clock, leases it believes in, establish times).
+    /// The renewal term `node`'s manager asks for `l`.
+    fn renew_of(&self, node: NodeId, l: &Lease) -> Option<Millis> {
+        if let Some(h) = self.net.node::<HolderHost>(node) {
+            h.manager.renew_duration(l).ok()
+        } else {
+            let h = self.net.node::<ServiceHost>(node)?;
+            h.svc.as_ref()?.manager().renew_duration(l).ok()
+        }
+    }
+
+    /// The shortest renewal term the liveness check holds to: four of the slowest round
+    /// trips once faults stop (calm links; a group commit's delay; a sync and a compaction's
+    /// operations queued before the reply).
+    fn shortest_live_term(&self) -> Millis {
+        let o = &self.opts;
+        let net = 2 * (o.latency + o.jitter.min(50));
+        let disk = o.commit_delay + 4 * o.disk.sync_ms.max(o.disk.op_ms);
+        4 * (net + disk)
+    }
+
     fn renewers(&self) -> Vec<Beliefs> {
         let mut out = Vec::new();
         for &h in &self.holders {
