@@ -616,6 +616,17 @@ impl DiscoveryHost {
                     made: 0,
                 }));
             }
+            DiscoveryReplyBody::Done => {
+                if let Ok(DiscoveryRequest {
+                    body: DiscoveryRequestBody::Discard { cookie, registrar },
+                    ..
+                }) = DiscoveryRequest::decode(bytes, enc, &limits)
+                {
+                    effects.push(Effect::Hook(Box::new(move |c: &mut Ctx| {
+                        *c.disco.discards.entry((sid, cookie, registrar)).or_default() += 1;
+                    })));
+                }
+            }
             DiscoveryReplyBody::Error(e) if e.code == leasehold::ErrorCode::UnknownLease as i32 => {
                 if let Ok(req) = DiscoveryRequest::decode(bytes, enc, &limits) {
                     if let Some(c) = request_cookie(&req.body) {
@@ -875,6 +886,11 @@ pub struct DiscoBooks {
     /// Per (service, event registration): each event handed out, by sequence number, with its
     /// fingerprint.
     pub events: BTreeMap<(LandlordId, EventId), BTreeMap<u64, u64>>,
+    /// Discard requests the service carried out (each counted as it arrived, so a
+    /// duplicated request counts twice), per (service, registration lease, registrar): each
+    /// may explain one discard the rules would not (the registrar may be rediscovered between
+    /// two).
+    pub discards: BTreeMap<(LandlordId, Cookie, RegistrarId), u32>,
     /// Registrations the service said ended (without a reply: lease over, or a definite
     /// delivery failure), once durable.
     pub ended: BTreeSet<(LandlordId, RegistrationId)>,
@@ -905,9 +921,6 @@ struct ClientReg {
     seen: BTreeMap<u64, u64>,
     /// The registrars discovered and not discarded since, as its events say.
     held: BTreeSet<RegistrarId>,
-    /// Registrars it asked the service to discard, with how many times (each request may
-    /// discard it once: the registrar may be rediscovered between two requests).
-    asked_discard: BTreeMap<RegistrarId, u32>,
     /// Its groups or locators were changed after it was made.
     changed: bool,
     /// The client gave up on it (it answered its events "unknown event").
@@ -953,6 +966,7 @@ impl DiscoClient {
     }
 
     /// Asks the service for a registration.
+    #[allow(clippy::too_many_arguments)]
     pub fn register(
         &mut self,
         node: NodeId,
@@ -1000,9 +1014,7 @@ impl DiscoClient {
     /// Asks the service to discard `g` from registration `e`.
     pub fn discard(&mut self, e: EventId, g: RegistrarId) {
         let id = self.id();
-        let Some(r) = self.regs.get_mut(&e) else { return };
-        let Some(cookie) = r.cookie else { return };
-        *r.asked_discard.entry(g).or_default() += 1;
+        let Some(cookie) = self.regs.get(&e).and_then(|r| r.cookie) else { return };
         let req =
             DiscoveryRequest { id, body: DiscoveryRequestBody::Discard { cookie, registrar: g } };
         self.send(req, Encoding::Binary);
@@ -1171,14 +1183,17 @@ impl DiscoClient {
                 // and the request then discards the registrar rediscovered since).
                 let suspect = !r.changed && by_locator && !by_group;
                 let asked = suspect
-                    && match r.asked_discard.get_mut(&g.id) {
-                        Some(n) if *n > 1 => {
-                            *n -= 1;
-                            true
+                    && r.cookie.is_some_and(|c| {
+                        let k = (sid, c, g.id);
+                        match ctx.disco.discards.get_mut(&k) {
+                            Some(n) if *n > 1 => {
+                                *n -= 1;
+                                true
+                            }
+                            Some(_) => ctx.disco.discards.remove(&k).is_some(),
+                            None => false,
                         }
-                        Some(_) => r.asked_discard.remove(&g.id).is_some(),
-                        None => false,
-                    };
+                    });
                 if suspect && !asked {
                     ctx.fail(
                         Check::Discovery,

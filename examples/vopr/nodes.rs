@@ -994,7 +994,7 @@ impl LandlordHost {
 
     /// Whether nothing waits to be written and the disk is idle.
     pub fn disk_idle(&self) -> bool {
-        self.ll.as_ref().map_or(true, |ll| !self.disk.pending(ll))
+        self.ll.as_ref().is_none_or(|ll| !self.disk.pending(ll))
             && self.disk.poll_timeout().is_none()
     }
 
@@ -1140,6 +1140,13 @@ impl Tap {
         if self.recent.len() > 16 {
             self.recent.pop_front();
         }
+    }
+
+    /// Whether a request naming `cookie` of `landlord` was sent at real time `since` or later.
+    pub fn named_since(&self, landlord: LandlordId, cookie: Cookie, since: Millis) -> bool {
+        self.sent
+            .values()
+            .any(|s| s.real >= since && s.landlord == landlord && s.cookies.contains(&cookie))
     }
 
     fn before(

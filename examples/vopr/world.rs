@@ -275,6 +275,8 @@ struct World {
     holders: Vec<NodeId>,
     adversary: NodeId,
     by_id: BTreeMap<LandlordId, NodeId>,
+    /// The longest term a landlord grants, where its policy caps it below the leases' bound.
+    caps: BTreeMap<LandlordId, Millis>,
     agenda: BTreeMap<(Millis, u64), Action>,
     seq: u64,
     down: BTreeSet<NodeId>,
@@ -330,6 +332,9 @@ impl std::hash::Hasher for Fx {
         self.write_u64(n as u64);
     }
 }
+
+/// The longest a request stays on the way (a slow link's latency and jitter, with room).
+const STALE_REQUEST: Millis = 8_000;
 
 /// A random set of groups: none, some or all of [`GROUPS`].
 fn random_groups(rng: &mut ChaCha12Rng) -> BTreeSet<String> {
@@ -421,6 +426,7 @@ impl World {
         };
         let mut landlords = Vec::new();
         let mut by_id = BTreeMap::new();
+        let mut caps = BTreeMap::new();
         let mut first_seed = None;
         for i in 0..opts.landlords {
             let id = LandlordId(0x1000 + i as u64);
@@ -468,6 +474,7 @@ impl World {
             config.landlord =
                 config.landlord.with_grace(opts.grace).with_expiry_budget(opts.budget);
             let max = range(&mut rng, 2_000, opts.max_lease.max(5_000));
+            caps.insert(id, max);
             config.set_policy = PolicySpec::Bounded { max, default: max };
             config.manager =
                 RenewalManagerConfig { first_request_id: 1 << 40, ..manager_config.clone() };
@@ -497,6 +504,7 @@ impl World {
             config.landlord =
                 config.landlord.with_grace(opts.grace).with_expiry_budget(opts.budget);
             let max = range(&mut rng, 2_000, opts.max_lease.max(5_000));
+            caps.insert(id, max);
             config.lease_policy = PolicySpec::Bounded { max, default: max };
             config.event_retry = vec![200, 500, 1_000, 2_000];
             config.delivery_timeout = range(&mut rng, 500, 5_000);
@@ -584,6 +592,7 @@ impl World {
             holders,
             adversary,
             by_id,
+            caps,
             agenda: BTreeMap::new(),
             seq: 0,
             down: BTreeSet::new(),
@@ -1457,12 +1466,21 @@ impl World {
             })
             .collect();
         // A belief a clock step made unsafe stays with its holder (its excuse is that node's step).
-        let est = self.net.node::<HolderHost>(h).expect("holder").tap.established.clone();
+        // So does a lease the holder renewed lately: its request may still be on the way (a slow
+        // link, a late duplicate) and, arriving after the service's renewal, cut the term the
+        // service believes in (a holder hands over only a lease it stopped renewing a while ago).
+        let tap = &self.net.node::<HolderHost>(h).expect("holder").tap;
+        let since = self.net.now() - STALE_REQUEST;
         let leases: Vec<Lease> = leases
             .into_iter()
             .filter(|l| {
-                let e = est.get(&(l.landlord(), l.cookie())).copied().unwrap_or(Millis::MIN);
+                let e = tap
+                    .established
+                    .get(&(l.landlord(), l.cookie()))
+                    .copied()
+                    .unwrap_or(Millis::MIN);
                 !self.tainted(h, self.by_id[&l.landlord()], e)
+                    && !tap.named_since(l.landlord(), l.cookie(), since)
             })
             .collect();
         let Some(l) = self.pick(&leases) else { return };
@@ -1563,7 +1581,9 @@ impl World {
                 // A renewal term must leave room for a few round trips to a journaled
                 // landlord: each reply waits for a group commit and its sync (and for the
                 // commit before it), so a term of a few hundred ms cannot be promised to live.
-                if self.renew_of(node, &l).is_some_and(|d| d > 0 && d < self.shortest_live_term()) {
+                let cap = self.caps.get(&l.landlord()).copied().unwrap_or(Millis::MAX);
+                let term = self.renew_of(node, &l).map(|d| if d > 0 { d.min(cap) } else { cap });
+                if term.is_some_and(|d| d < self.shortest_live_term()) {
                     continue;
                 }
                 let e = est.get(&(l.landlord(), l.cookie())).copied();
@@ -1614,14 +1634,16 @@ impl World {
         }
     }
 
-    /// The shortest renewal term the liveness check holds to: four of the slowest round
+    /// The shortest renewal term the liveness check holds to: eight of the slowest round
     /// trips once faults stop (calm links; a group commit's delay; a sync and a compaction's
-    /// operations queued before the reply).
+    /// operations queued before the reply). A reply slower than the manager's adaptive
+    /// time-out costs a retry with back-off, and the commit delay is random, so a term must
+    /// leave room for three tries or so.
     fn shortest_live_term(&self) -> Millis {
         let o = &self.opts;
         let net = 2 * (o.latency + o.jitter.min(50));
         let disk = o.commit_delay + 4 * o.disk.sync_ms.max(o.disk.op_ms);
-        4 * (net + disk)
+        8 * (net + disk)
     }
 
     fn renewers(&self) -> Vec<Beliefs> {
