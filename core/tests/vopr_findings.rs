@@ -93,6 +93,49 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_new_request() {
         after.request.id
     );
 }
+
+/// `vopr --seed 5680` (branch vopr2): the same, for a renewal that was ready but not sent when
+/// the snapshot was taken. It left after the snapshot, under the id the snapshot gives it; the
+/// service crashed and was restored from that snapshot, and the restored service sent the same
+/// request again under the same id, so the late reply to the first send was counted from the
+/// second: the service believed in the client lease longer than its landlord granted.
+///
+/// Property (a) for the service as a holder of client leases.
+#[test]
+fn a_restored_renewal_service_never_takes_an_old_reply_for_a_request_ready_in_its_snapshot() {
+    let mut landlord: Landlord =
+        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(10_000).unwrap());
+    let g = landlord.grant(b"r".to_vec(), 10_000, 0).unwrap();
+    let client = Lease::new(LandlordId(1), g.cookie, g.expiration);
+    let mut config = RenewalServiceConfig::new(LandlordId(99), [2; 32]);
+    config.manager.max_clock_drift_ppm = 0;
+    let mut svc = RenewalService::new(config.clone()).unwrap();
+    let (set, _) = svc.create_set(FOREVER, 0).unwrap();
+    svc.add(set, client, FOREVER, 10_000, 0).unwrap();
+    // The renewal falls due; the snapshot is taken before the host sends it.
+    let due = svc.poll_timeout().unwrap();
+    svc.handle_timeout(due);
+    let snapshot = svc.snapshot(due);
+    let before = svc.poll_transmit(due).expect("a renewal is due");
+    let old_reply = landlord.handle_request(&before.request, due);
+    // Crash; the restored service sends its renewal a second later.
+    let now = due + 1_000;
+    let mut svc = RenewalService::restore(config, snapshot, now).unwrap();
+    svc.handle_timeout(now);
+    let after = svc.poll_transmit(now).expect("the ready renewal goes out");
+    // The old reply arrives now (the new request is still on its way).
+    svc.handle_reply(&old_reply, now + 10);
+    let (landlord_exp, _) = landlord.get(g.cookie, now + 10).expect("renewed");
+    let believed = svc.manager().lease(&client).map(|l| l.expiration()).unwrap_or(i64::MIN);
+    assert!(
+        believed <= landlord_exp,
+        "request ids {} (before the crash) and {} (after): the landlord ends the lease at \
+         {landlord_exp}, the service believes in it until {believed}",
+        before.request.id,
+        after.request.id
+    );
+}
+
 /// `vopr --seed 498` (and seeds 640, 963, 1079, 1527 of a default sweep) never ends: a
 /// landlord restored from a snapshot loops for ever inside `handle_timeout` (all the time is
 /// spent there; `refill` keeps finding the same wheel list). This is that landlord's last restore
