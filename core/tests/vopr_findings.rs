@@ -264,3 +264,53 @@ fn handle_timeout_returns_after_a_restore() {
     assert_eq!(done, CALLS, "call {done} (a handle_timeout) did not return within 10 s");
 }
 const CALLS: usize = 22;
+
+/// `vopr --seed 2365` (branch vopr2): a renewal that asks for less than a lease has left cuts
+/// the holder's belief to that term as it leaves, but its time-out was bounded by half of what
+/// the lease had left *before* the cut. With the landlord's time-out backed off (earlier
+/// requests got no reply), the request waited longer than the lease now had: the lease ended
+/// while its request was still awaited, lost without a retry (`RenewalFailed` with no error)
+/// once the network was calm again.
+///
+/// Property: a lease is never lost while its only request is still awaited; it gets a time-out
+/// (and a retry) first.
+#[test]
+fn a_renewal_that_cuts_a_lease_times_out_before_the_lease_ends() {
+    use leasehold::holder::RenewalEvent;
+    let mut landlord: Landlord =
+        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(60_000).unwrap());
+    let config =
+        RenewalManagerConfig { max_clock_drift_ppm: 0, batch_window: 0, ..Default::default() };
+    let mut m = RenewalManager::new(config);
+    // Lease B's renewals all go unanswered: the landlord's time-out backs off.
+    let b = landlord.grant(b"b".to_vec(), 10_000, 0).unwrap();
+    m.renew_for(Lease::new(LandlordId(1), b.cookie, b.expiration), FOREVER, 10_000, 0).unwrap();
+    let mut now = 0;
+    while m.len() == 1 && now < 60_000 {
+        now = m.poll_timeout().unwrap().max(now);
+        m.handle_timeout(now);
+        while m.poll_transmit(now).is_some() {}
+        while m.poll_event().is_some() {}
+    }
+    assert!(m.is_empty(), "lease B was still held at {now}");
+    // Lease A: a minute, renewed 8 s at a time (less than half of what it has left when its
+    // renewal leaves, about 21 s).
+    let a = landlord.grant(b"a".to_vec(), 60_000, now).unwrap();
+    let lease_a = Lease::new(LandlordId(1), a.cookie, a.expiration);
+    m.renew_for(lease_a, FOREVER, 8_000, now).unwrap();
+    // Nothing is answered; A must be lost after a failed try, not while its request waits.
+    let lost = loop {
+        now = m.poll_timeout().expect("A is held").max(now);
+        m.handle_timeout(now);
+        while m.poll_transmit(now).is_some() {}
+        if let Some(e) = m.poll_event() {
+            break e;
+        }
+        assert!(now < a.expiration + 60_000, "A was never reported");
+    };
+    let RenewalEvent::RenewalFailed { error, .. } = lost else { panic!("{lost:?}") };
+    assert!(
+        error.is_some(),
+        "lease A ended at {now} while its only renewal was still awaited (no time-out, no retry)"
+    );
+}
