@@ -2,7 +2,9 @@
 # leasehold-server: the crash test on the embedded store (scripts/test-crash.sh, 50 SIGKILLs),
 # then failover on a real PostgreSQL: a throw-away cluster on loopback (Debian's postgresql,
 # installed when missing, run as a non-root user in a temporary directory), three servers,
-# Rust and Python holders renewing through their failover clients, the owner of a shard killed with SIGKILL
+# Rust and Python holders renewing through their failover clients, Node holders through
+# fetchTransport over the three URLs (bindings-wasm/tests/holders.mjs), the owner of a shard
+# killed with SIGKILL
 # under load (repeatedly), and a paused owner (SIGSTOP, takeover, SIGCONT) to prove fencing.
 # Prints: acknowledged leases lost, early expiries, writes by a deposed owner accepted (all
 # must be 0), fenced writes refused, takeover times.
@@ -36,6 +38,7 @@ cleanup() {
   done
   [ -n "$LOAD" ] && kill "$LOAD" 2>/dev/null || true
   [ -n "$PYLOAD" ] && kill "$PYLOAD" 2>/dev/null || true
+  [ -n "${NODE_LOAD:-}" ] && kill "$NODE_LOAD" 2>/dev/null || true
   pg_stop
   rm -rf "$WORK"
 }
@@ -45,6 +48,9 @@ ROOT=$PWD TARGET=$target
 # shellcheck source=lib/bindings.sh
 source scripts/lib/bindings.sh
 leasehold_python_venv
+# Node holders: the npm package built and installed into $WORK/node (scripts/lib/bindings.sh).
+leasehold_node_app "$WORK/node" >"$WORK/node-build.log" 2>&1 || { cat "$WORK/node-build.log"; exit 1; }
+cp bindings-wasm/tests/holders.mjs "$WORK/node/"
 pg_start
 echo "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR)"
 
@@ -79,16 +85,24 @@ for i in 0 1 2; do start $i; done
 ms=$(probe)
 echo "three servers up; every shard served after $ms ms"
 RUN_MS=$(( (KILL_ROUNDS * 5 + STOP_ROUNDS * 7 + 10) * 1000 ))
-# Holders renew with half their lease left (renew_divisor 2): a 10 s lease rides out a takeover
-# (about 2 s) plus trying every server once (0.5 s each), so no holder may lose a lease.
-"$BIN/leasehold-load" --servers "$SERVERS" --holders 6 --leases 60 --lease-ms 10000 --run-ms $RUN_MS \
+# Holders renew with half their lease left (renew_divisor 2). A lease must ride out a takeover
+# (about 2 s) plus what a holder thread spends before it gets to that lease: a Rust holder sends
+# its renewals one landlord (shard) at a time, and while an owner is dead every attempt may try
+# each server (0.5 s each), so one wave can take 6 x 1.5 s. With 10 s leases (5 s left) a
+# loaded 2-core machine lost 6 renewals for good that way; 20 s leases leave 10 s, so no holder
+# may lose a lease.
+"$BIN/leasehold-load" --servers "$SERVERS" --holders 6 --leases 60 --lease-ms 20000 --run-ms $RUN_MS \
   --timeout-ms 500 --renew-divisor 2 --json "$WORK/load.json" >"$WORK/load.out" 2>"$WORK/load.err" &
 LOAD=$!
-# Like the Rust holders: renew with half the lease left, 10 s leases, 0.5 s per attempt.
+# Like the Rust holders: renew with half the lease left, 20 s leases, 0.5 s per attempt.
 "$PY_VENV/bin/python" bindings-python/tests/failover_holders.py --servers "$SERVERS" --holders 2 --leases 20 \
-  --lease-ms 10000 --renew-divisor 2 --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/py.json" \
+  --lease-ms 20000 --renew-divisor 2 --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/py.json" \
   >"$WORK/py.out" 2>"$WORK/py.err" &
 PYLOAD=$!
+# And the Node holders (fetchTransport over the three URLs), with the same renewal settings.
+node "$WORK/node/holders.mjs" --servers "$SERVERS" --holders 2 --leases 30 --lease-ms 20000 --renew-divisor 2 \
+  --timeout-ms 500 --run-ms $((RUN_MS - 5000)) --json "$WORK/node.json" >"$WORK/node.out" 2>"$WORK/node.err" &
+NODE_LOAD=$!
 sleep 3
 takeovers=()
 fenced_seen=0
@@ -128,6 +142,27 @@ wait "$PYLOAD" || py_status=$?
 PYLOAD=""
 cat "$WORK/py.out"
 if [ -s "$WORK/py.err" ]; then echo "python holders said:"; head -20 "$WORK/py.err"; fi
+# The Node holders exit 1 on a violation; their counts are judged here like the Rust holders'.
+wait "$NODE_LOAD" || true
+NODE_LOAD=""
+cat "$WORK/node.out"
+if [ -s "$WORK/node.err" ]; then echo "node holders said:"; head -20 "$WORK/node.err"; fi
+node_status=0
+python3 - "$WORK/node.json" <<'EOF' || node_status=1
+import json, os, sys
+if not os.path.exists(sys.argv[1]):
+    print("failover (node holders): no counts written (the holders died)")
+    print("failover (node holders): 0 passed, 1 failed")
+    sys.exit(1)
+c = json.load(open(sys.argv[1]))
+print(f"failover (node holders): grants acknowledged {c['grants_acked']}, renewals acknowledged {c['renewals_acked']}, "
+      f"cancels acknowledged {c['cancels_acked']}, kept leases checked {c['kept_checked']}; acknowledged leases lost {c['lost']}, "
+      f"early expiries {c['early_expiries']}, cancelled back {c['cancel_came_back']}, expired back {c['expiry_came_back']}")
+bad = c["lost"] + c["early_expiries"] + c["cancel_came_back"] + c["expiry_came_back"]
+ok = bad == 0 and c["grants_acked"] > 0 and c["kept_checked"] > 0
+print(f"failover (node holders): {1 if ok else 0} passed, {0 if ok else 1} failed")
+sys.exit(0 if ok else 1)
+EOF
 
 # What the database holds: no frame or snapshot by an owner after its replacement, and every
 # shard's journal a contiguous run of records.
@@ -161,4 +196,4 @@ ok = bad == 0 and c["grants_acked"] > 0 and c["kept_checked"] > 0
 print(f"failover: {1 if ok else 0} passed, {0 if ok else 1} failed")
 sys.exit(0 if ok else 1)
 EOF
-[ $status -eq 0 ] && [ $py_status -eq 0 ]
+[ $status -eq 0 ] && [ $py_status -eq 0 ] && [ $node_status -eq 0 ]

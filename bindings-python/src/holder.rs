@@ -12,7 +12,7 @@ use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg};
 use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::Guarded;
 use crate::lease::PyLease;
-use crate::sansio::{renewer_methods, Component, PyEvent};
+use crate::sansio::{guarded_component, renewer_methods, timed, PyEvent};
 use crate::wire::{PyReply, PyRequest};
 
 fn lease_arg(obj: &Bound<'_, PyAny>) -> PyResult<leasehold::Lease> {
@@ -21,7 +21,7 @@ fn lease_arg(obj: &Bound<'_, PyAny>) -> PyResult<leasehold::Lease> {
     })
 }
 
-fn ppm_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<u32> {
+pub fn ppm_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<u32> {
     match obj {
         None => Ok(0),
         Some(o) => u32::try_from(u64_arg(o, "max_drift_ppm")?)
@@ -202,7 +202,7 @@ impl PyTransmit {
         format!(
             "Transmit(landlord={}, request={})",
             self.landlord,
-            self.request.bind(py).get().repr()
+            crate::wire::PyMessage::repr(self.request.bind(py).get())
         )
     }
 }
@@ -360,12 +360,8 @@ pub fn manager_config(settings: Option<&Bound<'_, PyDict>>) -> PyResult<RenewalM
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalManager")]
 pub struct PyRenewalManager(Guarded<RenewalManager>);
 
-impl Component for PyRenewalManager {
-    type State = RenewalManager;
-    fn guarded(&self) -> &Guarded<RenewalManager> {
-        &self.0
-    }
-}
+guarded_component!(PyRenewalManager, RenewalManager);
+timed!(RenewalManager);
 
 renewer_methods!(PyRenewalManager, PyRenewalEvent);
 

@@ -13,8 +13,9 @@ use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::{Guarded, Held};
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
-use crate::store::{OpenArgs, Store};
+use crate::store::{durable_methods, path_arg, store_config, OpenArgs, Store, Stored};
 use crate::wire::{cookies_arg, items_arg, PyLimits, PyReply, PyRequest};
+use leasehold::journal::Durable as DurableResource;
 
 /// What a lease is for: any Python object, or the bytes a wire grant carried.
 pub enum Res {
@@ -177,13 +178,21 @@ impl PyExpired {
     }
 }
 
-/// Where a landlord's state lives.
-#[allow(clippy::large_enum_variant)] // in memory is the common case: no extra indirection for it
-enum Backend {
-    /// In memory, under the binding's lock.
-    Memory(Guarded<Landlord<Res>>),
-    /// In a store on disk (`Landlord.open`).
-    Durable(Box<Store>),
+type Backend = crate::store::Backend<Landlord<Res>>;
+
+impl DurableResource for Res {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Res::Bytes(b) => out.extend_from_slice(b),
+            // Never reached: a durable landlord is only ever given bytes (`Landlord.open`
+            // converts at the boundary, and refuses anything else), and a landlord in memory
+            // has no journal, so it never encodes.
+            Res::Obj(_) => {}
+        }
+    }
+    fn decode(bytes: &[u8]) -> leasehold::Result<Self> {
+        Ok(Res::Bytes(bytes.to_vec()))
+    }
 }
 
 /// Issues, renews, cancels and expires leases. Thread-safe: calls from several threads are serialised.
@@ -196,43 +205,44 @@ pub struct PyLandlord {
     last_duration: std::sync::Mutex<Option<(i64, Py<PyAny>)>>,
 }
 
+impl Stored for PyLandlord {
+    type State = Landlord<Res>;
+    fn backend(&self) -> &Backend {
+        &self.inner
+    }
+}
+
+durable_methods!(PyLandlord);
+
 impl PyLandlord {
     /// Runs `f` on the landlord; `f` must not touch Python (see `guard`). For a durable
     /// landlord it runs detached, and nothing waits for the disk: use it for calls that answer
     /// no holder.
+    #[inline]
     pub fn with<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&mut Landlord<Res>) -> T + Send,
     ) -> PyResult<T> {
-        match &self.inner {
-            Backend::Memory(g) => g.with(py, f),
-            Backend::Durable(d) => Ok(d.with(py, f).0),
-        }
+        self.inner.with(py, f)
     }
 
     /// As [`PyLandlord::with`], for calls whose result answers a holder: a durable landlord
     /// returns only once the records behind the result are durable (group commit). `long`
     /// runs an in-memory landlord detached too (big batches: other threads run meanwhile).
+    #[inline]
     fn answer<T: Send>(
         &self,
         py: Python<'_>,
         long: bool,
         f: impl FnOnce(&mut Landlord<Res>) -> T + Send,
     ) -> PyResult<T> {
-        match &self.inner {
-            Backend::Memory(g) if long => g.with_detached(py, f),
-            Backend::Memory(g) => g.with(py, f),
-            Backend::Durable(d) => d.answer(py, f),
-        }
+        self.inner.answer(py, long, f)
     }
 
     /// The store of a durable landlord.
-    fn store(&self) -> Option<&Store> {
-        match &self.inner {
-            Backend::Memory(_) => None,
-            Backend::Durable(d) => Some(d),
-        }
+    fn store(&self) -> Option<&Store<Landlord<Res>>> {
+        self.inner.store()
     }
 
     /// A resource as this landlord keeps it: any object in memory; bytes (or a str, as UTF-8)
@@ -533,10 +543,8 @@ impl PyLandlord {
     /// to wait for (`wait_durable`) before acting on them. For hosts that wait elsewhere (the
     /// asyncio driver syncs off its loop); an in-memory landlord gives 0.
     fn take_expired(&self, py: Python<'_>) -> PyResult<(Vec<PyExpired>, u64)> {
-        let (all, seq) = self.with(py, |l| {
-            let all: Vec<_> = std::iter::from_fn(|| l.poll_expired()).collect();
-            (all, l.journal_seq())
-        })?;
+        let (all, seq) =
+            self.inner.take(py, |l| std::iter::from_fn(|| l.poll_expired()).collect::<Vec<_>>())?;
         Ok((Self::expired_to_py(py, all), seq))
     }
 
@@ -582,7 +590,7 @@ impl PyLandlord {
         let enc = encoding_arg(encoding)?;
         let now = i64_arg(now, "now")?;
         let data = bytes_arg(data, "data")?;
-        let (out, seq) = self.with(py, |l| (l.handle_bytes(&data, enc, now), l.journal_seq()))?;
+        let (out, seq) = self.inner.take(py, |l| l.handle_bytes(&data, enc, now))?;
         Ok((PyBytes::new(py, &out), seq))
     }
 
@@ -621,89 +629,28 @@ impl PyLandlord {
         segment_bytes: Option<&Bound<'_, PyAny>>,
         min_compact_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let path: std::path::PathBuf = data_dir.extract().map_err(|_| {
-            pyo3::exceptions::PyTypeError::new_err(format!(
-                "data_dir must be a str or os.PathLike, got {}",
-                crate::convert::type_name(data_dir)
-            ))
-        })?;
+        let path = path_arg(data_dir)?;
         let mut config = landlord_config(py, id, seed, grace, expiry_budget, limits)?;
         if let Some(j) = journal_clock_interval {
             config.journal_clock_interval = duration_arg(j, "journal_clock_interval")?;
         }
-        let mut store = leasehold::store::StoreConfig::default();
-        if let Some(b) = segment_bytes {
-            store.segment_bytes = crate::convert::u64_arg(b, "segment_bytes")?;
-        }
-        if let Some(b) = min_compact_bytes {
-            store.min_compact_bytes = crate::convert::u64_arg(b, "min_compact_bytes")?;
-        }
+        let store = store_config(segment_bytes, min_compact_bytes)?;
         policy.0.build().py(py)?;
         let now = i64_arg(now, "now")?;
-        let args = OpenArgs { path, config, policy: policy.0.clone(), store, now };
-        let st = Store::open(py, args)?;
+        let spec = policy.0.clone();
+        let args = OpenArgs { path, store, now, holds: ("leases", |l: &Landlord<Res>| l.len()) };
+        let st = Store::open(py, args, move |snapshot| {
+            let built = spec.build()?;
+            match snapshot {
+                Some(bytes) => Landlord::from_snapshot_bytes(bytes, built),
+                None => {
+                    let mut ll = Landlord::new(config, built);
+                    ll.enable_journal();
+                    Ok(ll)
+                }
+            }
+        })?;
         Ok(PyLandlord::with_backend(Backend::Durable(Box::new(st)), policy.clone()))
-    }
-
-    /// Whether this landlord is kept in a store (`Landlord.open`).
-    #[getter]
-    fn durable(&self) -> bool {
-        self.store().is_some()
-    }
-
-    /// The directory of a durable landlord, or None.
-    #[getter]
-    fn data_dir(&self) -> Option<String> {
-        self.store().map(|s| s.path().to_string_lossy().into_owned())
-    }
-
-    /// What opening the store found: `created`, `replayed` (records), `last_seq`, `torn_tail`
-    /// (and `torn_reason`), `leases`; None for a landlord in memory.
-    #[getter]
-    fn recovery<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
-        self.store().map(|s| s.recovery().to_dict(py)).transpose()
-    }
-
-    /// The last journal record written (0 in memory): an answer given now depends on it.
-    #[getter]
-    fn journal_seq(&self, py: Python<'_>) -> PyResult<u64> {
-        match self.store() {
-            None => Ok(0),
-            Some(_) => self.with(py, |l| l.journal_seq()),
-        }
-    }
-
-    /// The last journal record known durable (0 in memory).
-    #[getter]
-    fn durable_seq(&self) -> u64 {
-        self.store().map_or(0, |s| s.durable_seq())
-    }
-
-    /// How many group commits (one write and one sync each) this landlord made.
-    #[getter]
-    fn commits(&self) -> u64 {
-        self.store().map_or(0, |s| s.commits())
-    }
-
-    /// Blocks, with the GIL released, until journal record `seq` is durable (syncing it and
-    /// everything before it if no other thread is). Raises `StoreError` if the store could not
-    /// write: nothing after the last durable record is ever acknowledged then (open the store
-    /// again, in a new process, to go on).
-    fn wait_durable(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<()> {
-        let seq = crate::convert::u64_arg(seq, "seq")?;
-        match self.store() {
-            None => Ok(()),
-            Some(s) => s.wait(py, seq),
-        }
-    }
-
-    /// Makes everything journaled so far durable (GIL released); returns the last durable
-    /// record (0 in memory).
-    fn commit(&self, py: Python<'_>) -> PyResult<u64> {
-        match self.store() {
-            None => Ok(0),
-            Some(s) => s.commit(py),
-        }
     }
 
     /// Everything the landlord holds at `now`, as JSON text, so that a restart loses nothing.

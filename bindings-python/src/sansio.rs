@@ -18,17 +18,97 @@ use pyo3::types::PyBytes;
 
 use crate::convert::{bytes_arg, encoding_arg, i64_arg, u64_arg};
 use crate::errors::from_instance;
-use crate::guard::Guarded;
 use crate::holder::{transmit_to_py, PyTransmit};
 use crate::wire::{PyReply, PyRequest};
 
-/// A pyclass whose state is a core state machine behind the binding's lock.
+/// A pyclass whose state is a core state machine, behind the binding's lock (`guard`) or in a
+/// store (`store::Backend`).
 pub trait Component {
     /// The core type.
     type State: Send;
-    /// The guarded state.
-    fn guarded(&self) -> &Guarded<Self::State>;
+    /// Runs `f` on the state (`f` must not touch Python); nothing waits for the disk.
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Self::State) -> T + Send,
+    ) -> PyResult<T>;
+    /// As [`Component::with`], for calls whose result leaves the process (a reply, an event,
+    /// a request): a durable part returns it only once the records behind it are durable.
+    fn answer<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Self::State) -> T + Send,
+    ) -> PyResult<T> {
+        self.with(py, f)
+    }
 }
+
+/// [`Component`] for a pyclass `$cls(Guarded<$state>)` (in memory only).
+macro_rules! guarded_component {
+    ($cls:ty, $state:ty) => {
+        impl $crate::sansio::Component for $cls {
+            type State = $state;
+            #[inline]
+            fn with<T: Send>(
+                &self,
+                py: Python<'_>,
+                f: impl FnOnce(&mut $state) -> T + Send,
+            ) -> PyResult<T> {
+                self.0.with(py, f)
+            }
+        }
+    };
+}
+pub(crate) use guarded_component;
+
+/// [`Component`] for a pyclass that is [`crate::store::Stored`] (in memory or in a store).
+macro_rules! stored_component {
+    ($cls:ty) => {
+        impl $crate::sansio::Component for $cls {
+            type State = <$cls as $crate::store::Stored>::State;
+            #[inline]
+            fn with<T: Send>(
+                &self,
+                py: Python<'_>,
+                f: impl FnOnce(&mut Self::State) -> T + Send,
+            ) -> PyResult<T> {
+                $crate::store::Stored::backend(self).with(py, f)
+            }
+            #[inline]
+            fn answer<T: Send>(
+                &self,
+                py: Python<'_>,
+                f: impl FnOnce(&mut Self::State) -> T + Send,
+            ) -> PyResult<T> {
+                $crate::store::Stored::backend(self).answer(py, false, f)
+            }
+        }
+    };
+}
+pub(crate) use stored_component;
+
+/// A core part with a timer (every active part: `poll_timeout`, `handle_timeout`).
+pub trait Timed {
+    /// When the host should call `handle_timeout` next.
+    fn poll_timeout(&self) -> Option<Millis>;
+    /// Advances to `now`.
+    fn handle_timeout(&mut self, now: Millis);
+}
+
+/// [`Timed`] for a core type with inherent `poll_timeout` and `handle_timeout`.
+macro_rules! timed {
+    ($t:ty) => {
+        impl $crate::sansio::Timed for $t {
+            fn poll_timeout(&self) -> Option<leasehold::Millis> {
+                <$t>::poll_timeout(self)
+            }
+            fn handle_timeout(&mut self, now: leasehold::Millis) {
+                <$t>::handle_timeout(self, now)
+            }
+        }
+    };
+}
+pub(crate) use timed;
 
 /// The Python class of a core event.
 pub trait PyEvent: Sized {
@@ -72,17 +152,17 @@ pub(crate) use answers;
 
 // ---------- the shared bodies ----------
 
-pub fn poll_timeout<C: Component<State: Renewer>>(c: &C, py: Python<'_>) -> PyResult<Option<i64>> {
-    c.guarded().with(py, |s| s.poll_timeout())
+pub fn poll_timeout<C: Component<State: Timed>>(c: &C, py: Python<'_>) -> PyResult<Option<i64>> {
+    c.with(py, |s| s.poll_timeout())
 }
 
-pub fn handle_timeout<C: Component<State: Renewer>>(
+pub fn handle_timeout<C: Component<State: Timed>>(
     c: &C,
     py: Python<'_>,
     now: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     let now = i64_arg(now, "now")?;
-    c.guarded().with(py, |s| s.handle_timeout(now))
+    c.with(py, |s| s.handle_timeout(now))
 }
 
 pub fn poll_transmit<C: Component<State: Renewer>>(
@@ -91,7 +171,7 @@ pub fn poll_transmit<C: Component<State: Renewer>>(
     now: &Bound<'_, PyAny>,
 ) -> PyResult<Option<PyTransmit>> {
     let now = i64_arg(now, "now")?;
-    let t = c.guarded().with(py, |s| s.poll_transmit(now))?;
+    let t = c.answer(py, |s| s.poll_transmit(now))?;
     t.map(|t| transmit_to_py(py, t)).transpose()
 }
 
@@ -102,7 +182,7 @@ pub fn handle_reply<C: Component<State: Renewer>>(
     now: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     let now = i64_arg(now, "now")?;
-    c.guarded().with(py, |s| s.handle_reply(&reply.0, now))
+    c.with(py, |s| s.handle_reply(&reply.0, now))
 }
 
 pub fn handle_failure<C: Component<State: Renewer>>(
@@ -115,24 +195,24 @@ pub fn handle_failure<C: Component<State: Renewer>>(
     let id = u64_arg(request_id, "request_id")?;
     let err: LeaseError = from_instance(error)?;
     let now = i64_arg(now, "now")?;
-    c.guarded().with(py, |s| s.handle_failure(id, err, now))
+    c.with(py, |s| s.handle_failure(id, err, now))
 }
 
 pub fn poll_event<C, E>(c: &C, py: Python<'_>) -> PyResult<Option<E>>
 where
-    C: Component<State: Renewer>,
+    C: Component<State: Renewer<Event: Send>>,
     E: PyEvent<Core = <C::State as Renewer>::Event>,
 {
-    let e = c.guarded().with(py, |s| s.poll_event())?;
+    let e = c.answer(py, |s| s.poll_event())?;
     e.map(|e| E::convert(py, e)).transpose()
 }
 
 pub fn drain_events<C, E>(c: &C, py: Python<'_>) -> PyResult<Vec<E>>
 where
-    C: Component<State: Renewer>,
+    C: Component<State: Renewer<Event: Send>>,
     E: PyEvent<Core = <C::State as Renewer>::Event>,
 {
-    let all: Vec<_> = c.guarded().with(py, |s| std::iter::from_fn(|| s.poll_event()).collect())?;
+    let all: Vec<_> = c.answer(py, |s| std::iter::from_fn(|| s.poll_event()).collect())?;
     all.into_iter().map(|e| E::convert(py, e)).collect()
 }
 
@@ -143,7 +223,7 @@ pub fn handle_request<C: Component<State: Answers>>(
     now: &Bound<'_, PyAny>,
 ) -> PyResult<PyReply> {
     let now = i64_arg(now, "now")?;
-    Ok(PyReply(c.guarded().with(py, |s| s.handle_request(&request.0, now))?))
+    Ok(PyReply(c.answer(py, |s| s.handle_request(&request.0, now))?))
 }
 
 pub fn handle_bytes<'py, C: Component<State: Answers>>(
@@ -156,16 +236,15 @@ pub fn handle_bytes<'py, C: Component<State: Answers>>(
     let enc = encoding_arg(encoding)?;
     let now = i64_arg(now, "now")?;
     let data = bytes_arg(data, "data")?;
-    let out = c.guarded().with(py, |s| s.handle_bytes(&data, enc, now))?;
+    let out = c.answer(py, |s| s.handle_bytes(&data, enc, now))?;
     Ok(PyBytes::new(py, &out))
 }
 
 // ---------- the methods, one macro per group ----------
 
-/// The timer, requests out, replies and failures in, and events out of a core [`Renewer`],
-/// as Python methods of `$cls` (whose events are `$event`).
-macro_rules! renewer_methods {
-    ($cls:ty, $event:ty) => {
+/// `poll_timeout` and `handle_timeout` of a part whose core state is [`Timed`].
+macro_rules! timer_methods {
+    ($cls:ty) => {
         #[pyo3::pymethods]
         impl $cls {
             /// When to call `handle_timeout` next (ms, host's clock); None if nothing is scheduled.
@@ -176,6 +255,19 @@ macro_rules! renewer_methods {
             fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
                 $crate::sansio::handle_timeout(self, py, now)
             }
+        }
+    };
+}
+pub(crate) use timer_methods;
+
+/// The timer, requests out, replies and failures in, and events out of a core [`Renewer`],
+/// as Python methods of `$cls` (whose events are `$event`).
+macro_rules! renewer_methods {
+    ($cls:ty, $event:ty) => {
+        $crate::sansio::timer_methods!($cls);
+
+        #[pyo3::pymethods]
+        impl $cls {
             /// The next request to send, stamped with `now` as its send time; None when there is none.
             fn poll_transmit(
                 &self,

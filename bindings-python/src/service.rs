@@ -14,7 +14,7 @@ use crate::holder::manager_config;
 use crate::landlord::seed_arg;
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
-use crate::sansio::{answer_methods, answers, renewer_methods, Component, PyEvent};
+use crate::sansio::{answer_methods, answers, guarded_component, renewer_methods, timed, PyEvent};
 use crate::wire::PyLimits;
 
 /// What a client gets back when it registers for events (Jini `EventRegistration`).
@@ -51,7 +51,7 @@ impl PyEventRegistration {
     }
 }
 
-fn registration(r: EventRegistration) -> PyEventRegistration {
+pub fn registration(r: EventRegistration) -> PyEventRegistration {
     PyEventRegistration {
         event_id: r.event_id,
         source_service: r.source.service.0,
@@ -231,12 +231,8 @@ fn service_config(
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalService")]
 pub struct PyRenewalService(Guarded<RenewalService>);
 
-impl Component for PyRenewalService {
-    type State = RenewalService;
-    fn guarded(&self) -> &Guarded<RenewalService> {
-        &self.0
-    }
-}
+guarded_component!(PyRenewalService, RenewalService);
+timed!(RenewalService);
 
 answers!(RenewalService);
 renewer_methods!(PyRenewalService, PySetEvent);

@@ -1,14 +1,14 @@
 //! The wire protocol: `Limits`, `Request` and `Reply`, in JSON and binary.
 
 use leasehold::wire::{Outcome, WireError};
-use leasehold::{Limits, Reply, ReplyBody, Request, RequestBody};
+use leasehold::{Encoding, Limits, Reply, ReplyBody, Request, RequestBody};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::convert::{
     bytes_arg, cookie_arg, cookie_str, duration_arg, encoding_arg, landlord_arg, u64_arg, usize_arg,
 };
-use crate::errors::{from_instance, to_instance, IntoPyResult};
+use crate::errors::{from_instance, to_instance};
 
 /// Bounds enforced when decoding messages.
 #[pyclass(frozen, module = "leasehold._native", name = "Limits")]
@@ -169,36 +169,6 @@ impl PyRequest {
         }))
     }
 
-    /// Encodes the request ("binary" or "json").
-    #[pyo3(signature = (encoding = None))]
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        encoding: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let enc = match encoding {
-            Some(e) => encoding_arg(e)?,
-            None => leasehold::Encoding::Binary,
-        };
-        Ok(PyBytes::new(py, &self.0.encode(enc)))
-    }
-    /// Decodes a request, enforcing `limits`.
-    #[staticmethod]
-    #[pyo3(signature = (data, encoding = None, limits = None))]
-    fn decode(
-        py: Python<'_>,
-        data: &Bound<'_, PyAny>,
-        encoding: Option<&Bound<'_, PyAny>>,
-        limits: Option<PyRef<'_, PyLimits>>,
-    ) -> PyResult<Self> {
-        let enc = match encoding {
-            Some(e) => encoding_arg(e)?,
-            None => leasehold::Encoding::Binary,
-        };
-        let data = bytes_arg(data, "data")?;
-        Request::decode(&data, enc, &limits_or_default(limits)).py(py).map(PyRequest)
-    }
-
     #[getter]
     fn id(&self) -> u64 {
         self.0.id
@@ -256,26 +226,6 @@ impl PyRequest {
             }
             _ => None,
         }
-    }
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        match other.cast::<PyRequest>() {
-            Ok(o) => {
-                Ok(pyo3::types::PyBool::new(py, self.0 == o.get().0).to_owned().into_any().unbind())
-            }
-            Err(_) => Ok(py.NotImplemented()),
-        }
-    }
-    fn __repr__(&self) -> String {
-        self.repr()
-    }
-}
-
-impl PyRequest {
-    /// The Python repr: the request's JSON form.
-    pub fn repr(&self) -> String {
-        let text = self.0.encode(leasehold::Encoding::Json);
-        format!("Request({})", String::from_utf8_lossy(&text))
     }
 }
 
@@ -371,36 +321,6 @@ impl PyReply {
         reply(id, landlord, ReplyBody::Error(wire_error(error)?))
     }
 
-    /// Encodes the reply ("binary" or "json").
-    #[pyo3(signature = (encoding = None))]
-    fn encode<'py>(
-        &self,
-        py: Python<'py>,
-        encoding: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let enc = match encoding {
-            Some(e) => encoding_arg(e)?,
-            None => leasehold::Encoding::Binary,
-        };
-        Ok(PyBytes::new(py, &self.0.encode(enc)))
-    }
-    /// Decodes a reply, enforcing `limits`.
-    #[staticmethod]
-    #[pyo3(signature = (data, encoding = None, limits = None))]
-    fn decode(
-        py: Python<'_>,
-        data: &Bound<'_, PyAny>,
-        encoding: Option<&Bound<'_, PyAny>>,
-        limits: Option<PyRef<'_, PyLimits>>,
-    ) -> PyResult<Self> {
-        let enc = match encoding {
-            Some(e) => encoding_arg(e)?,
-            None => leasehold::Encoding::Binary,
-        };
-        let data = bytes_arg(data, "data")?;
-        Reply::decode(&data, enc, &limits_or_default(limits)).py(py).map(PyReply)
-    }
-
     #[getter]
     fn id(&self) -> u64 {
         self.0.id
@@ -468,17 +388,134 @@ impl PyReply {
             _ => Ok(None),
         }
     }
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        match other.cast::<PyReply>() {
-            Ok(o) => {
-                Ok(pyo3::types::PyBool::new(py, self.0 == o.get().0).to_owned().into_any().unbind())
+}
+
+// ---------- what every wire message class shares ----------
+
+/// A core wire message: `encode(encoding)` and `decode(bytes, encoding, limits)`.
+pub trait WireMessage: Sized + PartialEq + Send {
+    /// Encodes.
+    fn encode_to(&self, encoding: Encoding) -> Vec<u8>;
+    /// Decodes, enforcing `limits`.
+    fn decode_from(bytes: &[u8], encoding: Encoding, limits: &Limits) -> leasehold::Result<Self>;
+}
+
+/// [`WireMessage`] for a core type with inherent `encode` and `decode`.
+macro_rules! wire_message {
+    ($t:ty) => {
+        impl $crate::wire::WireMessage for $t {
+            fn encode_to(&self, encoding: leasehold::Encoding) -> Vec<u8> {
+                <$t>::encode(self, encoding)
             }
-            Err(_) => Ok(py.NotImplemented()),
+            fn decode_from(
+                bytes: &[u8],
+                encoding: leasehold::Encoding,
+                limits: &leasehold::Limits,
+            ) -> leasehold::Result<Self> {
+                <$t>::decode(bytes, encoding, limits)
+            }
         }
-    }
-    fn __repr__(&self) -> String {
-        let text = self.0.encode(leasehold::Encoding::Json);
-        format!("Reply({})", String::from_utf8_lossy(&text))
+    };
+}
+pub(crate) use wire_message;
+
+/// The Python class of a wire message.
+pub trait PyMessage: Sized {
+    /// The core message.
+    type Core: WireMessage;
+    /// The class name, for `repr`.
+    const NAME: &'static str;
+    /// The message.
+    fn core(&self) -> &Self::Core;
+    /// The class for a decoded message.
+    fn from_core(core: Self::Core) -> Self;
+
+    /// `Name(<canonical JSON>)`.
+    fn repr(&self) -> String {
+        let text = self.core().encode_to(Encoding::Json);
+        format!("{}({})", Self::NAME, String::from_utf8_lossy(&text))
     }
 }
+
+/// [`PyMessage`] for a pyclass `$cls(pub $core)`.
+macro_rules! py_message {
+    ($cls:ident, $core:ty, $name:literal) => {
+        $crate::wire::wire_message!($core);
+        impl $crate::wire::PyMessage for $cls {
+            type Core = $core;
+            const NAME: &'static str = $name;
+            fn core(&self) -> &$core {
+                &self.0
+            }
+            fn from_core(core: $core) -> Self {
+                $cls(core)
+            }
+        }
+    };
+}
+pub(crate) use py_message;
+
+/// The encoding argument of `encode` and `decode`: binary when not given.
+pub fn encoding_or_binary(encoding: Option<&Bound<'_, PyAny>>) -> PyResult<Encoding> {
+    encoding.map_or(Ok(Encoding::Binary), encoding_arg)
+}
+
+/// `encode`, `decode`, `==` and `repr` of a wire message class (`$cls: PyMessage`).
+macro_rules! message_methods {
+    ($cls:ty) => {
+        #[pyo3::pymethods]
+        impl $cls {
+            /// Encodes the message ("binary", the default, or "json").
+            #[pyo3(signature = (encoding = None))]
+            fn encode<'py>(
+                &self,
+                py: Python<'py>,
+                encoding: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+                let enc = $crate::wire::encoding_or_binary(encoding)?;
+                let core = $crate::wire::PyMessage::core(self);
+                Ok(pyo3::types::PyBytes::new(py, &$crate::wire::WireMessage::encode_to(core, enc)))
+            }
+            /// Decodes a message ("binary", the default, or "json"), enforcing `limits`; anything
+            /// malformed raises `DecodeError`.
+            #[staticmethod]
+            #[pyo3(signature = (data, encoding = None, limits = None))]
+            fn decode(
+                py: Python<'_>,
+                data: &Bound<'_, PyAny>,
+                encoding: Option<&Bound<'_, PyAny>>,
+                limits: Option<PyRef<'_, $crate::wire::PyLimits>>,
+            ) -> PyResult<Self> {
+                use $crate::errors::IntoPyResult;
+                let enc = $crate::wire::encoding_or_binary(encoding)?;
+                let data = $crate::convert::bytes_arg(data, "data")?;
+                let limits = $crate::wire::limits_or_default(limits);
+                let core = <<$cls as $crate::wire::PyMessage>::Core as $crate::wire::WireMessage>::decode_from(
+                    &data, enc, &limits,
+                )
+                .py(py)?;
+                Ok(<$cls as $crate::wire::PyMessage>::from_core(core))
+            }
+            fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                let py = other.py();
+                match other.cast::<$cls>() {
+                    Ok(o) => {
+                        let same = $crate::wire::PyMessage::core(self)
+                            == $crate::wire::PyMessage::core(o.get());
+                        Ok(pyo3::types::PyBool::new(py, same).to_owned().into_any().unbind())
+                    }
+                    Err(_) => Ok(py.NotImplemented()),
+                }
+            }
+            fn __repr__(&self) -> String {
+                $crate::wire::PyMessage::repr(self)
+            }
+        }
+    };
+}
+pub(crate) use message_methods;
+
+py_message!(PyRequest, Request, "Request");
+message_methods!(PyRequest);
+py_message!(PyReply, Reply, "Reply");
+message_methods!(PyReply);

@@ -238,3 +238,44 @@ def test_keep_alive_client_is_not_stalled() -> None:
         conn.close()
         server.shutdown()
         server.server_close()
+
+
+def test_extra_headers_reach_the_server_in_both_clients() -> None:
+    """``headers`` go with the POST (the discovery client's ``leasehold-listener``), in the
+    blocking and the asyncio client; the helper's own Content-Type wins; a value that would
+    split the request is refused before anything is sent."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: List[Dict[str, str]] = []
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/discovery"
+    try:
+        extra = {"leasehold-listener": "http://127.0.0.1:9/events", "Content-Type": "text/plain"}
+        assert post(url, b"one", "json", headers=extra) == b"one"
+        assert asyncio.run(apost(url, b"two", "binary", headers=extra)) == b"two"
+        assert post(url, b"three") == b"three"
+        assert [h.get("leasehold-listener") for h in seen] == ["http://127.0.0.1:9/events"] * 2 + [None]
+        assert [h["content-type"] for h in seen] == ["application/json"] + ["application/octet-stream"] * 2
+        bad = {"x": "a\r\nInjected: 1"}
+        with pytest.raises(ValueError, match="split the request"):
+            post(url, b"x", headers=bad)
+        with pytest.raises(ValueError, match="split the request"):
+            asyncio.run(apost(url, b"x", headers=bad))
+        assert len(seen) == 3
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -12,11 +12,12 @@ import gc
 import json
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
 import leasehold
+from conftest import bounded
 from leasehold import (
     ANY,
     FOREVER,
@@ -37,29 +38,6 @@ from leasehold import (
     lease_from_reply,
     threaded,
 )
-
-T = TypeVar("T")
-LIMIT_S = 20.0
-
-
-def bounded(fn: Callable[[], T], limit: float = LIMIT_S) -> T:
-    """Runs ``fn`` on a daemon thread; a hang past ``limit`` seconds fails the test."""
-    out: Dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn()
-        except BaseException as e:  # handed to the test thread
-            out["error"] = e
-
-    t = threading.Thread(target=run, name="reentrancy-scenario", daemon=True)
-    t.start()
-    t.join(limit)
-    assert not t.is_alive(), f"{getattr(fn, '__name__', fn)} hung: a re-entrant call deadlocked"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]  # type: ignore[no-any-return]
-
 
 class CallsBack:
     """A resource whose destructor calls ``action`` and records what it got (or raised)."""

@@ -1,6 +1,7 @@
 // Public API of `leasehold`. The classes come from the Rust core through wasm-bindgen (their
 // documentation is in leasehold_wasm.d.ts); the drivers and errors are JavaScript.
-import type { Landlord, LeaseEntry } from './leasehold_wasm.js';
+import type { Landlord, LeaseEntry, StoreConfig as StoreSettings } from './leasehold_wasm.js';
+import type { IndefiniteError } from './errors.js';
 
 export {
   Lease,
@@ -18,7 +19,22 @@ export {
   errorFromWire,
   wasmMemoryBytes,
   coreVersion,
+  JournalGate,
+  DiscoveryService,
+  encodeDiscoveryRequest,
+  decodeDiscoveryRequest,
+  encodeDiscoveryReply,
+  decodeDiscoveryReply,
+  encodeDiscoveryEvent,
+  decodeDiscoveryEvent,
+  encodeEventReply,
+  decodeEventReply,
+  encodeAnnouncement,
+  decodeAnnouncement,
+  discoveryEventFromBytes,
 } from './leasehold_wasm.js';
+export { DiscoveryDriver, ALL_GROUPS, NO_GROUPS } from './discovery.js';
+export type { DiscoveryDriverOptions, DurableDiscoveryOptions } from './discovery.js';
 export type {
   Encoding,
   Limits,
@@ -38,6 +54,21 @@ export type {
   RenewalServiceOptions,
   EventRegistration,
   SetEvent,
+  FileOp,
+  StoreConfig,
+  Recovery,
+  DiscoveryGroups,
+  Registrar,
+  Announcement,
+  DiscoveryEvent,
+  DiscoveryRegistered,
+  UnicastRequest,
+  DeliveryFailure,
+  DiscoveryServiceOptions,
+  DiscoveryRequestMessage,
+  DiscoveryReplyMessage,
+  DiscoveryEventMessage,
+  EventReplyMessage,
 } from './leasehold_wasm.js';
 export * from './errors.js';
 
@@ -145,8 +176,138 @@ export interface DriverOptions {
   onError?: (error: unknown) => void;
 }
 
+/**
+ * Where a journaled object is kept: something that reads a store's files and carries out the
+ * core's file operations in order, each completely, before resolving. `FileStore` (Node),
+ * `IndexedDbStore` (browsers), `MemoryStore` (nowhere durable), or your own.
+ */
+export interface StoreHost {
+  /** Every file of the store, `[name, bytes]`. */
+  read(): Promise<Array<[string, Uint8Array]>>;
+  /** Carries out `ops` in order; resolves once all of them are done (durable where they say sync). */
+  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  /** Lets go of the store (files, lock). */
+  close?(): Promise<void>;
+}
+
+/**
+ * A store's directory on disk (Node only; in browsers `open` throws). `FileStore.open(dir)`
+ * creates the directory if needed and takes its lock (`StoreLockedError` while another live
+ * process, or another FileStore of this one, holds it; a lock left by a killed process is taken
+ * over). Appends are fdatasync'ed (and the directory fsync'ed for a new file), the snapshot is
+ * replaced atomically (tmp file, fsync, rename, directory fsync).
+ */
+export declare class FileStore implements StoreHost {
+  static open(dir: string | URL, options?: { lock?: boolean }): Promise<FileStore>;
+  readonly path: string;
+  read(): Promise<Array<[string, Uint8Array]>>;
+  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A store in an IndexedDB database of this origin (browsers, workers): each batch of
+ * operations is one transaction committed with `durability: "strict"`; a Web Lock on the name
+ * keeps other tabs and workers out. Storage of an origin may be evicted by the browser unless
+ * `navigator.storage.persist()` was granted (`persisted`).
+ */
+export declare class IndexedDbStore implements StoreHost {
+  static open(name: string, options?: { lock?: boolean; persist?: boolean; indexedDB?: IDBFactory }): Promise<IndexedDbStore>;
+  static destroy(name: string, options?: { indexedDB?: IDBFactory }): Promise<void>;
+  readonly name: string;
+  readonly persisted: boolean | undefined;
+  read(): Promise<Array<[string, Uint8Array]>>;
+  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A store in memory (nothing survives the process): for tests, or nowhere durable to write. */
+export declare class MemoryStore implements StoreHost {
+  static from(files: Iterable<[string, Uint8Array]>): MemoryStore;
+  read(): Promise<Array<[string, Uint8Array]>>;
+  /** Every file, sorted by name. */
+  files(): Array<[string, Uint8Array]>;
+  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A store is in use by another process, tab or worker. `code` is `"ELOCKED"`. */
+export declare class StoreLockedError extends Error {
+  readonly code: 'ELOCKED';
+}
+/** A store's write failed: nothing more is acknowledged until it is reopened (an IndefiniteError). */
+export declare class StoreFailedError extends IndefiniteError {}
+
+/** Group commit for one journaled object (used by the durable drivers). */
+export declare class StoreWriter {
+  constructor(target: Landlord, host: StoreHost, options?: { onError?: (error: unknown) => void });
+  readonly host: StoreHost;
+  readonly failed: StoreFailedError | null;
+  readonly durableSeq: number;
+  /** Batches of operations carried out so far. */
+  readonly writes: number;
+  /** Resolves once every record written so far is durable. */
+  durable(): Promise<void>;
+  /** Calls `f` once every record written so far is durable. */
+  after(f: () => void): void;
+  kick(): void;
+  compact(): Promise<void>;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Options of `LandlordDriver.open`. */
+export interface DurableLandlordOptions extends DriverOptions, StoreSettings {
+  /**
+   * Where the landlord is kept: a directory (Node) or an IndexedDB database name (browsers),
+   * or a store object. The driver closes it when it closes.
+   */
+  store: string | URL | StoreHost;
+  /**
+   * The landlord's options. `id` and `policy` every time (checked against the store; the
+   * policy is code, not data); the rest is used when the store is new. `seed` is needed to
+   * reopen a store whose snapshot is lost while its log still starts at record 1.
+   */
+  landlord: import('./leasehold_wasm.js').LandlordOptions;
+  onExpired?: (expired: LeaseEntry) => void;
+}
+
+/**
+ * A durable landlord and its driver (from `LandlordDriver.open`): expiry on setTimeout, and
+ * every answer resolves only once the journal records behind it are durable (group commit).
+ */
+export declare class DurableLandlordDriver implements AsyncDisposable {
+  private constructor();
+  readonly landlord: Landlord;
+  readonly store: StoreHost;
+  readonly recovery: import('./leasehold_wasm.js').Recovery;
+  readonly stats: { logBytes: number; snapshotBytes: number; committed: number; writes: number };
+  readonly failed: StoreFailedError | null;
+  readonly closed: boolean;
+  now(): number;
+  /** After changing the landlord directly: re-arms the timer and schedules a commit. */
+  update(): void;
+  /** Resolves once everything recorded so far is durable. */
+  sync(): Promise<void>;
+  /** Writes a new snapshot now and drops the log it covers. */
+  compact(): Promise<void>;
+  /** Answers one encoded request; resolves with the encoded reply once it may leave. */
+  serve(bytes: Uint8Array | string, encoding?: import('./leasehold_wasm.js').Encoding): Promise<Uint8Array>;
+  /** Answers one request in object form, once durable. */
+  handleRequest(request: import('./leasehold_wasm.js').Request): Promise<import('./leasehold_wasm.js').Reply>;
+  grant(resource: Uint8Array | string, duration: number): Promise<import('./leasehold_wasm.js').Grant>;
+  renew(cookie: string, duration: number): Promise<number>;
+  /** Resolves with the lease's resource (bytes). */
+  cancel(cookie: string): Promise<Uint8Array>;
+  /** Stops the timer, writes what is pending, closes the store. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 /** Runs a landlord's expiry on setTimeout. */
 export declare class LandlordDriver implements Disposable {
+  /** Opens a durable landlord from its store; see `DurableLandlordDriver`. */
+  static open(options: DurableLandlordOptions): Promise<DurableLandlordDriver>;
   constructor(landlord: Landlord, options?: DriverOptions & { onExpired?: (expired: LeaseEntry) => void });
   readonly landlord: Landlord;
   readonly closed: boolean;
@@ -169,10 +330,16 @@ export type Transport = (
   landlord: string | undefined,
 ) => Promise<Uint8Array | ArrayBuffer | string>;
 
-/** A transport over HTTP fetch (POST to `url`). */
+/**
+ * A transport over HTTP fetch to one server or a cluster (a bare origin means its `/lease`):
+ * renewals and cancels name their landlord (`?landlord=<decimal id>`); each send tries the
+ * servers in turn on network errors, time-outs (`timeout` ms per attempt, default 1000) and
+ * HTTP 5xx, follows redirects, remembers `X-Leasehold-Owner`, and rejects with an
+ * IndefiniteError only when every server failed.
+ */
 export declare function fetchTransport(
-  url: string | URL,
-  options?: { fetch?: typeof fetch; headers?: Record<string, string>; encoding?: import('./leasehold_wasm.js').Encoding },
+  urls: string | URL | Array<string | URL>,
+  options?: { fetch?: typeof fetch; headers?: Record<string, string>; encoding?: import('./leasehold_wasm.js').Encoding; timeout?: number },
 ): Transport;
 
 /** Runs a RenewalManager on setTimeout with a Promise-returning transport. */
@@ -201,4 +368,4 @@ export declare class RenewalDriver implements Disposable {
 }
 
 /** @internal Called by the package entry once the module is instantiated. */
-export declare function __install(): void;
+export declare function __install(exports?: unknown, platform?: unknown): void;

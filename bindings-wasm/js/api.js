@@ -5,6 +5,9 @@
 import * as wasm from './leasehold_wasm.js';
 import { makeError, IndefiniteError, UnknownLeaseError, ArgumentTypeError, InvalidArgumentError } from './errors.js';
 import { DeadlineTimer } from './timer.js';
+import { StoreWriter, checkHost, closeWriter } from './store.js';
+
+export { MemoryStore, IndexedDbStore, StoreWriter, StoreLockedError, StoreFailedError } from './store.js';
 
 export {
   ErrorCode,
@@ -35,7 +38,22 @@ export const {
   errorFromWire,
   wasmMemoryBytes,
   coreVersion,
+  JournalGate,
+  DiscoveryService,
+  encodeDiscoveryRequest,
+  decodeDiscoveryRequest,
+  encodeDiscoveryReply,
+  decodeDiscoveryReply,
+  encodeDiscoveryEvent,
+  decodeDiscoveryEvent,
+  encodeEventReply,
+  decodeEventReply,
+  encodeAnnouncement,
+  decodeAnnouncement,
+  discoveryEventFromBytes,
 } = wasm;
+
+export { DiscoveryDriver, ALL_GROUPS, NO_GROUPS } from './discovery.js';
 
 /** `Lease.FOREVER`: a lease or duration that never ends. `Infinity` here (i64::MAX in core). */
 export const FOREVER = Infinity;
@@ -133,17 +151,21 @@ function alive(o) {
 const CHUNK = 8192;
 
 let installed = false;
+// How this runtime opens a store named by a string: a directory (Node), an IndexedDB database
+// (browsers). Set by the package entry.
+let openNamedStore = null;
 /** Called once by the package entry after the WebAssembly module is instantiated. */
-export function __install(exports) {
+export function __install(exports, platform = {}) {
   if (installed) return;
   installed = true;
+  openNamedStore = platform.openStore ?? null;
   wasm.__setErrorFactory(makeError);
   // `free()` while one of the object's own methods is running (from a getter, a callback): the
   // object goes once that call returns, instead of wasm-bindgen's "attempted to take ownership
   // of Rust value while it was borrowed" (which also leaked it).
   if (exports) {
     for (const [C, name] of [[Landlord, 'landlord'], [Lease, 'lease'], [LeaseMap, 'leasemap'],
-      [RenewalManager, 'renewalmanager'], [RenewalService, 'renewalservice'], [GapTracker, 'gaptracker']]) {
+      [RenewalManager, 'renewalmanager'], [RenewalService, 'renewalservice'], [GapTracker, 'gaptracker'], [DiscoveryService, 'discoveryservice']]) {
       const release = exports[`__wbg_${name}_free`];
       if (typeof release !== 'function') continue;
       C.prototype.free = function free() {
@@ -377,14 +399,46 @@ export class LandlordDriver {
   #onExpired;
   #onError;
 
-  constructor(landlord, { now = defaultNow, onExpired, onError, keepAlive = false } = {}) {
+  constructor(landlord, { now = defaultNow, onExpired, onError, keepAlive = false, store } = {}) {
     if (!(landlord instanceof Landlord)) throw new TypeError('LandlordDriver needs a Landlord');
+    if (store !== undefined) throw new TypeError('a durable landlord comes from its store: use `await LandlordDriver.open({store, landlord: {id, policy}})`');
+    if (landlord.durable) throw new TypeError('a durable landlord is driven by the driver that opened it (LandlordDriver.open)');
     this.#landlord = landlord;
     this.#now = checkClock(now);
     this.#onExpired = onExpired ?? (() => {});
     this.#onError = onError ?? ((e) => queueMicrotask(() => { throw e; }));
     this.#timer = new DeadlineTimer(() => this.#tick(), this.#now, keepAlive);
     this.update();
+  }
+
+  /**
+   * Opens a durable landlord from its store and drives it: every reply, grant, renewal and
+   * cancel resolves only once the records behind it are durable (group commit: one write and
+   * one sync for everything that arrived meanwhile). See `DurableLandlordDriver`.
+   *
+   * `store`: a directory (Node) or an IndexedDB database name (browsers), or a store object
+   * (`FileStore`, `IndexedDbStore`, `MemoryStore`, or one of yours with `read()` and
+   * `apply(ops)`); the driver closes it when it closes. `landlord`: the options of
+   * `new Landlord(...)`; the id and policy are needed every time (the policy is code, not
+   * data), the rest only when the store is new (afterwards the store's own are used).
+   * Opening replays the store (a torn tail is dropped and cut; damage throws `DecodeError`) and
+   * resumes the landlord's clock where it stopped: time spent down does not count.
+   */
+  static async open({ store, landlord, segmentBytes, minCompactBytes, now = defaultNow, ...options } = {}) {
+    checkClock(now);
+    const host = await resolveStore(store);
+    let ll;
+    try {
+      const files = await host.read();
+      const opened = Landlord.__openStore(files, landlord, { segmentBytes, minCompactBytes }, now());
+      ll = opened.landlord;
+      await host.apply(opened.ops);
+      return new DurableLandlordDriver(OPEN, ll, host, opened.recovery, { now, ...options });
+    } catch (err) {
+      ll?.free();
+      await host.close?.();
+      throw err;
+    }
   }
 
   /** The landlord driven. */
@@ -472,6 +526,199 @@ export class LandlordDriver {
   }
 }
 
+const OPEN = Symbol('LandlordDriver.open');
+
+// For the other drivers of this package (discovery.js): the same store names, clocks and checks.
+export { resolveStore as __resolveStore, checkClock as __checkClock, alive as __alive };
+
+async function resolveStore(store) {
+  if (typeof store === 'string' || store instanceof URL) {
+    if (!openNamedStore) throw new TypeError('this runtime has no default store: pass a store object');
+    return openNamedStore(store);
+  }
+  if (store === undefined || store === null) {
+    throw new TypeError('LandlordDriver.open needs a store: a directory (Node), an IndexedDB name (browsers), or a store object (MemoryStore keeps nothing)');
+  }
+  return checkHost(store);
+}
+
+/**
+ * A durable landlord and its driver (made by `LandlordDriver.open`): expiry on setTimeout like
+ * `LandlordDriver`, and every answer released only once the journal records behind it are
+ * durable. `serve(bytes)` resolves with the reply; `grant`, `renew`, `cancel` resolve with
+ * their results (or reject with the landlord's error) at the same point. Expired leases reach
+ * `onExpired` once their sweep is durable (after a crash before that, the restarted landlord
+ * expires them again: at least once).
+ *
+ * If the store cannot write, every pending and later answer rejects with `StoreFailedError`
+ * (also given to `onError`): reply 503 to the holder and restart; reopening recovers.
+ */
+export class DurableLandlordDriver {
+  #landlord;
+  #writer;
+  #now;
+  #timer;
+  #onExpired;
+  #onError;
+  #recovery;
+  #closing = null;
+
+  constructor(token, landlord, host, recovery, { now = defaultNow, onExpired, onError, keepAlive = false } = {}) {
+    if (token !== OPEN) throw new TypeError('open a durable landlord with `await LandlordDriver.open({store, landlord})`');
+    this.#landlord = landlord;
+    this.#recovery = recovery;
+    this.#now = checkClock(now);
+    this.#onExpired = onExpired ?? (() => {});
+    this.#onError = onError ?? ((e) => queueMicrotask(() => { throw e; }));
+    this.#writer = new StoreWriter(landlord, host, { onError: (e) => this.#onError(e) });
+    this.#timer = new DeadlineTimer(() => this.#tick(), this.#now, keepAlive);
+    this.update();
+  }
+
+  /** The landlord driven (kept in the store: resources are bytes). */
+  get landlord() {
+    return this.#landlord;
+  }
+
+  /** The store it is kept in. */
+  get store() {
+    return this.#writer.host;
+  }
+
+  /** What opening the store found: `{created, replayed, torn?, journalSeq}`. */
+  get recovery() {
+    return this.#recovery;
+  }
+
+  /** Sizes and counts: `{logBytes, snapshotBytes, committed, writes}` (writes: rounds of group commit). */
+  get stats() {
+    return { ...this.#landlord.__storeStats(), writes: this.#writer.writes };
+  }
+
+  /** The error that stopped the store, if one did. */
+  get failed() {
+    return this.#writer.failed;
+  }
+
+  get closed() {
+    return this.#closing !== null;
+  }
+
+  /** The driver's clock, ms. */
+  now() {
+    return this.#now();
+  }
+
+  /** After changing the landlord directly: re-arms the timer and schedules a commit. */
+  update() {
+    if (this.closed) return;
+    if (!alive(this.#landlord)) {
+      this.#onError(new TypeError('the landlord of a DurableLandlordDriver was freed'));
+      this.#timer.close();
+      return;
+    }
+    const t = this.#landlord.__pollTimeoutMs();
+    this.#timer.arm(t === t ? t : undefined);
+    this.#writer.kick();
+  }
+
+  /** Resolves once everything the landlord recorded so far is durable. */
+  sync() {
+    if (this.closed) return this.#closing;
+    return this.#writer.durable();
+  }
+
+  /** Writes a new snapshot now and drops the log it covers (this also happens by itself). */
+  compact() {
+    if (this.closed) return Promise.reject(new Error('the driver is closed'));
+    return this.#writer.compact();
+  }
+
+  // Runs `f` now (at the driver's clock); its result, or its error, once durable.
+  async #answer(f) {
+    if (this.closed) throw new Error('the driver is closed');
+    let result;
+    let error;
+    let failed = false;
+    try {
+      result = f(this.#now());
+    } catch (err) {
+      failed = true;
+      error = err;
+    }
+    this.update();
+    await this.#writer.durable();
+    if (failed) throw error;
+    return result;
+  }
+
+  /** Answers one encoded request; resolves with the encoded reply once it may leave. */
+  serve(bytes, encoding = 'binary') {
+    return this.#answer((now) => this.#landlord.handleBytes(bytes, now, encoding));
+  }
+
+  /** Answers one request in object form; resolves with the reply object once it may leave. */
+  handleRequest(request) {
+    return this.#answer((now) => this.#landlord.handleRequest(request, now));
+  }
+
+  /** Grants a lease (resource: a string or Uint8Array); resolves with it once durable. */
+  grant(resource, duration) {
+    return this.#answer((now) => this.#landlord.grant(resource, duration, now));
+  }
+
+  /** Renews a lease; resolves with the granted duration once durable. */
+  renew(cookie, duration) {
+    return this.#answer((now) => this.#landlord.renew(cookie, duration, now));
+  }
+
+  /** Cancels a lease; resolves with its resource once durable. */
+  cancel(cookie) {
+    return this.#answer((now) => this.#landlord.cancel(cookie, now));
+  }
+
+  #tick() {
+    const ll = this.#landlord;
+    try {
+      if (!alive(ll)) return;
+      ll.handleTimeout(this.#now());
+      const expired = [];
+      let e;
+      while (alive(ll) && (e = ll.pollExpired()) !== undefined) expired.push(e);
+      if (expired.length) {
+        this.#writer.after(() => {
+          for (const x of expired) {
+            try {
+              this.#onExpired(x);
+            } catch (err) {
+              this.#onError(err);
+            }
+          }
+        });
+      }
+    } catch (err) {
+      this.#onError(err);
+    } finally {
+      this.update();
+    }
+  }
+
+  /**
+   * Stops the timer, writes what is pending, closes the store (and lets go of its lock). The
+   * landlord stays readable; answers asked for after this reject.
+   */
+  close() {
+    if (this.#closing) return this.#closing;
+    this.#timer.close();
+    this.#closing = closeWriter(this.#writer);
+    return this.#closing;
+  }
+
+  [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
+    return this.close();
+  }
+}
+
 function asBytes(x) {
   if (x instanceof Uint8Array || typeof x === 'string') return x;
   if (x instanceof ArrayBuffer) return new Uint8Array(x);
@@ -479,17 +726,85 @@ function asBytes(x) {
   throw new TypeError('a transport must resolve to a Uint8Array, ArrayBuffer or string');
 }
 
+// A server's lease endpoint: a URL with a path is used as it is; a bare origin gets `/lease`
+// (what leasehold-server serves). A relative URL (`/lease` in a page) is the page's.
+function leaseEndpoint(u) {
+  const url = new URL(String(u), globalThis.location?.href);
+  if (url.pathname === '/' || url.pathname === '') url.pathname = '/lease';
+  return url;
+}
+
+function timeoutSignal(ms) {
+  if (typeof AbortSignal.timeout === 'function') return { signal: AbortSignal.timeout(ms), clear() {} };
+  const c = new AbortController();
+  const t = setTimeout(() => c.abort(new DOMException('timed out', 'TimeoutError')), ms);
+  return { signal: c.signal, clear: () => clearTimeout(t) };
+}
+
 /**
- * A transport over HTTP `fetch`: POSTs each encoded request to `url` and resolves to the reply
- * body. HTTP errors and network failures reject (indefinite failures: the manager retries).
+ * A transport over HTTP `fetch` to one server or a cluster of `leasehold-server`s (a URL or a
+ * list of them; a bare origin like `http://a:7420` means its `/lease`). Grants go to the
+ * endpoint as it is; renewals and cancels add `?landlord=<id>` (decimal) so that any server can
+ * route them. Within one send it tries the servers in turn, starting with the one that answered
+ * last (or the owner a server named in `X-Leasehold-Owner` for that landlord), moving on after
+ * a network error, a time-out (`timeout` ms per attempt, default 1000) or an HTTP 5xx (503: the
+ * shard is moving); redirects (307/308) are followed with the same body. Only when every
+ * server failed does the send reject, with an `IndefiniteError` (the manager retries until the
+ * lease would expire): a transport failure is never reported as definite.
  */
-export function fetchTransport(url, { fetch: f = globalThis.fetch, headers = {}, encoding = 'binary' } = {}) {
+export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}, encoding = 'binary', timeout = 1000 } = {}) {
   if (typeof f !== 'function') throw new TypeError('fetchTransport needs fetch');
+  const list = (Array.isArray(urls) ? urls : [urls]).map(leaseEndpoint);
+  if (list.length === 0) throw new TypeError('fetchTransport needs at least one URL');
+  if (!(Number.isFinite(timeout) && timeout > 0)) throw new RangeError('timeout must be a positive number of ms');
   const type = encoding === 'json' ? 'application/json' : 'application/octet-stream';
-  return async (body) => {
-    const res = await f(url, { method: 'POST', body, headers: { 'content-type': type, ...headers } });
-    if (!res.ok) throw new IndefiniteError(`HTTP ${res.status} from ${url}`);
-    return new Uint8Array(await res.arrayBuffer());
+  let current = 0;
+  const owners = new Map(); // landlord (16 hex digits) -> index of the server that owns it
+  const indexOf = (origin) => list.findIndex((u) => u.origin === origin);
+  return async (body, landlord) => {
+    const query = landlord === undefined || landlord === null
+      ? ''
+      : `landlord=${typeof landlord === 'string' ? BigInt(`0x${landlord}`) : BigInt(landlord)}`; // hex id -> decimal
+    const first = owners.get(landlord) ?? current;
+    const failures = [];
+    for (let k = 0; k < list.length; k++) {
+      const i = (first + k) % list.length;
+      const url = new URL(list[i]);
+      if (query) url.search = url.search ? `${url.search}&${query}` : query;
+      const t = timeoutSignal(timeout);
+      try {
+        const res = await f(url, {
+          method: 'POST', body, redirect: 'follow', signal: t.signal,
+          headers: { 'content-type': type, ...headers },
+        });
+        if (res.status === 200) {
+          const reply = new Uint8Array(await res.arrayBuffer());
+          current = i;
+          if (query) {
+            const owner = res.headers.get('x-leasehold-owner');
+            let o = -1;
+            try {
+              o = owner ? indexOf(new URL(owner).origin) : -1;
+            } catch {}
+            owners.set(landlord, o >= 0 ? o : i);
+          }
+          return reply;
+        }
+        await res.arrayBuffer().catch(() => {});
+        if (res.status >= 500) {
+          failures.push(`${url.origin}: HTTP ${res.status}`);
+          continue;
+        }
+        throw new IndefiniteError(`HTTP ${res.status} from ${url}`);
+      } catch (err) {
+        if (err instanceof IndefiniteError) throw err;
+        // A network error (TypeError), a time-out or an abort: try the next server.
+        failures.push(`${url.origin}: ${err?.name === 'TimeoutError' || err?.name === 'AbortError' ? `no answer in ${timeout} ms` : (err?.cause?.code ?? err?.message ?? err)}`);
+      } finally {
+        t.clear();
+      }
+    }
+    throw new IndefiniteError(`every server failed (${failures.join('; ')})`);
   };
 }
 

@@ -273,11 +273,17 @@ pub fn input_len(v: &JsValue) -> Option<(usize, bool)> {
 }
 
 /// The decode error for a message of `len` bytes (at least `len` when `exact` is false) over
-/// the limit of `max`, worded as the core words it (`codec::check_size`), which cannot be
-/// called without the bytes in wasm memory.
+/// the limit of `max`: the core's own check (`Limits::check_message_size`) when the length is
+/// exact; for text, whose UTF-8 length is only bounded from below here, the same words with
+/// "at least".
 pub fn oversized(len: usize, exact: bool, max: usize) -> LeaseError {
-    let at_least = if exact { "" } else { "at least " };
-    LeaseError::Decode(format!("message is {at_least}{len} bytes, more than the {max} allowed"))
+    let limits = leasehold::Limits { max_message_bytes: max, ..Default::default() };
+    match limits.check_message_size(len) {
+        Err(e) if exact => e,
+        _ => LeaseError::Decode(format!(
+            "message is at least {len} bytes, more than the {max} allowed"
+        )),
+    }
 }
 
 /// Text or bytes for a wire decoder limited to `max` bytes: checked against the limit
@@ -493,5 +499,7 @@ mod tests {
         let limits = Limits { max_message_bytes: 8, ..Limits::default() };
         let core = Request::decode(&[0u8; 9], Encoding::Binary, &limits).unwrap_err();
         assert_eq!(super::oversized(9, true, 8).to_string(), core.to_string());
+        let text = super::oversized(9, false, 8).to_string();
+        assert_eq!(text, core.to_string().replace("is 9", "is at least 9"));
     }
 }

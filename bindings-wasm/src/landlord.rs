@@ -2,6 +2,8 @@
 
 use std::cell::{RefCell, RefMut};
 
+mod store;
+
 use js_sys::{Array, Uint8Array};
 use leasehold::landlord::{LandlordSnapshot, SnapshotLease};
 use leasehold::policy::{AdaptiveConfig, PolicySpec};
@@ -24,6 +26,30 @@ pub enum Resource {
 impl From<Vec<u8>> for Resource {
     fn from(b: Vec<u8>) -> Self {
         Resource::Bytes(b.into_boxed_slice())
+    }
+}
+
+/// A durable landlord's resources are bytes (what the store writes, and what every runtime's
+/// store of a landlord holds): a string is kept as its UTF-8 bytes, and resources come back as
+/// `Uint8Array`s, before a restart as after it.
+impl leasehold::journal::Durable for Resource {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Resource::Bytes(b) => out.extend_from_slice(b),
+            // Not reached: a durable landlord converts every resource to bytes before granting
+            // (`Landlord::resource_in`). Kept total for the trait: text as UTF-8, bytes as they
+            // are; no JavaScript runs (no getters, no toJSON).
+            Resource::Js(v) => {
+                if let Some(s) = v.as_string() {
+                    out.extend_from_slice(s.as_bytes());
+                } else if let Some(a) = v.dyn_ref::<Uint8Array>() {
+                    out.extend_from_slice(&a.to_vec());
+                }
+            }
+        }
+    }
+    fn decode(bytes: &[u8]) -> leasehold::Result<Self> {
+        Ok(Resource::Bytes(bytes.into()))
     }
 }
 
@@ -215,11 +241,18 @@ fn expired_out(e: Expired<Resource>) -> JsValue {
 #[wasm_bindgen]
 pub struct Landlord {
     state: RefCell<State>,
+    /// Kept in a store: resources must be bytes (or text, kept as UTF-8).
+    durable: bool,
 }
 
 struct State {
     inner: CoreLandlord<Resource>,
     policy: PolicySpec,
+    /// The store's bookkeeping, for a landlord opened from one.
+    durability: Option<crate::store::Durability>,
+    /// A conversion error of the last fast grant (a durable landlord's resource of the wrong
+    /// type), for `__takeError`.
+    last_type_error: Option<JsValue>,
     /// Duration and expiration of the last `__grantW`, read by the JavaScript wrapper.
     last_grant: (i64, i64),
     /// Result of the last `__renewW`.
@@ -280,16 +313,96 @@ impl Landlord {
     }
 
     fn wrap(inner: CoreLandlord<Resource>, policy: PolicySpec) -> Landlord {
+        Landlord::wrap_with(inner, policy, None)
+    }
+
+    fn wrap_with(
+        inner: CoreLandlord<Resource>,
+        policy: PolicySpec,
+        durability: Option<crate::store::Durability>,
+    ) -> Landlord {
         Landlord {
+            durable: durability.is_some(),
             state: RefCell::new(State {
                 inner,
                 policy,
+                durability,
+                last_type_error: None,
                 last_grant: (0, 0),
                 last_renew: 0,
                 last_error: None,
             }),
         }
     }
+
+    /// A resource as this landlord keeps it: any JavaScript value, or for a durable landlord
+    /// bytes (a `Uint8Array` copied, a string as its UTF-8 bytes). Runs no user code.
+    fn resource_in(&self, v: JsValue) -> Result<Resource, JsValue> {
+        if !self.durable {
+            return Ok(Resource::Js(v));
+        }
+        if v.is_string() || v.is_instance_of::<Uint8Array>() {
+            return text_or_bytes_in(&v, "resource").map(Resource::from);
+        }
+        Err(type_error(
+            "a durable landlord's resource must be a string or a Uint8Array (it is written to its \
+             store; encode other values yourself, e.g. with JSON.stringify)",
+        ))
+    }
+}
+
+/// The landlord's options as given to `new Landlord(...)` (and to a store, for a new one):
+/// its configuration and its policy; whether a seed was given.
+/// What every landlord and every leased service (renewal, discovery) takes: `{id, seed?, grace?,
+/// limits?}` (`seed` defaults to fresh entropy). `what` names the options in the error for a
+/// non-object. Returns the configuration and whether a seed was given.
+pub(crate) fn landlord_options_in(
+    options: &JsValue,
+    what: &str,
+) -> Result<(LandlordConfig, bool), JsValue> {
+    if !options.is_object() {
+        return Err(type_error(format!("{what} options must be an object {{id, ...}}")));
+    }
+    let id = landlord_in(&get(options, "id")?)?;
+    let seed_v = get(options, "seed")?;
+    let seed_given = !seed_v.is_undefined();
+    let seed = if !seed_given {
+        random_seed()?
+    } else {
+        let b = fixed_bytes_in(&seed_v, 32, "seed")?;
+        <[u8; 32]>::try_from(b.as_slice()).expect("32 bytes")
+    };
+    let mut config = LandlordConfig::new(id, seed);
+    if let Some(g) = opt_ms(options, "grace", "grace")? {
+        if g < 0 {
+            return Err(range_error(format!("grace must not be negative, got {g}")));
+        }
+        config = config.with_grace(g);
+    }
+    config.limits = limits_in(&get(options, "limits")?)?;
+    Ok((config, seed_given))
+}
+
+fn config_in(options: &JsValue) -> Result<(LandlordConfig, PolicySpec, bool), JsValue> {
+    if !options.is_object() {
+        return Err(type_error("Landlord options must be an object {id, policy, ...}"));
+    }
+    let spec = policy_in(&get(options, "policy")?)?;
+    let (mut config, seed_given) = landlord_options_in(options, "Landlord")?;
+    let budget = get(options, "expiryBudget")?;
+    if !budget.is_undefined() {
+        config.expiry_budget = count_in(&budget, "expiryBudget")?;
+        if config.expiry_budget == 0 {
+            return Err(range_error("expiryBudget must be at least 1"));
+        }
+    }
+    if let Some(i) = opt_ms(options, "journalClockInterval", "journalClockInterval")? {
+        if i < 0 {
+            return Err(range_error(format!("journalClockInterval must not be negative, got {i}")));
+        }
+        config.journal_clock_interval = i;
+    }
+    Ok((config, spec, seed_given))
 }
 
 #[wasm_bindgen]
@@ -301,33 +414,7 @@ impl Landlord {
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "LandlordOptions")] options: JsValue,
     ) -> Result<Landlord, JsValue> {
-        if !options.is_object() {
-            return Err(type_error("Landlord options must be an object {id, policy, ...}"));
-        }
-        let id = landlord_in(&get(&options, "id")?)?;
-        let spec = policy_in(&get(&options, "policy")?)?;
-        let seed_v = get(&options, "seed")?;
-        let seed = if seed_v.is_undefined() {
-            random_seed()?
-        } else {
-            let b = fixed_bytes_in(&seed_v, 32, "seed")?;
-            <[u8; 32]>::try_from(b.as_slice()).expect("32 bytes")
-        };
-        let mut config = LandlordConfig::new(id, seed);
-        if let Some(g) = opt_ms(&options, "grace", "grace")? {
-            if g < 0 {
-                return Err(range_error(format!("grace must not be negative, got {g}")));
-            }
-            config = config.with_grace(g);
-        }
-        let budget = get(&options, "expiryBudget")?;
-        if !budget.is_undefined() {
-            config.expiry_budget = count_in(&budget, "expiryBudget")?;
-            if config.expiry_budget == 0 {
-                return Err(range_error("expiryBudget must be at least 1"));
-            }
-        }
-        config.limits = limits_in(&get(&options, "limits")?)?;
+        let (config, spec, _) = config_in(&options)?;
         let policy = js(spec.build())?;
         Ok(Landlord::wrap(CoreLandlord::new(config, policy), spec))
     }
@@ -373,7 +460,8 @@ impl Landlord {
     ) -> Result<JsValue, JsValue> {
         let d = ms_in(&duration, "duration")?;
         let now = now_in(&now)?;
-        let g = self.st()?.inner.grant(Resource::Js(resource), d, now);
+        let resource = self.resource_in(resource)?;
+        let g = self.st()?.inner.grant(resource, d, now);
         let g = js(g)?;
         let o = obj();
         KEYS.with(|k| {
@@ -552,10 +640,18 @@ impl Landlord {
     /// it failed (`__takeError` has the error) or is past the safe range (`__lastGrantExact`).
     #[wasm_bindgen(js_name = __grantW, skip_typescript)]
     pub fn grant_w(&self, resource: JsValue, duration: f64, now: f64) -> f64 {
+        let resource = self.resource_in(resource);
         let Ok(mut st) = self.state.try_borrow_mut() else { return f64::NAN };
+        let resource = match resource {
+            Ok(r) => r,
+            Err(e) => {
+                st.last_type_error = Some(e);
+                return f64::NAN;
+            }
+        };
         let r = ms_from_f64_core(duration, "duration")
             .and_then(|d| Ok((d, ms_from_f64_core(now, "now")?)))
-            .and_then(|(d, now)| st.inner.grant(Resource::Js(resource), d, now));
+            .and_then(|(d, now)| st.inner.grant(resource, d, now));
         match r {
             Ok(g) => {
                 scratch()[..4].copy_from_slice(&words_of_cookie(g.cookie));
@@ -620,6 +716,7 @@ impl Landlord {
     #[wasm_bindgen(js_name = __takeError, skip_typescript)]
     pub fn take_error(&self) -> JsValue {
         match self.state.try_borrow_mut() {
+            Ok(mut st) if st.last_type_error.is_some() => st.last_type_error.take().unwrap(),
             Ok(mut st) => match st.last_error.take() {
                 Some(e) => {
                     drop(st);
@@ -648,12 +745,23 @@ impl Landlord {
         if words.len() < 4 * n || out.len() < n || durations.is_empty() {
             return Err(range_error("grant batch: arrays too short"));
         }
+        let resources: Vec<Result<Resource, LeaseError>> = resources
+            .into_iter()
+            .map(|r| {
+                self.resource_in(r).map_err(|_| {
+                    LeaseError::InvalidArgument(
+                        "a durable landlord's resource must be a string or a Uint8Array".into(),
+                    )
+                })
+            })
+            .collect();
         let mut st = self.st()?;
         let mut failed = 0;
         for (i, r) in resources.into_iter().enumerate() {
             let d = durations[if durations.len() == 1 { 0 } else { i }];
-            let g = ms_from_f64_core(d, "duration")
-                .and_then(|d| st.inner.grant(Resource::Js(r), d, now));
+            let g = r.and_then(|r| {
+                ms_from_f64_core(d, "duration").and_then(|d| st.inner.grant(r, d, now))
+            });
             match g {
                 Ok(g) => {
                     words[4 * i..4 * i + 4].copy_from_slice(&words_of_cookie(g.cookie));

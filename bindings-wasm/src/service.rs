@@ -8,12 +8,11 @@ use leasehold::event::{EventRegistration, EventSource};
 use leasehold::service::{
     RenewalService as CoreService, RenewalServiceConfig, ServiceSnapshot, SetEventKind, SetId,
 };
-use leasehold::LandlordConfig;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
 use crate::holder::{config_in, failure_in};
-use crate::landlord::{limits_in, policy_in, random_seed};
+use crate::landlord::{landlord_options_in, policy_in};
 use crate::lease::Lease;
 use crate::wire::{error_reply, id_in, id_out, reply_in, reply_out, request_in, request_out};
 
@@ -21,14 +20,14 @@ fn set_in(v: &JsValue) -> Result<SetId, JsValue> {
     Ok(SetId(id_in(v)?))
 }
 
-fn source_out(s: &EventSource) -> JsValue {
+pub(crate) fn source_out(s: &EventSource) -> JsValue {
     let o = obj();
     set(&o, &"service".into(), &s.service.to_string().into());
     set(&o, &"object".into(), &id_out(s.object));
     o.into()
 }
 
-fn registration_out(r: EventRegistration) -> JsValue {
+pub(crate) fn registration_out(r: EventRegistration) -> JsValue {
     let o = obj();
     set(&o, &"eventId".into(), &id_out(r.event_id));
     set(&o, &"source".into(), &source_out(&r.source));
@@ -38,27 +37,9 @@ fn registration_out(r: EventRegistration) -> JsValue {
 }
 
 fn config_from(options: &JsValue) -> Result<RenewalServiceConfig, JsValue> {
-    if !options.is_object() {
-        return Err(type_error("RenewalService options must be an object {id, ...}"));
-    }
-    let id = landlord_in(&get(options, "id")?)?;
-    let seed_v = get(options, "seed")?;
-    let seed = if seed_v.is_undefined() {
-        random_seed()?
-    } else {
-        let b = fixed_bytes_in(&seed_v, 32, "seed")?;
-        <[u8; 32]>::try_from(b.as_slice()).expect("32 bytes")
-    };
-    let mut c = RenewalServiceConfig::new(id, seed);
-    let g = get(options, "grace")?;
-    if !g.is_undefined() {
-        let g = ms_in(&g, "grace")?;
-        if g < 0 {
-            return Err(range_error(format!("grace must not be negative, got {g}")));
-        }
-        c.landlord = LandlordConfig { grace: g, ..c.landlord };
-    }
-    c.landlord.limits = limits_in(&get(options, "limits")?)?;
+    let (landlord, _) = landlord_options_in(options, "RenewalService")?;
+    let mut c = RenewalServiceConfig::new(landlord.id, landlord.seed);
+    c.landlord = landlord;
     let p = get(options, "setPolicy")?;
     if !p.is_undefined() {
         c.set_policy = policy_in(&p)?;

@@ -28,8 +28,11 @@ function run(holder, ll, from, until, onEvent = () => {}) {
     while (ll.pollExpired() !== undefined);
     let tx;
     while ((tx = holder.pollTransmit(now)) !== undefined) {
-      // through the encoded wire, both ways, as a transport would
-      holder.handleReply(decodeReply(ll.handleBytes(encodeRequest(tx.request), now)), now + 5);
+      // through the encoded wire, both ways, as a transport would; the reply comes 5 ms later
+      // (and the clock goes on from there: a host clock never runs backwards here)
+      const reply = decodeReply(ll.handleBytes(encodeRequest(tx.request), now));
+      now += 5;
+      holder.handleReply(reply, now);
     }
     let e;
     while ((e = holder.pollEvent()) !== undefined) onEvent(e, now);

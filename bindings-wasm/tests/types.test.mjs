@@ -12,6 +12,11 @@ import {
   fetchTransport, Policy, FOREVER, ANY, DURATION, ErrorCode, LeaseError, LeaseMapError, UnknownLeaseError,
   encodeRequest, decodeReply, grantRequest, leaseFromReply, type Grant, type Reply, type SetEvent,
   type RenewalEvent, IndefiniteError, ReentrantCallError, cookieFromWords, cookieToWords,
+  FileStore, MemoryStore, IndexedDbStore, StoreLockedError, StoreFailedError, DurableLandlordDriver,
+  type StoreHost, type FileOp, type Recovery,
+  DiscoveryService, DiscoveryDriver, ALL_GROUPS, NO_GROUPS, encodeDiscoveryRequest, decodeDiscoveryReply,
+  discoveryEventFromBytes, encodeEventReply, encodeAnnouncement, decodeAnnouncement,
+  type DiscoveryEvent, type Registrar, type DeliveryFailure, type Announcement,
 } from 'leasehold';
 
 const ll = new Landlord({ id: 1, policy: Policy.capacity(10, Policy.bounded(60_000, 30_000)) });
@@ -53,6 +58,61 @@ const gb: { cookies: Uint32Array; durations: Float64Array; failed: number } = ll
 const rb: Float64Array = ll.renewBatch(gb.cookies, new Float64Array([1, 2]), 9);
 const cb: unknown[] = ll.cancelBatch(gb.cookies, 10, new Float64Array(2));
 void [d, s, ev, driver, code, u, re, gd, rdur, res, hexCookie, rb, cb];
+
+async function durable(): Promise<void> {
+  const dd: DurableLandlordDriver = await LandlordDriver.open({
+    store: './data', landlord: { id: 3, policy: Policy.bounded(60_000, 30_000) }, segmentBytes: 1 << 20,
+    onExpired: (e) => console.log(e.cookie), onError: (e) => console.error(e),
+  });
+  const rec: Recovery = dd.recovery;
+  const reply: Uint8Array = await dd.serve(new Uint8Array(0));
+  const gr: Grant = await dd.grant('printer', ANY);
+  const rn: number = await dd.renew(gr.cookie, 1000);
+  const back: Uint8Array = await dd.cancel(gr.cookie);
+  await dd.sync();
+  await dd.compact();
+  const st: number = dd.stats.logBytes + dd.stats.writes;
+  await using again = await LandlordDriver.open({ store: new MemoryStore(), landlord: { id: 4, policy: Policy.fixed(1000) } });
+  const fs: StoreHost = await FileStore.open('./x');
+  const idb: StoreHost = await IndexedDbStore.open('x', { persist: true });
+  const ops: FileOp[] = [{ op: 'append', file: 'a', bytes: new Uint8Array(1) }, { op: 'truncate', file: 'a', len: 0 }];
+  await fs.apply(ops);
+  const locked: Error = new StoreLockedError('x');
+  const failed: IndefiniteError = new StoreFailedError('x');
+  const cluster = fetchTransport(['http://a:7420', new URL('http://b:7420')], { timeout: 500 });
+  void [rec, reply, rn, back, st, again, idb, locked, failed, cluster];
+  await dd.close();
+}
+void durable;
+
+// The lookup discovery service and its driver.
+const lds = new DiscoveryService({ id: 7, leasePolicy: Policy.bounded(60_000, 60_000), eventRetry: [100] });
+const reg = lds.register(ALL_GROUPS, ['h:1'], 'x', ANY, 0);
+const regLease: Lease = reg.lease;
+lds.setGroups(reg.registration, [...NO_GROUPS], 1);
+const a: Announcement = { registrar: '00000000000000000000000000000001', groups: ['g'], locator: 'h:1', sequence: 1, ttl: 1000 };
+lds.handleDatagram(encodeAnnouncement(a), 2);
+const back2: Announcement = decodeAnnouncement(encodeAnnouncement(a));
+const ldRegistrars: Registrar[] = lds.registrars(reg.registration, 3);
+const ldEvent: DiscoveryEvent | undefined = lds.pollEvent(3);
+if (ldEvent) lds.deliveryFailed(ldEvent.eventId, ldEvent.sequence, { kind: 'indefinite', message: 'down' }, 4);
+lds.unicastFailed(1, 5);
+const req = encodeDiscoveryRequest({ v: 1, id: '1', body: { op: 'get_registrars', cookie: regLease.cookie } }, 'json');
+const er = encodeEventReply({ v: 1, event_id: '1', sequence: '2', body: { op: 'received' } });
+async function discovery() {
+  const d = await DiscoveryDriver.open({
+    store: new MemoryStore(), service: { id: 7 },
+    deliver: async (e: DiscoveryEvent, listener: string | undefined): Promise<void | DeliveryFailure> => (listener ? undefined : { kind: 'unknownEvent' }),
+    probe: async (locator: string) => ({ registrar: locator, groups: [] }),
+  });
+  const r = await d.register(['g'], [], new Uint8Array(0), 60_000, 'http://x/events');
+  const bytes: Uint8Array = await d.serveDiscovery(req, 'json');
+  const reply = decodeDiscoveryReply(bytes, 'json');
+  const e2: DiscoveryEvent = discoveryEventFromBytes(new Uint8Array(0));
+  void [r, reply, e2, er, back2, ldRegistrars];
+  await d.close();
+}
+void discovery;
 `;
 
 test('the .d.ts files type-check a program using the API (tsc --strict)', () => {

@@ -109,13 +109,7 @@ pub(crate) fn decode_err(msg: impl Into<String>) -> LeaseError {
 }
 
 pub(crate) fn check_size(len: usize, limits: &Limits) -> Result<()> {
-    if len > limits.max_message_bytes {
-        return Err(decode_err(format!(
-            "message is {len} bytes, more than the {} allowed",
-            limits.max_message_bytes
-        )));
-    }
-    Ok(())
+    limits.check_message_size(len)
 }
 
 pub(crate) fn check_version(v: u32) -> Result<()> {

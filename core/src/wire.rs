@@ -41,6 +41,22 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// Refuses a message of `len` bytes over [`Limits::max_message_bytes`] with the decode
+    /// error every decoder gives, so a host can check a body's length before it reads or
+    /// copies it (a binding checks a JavaScript buffer before copying it into WebAssembly
+    /// memory).
+    pub fn check_message_size(&self, len: usize) -> Result<()> {
+        if len > self.max_message_bytes {
+            return Err(LeaseError::Decode(format!(
+                "message is {len} bytes, more than the {} allowed",
+                self.max_message_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Which encoding a message is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -287,7 +287,10 @@ fn exercise(mut m: RenewalManager) {
                 (1, _) => ReplyBody::Cancelled,
                 _ => continue,
             };
-            m.handle_reply(&Reply { id: tx.request.id, landlord: tx.landlord, body }, t + 5);
+            m.handle_reply(
+                &Reply { id: tx.request.id, landlord: tx.landlord, body },
+                t.saturating_add(5),
+            );
         }
         while m.poll_event().is_some() {}
     }

@@ -1,13 +1,17 @@
 // The landlord of the web example: a Node http server on 127.0.0.1 that
-//   - answers wire requests at POST /lease (binary body in, binary reply out),
+//   - answers wire requests at POST /lease (binary body in, binary reply out) with a durable
+//     landlord: kept in a directory (LandlordDriver.open), each reply sent once its record is
+//     on disk, so a restarted server still knows every lease it granted,
 //   - streams what happens to every lease at GET /events (server-sent events: granted, renewed,
 //     cancelled, expired, denied),
 //   - serves the page (/), the tabs demo (/tabs: leader election among tabs, landlord in a
 //     SharedWorker) and the browser build of the package (/pkg/...).
-// Usage: node examples/web/server.mjs [port]   (LEASEHOLD_PKG=dir of the built package;
-// default bindings-wasm/pkg). Open http://127.0.0.1:<port>/.
+// Usage: node examples/web/server.mjs [port] [--data DIR | --memory]   (LEASEHOLD_PKG=dir of the
+// built package, default bindings-wasm/pkg; DIR defaults to examples/web/data). Open
+// http://127.0.0.1:<port>/.
 import { createServer } from 'node:http';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, join, normalize, extname } from 'node:path';
 
@@ -24,10 +28,12 @@ const TYPES = {
 };
 
 /**
- * Starts the example's server. Resolves to {url, port, close()}.
+ * Starts the example's server. Resolves to {url, port, landlord, history, close()}.
  * `maxLease` bounds every grant (ms), so leases expire within seconds of a holder stopping.
+ * `data`: the landlord's directory (default: a new temporary one, removed by close());
+ * `memory: true` keeps the landlord in memory only.
  */
-export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () => {} } = {}) {
+export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () => {}, data, memory = false } = {}) {
   pkgDir ??= process.env.LEASEHOLD_PKG ?? join(here, '../../bindings-wasm/pkg');
   const lh = await import(pathToFileURL(join(pkgDir, 'node.js')).href);
   const clients = new Set();
@@ -42,21 +48,25 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
     log(ev);
   };
 
-  const landlord = new lh.Landlord({ id: 0x5eb, policy: lh.Policy.bounded(maxLease, maxLease) });
-  const driver = new lh.LandlordDriver(landlord, {
+  const temporary = !memory && data === undefined;
+  if (temporary) data = await mkdtemp(join(tmpdir(), 'leasehold-web-'));
+  const driver = await lh.LandlordDriver.open({
+    store: memory ? new lh.MemoryStore() : data,
+    landlord: { id: 0x5eb, policy: lh.Policy.bounded(maxLease, maxLease) },
     onExpired: (e) => emit('expired', e.cookie, { holder: new TextDecoder().decode(e.resource) }),
   });
+  const landlord = driver.landlord;
 
-  // Decode, answer, encode: the object form lets the server see what happened to each lease.
-  function answer(body) {
+  // Decode, answer (once durable), encode: the object form lets the server see what happened
+  // to each lease.
+  async function answer(body) {
     let request;
     try {
       request = lh.decodeRequest(body);
     } catch {
       return driver.serve(body); // undecodable: the landlord's own error reply
     }
-    const reply = landlord.handleRequest(request, driver.now());
-    driver.update();
+    const reply = await driver.handleRequest(request);
     const q = request.body;
     const r = reply.body;
     if (q.op === 'grant') {
@@ -102,7 +112,13 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
         }
         chunks.push(c);
       }
-      const reply = answer(new Uint8Array(Buffer.concat(chunks)));
+      let reply;
+      try {
+        reply = await answer(new Uint8Array(Buffer.concat(chunks)));
+      } catch (e) {
+        res.writeHead(503, { 'retry-after': '1' }).end(String(e.message)); // the store failed
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.end(reply);
     } else if (url.pathname === '/events') {
@@ -130,18 +146,33 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
     port: actual,
     url: `http://127.0.0.1:${actual}/`,
     landlord,
+    driver,
     history,
-    close: () =>
-      new Promise((resolve) => {
-        driver.close();
-        for (const res of clients) res.end();
-        server.closeAllConnections?.();
-        server.close(() => resolve());
-      }),
+    close: async () => {
+      for (const res of clients) res.end();
+      server.closeAllConnections?.();
+      await new Promise((resolve) => server.close(() => resolve()));
+      await driver.close();
+      if (temporary) await rm(data, { recursive: true, force: true });
+    },
   };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const s = await startServer({ port: Number(process.argv[2] ?? 8080), log: (e) => console.log(JSON.stringify(e)) });
+  const args = process.argv.slice(2);
+  const flag = (name) => {
+    const i = args.indexOf(name);
+    return i < 0 ? undefined : args.splice(i, name === '--memory' ? 1 : 2)[1] ?? true;
+  };
+  const memory = flag('--memory') !== undefined;
+  const data = flag('--data') ?? join(here, 'data');
+  const s = await startServer({
+    port: Number(args[0] ?? 8080), memory, data: memory ? undefined : data,
+    log: (e) => console.log(JSON.stringify(e)),
+  });
+  const r = s.driver.recovery;
+  console.log(memory
+    ? 'landlord in memory only (--memory): a restart forgets every lease'
+    : `landlord kept in ${data}: ${r.created ? 'a new store' : `${s.landlord.size} leases recovered (${r.replayed} records replayed)`}`);
   console.log(`leasehold web example: ${s.url}`);
 }

@@ -4,7 +4,8 @@ A *landlord* grants leases on resources for negotiated durations; holders renew 
 a lease nobody renews expires.  Every call that depends on time takes ``now`` in milliseconds on
 the host's clock; durations are int milliseconds (``FOREVER``, ``ANY``) or ``datetime.timedelta``.
 The drivers in :mod:`leasehold.aio` and :mod:`leasehold.threaded` run the state machines on a
-real clock.
+real clock.  ``DiscoveryService`` is Jini's lookup discovery service: registrations (leased)
+whose clients hear discovered and discarded events about lookup services (registrars).
 """
 
 from __future__ import annotations
@@ -25,6 +26,17 @@ from ._errors import (
     UnknownLeaseError,
 )
 from ._native import (
+    ANNOUNCEMENT_MAX_BYTES,
+    Announcement,
+    DiscoveryEvent,
+    DiscoveryRegistration,
+    DiscoveryReply,
+    DiscoveryRequest,
+    DiscoveryService,
+    EventReply,
+    Registrar,
+    UnicastRequest,
+    UnicastResponse,
     ABSOLUTE,
     Admission,
     Confirm,
@@ -68,6 +80,12 @@ from ._types import Duration, Encoding
 from . import aio, http, threaded  # noqa: E402  (submodules: drivers and the HTTP transport)
 
 
+#: The groups of a registration that wants every lookup service (Jini ``ALL_GROUPS``).
+ALL_GROUPS = None
+#: The groups of a registration that wants none by group (Jini ``NO_GROUPS``).
+NO_GROUPS: frozenset[str] = frozenset()
+
+
 class SerialFormat(IntEnum):
     """How a lease is written out (Jini ``Lease.DURATION`` and ``Lease.ABSOLUTE``)."""
 
@@ -76,6 +94,19 @@ class SerialFormat(IntEnum):
 
 
 __all__ = [
+    "ALL_GROUPS",
+    "ANNOUNCEMENT_MAX_BYTES",
+    "Announcement",
+    "DiscoveryEvent",
+    "DiscoveryRegistration",
+    "DiscoveryReply",
+    "DiscoveryRequest",
+    "DiscoveryService",
+    "EventReply",
+    "NO_GROUPS",
+    "Registrar",
+    "UnicastRequest",
+    "UnicastResponse",
     "Admission",
     "Confirm",
     "ListenerEvent",

@@ -4,15 +4,27 @@ outcome goes back to the core (the reply, or the failure as the right ``LeaseErr
 
 A new sans-I/O part with the renewer's interface (``poll_timeout``, ``handle_timeout``,
 ``poll_transmit``, ``handle_reply``, ``handle_failure``, ``drain_events``) is driven by the
-existing ``RenewalDriver`` of :mod:`leasehold.threaded` and :mod:`leasehold.aio` as it is.
+existing ``RenewalDriver`` of :mod:`leasehold.threaded` and :mod:`leasehold.aio` as it is. A part
+with another interface gets a small driver on the same loops (``_Worker`` in each module: jobs
+on a pool or in tasks, stop with or without finishing them) and reports its outcomes here
+(``report_delivery``, ``report_probe`` for the discovery service).
 """
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Protocol, Sequence, TypeVar
+from typing import Callable, List, Optional, Protocol, Sequence, TypeVar, Union
 
 from ._errors import IndefiniteError, LeaseError
-from ._native import Reply, Transmit
+from ._native import (
+    Announcement,
+    DiscoveryEvent,
+    DiscoveryService,
+    EventReply,
+    Reply,
+    Transmit,
+    UnicastRequest,
+    UnicastResponse,
+)
 from ._types import Encoding
 
 E = TypeVar("E", covariant=True)
@@ -78,3 +90,54 @@ def settle(
             renewer.handle_reply(reply, clock())
             return
     renewer.handle_failure(request_id, as_failure(error), clock())
+
+
+#: What unicast discovery of a locator finds: the registrar's answer (or its announcement).
+ProbeResult = Union[UnicastResponse, Announcement]
+
+
+def report_probe(
+    service: DiscoveryService,
+    request: UnicastRequest,
+    clock: Clock,
+    result: Optional[object] = None,
+    error: Optional[BaseException] = None,
+) -> None:
+    """Hands the outcome of unicast discovery ``request`` back to the service: what the probe
+    found, or the failure (retried after the core's back-off). A probe that returned anything
+    but a ``UnicastResponse`` or an ``Announcement`` failed."""
+    if error is None and not isinstance(result, (UnicastResponse, Announcement)):
+        error = TypeError(f"a probe returns a UnicastResponse or an Announcement, got {type(result).__name__}")
+    if error is not None:
+        service.handle_unicast(request.id, as_failure(error), clock())
+    else:
+        assert isinstance(result, (UnicastResponse, Announcement))
+        service.handle_unicast(request.id, result, clock())
+
+
+def report_delivery(
+    service: DiscoveryService,
+    event: DiscoveryEvent,
+    clock: Clock,
+    answer: Optional[object] = None,
+    error: Optional[BaseException] = None,
+) -> None:
+    """Hands the outcome of delivering ``event`` back to the service: delivered (the deliverer
+    returned None), the listener's ``EventReply``, or the failure (a ``LeaseError`` as itself:
+    indefinite is retried, definite cancels the registration; any other exception is indefinite).
+    An answer about another event, or of another type, is an indefinite failure."""
+    now = clock()
+    if error is None and answer is not None:
+        if not isinstance(answer, EventReply):
+            error = TypeError(f"a deliverer returns None or an EventReply, got {type(answer).__name__}")
+        elif (answer.event_id, answer.sequence) != (event.event_id, event.sequence):
+            error = IndefiniteError(
+                f"indefinite failure: answer for event {answer.event_id} #{answer.sequence}",
+                f"answer for event {answer.event_id} #{answer.sequence}",
+            )
+    if error is not None:
+        service.delivery_failed(event.event_id, event.sequence, as_failure(error), now)
+    elif isinstance(answer, EventReply):
+        service.handle_event_reply(answer, now)
+    else:
+        service.delivered(event.event_id, event.sequence, now)

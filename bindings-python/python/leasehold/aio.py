@@ -9,14 +9,42 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Awaitable, Callable, Generic, Optional, Sequence, Set, TypeVar, Union
+from functools import partial
+from typing import Any, Awaitable, Callable, Generic, List, Optional, Sequence, Set, TypeVar, Union
 
 from ._clock import monotonic_ms, wait_seconds
-from ._driving import Renewer, due, settle
-from ._native import Expired, Landlord, Lease, Policy, Reply, Request, Transmit, lease_from_reply
+from ._driving import ProbeResult, Renewer, due, report_delivery, report_probe, settle
+from ._native import (
+    ANNOUNCEMENT_MAX_BYTES,
+    Announcement,
+    DiscoveryEvent,
+    DiscoveryService,
+    EventReply,
+    Expired,
+    Landlord,
+    Lease,
+    Policy,
+    Registrar,
+    Reply,
+    Request,
+    Transmit,
+    UnicastRequest,
+    lease_from_reply,
+)
 from ._types import Duration, Encoding
 
-__all__ = ["LandlordDriver", "RenewalDriver", "monotonic_ms", "obtain_lease", "Send", "Transport"]
+__all__ = [
+    "DiscoveryDriver",
+    "LandlordDriver",
+    "RenewalDriver",
+    "monotonic_ms",
+    "obtain_lease",
+    "probe_tcp",
+    "Deliver",
+    "Probe",
+    "Send",
+    "Transport",
+]
 
 E = TypeVar("E")
 T = TypeVar("T")
@@ -113,6 +141,28 @@ class _Loop:
         return False
 
 
+class _Syncer:
+    """Waits until a journal record of a durable part (a landlord, a discovery service) is
+    durable, syncing off the loop: one sync at a time, and every waiter that arrives during it
+    waits for the next one (group commit)."""
+
+    def __init__(self, part: Union[Landlord, DiscoveryService]) -> None:
+        self.part = part
+        self._sync: Optional["asyncio.Future[int]"] = None
+
+    async def wait(self, seq: int) -> None:
+        while self.part.durable_seq < seq:
+            sync = self._sync
+            if sync is None:
+                sync = asyncio.get_running_loop().run_in_executor(None, self.part.commit)
+                self._sync = sync
+            try:
+                await asyncio.shield(sync)
+            finally:
+                if self._sync is sync and sync.done():
+                    self._sync = None
+
+
 class LandlordDriver(_Loop):
     """Runs a landlord's expiry on the event loop.
 
@@ -134,7 +184,7 @@ class LandlordDriver(_Loop):
         super().__init__(clock)
         self.landlord = landlord
         self._on_expired = on_expired
-        self._sync: Optional["asyncio.Future[int]"] = None
+        self._syncer = _Syncer(landlord)
 
     @classmethod
     def open(
@@ -172,18 +222,8 @@ class LandlordDriver(_Loop):
         return reply
 
     async def _durable(self, seq: int) -> None:
-        """Waits until journal record ``seq`` is durable, starting a sync off the loop when none
-        is under way; requests answered during a sync wait for the next one."""
-        while self.landlord.durable_seq < seq:
-            sync = self._sync
-            if sync is None:
-                sync = asyncio.get_running_loop().run_in_executor(None, self.landlord.commit)
-                self._sync = sync
-            try:
-                await asyncio.shield(sync)
-            finally:
-                if self._sync is sync and sync.done():
-                    self._sync = None
+        """Waits until journal record ``seq`` is durable (a sync off the loop, shared)."""
+        await self._syncer.wait(seq)
 
     async def _step(self) -> Optional[int]:
         self.landlord.handle_timeout(self.clock())
@@ -246,7 +286,87 @@ async def obtain_lease(
     return lease_from_reply(reply, sent_at, max_drift_ppm)
 
 
-class RenewalDriver(_Loop, Generic[E]):
+#: A job of a driver: one request's I/O, reporting its own outcome to the part.
+Job = Callable[[], Awaitable[None]]
+
+
+class _Worker(_Loop):
+    """A driver loop that runs the I/O its part asks for as tasks, one per request, and stops
+    either after finishing what is under way (``flush``) or at once.
+
+    A driver says what is due (:meth:`_jobs`: coroutine functions, each reporting its own
+    outcome to the part), what to deliver in the loop (:meth:`_deliver`) and when to run next
+    (:meth:`_next`).  Jobs and callbacks may await :meth:`stop`: it does not wait for itself.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock)
+        self._sends: Set[asyncio.Task[None]] = set()
+        self._exit_flush: Optional[bool] = None  # set when stop() was awaited from inside run()
+
+    async def _jobs(self) -> List[Job]:
+        """Advances the part to now and takes what it wants done."""
+        raise NotImplementedError
+
+    async def _deliver(self) -> None:
+        """Delivers what the part handed out, in the loop."""
+
+    def _next(self) -> Optional[int]:
+        """When to run again (ms on the clock), None for never."""
+        raise NotImplementedError
+
+    async def _job(self, job: Job) -> None:
+        try:
+            await job()
+        except Exception as exc:  # a job reports its own outcome; anything else is reported here
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "leasehold: a driver's job failed", "exception": exc}
+            )
+        self.wake()
+
+    async def _launch(self) -> None:
+        """Starts every job that is due, each in its own task."""
+        loop = asyncio.get_running_loop()
+        for job in await self._jobs():
+            task = loop.create_task(self._job(job))
+            self._sends.add(task)
+            task.add_done_callback(self._sends.discard)
+
+    async def _step(self) -> Optional[int]:
+        await self._launch()
+        await self._deliver()
+        return self._next()
+
+    async def _exited(self) -> None:
+        if self._exit_flush is not None:  # stop() was awaited from inside: finish here
+            await self._finish(self._exit_flush)
+
+    def _started(self) -> None:
+        self._exit_flush = None
+
+    async def _finish(self, flush: bool) -> None:
+        # Never wait for (or cancel) the task this runs in: stop() may be awaited by a job.
+        me = asyncio.current_task()
+        if flush and self._sends:
+            await asyncio.gather(*[t for t in self._sends if t is not me], return_exceptions=True)
+            await self._deliver()
+        others = [t for t in self._sends if t is not me]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.gather(*others, return_exceptions=True)
+
+    async def _stop(self, flush: bool) -> None:
+        if flush and self._task is not None:
+            await self._launch()
+        if await self._halt():
+            if self._exit_flush is None:
+                self._exit_flush = flush
+            return
+        await self._finish(flush)
+
+
+class RenewalDriver(_Worker, Generic[E]):
     """Runs a renewal manager (or renewal service) on the event loop.
 
     ``transport(landlord, message)`` carries a request message to a landlord and returns its
@@ -273,8 +393,6 @@ class RenewalDriver(_Loop, Generic[E]):
         self._transport = _sender(transport, encoding, timeout)
         self._on_event = on_event
         self._encoding: Encoding = encoding
-        self._sends: Set[asyncio.Task[None]] = set()
-        self._exit_flush: Optional[bool] = None  # set when stop() was awaited from inside run()
 
     async def _send(self, t: Transmit) -> None:
         request_id = t.id
@@ -284,43 +402,16 @@ class RenewalDriver(_Loop, Generic[E]):
             settle(self.renewer, request_id, self.clock, self._encoding, error=e)
         else:
             settle(self.renewer, request_id, self.clock, self._encoding, data)
-        self.wake()
 
-    def _launch(self) -> None:
-        """Sends every request that is due, each in its own task."""
-        loop = asyncio.get_running_loop()
-        for t in due(self.renewer, self.clock):
-            task = loop.create_task(self._send(t))
-            self._sends.add(task)
-            task.add_done_callback(self._sends.discard)
+    async def _jobs(self) -> List[Job]:
+        return [partial(self._send, t) for t in due(self.renewer, self.clock)]
 
     async def _deliver(self) -> None:
         for event in self.renewer.drain_events():
             await _call(self._on_event, event, "on_event")
 
-    async def _step(self) -> Optional[int]:
-        self._launch()
-        await self._deliver()
+    def _next(self) -> Optional[int]:
         return self.renewer.poll_timeout()
-
-    async def _exited(self) -> None:
-        if self._exit_flush is not None:  # stop() was awaited from on_event: finish here
-            await self._finish(self._exit_flush)
-
-    def _started(self) -> None:
-        self._exit_flush = None
-
-    async def _finish(self, flush: bool) -> None:
-        # Never wait for (or cancel) the task this runs in: stop() may be awaited by a send.
-        me = asyncio.current_task()
-        if flush and self._sends:
-            await asyncio.gather(*[t for t in self._sends if t is not me], return_exceptions=True)
-            await self._deliver()
-        others = [t for t in self._sends if t is not me]
-        for task in others:
-            task.cancel()
-        if others:
-            await asyncio.gather(*others, return_exceptions=True)
 
     async def stop(self, *, flush: bool = True) -> None:
         """Stops the loop. With ``flush`` (the default) requests already handed out (cancels
@@ -329,15 +420,157 @@ class RenewalDriver(_Loop, Generic[E]):
         Awaited from ``on_event`` (inside the loop) it asks the loop to end and finish once the
         callback returns; awaited from the transport it does not wait for that send itself.
         """
-        if flush and self._task is not None:
-            self._launch()
-        if await self._halt():
-            if self._exit_flush is None:
-                self._exit_flush = flush
-            return
-        await self._finish(flush)
+        await self._stop(flush)
 
     async def __aenter__(self) -> "RenewalDriver[E]":
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+
+async def probe_tcp(request: UnicastRequest, timeout: float = 1.0) -> Announcement:
+    """Unicast discovery as the project's lookup services answer it (``examples/discovery``): a
+    TCP connection to the locator, on which the registrar writes its announcement datagram and
+    closes. A refused connection, a time-out or a bad datagram raises (the probe failed)."""
+
+    async def read() -> bytes:
+        reader, writer = await asyncio.open_connection(request.host, request.port)
+        try:
+            return await reader.read(ANNOUNCEMENT_MAX_BYTES + 1)
+        finally:
+            writer.close()
+
+    data = await asyncio.wait_for(read(), timeout)
+    return Announcement.decode(data)
+
+
+#: Carries an event to its listener (``event.listener``): returns None once delivered, or the
+#: listener's ``EventReply``; raises when it could not deliver. Plain or ``async``.
+Deliver = Callable[[DiscoveryEvent], Union[Optional[EventReply], Awaitable[Optional[EventReply]]]]
+#: Unicast discovery of a locator: returns what answered there; raises when nothing did.
+Probe = Callable[[UnicastRequest], Union[ProbeResult, Awaitable[ProbeResult]]]
+
+
+async def _maybe_await(value: Union[T, Awaitable[T]]) -> T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class DiscoveryDriver(_Worker):
+    """Runs a lookup discovery service on the event loop.
+
+    Each event goes out in its own task through ``deliver(event)`` (to ``event.listener``;
+    events of one registration one at a time, in order), each unicast discovery through
+    ``probe(request)`` (default :func:`probe_tcp`); both may be plain or ``async``.  Their
+    outcomes go back to the service, which retries failures with its back-off.  A durable
+    service (:meth:`open`, or ``DiscoveryService.open``) hands nothing out before it is on disk
+    (syncs run off the loop, one for everything due meanwhile).
+
+    Feed it what the host hears with :meth:`handle_datagram`, :meth:`handle_announcement` and
+    :meth:`registrar_unreachable`; answer clients with :meth:`handle_discovery` and
+    :meth:`handle` (registration leases), which wait for the disk off the loop.
+    """
+
+    def __init__(
+        self,
+        service: DiscoveryService,
+        deliver: Deliver,
+        *,
+        probe: Probe = probe_tcp,
+        clock: Clock = monotonic_ms,
+    ) -> None:
+        super().__init__(clock)
+        self.service = service
+        self._deliver_event = deliver
+        self._probe = probe
+        self._syncer = _Syncer(service)
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: str,
+        id: int,
+        deliver: Deliver,
+        *,
+        probe: Probe = probe_tcp,
+        clock: Clock = monotonic_ms,
+        **settings: Any,
+    ) -> "DiscoveryDriver":
+        """A driver of the durable service kept in ``data_dir`` (created if needed, recovered if
+        not: see ``DiscoveryService.open``, which gets ``settings``), resumed at the driver's clock."""
+        service = DiscoveryService.open(data_dir, id, clock(), **settings)
+        return cls(service, deliver, probe=probe, clock=clock)
+
+    async def _send_event(self, event: DiscoveryEvent) -> None:
+        try:
+            answer = await _maybe_await(self._deliver_event(event))
+        except Exception as e:
+            report_delivery(self.service, event, self.clock, error=e)
+        else:
+            report_delivery(self.service, event, self.clock, answer)
+
+    async def _send_probe(self, request: UnicastRequest) -> None:
+        try:
+            found = await _maybe_await(self._probe(request))
+        except Exception as e:
+            report_probe(self.service, request, self.clock, error=e)
+        else:
+            report_probe(self.service, request, self.clock, found)
+
+    async def _jobs(self) -> List[Job]:
+        probes, events, seq = self.service.take_due(self.clock())
+        await self._syncer.wait(seq)  # nothing leaves before it is on disk
+        jobs: List[Job] = [partial(self._send_probe, p) for p in probes]
+        return jobs + [partial(self._send_event, e) for e in events]
+
+    def _next(self) -> Optional[int]:
+        return self.service.poll_timeout()
+
+    def handle_datagram(self, data: bytes) -> None:
+        """An announcement datagram heard (raises ``DecodeError`` for a bad one)."""
+        self.service.handle_datagram(data, self.clock())
+        self.wake()
+
+    def handle_announcement(self, announcement: Announcement) -> None:
+        """An announcement heard."""
+        self.service.handle_announcement(announcement, self.clock())
+        self.wake()
+
+    def registrar_unreachable(self, registrar: Union[str, bytes, int, Registrar]) -> bool:
+        """The host found ``registrar`` unreachable; returns whether the service knew it."""
+        known = self.service.registrar_unreachable(registrar, self.clock())
+        self.wake()
+        return known
+
+    async def handle_discovery(
+        self, data: bytes, encoding: Encoding = "binary", *, listener: Union[bytes, str, None] = None
+    ) -> bytes:
+        """Answers a discovery request message (a registration it makes gets ``listener``) and
+        returns the reply message once it may leave (durable)."""
+        reply, seq = self.service.answer_discovery_bytes(data, encoding, self.clock(), listener=listener)
+        self.wake()
+        await self._syncer.wait(seq)
+        return reply
+
+    async def handle(self, data: bytes, encoding: Encoding = "binary") -> bytes:
+        """Answers a registration lease request message (renew, cancel) and returns the reply
+        message once it may leave (durable)."""
+        reply, seq = self.service.answer_bytes(data, encoding, self.clock())
+        self.wake()
+        await self._syncer.wait(seq)
+        return reply
+
+    async def stop(self, *, flush: bool = True) -> None:
+        """Stops the loop. With ``flush`` (the default) deliveries and probes under way are
+        finished and reported first; without it they are cancelled (the service hands them out
+        again after its time-outs). Awaited from ``deliver`` or ``probe`` it does not wait for
+        itself."""
+        await self._stop(flush)
+
+    async def __aenter__(self) -> "DiscoveryDriver":
         self.start()
         return self
 

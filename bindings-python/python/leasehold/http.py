@@ -15,7 +15,7 @@ import inspect
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._errors import IndefiniteError
 from ._types import Encoding
@@ -140,6 +140,22 @@ MAX_REDIRECTS = 3
 _Response = Tuple[int, Dict[str, str], bytes]
 
 
+#: Headers the helper writes itself: ones of these names in ``headers`` are left out.
+_OWN_HEADERS = frozenset({"content-type", "content-length", "connection", "host"})
+
+
+def _extra_headers(headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
+    """The caller's extra headers, checked (no line breaks; no colon in a name), without the
+    ones the helper writes itself."""
+    out: Dict[str, str] = {}
+    for k, v in (headers or {}).items():
+        if any(c in k for c in "\r\n:") or "\r" in v or "\n" in v:
+            raise ValueError(f"header {k!r} would split the request")
+        if k.lower() not in _OWN_HEADERS:
+            out[k] = v
+    return out
+
+
 def _split(url: str) -> urllib.parse.SplitResult:
     u = urllib.parse.urlsplit(url)
     if u.scheme not in ("http", "https") or not u.hostname:
@@ -222,19 +238,22 @@ class Cluster:
         failures.append(f"{url}: HTTP {status}")
         return None
 
-    def post(self, data: bytes, landlord: Optional[int] = None) -> bytes:
+    def post(self, data: bytes, landlord: Optional[int] = None, *, headers: Optional[Mapping[str, str]] = None) -> bytes:
         """POSTs a message (for ``landlord``: a renewal or cancel; None: a grant) and returns
-        the reply body; raises ``IndefiniteError`` once every server failed."""
+        the reply body; raises ``IndefiniteError`` once every server failed. ``headers`` are
+        sent as well (e.g. the ``leasehold-listener`` of a discovery registration; a header
+        with a line break raises ``ValueError`` before anything is sent)."""
+        headers = _extra_headers(headers)
         failures: List[str] = []
         for i in self._order(landlord):
             u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
             try:
-                response = _exchange(u, target, data, self.encoding, self.timeout)
+                response = _exchange(u, target, data, self.encoding, self.timeout, headers)
                 for _ in range(MAX_REDIRECTS):
                     if (hop := _redirect(url, response)) is None:
                         break
                     u, target, url = hop
-                    response = _exchange(u, target, data, self.encoding, self.timeout)
+                    response = _exchange(u, target, data, self.encoding, self.timeout, headers)
             except (OSError, http.client.HTTPException, ValueError) as e:
                 failures.append(f"{url}: {e!r}")
                 continue
@@ -242,18 +261,19 @@ class Cluster:
                 return body
         raise self._failed(failures)
 
-    async def apost(self, data: bytes, landlord: Optional[int] = None) -> bytes:
+    async def apost(self, data: bytes, landlord: Optional[int] = None, *, headers: Optional[Mapping[str, str]] = None) -> bytes:
         """As :meth:`post`, with asyncio streams (http:// only)."""
+        headers = _extra_headers(headers)
         failures: List[str] = []
         for i in self._order(landlord):
             u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
             try:
-                response = await _aexchange(u, target, data, self.encoding, self.timeout)
+                response = await _aexchange(u, target, data, self.encoding, self.timeout, headers)
                 for _ in range(MAX_REDIRECTS):
                     if (hop := _redirect(url, response)) is None:
                         break
                     u, target, url = hop
-                    response = await _aexchange(u, target, data, self.encoding, self.timeout)
+                    response = await _aexchange(u, target, data, self.encoding, self.timeout, headers)
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
                 failures.append(f"{url}: {e!r}")
                 continue
@@ -282,12 +302,20 @@ def _path_of(u: urllib.parse.SplitResult) -> str:
     return (u.path or "/") + ("?" + u.query if u.query else "")
 
 
-def _exchange(u: urllib.parse.SplitResult, target: str, data: bytes, encoding: Encoding, timeout: float) -> _Response:
+def _exchange(
+    u: urllib.parse.SplitResult,
+    target: str,
+    data: bytes,
+    encoding: Encoding,
+    timeout: float,
+    extra: Optional[Mapping[str, str]] = None,
+) -> _Response:
     """One POST on a fresh connection; the status, the headers (lower-case names) and the body."""
     cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
     conn = cls(u.hostname or "127.0.0.1", u.port, timeout=timeout)
     try:
-        conn.request("POST", target, body=data, headers={"Content-Type": content_type(encoding), "Connection": "close"})
+        sent = {**(extra or {}), "Content-Type": content_type(encoding), "Connection": "close"}
+        conn.request("POST", target, body=data, headers=sent)
         resp = conn.getresponse()
         body = resp.read()
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
@@ -305,17 +333,25 @@ def _redirect(url: str, response: _Response) -> Optional[Tuple[urllib.parse.Spli
     return u, _path_of(u), urllib.parse.urlunsplit(u)
 
 
-async def _aexchange(u: urllib.parse.SplitResult, target: str, data: bytes, encoding: Encoding, timeout: float) -> _Response:
+async def _aexchange(
+    u: urllib.parse.SplitResult,
+    target: str,
+    data: bytes,
+    encoding: Encoding,
+    timeout: float,
+    extra: Optional[Mapping[str, str]] = None,
+) -> _Response:
     if u.scheme != "http":
         raise ValueError(f"apost speaks http:// only, not {u.scheme}://")
     host = u.hostname or "127.0.0.1"
+    more = b"".join(b"%s: %s\r\n" % (k.encode("latin-1"), v.encode("latin-1")) for k, v in (extra or {}).items())
 
     async def exchange() -> _Response:
         reader, writer = await asyncio.open_connection(host, u.port or 80)
         try:
             writer.write(
-                b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
-                % (target.encode(), host.encode(), content_type(encoding).encode(), len(data))
+                b"POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                % (target.encode(), host.encode(), more, content_type(encoding).encode(), len(data))
                 + data
             )
             await writer.drain()
@@ -341,10 +377,12 @@ def post(
     timeout: float = 5.0,
     *,
     landlord: Optional[int] = None,
+    headers: Optional[Mapping[str, str]] = None,
 ) -> bytes:
     """POSTs a message to a server (or to the first of a list of servers that answers: see
-    :class:`Cluster`) and returns the reply body; transport failures raise IndefiniteError."""
-    return Cluster(url, encoding=encoding, timeout=timeout).post(data, landlord)
+    :class:`Cluster`) and returns the reply body; transport failures raise IndefiniteError.
+    ``headers`` go with the request (Content-Type and Connection are the helper's own)."""
+    return Cluster(url, encoding=encoding, timeout=timeout).post(data, landlord, headers=headers)
 
 
 async def apost(
@@ -354,6 +392,7 @@ async def apost(
     timeout: float = 5.0,
     *,
     landlord: Optional[int] = None,
+    headers: Optional[Mapping[str, str]] = None,
 ) -> bytes:
     """POSTs a message with asyncio streams (http only), as :func:`post`."""
-    return await Cluster(url, encoding=encoding, timeout=timeout).apost(data, landlord)
+    return await Cluster(url, encoding=encoding, timeout=timeout).apost(data, landlord, headers=headers)

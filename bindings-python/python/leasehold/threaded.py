@@ -6,16 +6,45 @@ transports; every decision about leases stays in the core.
 
 from __future__ import annotations
 
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Callable, Generic, List, Optional, Sequence, TypeVar, Union
 
 from ._clock import monotonic_ms, wait_seconds
-from ._driving import Renewer, due, settle
-from ._native import Expired, Landlord, Lease, Policy, Reply, Request, Transmit, lease_from_reply
+from ._driving import ProbeResult, Renewer, due, report_delivery, report_probe, settle
+from ._native import (
+    ANNOUNCEMENT_MAX_BYTES,
+    Announcement,
+    DiscoveryEvent,
+    DiscoveryService,
+    EventReply,
+    Expired,
+    Landlord,
+    Lease,
+    Policy,
+    Registrar,
+    Reply,
+    Request,
+    Transmit,
+    UnicastRequest,
+    lease_from_reply,
+)
 from ._types import Duration, Encoding
 
-__all__ = ["LandlordDriver", "RenewalDriver", "monotonic_ms", "obtain_lease", "Send", "Transport"]
+__all__ = [
+    "DiscoveryDriver",
+    "LandlordDriver",
+    "RenewalDriver",
+    "monotonic_ms",
+    "obtain_lease",
+    "probe_tcp",
+    "Deliver",
+    "Probe",
+    "Send",
+    "Transport",
+]
 
 E = TypeVar("E")
 T = TypeVar("T")
@@ -211,7 +240,84 @@ def obtain_lease(
     return lease_from_reply(reply, sent_at, max_drift_ppm)
 
 
-class RenewalDriver(_Loop, Generic[E]):
+class _Worker(_Loop):
+    """A driver loop that hands the I/O its part asks for to a small thread pool, one job per
+    request, and stops either after finishing what is under way (``flush``) or at once.
+
+    A driver says what is due (:meth:`_jobs`: callables run on the pool, each reporting its
+    own outcome to the part), what to deliver on the loop's thread (:meth:`_deliver`) and when
+    to run next (:meth:`_next`).  Jobs and callbacks may call :meth:`stop`: it only asks then.
+    """
+
+    def __init__(self, clock: Clock, name: str, senders: int) -> None:
+        super().__init__(clock, name)
+        self._pool = ThreadPoolExecutor(max_workers=senders, thread_name_prefix=name + "-send")
+        self._sender = threading.local()  # .active is True on a sender thread inside a job
+        self._finish_lock = threading.Lock()
+        self._exit_flush: Optional[bool] = None  # set when stop() was asked from inside the driver
+        self._finished = False
+        self._flush = True
+
+    def _jobs(self) -> List[Callable[[], None]]:
+        """Advances the part to now and takes what it wants done (each a job for the pool)."""
+        raise NotImplementedError
+
+    def _deliver(self) -> None:
+        """Delivers what the part handed out, on the loop's thread."""
+
+    def _next(self) -> Optional[int]:
+        """When to run again (ms on the clock), None for never."""
+        raise NotImplementedError
+
+    def _job(self, job: Callable[[], None]) -> None:
+        self._sender.active = True
+        try:
+            job()
+        except Exception as exc:  # a job reports its own outcome; anything else is kept
+            self.errors.append(exc)
+        finally:
+            self._sender.active = False
+        self.wake()
+
+    def _pump(self) -> None:
+        for job in self._jobs():
+            self._pool.submit(self._job, job)
+        self._deliver()
+
+    def _step(self) -> Optional[int]:
+        self._pump()
+        return self._next()
+
+    def _inside(self) -> bool:
+        return super()._inside() or getattr(self._sender, "active", False)
+
+    def _asked_from_inside(self, inside: bool) -> None:
+        if inside and self._exit_flush is None:
+            self._exit_flush = self._flush
+
+    def _exited(self) -> None:
+        if self._exit_flush is not None:  # stop() was asked from a callback or a job
+            self._finish(self._exit_flush)
+
+    def _finish(self, flush: bool) -> None:
+        """Runs what is due (with ``flush``), shuts the pool down and delivers the last events; once."""
+        with self._finish_lock:
+            if self._finished:
+                return
+            self._finished = True
+        if flush:
+            self._pump()
+        self._pool.shutdown(wait=flush, cancel_futures=not flush)
+        if flush:
+            self._deliver()
+
+    def _stop(self, flush: bool, timeout: Optional[float]) -> None:
+        self._flush = flush
+        if not self._halt(timeout):
+            self._finish(flush)
+
+
+class RenewalDriver(_Worker, Generic[E]):
     """Runs a renewal manager (or renewal service) on a daemon thread.
 
     Requests go out on a small thread pool through ``transport(landlord, message) -> reply``,
@@ -233,66 +339,30 @@ class RenewalDriver(_Loop, Generic[E]):
         name: str = "leasehold-renewal",
         timeout: float = 1.0,
     ) -> None:
-        super().__init__(clock, name)
+        super().__init__(clock, name, senders)
         self.renewer = renewer
         self._transport = _sender(transport, encoding, timeout)
         self._on_event = on_event
         self._encoding: Encoding = encoding
-        self._pool = ThreadPoolExecutor(max_workers=senders, thread_name_prefix=name + "-send")
-        self._sender = threading.local()  # .active is True on a sender thread inside the transport
-        self._finish_lock = threading.Lock()
-        self._exit_flush: Optional[bool] = None  # set when stop() was asked from inside the driver
-        self._finished = False
-        self._flush = True
 
     def _send(self, t: Transmit) -> None:
         request_id = t.id
-        self._sender.active = True
         try:
             data = self._transport(t.landlord, t.request.encode(self._encoding))
         except Exception as e:
             settle(self.renewer, request_id, self.clock, self._encoding, error=e)
         else:
             settle(self.renewer, request_id, self.clock, self._encoding, data)
-        finally:
-            self._sender.active = False
-        self.wake()
+
+    def _jobs(self) -> List[Callable[[], None]]:
+        return [partial(self._send, t) for t in due(self.renewer, self.clock)]
 
     def _deliver(self) -> None:
         for event in self.renewer.drain_events():
             _call(self._on_event, event, self.errors)
 
-    def _pump(self) -> None:
-        for t in due(self.renewer, self.clock):
-            self._pool.submit(self._send, t)
-        self._deliver()
-
-    def _step(self) -> Optional[int]:
-        self._pump()
+    def _next(self) -> Optional[int]:
         return self.renewer.poll_timeout()
-
-    def _inside(self) -> bool:
-        return super()._inside() or getattr(self._sender, "active", False)
-
-    def _asked_from_inside(self, inside: bool) -> None:
-        if inside and self._exit_flush is None:
-            self._exit_flush = self._flush
-
-    def _exited(self) -> None:
-        if self._exit_flush is not None:  # stop() was asked from a callback or the transport
-            self._finish(self._exit_flush)
-
-    def _finish(self, flush: bool) -> None:
-        """Sends what is due (with ``flush``), shuts the senders down and delivers the last events; once."""
-        with self._finish_lock:
-            if self._finished:
-                return
-            self._finished = True
-        if flush:
-            self._pump()
-        self._pool.shutdown(wait=flush, cancel_futures=not flush)
-        if flush:
-            self._deliver()
 
     def start(self) -> "RenewalDriver[E]":
         """Starts the background thread."""
@@ -306,11 +376,151 @@ class RenewalDriver(_Loop, Generic[E]):
         Called from ``on_event`` or from the transport (threads the driver runs), it only asks
         the driver to stop and returns at once; the driver's thread then finishes the job.
         """
-        self._flush = flush
-        if not self._halt(timeout):
-            self._finish(flush)
+        self._stop(flush, timeout)
 
     def __enter__(self) -> "RenewalDriver[E]":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def probe_tcp(request: UnicastRequest, timeout: float = 1.0) -> Announcement:
+    """Unicast discovery as the project's lookup services answer it (``examples/discovery``): a
+    TCP connection to the locator, on which the registrar writes its announcement datagram and
+    closes. A refused connection, a time-out or a bad datagram raises (the probe failed)."""
+    with socket.create_connection((request.host, request.port), timeout=timeout) as s:
+        data = b""
+        while len(data) <= ANNOUNCEMENT_MAX_BYTES:
+            chunk = s.recv(ANNOUNCEMENT_MAX_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    return Announcement.decode(data)
+
+
+#: Carries an event to its listener (``event.listener``): returns None once delivered, or the
+#: listener's ``EventReply``; raises when it could not deliver.
+Deliver = Callable[[DiscoveryEvent], Optional[EventReply]]
+#: Unicast discovery of a locator: returns what answered there; raises when nothing did.
+Probe = Callable[[UnicastRequest], ProbeResult]
+
+
+class DiscoveryDriver(_Worker):
+    """Runs a lookup discovery service on a daemon thread.
+
+    Each event goes out on a small thread pool through ``deliver(event)`` (to
+    ``event.listener``; events of one registration one at a time, in order), each unicast
+    discovery through ``probe(request)`` (default :func:`probe_tcp`); their outcomes go back to
+    the service, which retries failures with its back-off.  A durable service
+    (:meth:`open`, or ``DiscoveryService.open``) hands nothing out before it is on disk.
+
+    Feed it what the host hears with :meth:`handle_datagram`, :meth:`handle_announcement` and
+    :meth:`registrar_unreachable`, and answer clients with :meth:`handle_discovery_bytes` and
+    :meth:`handle_bytes` (registration leases), from any thread.
+    """
+
+    def __init__(
+        self,
+        service: DiscoveryService,
+        deliver: Deliver,
+        *,
+        probe: Probe = probe_tcp,
+        clock: Clock = monotonic_ms,
+        senders: int = 4,
+        name: str = "leasehold-discovery",
+    ) -> None:
+        super().__init__(clock, name, senders)
+        self.service = service
+        self._deliver_event = deliver
+        self._probe = probe
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: str,
+        id: int,
+        deliver: Deliver,
+        *,
+        probe: Probe = probe_tcp,
+        clock: Clock = monotonic_ms,
+        senders: int = 4,
+        name: str = "leasehold-discovery",
+        **settings: Any,
+    ) -> "DiscoveryDriver":
+        """A driver of the durable service kept in ``data_dir`` (created if needed, recovered if
+        not: see ``DiscoveryService.open``, which gets ``settings``), resumed at the driver's clock."""
+        service = DiscoveryService.open(data_dir, id, clock(), **settings)
+        return cls(service, deliver, probe=probe, clock=clock, senders=senders, name=name)
+
+    def _send_event(self, event: DiscoveryEvent) -> None:
+        try:
+            answer = self._deliver_event(event)
+        except Exception as e:
+            report_delivery(self.service, event, self.clock, error=e)
+        else:
+            report_delivery(self.service, event, self.clock, answer)
+
+    def _send_probe(self, request: UnicastRequest) -> None:
+        try:
+            found = self._probe(request)
+        except Exception as e:
+            report_probe(self.service, request, self.clock, error=e)
+        else:
+            report_probe(self.service, request, self.clock, found)
+
+    def _jobs(self) -> List[Callable[[], None]]:
+        probes, events, seq = self.service.take_due(self.clock())
+        self.service.wait_durable(seq)  # nothing leaves before it is on disk
+        jobs: List[Callable[[], None]] = [partial(self._send_probe, p) for p in probes]
+        return jobs + [partial(self._send_event, e) for e in events]
+
+    def _next(self) -> Optional[int]:
+        return self.service.poll_timeout()
+
+    def handle_datagram(self, data: bytes) -> None:
+        """An announcement datagram heard (raises ``DecodeError`` for a bad one)."""
+        self.service.handle_datagram(data, self.clock())
+        self.wake()
+
+    def handle_announcement(self, announcement: Announcement) -> None:
+        """An announcement heard."""
+        self.service.handle_announcement(announcement, self.clock())
+        self.wake()
+
+    def registrar_unreachable(self, registrar: Union[str, bytes, int, Registrar]) -> bool:
+        """The host found ``registrar`` unreachable; returns whether the service knew it."""
+        known = self.service.registrar_unreachable(registrar, self.clock())
+        self.wake()
+        return known
+
+    def handle_discovery_bytes(
+        self, data: bytes, encoding: Encoding = "binary", *, listener: Union[bytes, str, None] = None
+    ) -> bytes:
+        """Answers a discovery request message (a registration it makes gets ``listener``) and
+        returns the reply message, once durable."""
+        reply = self.service.handle_discovery_bytes(data, encoding, self.clock(), listener=listener)
+        self.wake()
+        return reply
+
+    def handle_bytes(self, data: bytes, encoding: Encoding = "binary") -> bytes:
+        """Answers a registration lease request message (renew, cancel) and returns the reply."""
+        reply = self.service.handle_bytes(data, encoding, self.clock())
+        self.wake()
+        return reply
+
+    def start(self) -> "DiscoveryDriver":
+        """Starts the background thread."""
+        self._start()
+        return self
+
+    def stop(self, *, flush: bool = True, timeout: Optional[float] = 5.0) -> None:
+        """Stops the thread. With ``flush`` (the default) deliveries and probes under way are
+        finished and reported first; without it they are abandoned (the service hands them out
+        again after its time-outs). Called from ``deliver`` or ``probe`` it only asks."""
+        self._stop(flush, timeout)
+
+    def __enter__(self) -> "DiscoveryDriver":
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
