@@ -105,6 +105,9 @@ pub enum Message {
     Request(Request),
     /// A landlord's reply.
     Reply(Reply),
+    /// Opaque bytes of another protocol (the lookup discovery service's announcements, unicast
+    /// discovery, requests, events and their answers, in the simulator).
+    Bytes(Vec<u8>),
 }
 
 /// Where a message goes.

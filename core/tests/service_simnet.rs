@@ -79,6 +79,7 @@ impl Actor for ServiceNode {
                     message: Message::Reply(reply),
                 });
             }
+            Message::Bytes(_) => {}
         }
         self.drain(now);
     }

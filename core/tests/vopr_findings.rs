@@ -93,6 +93,49 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_new_request() {
         after.request.id
     );
 }
+
+/// `vopr --seed 5680` (branch vopr2): the same, for a renewal that was ready but not sent when
+/// the snapshot was taken. It left after the snapshot, under the id the snapshot gives it; the
+/// service crashed and was restored from that snapshot, and the restored service sent the same
+/// request again under the same id, so the late reply to the first send was counted from the
+/// second: the service believed in the client lease longer than its landlord granted.
+///
+/// Property (a) for the service as a holder of client leases.
+#[test]
+fn a_restored_renewal_service_never_takes_an_old_reply_for_a_request_ready_in_its_snapshot() {
+    let mut landlord: Landlord =
+        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(10_000).unwrap());
+    let g = landlord.grant(b"r".to_vec(), 10_000, 0).unwrap();
+    let client = Lease::new(LandlordId(1), g.cookie, g.expiration);
+    let mut config = RenewalServiceConfig::new(LandlordId(99), [2; 32]);
+    config.manager.max_clock_drift_ppm = 0;
+    let mut svc = RenewalService::new(config.clone()).unwrap();
+    let (set, _) = svc.create_set(FOREVER, 0).unwrap();
+    svc.add(set, client, FOREVER, 10_000, 0).unwrap();
+    // The renewal falls due; the snapshot is taken before the host sends it.
+    let due = svc.poll_timeout().unwrap();
+    svc.handle_timeout(due);
+    let snapshot = svc.snapshot(due);
+    let before = svc.poll_transmit(due).expect("a renewal is due");
+    let old_reply = landlord.handle_request(&before.request, due);
+    // Crash; the restored service sends its renewal a second later.
+    let now = due + 1_000;
+    let mut svc = RenewalService::restore(config, snapshot, now).unwrap();
+    svc.handle_timeout(now);
+    let after = svc.poll_transmit(now).expect("the ready renewal goes out");
+    // The old reply arrives now (the new request is still on its way).
+    svc.handle_reply(&old_reply, now + 10);
+    let (landlord_exp, _) = landlord.get(g.cookie, now + 10).expect("renewed");
+    let believed = svc.manager().lease(&client).map(|l| l.expiration()).unwrap_or(i64::MIN);
+    assert!(
+        believed <= landlord_exp,
+        "request ids {} (before the crash) and {} (after): the landlord ends the lease at \
+         {landlord_exp}, the service believes in it until {believed}",
+        before.request.id,
+        after.request.id
+    );
+}
+
 /// `vopr --seed 498` (and seeds 640, 963, 1079, 1527 of a default sweep) never ends: a
 /// landlord restored from a snapshot loops for ever inside `handle_timeout` (all the time is
 /// spent there; `refill` keeps finding the same wheel list). This is that landlord's last restore
@@ -221,3 +264,53 @@ fn handle_timeout_returns_after_a_restore() {
     assert_eq!(done, CALLS, "call {done} (a handle_timeout) did not return within 10 s");
 }
 const CALLS: usize = 22;
+
+/// `vopr --seed 2365` (branch vopr2): a renewal that asks for less than a lease has left cuts
+/// the holder's belief to that term as it leaves, but its time-out was bounded by half of what
+/// the lease had left *before* the cut. With the landlord's time-out backed off (earlier
+/// requests got no reply), the request waited longer than the lease now had: the lease ended
+/// while its request was still awaited, lost without a retry (`RenewalFailed` with no error)
+/// once the network was calm again.
+///
+/// Property: a lease is never lost while its only request is still awaited; it gets a time-out
+/// (and a retry) first.
+#[test]
+fn a_renewal_that_cuts_a_lease_times_out_before_the_lease_ends() {
+    use leasehold::holder::RenewalEvent;
+    let mut landlord: Landlord =
+        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(60_000).unwrap());
+    let config =
+        RenewalManagerConfig { max_clock_drift_ppm: 0, batch_window: 0, ..Default::default() };
+    let mut m = RenewalManager::new(config);
+    // Lease B's renewals all go unanswered: the landlord's time-out backs off.
+    let b = landlord.grant(b"b".to_vec(), 10_000, 0).unwrap();
+    m.renew_for(Lease::new(LandlordId(1), b.cookie, b.expiration), FOREVER, 10_000, 0).unwrap();
+    let mut now = 0;
+    while m.len() == 1 && now < 60_000 {
+        now = m.poll_timeout().unwrap().max(now);
+        m.handle_timeout(now);
+        while m.poll_transmit(now).is_some() {}
+        while m.poll_event().is_some() {}
+    }
+    assert!(m.is_empty(), "lease B was still held at {now}");
+    // Lease A: a minute, renewed 8 s at a time (less than half of what it has left when its
+    // renewal leaves, about 21 s).
+    let a = landlord.grant(b"a".to_vec(), 60_000, now).unwrap();
+    let lease_a = Lease::new(LandlordId(1), a.cookie, a.expiration);
+    m.renew_for(lease_a, FOREVER, 8_000, now).unwrap();
+    // Nothing is answered; A must be lost after a failed try, not while its request waits.
+    let lost = loop {
+        now = m.poll_timeout().expect("A is held").max(now);
+        m.handle_timeout(now);
+        while m.poll_transmit(now).is_some() {}
+        if let Some(e) = m.poll_event() {
+            break e;
+        }
+        assert!(now < a.expiration + 60_000, "A was never reported");
+    };
+    let RenewalEvent::RenewalFailed { error, .. } = lost else { panic!("{lost:?}") };
+    assert!(
+        error.is_some(),
+        "lease A ended at {now} while its only renewal was still awaited (no time-out, no retry)"
+    );
+}

@@ -37,7 +37,7 @@ fn a_seed_replays_byte_for_byte() {
     for args in [
         vec!["--seed", "3", "--trace", "300"],
         vec!["--seed", "17", "--trace", "300"],
-        vec!["--seed", "11", "--trace", "300", "--restore", "remaining"],
+        vec!["--seed", "11", "--trace", "300", "--avoid", "restore-twin"],
         vec!["--seed", "5", "--trace", "300", "--avoid", "short-renewals,steps-back"],
     ] {
         let a = vopr(&args);

@@ -21,6 +21,7 @@
 //!
 //! A failure prints its seed, the world, and the last steps; `--seed S` replays it exactly.
 
+mod discovery;
 mod durable;
 mod nodes;
 mod world;
@@ -32,18 +33,8 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 
-use durable::RestoreMode;
 use nodes::Faults;
 use world::{run, Outcome, RunConfig};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Mode {
-    /// Restore at the snapshot's time, then advance: every lease keeps its absolute expiration
-    /// (the durability contract: the same expiries).
-    Absolute,
-    /// Restore at the current time: every lease keeps the time it had left.
-    Remaining,
-}
 
 /// Deterministic simulation of landlords, renewal managers and the renewal service under
 /// seeded faults, checking safety after every step and liveness once faults stop.
@@ -65,9 +56,6 @@ struct Args {
     /// Steps of trace printed for a failure (and for --seed).
     #[arg(long, default_value_t = 40)]
     trace: usize,
-    /// How a crashed landlord is restored from its last commit.
-    #[arg(long, value_enum, default_value_t = Mode::Absolute)]
-    restore: Mode,
     /// Print only the failing seeds and the summary.
     #[arg(long)]
     quiet: bool,
@@ -100,9 +88,6 @@ enum Known {
 /// The flags a replay needs besides the seed.
 fn replay_flags(args: &Args) -> String {
     let mut s = String::new();
-    if let Mode::Remaining = args.restore {
-        s.push_str(" --restore remaining");
-    }
     if !args.avoid.is_empty() {
         let names: Vec<String> = args
             .avoid
@@ -147,10 +132,6 @@ fn main() {
     let args = Args::parse();
     // A panic of the code under test is reported as the failure of its seed, with its message.
     std::panic::set_hook(Box::new(|_| {}));
-    let mode = match args.restore {
-        Mode::Absolute => RestoreMode::Absolute,
-        Mode::Remaining => RestoreMode::Remaining,
-    };
     let avoid = world::Avoid {
         short_renewals: args.avoid.contains(&Known::ShortRenewals),
         steps_back: args.avoid.contains(&Known::StepsBack),
@@ -160,7 +141,7 @@ fn main() {
         reused_request_ids: args.avoid.contains(&Known::ReusedRequestIds),
     };
     let replay = replay_flags(&args);
-    let traced = RunConfig { trace: args.trace.max(1), mode, avoid };
+    let traced = RunConfig { trace: args.trace.max(1), avoid };
     if let Some(seed) = args.seed {
         let o = run(seed, &traced);
         print!("{}", report(&o, &replay));
@@ -172,7 +153,7 @@ fn main() {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let fast = RunConfig { trace: 0, mode, avoid };
+    let fast = RunConfig { trace: 0, avoid };
     let next = AtomicU64::new(0);
     let total = Mutex::new((0u64, 0u64, 0u64, Faults::default()));
     let failures: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
@@ -279,12 +260,11 @@ fn main() {
     let _ = writeln!(
         out,
         "vopr summary: {n} seeds ({}..{}), {steps} steps, {:.1} h simulated, {:.1} s on {jobs} \
-         threads, restore {:?}; faults injected: {faults}",
+         threads; faults injected: {faults}",
         args.first_seed,
         args.first_seed.wrapping_add(n),
         simulated as f64 / 3_600_000.0,
         elapsed.as_secs_f64(),
-        args.restore
     );
     let _ = writeln!(out, "vopr: {} passed, {} failed", n - failures.len() as u64, failures.len());
     drop(out);

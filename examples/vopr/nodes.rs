@@ -14,90 +14,103 @@ use std::rc::Rc;
 use leasehold::error::ErrorCode;
 use leasehold::event::EventId;
 use leasehold::holder::{self, RenewalEvent, RenewalManager, Transmit};
+use leasehold::journal::Gate;
 use leasehold::policy::PolicySpec;
 use leasehold::service::{RenewalService, RenewalServiceConfig, SetEventKind};
 use leasehold::simnet::{Actor, Address, Clock, Message, NodeId, Outgoing};
 use leasehold::wire::Outcome;
 use leasehold::{
     Cookie, Encoding, LandlordConfig, LandlordId, Lease, Millis, Reply, ReplyBody, Request,
-    RequestBody, FOREVER,
+    RequestBody, Result, FOREVER,
 };
 use rand_chacha::ChaCha12Rng;
 use rand_core::RngCore;
 
-use crate::durable::{LandlordStore, RestoreMode, ServiceStore};
+use crate::durable::{CrashAt, Disk, ServiceStore};
 
 /// The shared books of one simulated run.
 pub type Shared = Rc<RefCell<Ctx>>;
 
-/// Faults injected, by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Faults {
+/// Declares [`Faults`]: each counter with its doc and the words it is printed with.
+macro_rules! faults {
+    ($($(#[doc = $doc:literal])* $name:ident: $label:literal,)*) => {
+        /// Faults injected (and what the disks did), by kind.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct Faults {
+            $($(#[doc = $doc])* pub $name: u64,)*
+        }
+
+        impl Faults {
+            /// Adds `o`.
+            pub fn add(&mut self, o: &Faults) {
+                $(self.$name += o.$name;)*
+            }
+        }
+
+        impl std::fmt::Display for Faults {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut first = true;
+                $(
+                    if !first {
+                        f.write_str(", ")?;
+                    }
+                    first = false;
+                    write!(f, "{} {}", $label, self.$name)?;
+                )*
+                let _ = first;
+                Ok(())
+            }
+        }
+    };
+}
+
+faults! {
     /// Messages lost by the network.
-    pub lost: u64,
+    lost: "lost",
     /// Messages sent twice.
-    pub duplicated: u64,
+    duplicated: "duplicated",
     /// Requests that reached their landlord after a later request of the same sender.
-    pub reordered: u64,
+    reordered: "reordered",
     /// Links made slow (and lossy) for a while: long delays and reordering.
-    pub delayed: u64,
+    delayed: "slow links",
     /// Partitions between two nodes.
-    pub partitions: u64,
+    partitions: "partitions",
     /// Clock steps forward.
-    pub clock_forward: u64,
+    clock_forward: "clock steps forward",
     /// Clock steps backward.
-    pub clock_back: u64,
-    /// Crashes of a landlord or the service (restored from the last commit).
-    pub crashes: u64,
-    /// Of those, crashes right after a commit (the snapshot taken at the crash moment).
-    pub crashes_at_commit: u64,
+    clock_back: "clock steps back",
+    /// Crashes of a landlord or a service.
+    crashes: "crashes",
+    /// Of those, crashes right after the disk caught up with everything written.
+    crashes_at_commit: "at a commit",
+    /// Crashes while file operations were queued (mid-commit, mid-compaction).
+    crashes_mid_write: "mid-write",
+    /// Crashes that kept a torn part of an unsynced append.
+    torn_tails: "torn tails",
+    /// Crashes that kept a whole unsynced append.
+    unsynced_kept: "unsynced appends kept",
+    /// Recoveries that rebuilt exactly the landlord that crashed (compared with its twin).
+    exact_recoveries: "exact recoveries",
+    /// Commits (an append and a sync).
+    commits: "commits",
+    /// Compactions (a snapshot replacing log segments).
+    compactions: "compactions",
+    /// Damaged copies of a store handed to `Store::open` (which must refuse them).
+    damaged_stores: "damaged stores",
     /// Corrupted snapshots handed to restore (which must refuse them).
-    pub corrupt_snapshots: u64,
+    corrupt_snapshots: "corrupt snapshots",
     /// Hostile replies (wrong ids, other landlords, malformed bodies).
-    pub hostile: u64,
+    hostile: "hostile replies",
     /// Requests replayed to a landlord they were not meant for.
-    pub misrouted: u64,
-}
-
-impl Faults {
-    /// Adds `o`.
-    pub fn add(&mut self, o: &Faults) {
-        self.lost += o.lost;
-        self.duplicated += o.duplicated;
-        self.reordered += o.reordered;
-        self.delayed += o.delayed;
-        self.partitions += o.partitions;
-        self.clock_forward += o.clock_forward;
-        self.clock_back += o.clock_back;
-        self.crashes += o.crashes;
-        self.crashes_at_commit += o.crashes_at_commit;
-        self.corrupt_snapshots += o.corrupt_snapshots;
-        self.hostile += o.hostile;
-        self.misrouted += o.misrouted;
-    }
-}
-
-impl std::fmt::Display for Faults {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "lost {}, duplicated {}, reordered {}, slow links {}, partitions {}, \
-             clock steps forward {}, clock steps back {}, crashes {} ({} at a commit), \
-             corrupt snapshots {}, hostile replies {}, misrouted requests {}",
-            self.lost,
-            self.duplicated,
-            self.reordered,
-            self.delayed,
-            self.partitions,
-            self.clock_forward,
-            self.clock_back,
-            self.crashes,
-            self.crashes_at_commit,
-            self.corrupt_snapshots,
-            self.hostile,
-            self.misrouted
-        )
-    }
+    misrouted: "misrouted requests",
+    /// Announcements registrars sent.
+    announcements: "announcements",
+    /// Registrars stopped for a while.
+    registrar_outages: "registrar outages",
+    /// Registrars reported unreachable to the discovery service.
+    unreachable: "unreachable reports",
+    /// Events whose listener answered with a failure.
+    event_failures: "event delivery failures",
 }
 
 /// What a landlord promised in a reply: the lease `cookie` is honoured until `expiration`
@@ -136,6 +149,8 @@ pub enum Check {
     Twin,
     /// Restore accepted an inconsistent snapshot, or refused a good one.
     Restore,
+    /// A rule of the lookup discovery service (LD) broken.
+    Discovery,
     /// The code under test panicked.
     Panic,
 }
@@ -152,6 +167,7 @@ impl Check {
             Check::Cookie => "cookie binding",
             Check::Twin => "restore twin",
             Check::Restore => "restore check",
+            Check::Discovery => "discovery",
             Check::Panic => "panic",
         }
     }
@@ -210,6 +226,8 @@ pub struct Ctx {
     pub touched_landlords: Vec<LandlordId>,
     /// Promises acknowledged since the last check.
     pub newly_acked: Vec<(LandlordId, Cookie)>,
+    /// The books of the discovery checks.
+    pub disco: crate::discovery::DiscoBooks,
 }
 
 impl Ctx {
@@ -237,6 +255,7 @@ impl Ctx {
             touched_nodes: Vec::new(),
             touched_landlords: Vec::new(),
             newly_acked: Vec::new(),
+            disco: Default::default(),
         }
     }
 
@@ -271,10 +290,15 @@ impl Ctx {
     }
 
     fn ack(&mut self, to: NodeId, reply: &Reply) {
-        if let Some(ps) = self.promises.remove(&(to, reply.landlord, reply.id)) {
+        self.ack_id(to, reply.landlord, reply.id);
+    }
+
+    /// A reply (of any protocol) with request id `id` from `landlord` reached `to`.
+    pub fn ack_id(&mut self, to: NodeId, landlord: LandlordId, id: u64) {
+        if let Some(ps) = self.promises.remove(&(to, landlord, id)) {
             for p in ps {
-                self.newly_acked.push((reply.landlord, p.cookie));
-                let e = self.acked.entry((reply.landlord, p.cookie)).or_insert(p);
+                self.newly_acked.push((landlord, p.cookie));
+                let e = self.acked.entry((landlord, p.cookie)).or_insert(p);
                 if p.op > e.op {
                     *e = p;
                 }
@@ -294,7 +318,7 @@ pub struct Meta {
 }
 
 impl Meta {
-    fn bump(&mut self, cookie: Cookie) -> u64 {
+    pub(crate) fn bump(&mut self, cookie: Cookie) -> u64 {
         self.op += 1;
         self.last_op.insert(cookie, self.op);
         self.op
@@ -378,37 +402,48 @@ pub fn describe(m: &Message) -> String {
             };
             format!("reply #{} from {} {what}", r.id, r.landlord)
         }
+        Message::Bytes(b) => crate::discovery::describe(b),
     }
 }
 
 /// What a held reply does to the books when it is released.
-#[derive(Debug, Clone, Copy)]
-enum Effect {
+pub(crate) enum Effect {
     /// The lease is honoured until this expiration.
     Promise(Promise),
     /// The landlord answered for the lease with success.
     Honoured(Cookie),
     /// The landlord said the lease is gone.
     Gone(Cookie),
+    /// Anything else the books learn once the output leaves.
+    Hook(Box<dyn FnOnce(&mut Ctx)>),
 }
 
-struct Held {
+/// An output held until the records behind it are durable, and what it tells the books.
+pub(crate) struct Held {
     /// The reply (none for an expiry, which only tells the books).
-    out: Option<Outgoing>,
-    to: NodeId,
-    id: u64,
-    effects: Vec<Effect>,
+    pub(crate) out: Option<Outgoing>,
+    pub(crate) to: NodeId,
+    pub(crate) id: u64,
+    pub(crate) effects: Vec<Effect>,
+    /// The host's clock when the output was made (set by the host as it holds it).
+    pub(crate) clock: Option<Clock>,
 }
 
 /// Group commit and release of held replies, shared by landlord and service hosts.
-struct Releaser {
-    held: Vec<Held>,
-    outbox: VecDeque<Outgoing>,
-    commit_at: Option<Millis>,
-    dirty: bool,
-    rng: ChaCha12Rng,
+///
+/// A journaled host (landlords, the discovery service) holds each output in a
+/// [`Gate`] under the journal's last sequence number at the time it was made, and releases it
+/// once the disk says that record is synced. The renewal-service host (a snapshot per commit,
+/// until its journal lands) holds outputs in `held` and releases them all at each commit.
+pub(crate) struct Releaser {
+    pub(crate) held: Vec<Held>,
+    pub(crate) gate: Gate<Held>,
+    pub(crate) outbox: VecDeque<Outgoing>,
+    pub(crate) commit_at: Option<Millis>,
+    pub(crate) dirty: bool,
+    pub(crate) rng: ChaCha12Rng,
     /// Probability of duplicating a released reply.
-    dup: f64,
+    pub(crate) dup: f64,
     /// Probability that a change is committed at once (else within `commit_delay`).
     sync_commit: f64,
     commit_delay: Millis,
@@ -416,9 +451,15 @@ struct Releaser {
 }
 
 impl Releaser {
-    fn new(rng: ChaCha12Rng, dup: f64, sync_commit: f64, commit_delay: Millis) -> Releaser {
+    pub(crate) fn new(
+        rng: ChaCha12Rng,
+        dup: f64,
+        sync_commit: f64,
+        commit_delay: Millis,
+    ) -> Releaser {
         Releaser {
             held: Vec::new(),
+            gate: Gate::new(),
             outbox: VecDeque::new(),
             commit_at: None,
             dirty: false,
@@ -430,7 +471,7 @@ impl Releaser {
         }
     }
 
-    fn note_request(&mut self, from: NodeId, id: u64, ctx: &Shared) {
+    pub(crate) fn note_request(&mut self, from: NodeId, id: u64, ctx: &Shared) {
         let last = self.last_request.entry(from).or_insert(0);
         if id < *last {
             ctx.borrow_mut().faults.reordered += 1;
@@ -444,29 +485,71 @@ impl Releaser {
         if !self.dirty {
             return !self.held.is_empty();
         }
+        self.group(now)
+    }
+
+    /// Whether to commit at once; else a commit is scheduled within the group-commit window
+    /// (if none is yet).
+    pub(crate) fn group(&mut self, now: Millis) -> bool {
+        if self.commit_at.is_some() {
+            return false;
+        }
         if unit(&mut self.rng) < self.sync_commit {
             return true;
         }
-        if self.commit_at.is_none() {
-            self.commit_at = Some(now + range(&mut self.rng, 1, self.commit_delay));
-        }
+        self.commit_at = Some(now + range(&mut self.rng, 1, self.commit_delay));
         false
     }
 
-    /// Releases every held reply (their changes are now durable).
+    /// Releases every held reply (their changes are now durable): the snapshot path.
     fn release(&mut self, landlord: LandlordId, clock: Clock, grace: Millis, ctx: &Shared) {
         self.dirty = false;
         self.commit_at = None;
+        let held = std::mem::take(&mut self.held);
+        self.deliver(held, landlord, clock, grace, ctx);
+    }
+
+    /// Releases what waits for records up to `durable`: the journal path.
+    pub(crate) fn release_durable(
+        &mut self,
+        durable: u64,
+        landlord: LandlordId,
+        clock: Clock,
+        grace: Millis,
+        ctx: &Shared,
+    ) {
+        let out: Vec<Held> = self.gate.release(durable).collect();
+        if !out.is_empty() {
+            self.deliver(out, landlord, clock, grace, ctx);
+        }
+    }
+
+    fn deliver(
+        &mut self,
+        held: Vec<Held>,
+        landlord: LandlordId,
+        clock: Clock,
+        grace: Millis,
+        ctx: &Shared,
+    ) {
         let mut c = ctx.borrow_mut();
-        for h in self.held.drain(..) {
+        for h in held {
             for e in h.effects {
                 match e {
                     Effect::Promise(mut p) => {
                         p.made = c.real;
+                        // The real time the term ends by the clock as it was when the reply
+                        // was made, or as it is now, whichever is sooner: a step back in
+                        // between gives a frozen landlord a bonus that a rebuilt one does not
+                        // keep; a step forward shortens every lease.
                         p.until_real = if p.expiration >= FOREVER - 1 - grace {
                             None
                         } else {
-                            clock.real_at(p.expiration + grace + 1)
+                            let at = |k: Clock| k.real_at(p.expiration + grace + 1);
+                            match (at(clock), h.clock.and_then(at)) {
+                                (Some(a), Some(b)) => Some(a.min(b)),
+                                (a, _) => a,
+                            }
                         };
                         c.promises.entry((h.to, landlord, h.id)).or_default().push(p);
                     }
@@ -519,6 +602,7 @@ impl Releaser {
                             c.acked.remove(&(landlord, cookie));
                         }
                     }
+                    Effect::Hook(f) => f(&mut c),
                 }
             }
             let Some(out) = h.out else { continue };
@@ -532,60 +616,61 @@ impl Releaser {
 
     /// The host's clock stepped by `delta`: its commit timer is monotonic, so it keeps its
     /// distance from now.
-    fn clock_stepped(&mut self, delta: Millis) {
+    pub(crate) fn clock_stepped(&mut self, delta: Millis) {
         if let Some(t) = &mut self.commit_at {
             *t = t.saturating_add(delta);
         }
     }
 
-    fn crash(&mut self) {
+    pub(crate) fn crash(&mut self) {
         self.held.clear();
+        self.gate = Gate::new();
         self.outbox.clear();
         self.commit_at = None;
         self.dirty = false;
     }
 }
 
-/// The effects of answering `req` with `reply`, and whether the landlord changed.
-fn effects(
+/// The effects of answering `req` with `reply` at `now` (the landlord host's clock), and
+/// whether the landlord changed.
+///
+/// What a reply promises is what its holder can rely on: the granted duration from the moment
+/// the landlord answered (the holder counts it from its request, earlier still). A landlord
+/// whose clock is frozen (its host's clock stepped back) may honour the lease longer than
+/// that; a landlord rebuilt from its journal resumes its own time where the log left it, so it
+/// keeps the duration but not that bonus.
+pub(crate) fn effects(
     req: &Request,
     reply: &Reply,
     meta: &mut Meta,
-    expiration: impl Fn(Cookie) -> Option<Millis>,
+    now: Millis,
 ) -> (Vec<Effect>, bool) {
     let mut out = Vec::new();
     let mut changed = false;
     let unknown = |e: &leasehold::wire::WireError| e.code == ErrorCode::UnknownLease as i32;
-    let mut renewed = |c: Cookie, out: &mut Vec<Effect>, changed: &mut bool| {
+    let promise = |cookie: Cookie, d: Millis, op: u64| {
+        Effect::Promise(Promise {
+            cookie,
+            expiration: leasehold::time::expiration_after(now, d.max(0)),
+            op,
+            until_real: None,
+            made: 0,
+        })
+    };
+    let mut renewed = |c: Cookie, d: Millis, out: &mut Vec<Effect>, changed: &mut bool| {
         let op = meta.bump(c);
         *changed = true;
         out.push(Effect::Honoured(c));
-        if let Some(exp) = expiration(c) {
-            out.push(Effect::Promise(Promise {
-                cookie: c,
-                expiration: exp,
-                op,
-                until_real: None,
-                made: 0,
-            }));
-        }
+        out.push(promise(c, d, op));
     };
     match (&req.body, &reply.body) {
-        (RequestBody::Grant { .. }, ReplyBody::Granted { cookie, .. }) => {
+        (RequestBody::Grant { .. }, ReplyBody::Granted { cookie, duration }) => {
             let op = meta.bump(*cookie);
             changed = true;
-            if let Some(exp) = expiration(*cookie) {
-                out.push(Effect::Promise(Promise {
-                    cookie: *cookie,
-                    expiration: exp,
-                    op,
-                    until_real: None,
-                    made: 0,
-                }));
-            }
+            out.push(promise(*cookie, *duration, op));
         }
-        (RequestBody::Renew { cookie, .. }, ReplyBody::Renewed { .. }) => {
-            renewed(*cookie, &mut out, &mut changed)
+        (RequestBody::Renew { cookie, .. }, ReplyBody::Renewed { duration }) => {
+            renewed(*cookie, *duration, &mut out, &mut changed)
         }
         (
             RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie },
@@ -601,7 +686,7 @@ fn effects(
         (RequestBody::RenewAll { items }, ReplyBody::RenewedAll { results }) => {
             for ((c, _), r) in items.iter().zip(results) {
                 match r {
-                    Outcome::Ok(_) => renewed(*c, &mut out, &mut changed),
+                    Outcome::Ok(d) => renewed(*c, *d, &mut out, &mut changed),
                     Outcome::Err(e) if unknown(e) => out.push(Effect::Gone(*c)),
                     Outcome::Err(_) => {}
                 }
@@ -627,68 +712,116 @@ fn effects(
     (out, changed)
 }
 
-/// A node running a landlord, with durable commits, crashes and restores.
+/// A landlord as it was when its host crashed, kept to be the twin of the landlord rebuilt from
+/// the disk (if that one turns out to be exactly it).
+struct Crashed {
+    ll: leasehold::Landlord<Vec<u8>>,
+    /// Its last journal record.
+    seq: u64,
+    /// Its own time (the latest `now` it saw, on its own clock).
+    clock: Millis,
+    /// Its own time minus the host's.
+    offset: Millis,
+}
+
+/// A node running a landlord that keeps a journal on a simulated disk: it commits, compacts,
+/// releases replies once durable, crashes and comes back with `Store::open`.
 pub struct LandlordHost {
     /// Its clock (kept in step with the network's by the simulator).
     pub clock: Clock,
     /// The landlord id.
     pub id: LandlordId,
+    /// Its configuration (a new store starts from it).
+    pub config: LandlordConfig,
     /// The policy, as data (a restore builds it again).
     pub policy: PolicySpec,
     /// The landlord; `None` while crashed.
     pub ll: Option<leasehold::Landlord<Vec<u8>>>,
-    /// What survives a crash.
-    pub store: Box<dyn LandlordStore>,
-    /// Bookkeeping, durable with the state.
+    /// Its store's directory and the file operations under way.
+    pub disk: Disk,
+    /// Bookkeeping of the operations answered (to tell a lost acknowledged change from a
+    /// later one).
     pub meta: Meta,
-    /// The landlord as it was at a crash right after a commit: it never crashed, and must keep
-    /// answering exactly as the restored one does.
+    /// The bookkeeping as of each journal record that changed it (a recovered landlord gets the
+    /// bookkeeping of its last record).
+    meta_at: BTreeMap<u64, Meta>,
+    /// The landlord that never crashed: kept at a crash, it must answer and expire exactly as the
+    /// landlord rebuilt from the disk when that one recovered every record it wrote and its time.
     pub twin: Option<leasehold::Landlord<Vec<u8>>>,
-    /// How restores count time.
-    pub mode: RestoreMode,
+    /// Added to the host's `now` for the twin (the rebuilt landlord resumed on another clock).
+    twin_shift: Millis,
+    /// The landlord's own time minus the host's (set by each resume).
+    offset: Millis,
+    crashed: Option<Crashed>,
     /// How late the host's expiry timer fires.
     pub timer_lag: Millis,
     twin_on: bool,
     rel: Releaser,
     twin_diff: BTreeMap<(Cookie, Millis), i32>,
+    /// Recoveries that rebuilt exactly the landlord that crashed (compared with its twin).
+    pub twins: u64,
     ctx: Shared,
 }
 
 impl LandlordHost {
-    /// A host for a new landlord.
+    /// A host for a new landlord, its store created on an empty disk.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         clock: Clock,
         config: LandlordConfig,
         policy: PolicySpec,
-        mode: RestoreMode,
         twin_on: bool,
+        disk: Disk,
         rng: ChaCha12Rng,
         dup: f64,
         sync_commit: f64,
         commit_delay: Millis,
         ctx: Shared,
     ) -> LandlordHost {
-        let id = config.id;
-        let ll = leasehold::Landlord::new(config, policy.build().expect("valid policy"));
-        let meta = Meta::default();
-        let now = clock.local(0);
-        let store = Box::new(crate::durable::SnapshotStore::new(&ll, &meta, now));
-        LandlordHost {
+        let mut h = LandlordHost {
             clock,
-            id,
+            id: config.id,
+            config,
             policy,
-            ll: Some(ll),
-            store,
-            meta,
+            ll: None,
+            disk,
+            meta: Meta::default(),
+            meta_at: BTreeMap::new(),
             twin: None,
-            mode,
+            twin_shift: 0,
+            offset: 0,
+            crashed: None,
             timer_lag: 0,
             twin_on,
             rel: Releaser::new(rng, dup, sync_commit, commit_delay),
             twin_diff: BTreeMap::new(),
+            twins: 0,
             ctx,
-        }
+        };
+        let now = clock.local(0);
+        let ll = h.open(now, true).expect("a new store opens");
+        h.ll = Some(ll);
+        h
+    }
+
+    /// `Store::open` on the disk, then resume at `now` (a new landlord from the configuration
+    /// if the directory holds no store).
+    fn open(&mut self, now: Millis, at_once: bool) -> Result<leasehold::Landlord<Vec<u8>>> {
+        let policy = self.policy.build().expect("valid policy");
+        let config = self.config.clone();
+        let (mut ll, _) = self.disk.open(now, at_once, |snapshot| match snapshot {
+            Some(bytes) => leasehold::Landlord::from_snapshot_bytes(bytes, policy),
+            None => {
+                let mut ll = leasehold::Landlord::new(config, policy);
+                ll.enable_journal();
+                Ok(ll)
+            }
+        })?;
+        // Rebuilt, not resumed: its time is its own (the host's clock plays no part yet).
+        let own = ll.now();
+        ll.resume(now);
+        self.offset = if own == Millis::MIN { 0 } else { own - now };
+        Ok(ll)
     }
 
     /// Sets the probability of duplicating replies.
@@ -699,6 +832,7 @@ impl LandlordHost {
     /// The clock stepped (host timers are monotonic).
     pub fn clock_stepped(&mut self, delta: Millis) {
         self.rel.clock_stepped(delta);
+        self.disk.clock_stepped(delta);
     }
 
     /// The expiration of a lease honoured at `now`, if it is.
@@ -708,100 +842,165 @@ impl LandlordHost {
 
     /// Grace after expiry.
     pub fn grace(&self) -> Millis {
-        self.ll.as_ref().map_or(0, |l| l.config().grace.max(0))
+        self.config.grace.max(0)
     }
 
-    /// Commits: snapshot, then release what was held.
-    pub fn commit(&mut self, now: Millis) {
-        let Some(ll) = &self.ll else { return };
-        self.store.commit(ll, &self.meta, now);
+    /// Releases what the disk made durable, then commits what waits (at once after a sync, as
+    /// group commit does; after a change, at once or within the group-commit window).
+    fn settle(&mut self, now: Millis, after_sync: bool) {
         let grace = self.grace();
-        self.rel.release(self.id, self.clock, grace, &self.ctx);
+        self.rel.release_durable(self.disk.durable(), self.id, self.clock, grace, &self.ctx);
+        let durable = self.disk.durable();
+        if let Some(k) = self.meta_at.range(..=durable).next_back().map(|(k, _)| *k) {
+            self.meta_at = self.meta_at.split_off(&k);
+        }
+        let Some(ll) = &mut self.ll else { return };
+        if !self.disk.pending(ll) || self.disk.committing() {
+            return;
+        }
+        if after_sync || self.rel.group(now) {
+            self.rel.commit_at = None;
+            self.disk.commit(ll, now);
+        }
     }
 
-    fn after_change(&mut self, now: Millis) {
-        if self.rel.wants_commit(now) {
-            self.commit(now);
-        }
+    /// Holds an output until the records written so far are durable.
+    fn hold(&mut self, mut h: Held) {
+        h.clock = Some(self.clock);
+        let seq = self.ll.as_ref().map_or(0, |l| l.journal_seq());
+        self.rel.gate.push(seq, h);
+    }
+
+    /// Notes the bookkeeping as of the journal's last record.
+    fn note_meta(&mut self) {
+        let seq = self.ll.as_ref().map_or(0, |l| l.journal_seq());
+        self.meta_at.insert(seq, self.meta.clone());
     }
 
     fn take_expired(&mut self, now: Millis) {
         let Some(ll) = &mut self.ll else { return };
+        let mut gone = Vec::new();
         while let Some(e) = ll.poll_expired() {
             self.meta.last_op.remove(&e.cookie);
-            // In order with the replies: an expiry is said (and durable) at the next commit.
-            self.rel.held.push(Held {
-                out: None,
-                to: usize::MAX,
-                id: 0,
-                effects: vec![Effect::Gone(e.cookie)],
-            });
-            self.rel.dirty = true;
+            gone.push(Effect::Gone(e.cookie));
             if self.twin.is_some() {
-                *self.twin_diff.entry((e.cookie, e.expiration)).or_insert(0) += 1;
+                let own = e.expiration.saturating_add(self.offset);
+                *self.twin_diff.entry((e.cookie, own)).or_insert(0) += 1;
             }
         }
+        if !gone.is_empty() {
+            // In order with the replies: an expiry is said once its records are durable.
+            self.hold(Held { out: None, to: usize::MAX, id: 0, effects: gone, clock: None });
+            self.note_meta();
+        }
         let Some(tw) = &mut self.twin else { return };
+        let twin_offset = self.offset - self.twin_shift;
         while let Some(e) = tw.poll_expired() {
-            *self.twin_diff.entry((e.cookie, e.expiration)).or_insert(0) -= 1;
+            let own = e.expiration.saturating_add(twin_offset);
+            *self.twin_diff.entry((e.cookie, own)).or_insert(0) -= 1;
         }
         self.twin_diff.retain(|_, v| *v != 0);
         // Expiry work may be spread over calls (the per-call budget): compare once both are done.
-        let idle = |t: Option<Millis>| !matches!(t, Some(t) if t <= now);
-        if !self.twin_diff.is_empty() && idle(ll.poll_timeout()) && idle(tw.poll_timeout()) {
+        let ll = self.ll.as_ref().expect("up");
+        let idle = |t: Option<Millis>, shift: Millis| !matches!(t, Some(t) if t <= now + shift);
+        if !self.twin_diff.is_empty()
+            && idle(ll.poll_timeout(), 0)
+            && idle(tw.poll_timeout(), self.twin_shift)
+        {
             let msg = format!(
                 "after a restore landlord {} expires differently from the landlord that never \
-                 crashed: (cookie, expiration) -> +1 restored only, -1 original only: {:?}",
+                 crashed: (cookie, expiration on the landlord's own clock) -> +1 restored only, \
+                 -1 original only: {:?}",
                 self.id, self.twin_diff
             );
             self.ctx.borrow_mut().fail(Check::Twin, msg);
         }
     }
 
-    /// Crashes the host. With `at_commit`, it commits first (a snapshot at the crash moment).
-    pub fn crash(&mut self, at_commit: bool, now: Millis) {
-        if self.ll.is_none() {
-            return;
+    /// Crashes the host, at a moment of its disk's work.
+    pub fn crash(&mut self, at: CrashAt, now: Millis) {
+        let Some(mut ll) = self.ll.take() else { return };
+        match at {
+            CrashAt::Now => {}
+            CrashAt::AfterCommit => {
+                self.disk.flush();
+                self.disk.commit(&mut ll, now);
+                self.disk.flush();
+                let grace = self.grace();
+                let durable = self.disk.durable();
+                self.rel.release_durable(durable, self.id, self.clock, grace, &self.ctx);
+            }
+            CrashAt::MidWrite => self.disk.part_way(&mut ll, now),
         }
-        if at_commit {
-            self.commit(now);
-        }
-        let old = self.ll.take();
-        self.twin = if at_commit && self.twin_on && self.mode == RestoreMode::Absolute {
-            old
-        } else {
-            None
-        };
+        let at_commit = at == CrashAt::AfterCommit;
+        self.disk.crash();
+        let seq = ll.journal_seq();
+        let own = ll.now();
+        let clock = if own == Millis::MIN { own } else { own.saturating_add(self.offset) };
+        self.crashed = Some(Crashed { ll, seq, clock, offset: self.offset });
+        self.twin = None;
         self.twin_diff.clear();
         self.rel.crash();
-        let (id, twin) = (self.id, self.twin.is_some());
+        let id = self.id;
         self.ctx.borrow_mut().trace(|| {
-            format!("landlord {id} crashes{}", if twin { " right after a commit" } else { "" })
+            format!("landlord {id} crashes{}", if at_commit { " right after a commit" } else { "" })
         });
     }
 
-    /// Restores the host from its store.
+    /// Rebuilds the landlord from its disk (`Store::open`, replay, resume at `now`).
     pub fn recover(&mut self, now: Millis) {
-        let policy = self.policy.build().expect("valid policy");
-        match self.store.recover(policy, now, self.mode) {
-            Ok((ll, meta)) => {
+        let crashed = self.crashed.take();
+        match self.open(now, false) {
+            Ok(ll) => {
+                let seq = ll.journal_seq();
+                // Its own time, as the log left it.
+                let own = if ll.now() == Millis::MIN { Millis::MIN } else { now + self.offset };
+                self.meta = self
+                    .meta_at
+                    .range(..=seq)
+                    .next_back()
+                    .map(|(_, m)| m.clone())
+                    .unwrap_or_default();
+                self.meta_at.retain(|k, _| *k <= seq);
+                self.meta_at.insert(seq, self.meta.clone());
+                if let Some(c) = crashed {
+                    let lost = c.seq - seq.min(c.seq);
+                    let exact = c.seq == seq && c.clock == own && own != Millis::MIN;
+                    if exact && self.twin_on {
+                        self.twin = Some(c.ll);
+                        self.twin_shift = self.offset - c.offset;
+                        self.twins += 1;
+                    }
+                    let id = self.id;
+                    self.ctx.borrow_mut().trace(|| {
+                        format!(
+                            "landlord {id} rebuilt at local {now}: {seq} records ({lost} lost \
+                             unsynced){}",
+                            if exact { ", exactly the landlord that crashed" } else { "" }
+                        )
+                    });
+                }
                 self.ll = Some(ll);
-                self.meta = meta;
-                if let Some(tw) = &mut self.twin {
-                    tw.handle_timeout(now);
-                }
-                let id = self.id;
-                self.ctx.borrow_mut().trace(|| format!("landlord {id} restored at local {now}"));
+                self.rel.release_durable(self.disk.durable(), self.id, self.clock, 0, &self.ctx);
                 self.take_expired(now);
-                if self.rel.dirty {
-                    self.commit(now);
-                }
+                self.settle(now, false);
             }
             Err(e) => {
-                let msg = format!("landlord {} could not restore its last commit: {e}", self.id);
+                let msg = format!("landlord {} could not open its store: {e}", self.id);
                 self.ctx.borrow_mut().fail(Check::Restore, msg);
             }
         }
+    }
+
+    /// Whether nothing waits to be written and the disk is idle.
+    pub fn disk_idle(&self) -> bool {
+        self.ll.as_ref().is_none_or(|ll| !self.disk.pending(ll))
+            && self.disk.poll_timeout().is_none()
+    }
+
+    /// The landlord's time as seen by its twin, for `now` on the host's clock.
+    fn twin_now(&self, now: Millis) -> Millis {
+        now.saturating_add(self.twin_shift)
     }
 }
 
@@ -811,22 +1010,35 @@ impl Actor for LandlordHost {
         // The host's expiry timer fires `timer_lag` late (a busy host): expired leases then
         // wait a while to be swept, and are answered "unknown" meanwhile.
         let expiry = ll.poll_timeout().map(|t| t.saturating_add(self.timer_lag));
-        [expiry, self.rel.commit_at].into_iter().flatten().min()
+        [expiry, self.rel.commit_at, self.disk.poll_timeout()].into_iter().flatten().min()
     }
 
     fn handle_timeout(&mut self, now: Millis) {
         self.ctx.borrow_mut().touched_landlords.push(self.id);
-        let Some(ll) = &mut self.ll else { return };
-        ll.handle_timeout(now);
-        if let Some(tw) = &mut self.twin {
-            tw.handle_timeout(now);
+        if self.ll.is_none() {
+            return;
         }
-        self.take_expired(now);
+        let mut synced = false;
+        if self.disk.poll_timeout().is_some_and(|t| t <= now) {
+            synced = self.disk.handle_timeout(now);
+        }
         if self.rel.commit_at.is_some_and(|t| t <= now) {
-            self.commit(now);
-        } else {
-            self.after_change(now);
+            self.rel.commit_at = None;
+            if !self.disk.committing() {
+                let ll = self.ll.as_mut().expect("up");
+                self.disk.commit(ll, now);
+            }
         }
+        let ll = self.ll.as_mut().expect("up");
+        if ll.poll_timeout().is_some_and(|t| t.saturating_add(self.timer_lag) <= now) {
+            ll.handle_timeout(now);
+            let tn = self.twin_now(now);
+            if let Some(tw) = &mut self.twin {
+                tw.handle_timeout(tn);
+            }
+            self.take_expired(now);
+        }
+        self.settle(now, synced);
     }
 
     fn poll_outgoing(&mut self, _now: Millis) -> Option<Outgoing> {
@@ -837,6 +1049,7 @@ impl Actor for LandlordHost {
         let Message::Request(req) = message else { return };
         let id = self.id;
         self.ctx.borrow_mut().touched_landlords.push(id);
+        let tn = self.twin_now(now);
         let Some(ll) = &mut self.ll else {
             self.ctx.borrow_mut().trace(|| format!("landlord {id} is down: drops request"));
             return;
@@ -844,7 +1057,7 @@ impl Actor for LandlordHost {
         self.rel.note_request(from, req.id, &self.ctx);
         let reply = ll.handle_request(&req, now);
         if let Some(tw) = &mut self.twin {
-            let twin_reply = tw.handle_request(&req, now);
+            let twin_reply = tw.handle_request(&req, tn);
             if twin_reply.encode(Encoding::Binary) != reply.encode(Encoding::Binary) {
                 let msg = format!(
                     "after a restore landlord {id} answers {} to {}; the landlord that never \
@@ -856,8 +1069,7 @@ impl Actor for LandlordHost {
                 self.ctx.borrow_mut().fail(Check::Twin, msg);
             }
         }
-        let (effects, changed) =
-            effects(&req, &reply, &mut self.meta, |c| ll.get(c, now).map(|(e, _)| e));
+        let (effects, changed) = effects(&req, &reply, &mut self.meta, now);
         if let ReplyBody::Granted { cookie, .. } = &reply.body {
             let mut c = self.ctx.borrow_mut();
             let v = c.issued.entry(*cookie).or_default();
@@ -875,14 +1087,17 @@ impl Actor for LandlordHost {
                 )
             });
         }
-        self.rel.dirty |= changed;
-        self.rel.held.push(Held {
+        self.hold(Held {
             out: Some(Outgoing { to: Address::Node(from), message: Message::Reply(reply) }),
             to: from,
             id: req.id,
             effects,
+            clock: None,
         });
-        self.after_change(now);
+        if changed {
+            self.note_meta();
+        }
+        self.settle(now, false);
     }
 
     fn landlord_id(&self) -> Option<LandlordId> {
@@ -925,6 +1140,13 @@ impl Tap {
         if self.recent.len() > 16 {
             self.recent.pop_front();
         }
+    }
+
+    /// Whether a request naming `cookie` of `landlord` was sent at real time `since` or later.
+    pub fn named_since(&self, landlord: LandlordId, cookie: Cookie, since: Millis) -> bool {
+        self.sent
+            .values()
+            .any(|s| s.real >= since && s.landlord == landlord && s.cookies.contains(&cookie))
     }
 
     fn before(
@@ -999,6 +1221,10 @@ pub struct HolderHost {
     extra: VecDeque<Outgoing>,
     rng: ChaCha12Rng,
     dup: f64,
+    /// Its side of the discovery service's registrations, if the world has one.
+    pub disco: Option<crate::discovery::DiscoClient>,
+    /// Whether its own faults (failed event deliveries) are on.
+    pub faults_on: bool,
     ctx: Shared,
 }
 
@@ -1024,6 +1250,8 @@ impl HolderHost {
             extra: VecDeque::new(),
             rng,
             dup,
+            disco: None,
+            faults_on: true,
             ctx,
         }
     }
@@ -1091,6 +1319,52 @@ impl HolderHost {
         }
     }
 
+    /// A message of the discovery service: an event (checked and answered) or a reply.
+    fn handle_disco(&mut self, from: NodeId, b: &[u8], now: Millis) {
+        let node = self.node;
+        self.ctx.borrow_mut().touched_nodes.push(node);
+        let Some(d) = self.disco.as_mut() else { return };
+        self.ctx.borrow_mut().trace(|| {
+            format!(
+                "holder {node} (local {now}) from node {from}: {}",
+                crate::discovery::describe(b)
+            )
+        });
+        if crate::discovery::DiscoClient::is_event(b) {
+            let Some(e) = crate::discovery::DiscoClient::decode_event(b) else { return };
+            // It may give up on a registration only while it renews the lease itself: one
+            // handed to the renewal service would be renewed there after the registration
+            // ended, and the service has no way to know why.
+            let sid = d.service.1;
+            let mine = d
+                .cookie_of(e.event_id)
+                .is_none_or(|c| self.manager.lease(&leasehold::Lease::new(sid, c, 0)).is_some());
+            let (body, drop) = {
+                let mut c = self.ctx.borrow_mut();
+                d.on_event(&e, &mut c, node, &mut self.rng, self.faults_on && mine)
+            };
+            if let Some(l) = drop {
+                // It gave up on the registration: it stops renewing the lease (the service
+                // cancels the registration once it hears the answer).
+                let _ = self.manager.remove(&l);
+                self.ctx.borrow_mut().healthy.remove(&(node, l.landlord(), l.cookie()));
+            }
+            d.answer(&e, body);
+            return;
+        }
+        let got = {
+            let mut c = self.ctx.borrow_mut();
+            d.on_reply(b, &mut c, node)
+        };
+        let Some((as_grant, sent_local, sent_real, hold, renew)) = got else { return };
+        let drift = self.manager.config().max_clock_drift_ppm;
+        if let Ok(lease) = holder::lease_from_reply_with_drift(&as_grant, sent_local, drift) {
+            if self.manager.renew_for(lease, hold, renew, now).is_ok() {
+                self.tap.established.insert((lease.landlord(), lease.cookie()), sent_real);
+            }
+        }
+    }
+
     fn handle_grant(&mut self, reply: &Reply, now: Millis) -> bool {
         let Some(g) = self.grants.get(&reply.id) else { return false };
         let Some((sent_local, sent_real)) = g.sent else { return false };
@@ -1122,6 +1396,14 @@ impl Actor for HolderHost {
         if let Some(o) = self.extra.pop_front() {
             return Some(o);
         }
+        let real = self.real(now);
+        if let Some(o) = self.disco.as_mut().and_then(|d| d.poll_outgoing(now, real)) {
+            if unit(&mut self.rng) < self.dup {
+                self.ctx.borrow_mut().faults.duplicated += 1;
+                self.extra.push_back(o.clone());
+            }
+            return Some(o);
+        }
         if let Some(id) = self.queued.pop_front() {
             let real = self.real(now);
             if let Some(g) = self.grants.get_mut(&id) {
@@ -1134,6 +1416,11 @@ impl Actor for HolderHost {
         Some(self.send(t, now))
     }
     fn handle_message(&mut self, from: NodeId, message: Message, now: Millis) {
+        if let Message::Bytes(b) = message {
+            self.handle_disco(from, &b, now);
+            self.drain(now);
+            return;
+        }
         let Message::Reply(reply) = message else { return };
         {
             let node = self.node;
@@ -1337,12 +1624,12 @@ impl ServiceHost {
         }
     }
 
-    /// Crashes the service. With `at_commit`, it commits first.
-    pub fn crash(&mut self, at_commit: bool, now: Millis) {
+    /// Crashes the service. Right after a commit, it commits first.
+    pub fn crash(&mut self, at: CrashAt, now: Millis) {
         if self.svc.is_none() {
             return;
         }
-        if at_commit {
+        if at == CrashAt::AfterCommit {
             self.commit(now);
         }
         self.svc = None;
@@ -1436,11 +1723,7 @@ impl Actor for ServiceHost {
             Message::Request(req) => {
                 self.rel.note_request(from, req.id, &self.ctx);
                 let reply = svc.handle_request(&req, now);
-                let svc_ref = &*svc;
-                let (effects, _) = effects(&req, &reply, &mut self.meta, |c| {
-                    let set = svc_ref.set_of(&Lease::new(id, c, 0), now)?;
-                    svc_ref.set_lease(set, now).map(|l| l.expiration())
-                });
+                let (effects, _) = effects(&req, &reply, &mut self.meta, now);
                 {
                     let (r, q) = (Message::Reply(reply.clone()), Message::Request(req.clone()));
                     self.ctx.borrow_mut().trace(|| {
@@ -1456,6 +1739,7 @@ impl Actor for ServiceHost {
                     to: from,
                     id: req.id,
                     effects,
+                    clock: Some(self.clock),
                 });
             }
             Message::Reply(reply) => {
@@ -1476,6 +1760,7 @@ impl Actor for ServiceHost {
                 let exp = |l, c| m.lease(&Lease::new(l, c, 0)).map(|x| x.expiration());
                 self.tap.after(&reply, before, exp);
             }
+            Message::Bytes(_) => return,
         }
         self.after_change(now);
     }

@@ -6,10 +6,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use leasehold::discovery::wire::DiscoveryRequestBody;
+use leasehold::discovery::{DiscoveryConfig, Groups, RegistrarId};
 use leasehold::holder::RenewalManagerConfig;
 use leasehold::policy::PolicySpec;
 use leasehold::service::{RenewalServiceConfig, SetId};
 use leasehold::simnet::{Address, Clock, LinkConfig, Message, NodeId, Outgoing, SimNet};
+use leasehold::store::StoreConfig;
 use leasehold::wire::{Outcome as WireOutcome, WireError};
 use leasehold::{
     Cookie, LandlordConfig, LandlordId, Lease, LeaseError, Millis, RenewalManager, Reply,
@@ -18,7 +21,10 @@ use leasehold::{
 use rand_chacha::ChaCha12Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use crate::durable::RestoreMode;
+use crate::discovery::{
+    ghost_locator, locator_of, DiscoClient, DiscoveryHost, RegistrarNode, GROUPS,
+};
+use crate::durable::{CrashAt, Disk, DiskConfig};
 use crate::nodes::{
     range, unit, Adversary, Check, Ctx, Failure, Faults, Hold, HolderHost, LandlordHost,
     ServiceHost, Shared,
@@ -29,8 +35,6 @@ use crate::nodes::{
 pub struct RunConfig {
     /// Trace lines kept (0: none, the fast path).
     pub trace: usize,
-    /// How restores count time.
-    pub mode: RestoreMode,
     /// Known bugs to steer around (to hunt for others while they are open).
     pub avoid: Avoid,
 }
@@ -102,11 +106,18 @@ struct Opts {
     corrupt_on: bool,
     sync_commit: f64,
     commit_delay: i64,
+    disk: DiskConfig,
     eager_events: bool,
     timer_lag: i64,
     safety: i64,
     settle: i64,
     live: i64,
+    discovery: bool,
+    registrars: usize,
+    announce_ms: i64,
+    ttl_factor: i64,
+    event_fail: f64,
+    event_unknown: f64,
 }
 
 impl Opts {
@@ -145,11 +156,25 @@ impl Opts {
             corrupt_on: on(rng, 0.5) && !avoid.corrupt_snapshots,
             sync_commit: unit(rng),
             commit_delay: range(rng, 1, 200),
+            disk: DiskConfig {
+                store: StoreConfig {
+                    segment_bytes: [256, 2_048, 65_536][range(rng, 0, 2) as usize],
+                    min_compact_bytes: [128, 1_024, 16_384, 4 << 20][range(rng, 0, 3) as usize],
+                },
+                op_ms: range(rng, 0, 3),
+                sync_ms: [0, 2, 10, 50][range(rng, 0, 3) as usize],
+            },
             eager_events: on(rng, 0.5),
             timer_lag: if on(rng, 0.5) { 0 } else { range(rng, 1, 2_000) },
             safety: range(rng, 20_000, 90_000),
             settle: 10_000,
             live: (2 * max_lease).max(20_000),
+            discovery: on(rng, 0.4),
+            registrars: range(rng, 1, 3) as usize,
+            announce_ms: range(rng, 300, 3_000),
+            ttl_factor: range(rng, 2, 4),
+            event_fail: if on(rng, 0.5) { 0.0 } else { unit(rng) * 0.3 },
+            event_unknown: if on(rng, 0.7) { 0.0 } else { unit(rng) * 0.02 },
         }
     }
 
@@ -169,10 +194,24 @@ impl Opts {
                 faults.push(name);
             }
         }
+        let disco = if self.discovery {
+            format!(
+                " discovery: {} registrars, announcing every ~{} ms (ttl x{}), events failing \
+                 {:.3} (unknown {:.3}) |",
+                self.registrars,
+                self.announce_ms,
+                self.ttl_factor,
+                self.event_fail,
+                self.event_unknown
+            )
+        } else {
+            " discovery no |".into()
+        };
         format!(
-            "landlords {}{} holders {} service {} | latency {} ms jitter {} ms loss {:.3} dup {:.3} \
+            "landlords {}{} holders {} service {} |{disco} latency {} ms jitter {} ms loss {:.3} dup {:.3} \
              | drift {} ppm grace {} ms expiry budget {} timer lag {} ms leases <= {} ms | faults every ~{} ms: {} \
-             | commit sync {:.2} delay <= {} ms{} | safety {} ms, settle {} ms, liveness {} ms",
+             | commit sync {:.2} delay <= {} ms{} | disk: segments {} B, compaction > {} B, \
+             sync <= {} ms | safety {} ms, settle {} ms, liveness {} ms",
             self.landlords,
             if self.same_seed { " (two share a seed)" } else { "" },
             self.holders,
@@ -191,6 +230,9 @@ impl Opts {
             self.sync_commit,
             self.commit_delay,
             if self.eager_events { ", events before commit" } else { "" },
+            self.disk.store.segment_bytes,
+            self.disk.store.min_compact_bytes,
+            self.disk.sync_ms,
             self.safety,
             self.settle,
             self.live
@@ -203,6 +245,10 @@ enum Action {
     Fault,
     Work,
     Recover(NodeId),
+    /// Crash a node in the middle of its next commit (retried while its disk is idle).
+    CrashMidWrite(NodeId, u32),
+    /// A registrar starts again after an outage.
+    RegistrarUp(NodeId),
     Heal(NodeId, NodeId),
     Calm(NodeId, NodeId),
     Liveness,
@@ -224,9 +270,13 @@ struct World {
     opts: Opts,
     landlords: Vec<NodeId>,
     service: Option<NodeId>,
+    discovery: Option<NodeId>,
+    registrars: Vec<NodeId>,
     holders: Vec<NodeId>,
     adversary: NodeId,
     by_id: BTreeMap<LandlordId, NodeId>,
+    /// The longest term a landlord grants, where its policy caps it below the leases' bound.
+    caps: BTreeMap<LandlordId, Millis>,
     agenda: BTreeMap<(Millis, u64), Action>,
     seq: u64,
     down: BTreeSet<NodeId>,
@@ -283,6 +333,14 @@ impl std::hash::Hasher for Fx {
     }
 }
 
+/// The longest a request stays on the way (a slow link's latency and jitter, with room).
+const STALE_REQUEST: Millis = 8_000;
+
+/// A random set of groups: none, some or all of [`GROUPS`].
+fn random_groups(rng: &mut ChaCha12Rng) -> BTreeSet<String> {
+    GROUPS.iter().filter(|_| unit(rng) < 0.5).map(|g| g.to_string()).collect()
+}
+
 fn seed32(rng: &mut ChaCha12Rng) -> [u8; 32] {
     let mut s = [0u8; 32];
     rng.fill_bytes(&mut s);
@@ -322,6 +380,24 @@ fn run_inner(seed: u64, cfg: &RunConfig) -> Outcome {
         faults: {
             let mut f = c.faults;
             f.lost = w.net.stats().lost + w.net.stats().partitioned;
+            for &n in &w.landlords {
+                let h = w.net.node::<LandlordHost>(n).expect("landlord");
+                let d = h.disk.stats;
+                f.commits += d.commits;
+                f.compactions += d.compactions;
+                f.crashes_mid_write += d.crashes_mid_write;
+                f.torn_tails += d.torn_tails;
+                f.unsynced_kept += d.unsynced_kept;
+                f.exact_recoveries += h.twins;
+            }
+            if let Some(h) = w.discovery.and_then(|n| w.net.node::<DiscoveryHost>(n)) {
+                let d = h.disk.stats;
+                f.commits += d.commits;
+                f.compactions += d.compactions;
+                f.crashes_mid_write += d.crashes_mid_write;
+                f.torn_tails += d.torn_tails;
+                f.unsynced_kept += d.unsynced_kept;
+            }
             f
         },
         failure: c.failure.clone(),
@@ -350,6 +426,7 @@ impl World {
         };
         let mut landlords = Vec::new();
         let mut by_id = BTreeMap::new();
+        let mut caps = BTreeMap::new();
         let mut first_seed = None;
         for i in 0..opts.landlords {
             let id = LandlordId(0x1000 + i as u64);
@@ -371,12 +448,13 @@ impl World {
             };
             let node = net.nodes_len();
             let c = clock(&mut rng);
+            let disk = Disk::new(opts.disk, ChaCha12Rng::seed_from_u64(rng.next_u64()));
             let mut host = LandlordHost::new(
                 c,
                 config,
                 policy,
-                cfg.mode,
                 !cfg.avoid.restore_twin,
+                disk,
                 ChaCha12Rng::seed_from_u64(rng.next_u64()),
                 opts.dup,
                 opts.sync_commit,
@@ -396,6 +474,7 @@ impl World {
             config.landlord =
                 config.landlord.with_grace(opts.grace).with_expiry_budget(opts.budget);
             let max = range(&mut rng, 2_000, opts.max_lease.max(5_000));
+            caps.insert(id, max);
             config.set_policy = PolicySpec::Bounded { max, default: max };
             config.manager =
                 RenewalManagerConfig { first_request_id: 1 << 40, ..manager_config.clone() };
@@ -419,11 +498,43 @@ impl World {
         } else {
             None
         };
+        let discovery = if opts.discovery {
+            let id = LandlordId(0x3000);
+            let mut config = DiscoveryConfig::new(id, seed32(&mut rng));
+            config.landlord =
+                config.landlord.with_grace(opts.grace).with_expiry_budget(opts.budget);
+            let max = range(&mut rng, 2_000, opts.max_lease.max(5_000));
+            caps.insert(id, max);
+            config.lease_policy = PolicySpec::Bounded { max, default: max };
+            config.event_retry = vec![200, 500, 1_000, 2_000];
+            config.delivery_timeout = range(&mut rng, 500, 5_000);
+            config.unicast_retry = vec![200, 500, 1_000, 2_000];
+            config.unicast_timeout = range(&mut rng, 500, 3_000);
+            let node = net.nodes_len();
+            let c = clock(&mut rng);
+            let disk = Disk::new(opts.disk, ChaCha12Rng::seed_from_u64(rng.next_u64()));
+            let host = DiscoveryHost::new(
+                node,
+                c,
+                config,
+                disk,
+                ChaCha12Rng::seed_from_u64(rng.next_u64()),
+                opts.dup,
+                opts.sync_commit,
+                opts.commit_delay,
+                ctx.clone(),
+            );
+            net.add_node(Box::new(host), c);
+            by_id.insert(id, node);
+            Some((node, id))
+        } else {
+            None
+        };
         let mut holders = Vec::new();
         for _ in 0..opts.holders {
             let node = net.nodes_len();
             let c = clock(&mut rng);
-            let host = HolderHost::new(
+            let mut host = HolderHost::new(
                 node,
                 c,
                 RenewalManager::new(manager_config.clone()),
@@ -431,8 +542,40 @@ impl World {
                 opts.dup,
                 ctx.clone(),
             );
+            if let Some(ds) = discovery {
+                let mut d = DiscoClient::new(ds, node);
+                d.fail_rate = opts.event_fail;
+                d.unknown_rate = opts.event_unknown;
+                host.disco = Some(d);
+            }
             net.add_node(Box::new(host), c);
             holders.push(node);
+        }
+        let mut registrars = Vec::new();
+        if let Some((ds, _)) = discovery {
+            for k in 0..opts.registrars {
+                let node = net.nodes_len();
+                let groups = random_groups(&mut rng);
+                let ttl = opts.announce_ms * opts.ttl_factor;
+                let r = RegistrarNode::new(
+                    RegistrarId(0x100 + k as u128),
+                    locator_of(k),
+                    groups,
+                    ds,
+                    opts.announce_ms,
+                    ttl,
+                    ChaCha12Rng::seed_from_u64(rng.next_u64()),
+                    opts.dup,
+                    ctx.clone(),
+                );
+                let c = clock(&mut rng);
+                net.add_node(Box::new(r), c);
+                net.node_mut::<DiscoveryHost>(ds)
+                    .expect("discovery")
+                    .dns
+                    .insert(locator_of(k), node);
+                registrars.push(node);
+            }
         }
         let adversary = net.nodes_len();
         net.add_node(Box::new(Adversary::new(adversary, ctx.clone())), Clock::exact());
@@ -444,9 +587,12 @@ impl World {
             opts,
             landlords,
             service,
+            discovery: discovery.map(|d| d.0),
+            registrars,
             holders,
             adversary,
             by_id,
+            caps,
             agenda: BTreeMap::new(),
             seq: 0,
             down: BTreeSet::new(),
@@ -528,6 +674,12 @@ impl World {
                 self.at(t, Action::Work);
             }
             Action::Recover(n) => self.recover(n),
+            Action::RegistrarUp(n) => self.registrar_up(n),
+            Action::CrashMidWrite(n, tries) => {
+                if self.phase == Phase::Safety && !self.down.contains(&n) {
+                    self.crash_node(n, CrashAt::MidWrite, tries);
+                }
+            }
             Action::Heal(a, b) => {
                 self.net.heal(a, b);
                 self.partitions.remove(&(a, b));
@@ -580,6 +732,10 @@ impl World {
         if o.misroute_on && (self.landlords.len() > 1 || self.service.is_some()) {
             kinds.push(5);
         }
+        if self.discovery.is_some() {
+            kinds.push(6);
+            kinds.push(7);
+        }
         if kinds.is_empty() {
             return;
         }
@@ -590,7 +746,9 @@ impl World {
             2 => self.partition(),
             3 => self.slow_link(),
             4 => self.hostile(),
-            _ => self.misroute(),
+            5 => self.misroute(),
+            6 => self.registrar_outage(),
+            _ => self.unreachable(),
         }
     }
 
@@ -603,8 +761,7 @@ impl World {
     }
 
     fn clock_step(&mut self) {
-        let mut nodes: Vec<NodeId> = self.landlords.clone();
-        nodes.extend(self.service);
+        let mut nodes = self.servers();
         nodes.extend(&self.holders);
         let Some(n) = self.pick(&nodes) else { return };
         let size = [10, 1_000, 30_000][range(&mut self.rng, 0, 2) as usize];
@@ -618,6 +775,8 @@ impl World {
         if let Some(h) = self.net.node_mut::<LandlordHost>(n) {
             h.clock_stepped(delta);
         } else if let Some(h) = self.net.node_mut::<ServiceHost>(n) {
+            h.clock_stepped(delta);
+        } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
             h.clock_stepped(delta);
         }
         let real = self.net.now();
@@ -645,26 +804,47 @@ impl World {
             h.clock = c;
         } else if let Some(h) = self.net.node_mut::<HolderHost>(n) {
             h.clock = c;
+        } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
+            h.clock = c;
         }
     }
 
     fn crash(&mut self) {
-        let mut nodes: Vec<NodeId> = self.landlords.clone();
-        nodes.extend(self.service);
+        let mut nodes = self.servers();
         nodes.retain(|n| !self.down.contains(n));
         let Some(n) = self.pick(&nodes) else { return };
-        let at_commit = unit(&mut self.rng) < 0.5;
+        let at = match range(&mut self.rng, 0, 3) {
+            0 | 1 => CrashAt::Now,
+            2 => CrashAt::AfterCommit,
+            _ => CrashAt::MidWrite,
+        };
+        self.crash_node(n, at, 0);
+    }
+
+    fn crash_node(&mut self, n: NodeId, at: CrashAt, tries: u32) {
+        if at == CrashAt::MidWrite && tries < 20 {
+            // Nothing to write yet: strike when there is (a commit is never long in coming).
+            let idle = self.net.node::<LandlordHost>(n).is_some_and(|h| h.disk_idle())
+                || self.net.node::<DiscoveryHost>(n).is_some_and(|h| h.disk_idle());
+            if idle {
+                let t = self.net.now() + range(&mut self.rng, 5, 300);
+                self.at(t, Action::CrashMidWrite(n, tries + 1));
+                return;
+            }
+        }
         let now = self.local(n);
         if let Some(h) = self.net.node_mut::<LandlordHost>(n) {
-            h.crash(at_commit, now);
+            h.crash(at, now);
         } else if let Some(h) = self.net.node_mut::<ServiceHost>(n) {
-            h.crash(at_commit, now);
+            h.crash(at, now);
+        } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
+            h.crash(at, now);
         }
         self.down.insert(n);
         {
             let mut c = self.ctx.borrow_mut();
             c.faults.crashes += 1;
-            if at_commit {
+            if at == CrashAt::AfterCommit {
                 c.faults.crashes_at_commit += 1;
             }
         }
@@ -677,15 +857,120 @@ impl World {
             return;
         }
         let now = self.local(n);
-        if self.opts.corrupt_on && unit(&mut self.rng) < 0.5 {
-            self.corrupt(n, now);
-        }
-        if let Some(h) = self.net.node_mut::<LandlordHost>(n) {
+        let corrupt = self.opts.corrupt_on && unit(&mut self.rng) < 0.5;
+        if self.net.node::<LandlordHost>(n).is_some() {
+            if corrupt {
+                self.damage_store(n);
+            }
+            let h = self.net.node_mut::<LandlordHost>(n).expect("landlord");
             h.recover(now);
-        } else if let Some(h) = self.net.node_mut::<ServiceHost>(n) {
+            if corrupt {
+                self.corrupt(n, now);
+            }
+        } else if self.net.node::<ServiceHost>(n).is_some() {
+            if corrupt {
+                self.corrupt(n, now);
+            }
+            let h = self.net.node_mut::<ServiceHost>(n).expect("service");
+            h.recover(now);
+        } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
             h.recover(now);
         }
         self.scan_gone = true;
+    }
+
+    /// Flips one bit of a copy of a crashed landlord's directory, anywhere but in the last
+    /// frame of its log (which a crash may tear, so its damage is a torn tail): `Store::open`
+    /// must refuse the copy, naming the damage, never recover from it silently.
+    fn damage_store(&mut self, n: NodeId) {
+        let Some(h) = self.net.node::<LandlordHost>(n) else { return };
+        let files = h.disk.dir.files();
+        // The last segment with anything in it: a rotation may have left an empty one after
+        // it, and the store takes the end of the last non-empty one as the tail.
+        let last_segment =
+            files.iter().rposition(|(name, b)| name.starts_with("log-") && !b.is_empty());
+        // (file, first byte, end) of every range a flip must be refused in.
+        let mut ranges = Vec::new();
+        for (i, (name, bytes)) in files.iter().enumerate() {
+            if name == leasehold::store::SNAPSHOT_FILE {
+                ranges.push((i, 0, bytes.len()));
+            } else if name.starts_with("log-") {
+                let Ok(scan) = leasehold::journal::scan(bytes, None) else { continue };
+                let mut frames: Vec<(usize, usize)> = scan
+                    .frames
+                    .iter()
+                    .map(|f| {
+                        (f.offset, f.offset + leasehold::journal::FRAME_HEADER + f.payload.len())
+                    })
+                    .collect();
+                if Some(i) == last_segment {
+                    frames.pop();
+                }
+                ranges.extend(frames.into_iter().map(|(a, b)| (i, a, b)));
+            }
+        }
+        let total: usize = ranges.iter().map(|r| r.2 - r.1).sum();
+        if total == 0 {
+            return;
+        }
+        let mut at = range(&mut self.rng, 0, total as i64 - 1) as usize;
+        let bit = range(&mut self.rng, 0, 7) as u8;
+        let (file, pos) = ranges
+            .iter()
+            .find_map(|&(i, a, b)| {
+                if at < b - a {
+                    Some((i, a + at))
+                } else {
+                    at -= b - a;
+                    None
+                }
+            })
+            .expect("in range");
+        let mut damaged = files.clone();
+        damaged[file].1[pos] ^= 1 << bit;
+        let name = damaged[file].0.clone();
+        let (policy, config) = (h.policy.clone(), h.config.clone());
+        let open = |files: &[(String, Vec<u8>)]| {
+            h.disk.open_copy(files, |snapshot| {
+                let policy = policy.build()?;
+                match snapshot {
+                    Some(bytes) => {
+                        leasehold::Landlord::<Vec<u8>>::from_snapshot_bytes(bytes, policy)
+                    }
+                    None => {
+                        let mut ll = leasehold::Landlord::new(config.clone(), policy);
+                        ll.enable_journal();
+                        Ok(ll)
+                    }
+                }
+            })
+        };
+        let opened = open(&damaged);
+        // Damage to a log frame the snapshot already holds loses nothing: the store may take
+        // it for a torn tail (as it does when it ends a segment) if it recovers every record
+        // the undamaged copy does. Damage to the snapshot, or that costs a record, must be
+        // refused.
+        let harmless = |r: &leasehold::journal::Recovered| {
+            name != leasehold::store::SNAPSHOT_FILE
+                && open(&files).is_ok_and(|clean| clean.last_seq == r.last_seq)
+        };
+        let opened = opened.map(|r| (harmless(&r), r));
+        let mut c = self.ctx.borrow_mut();
+        c.faults.damaged_stores += 1;
+        c.trace(|| {
+            format!(
+                "fault: bit {bit} of byte {pos} of {name} flipped in a copy of node {n}'s store"
+            )
+        });
+        if let Ok((false, recovered)) = opened {
+            c.fail(
+                Check::Restore,
+                format!(
+                    "node {n}: Store::open accepted a store with bit {bit} of byte {pos} of \
+                     {name} flipped (recovered {recovered:?})"
+                ),
+            );
+        }
     }
 
     /// Hands restore a corrupted copy of the last commit: it must refuse it.
@@ -693,7 +978,7 @@ impl World {
         let which = range(&mut self.rng, 0, 6);
         let pick = range(&mut self.rng, 0, i64::MAX - 1) as usize;
         let result = if let Some(h) = self.net.node::<LandlordHost>(n) {
-            let mut s = h.store.snapshot().clone();
+            let Some(mut s) = h.ll.as_ref().map(|l| l.snapshot(now)) else { return };
             let what = match which {
                 0 if !s.leases.is_empty() => {
                     let l = s.leases[pick % s.leases.len()].clone();
@@ -784,12 +1069,29 @@ impl World {
         }
     }
 
-    fn partition(&mut self) {
+    /// Nodes that serve: landlords, the renewal service, the discovery service.
+    fn servers(&self) -> Vec<NodeId> {
         let mut nodes: Vec<NodeId> = self.landlords.clone();
         nodes.extend(self.service);
-        let Some(a) = self.pick(&nodes) else { return };
+        nodes.extend(self.discovery);
+        nodes
+    }
+
+    /// Nodes a server talks to: holders, the renewal service (a holder of client leases), the
+    /// registrars (the discovery service's).
+    fn peers_of(&self, a: NodeId) -> Vec<NodeId> {
         let mut others: Vec<NodeId> = self.holders.clone();
         others.extend(self.service.filter(|s| *s != a));
+        if Some(a) == self.discovery {
+            others.extend(&self.registrars);
+        }
+        others
+    }
+
+    fn partition(&mut self) {
+        let nodes = self.servers();
+        let Some(a) = self.pick(&nodes) else { return };
+        let others = self.peers_of(a);
         let Some(b) = self.pick(&others) else { return };
         let (a, b) = (a.min(b), a.max(b));
         self.net.partition(a, b);
@@ -801,11 +1103,9 @@ impl World {
     }
 
     fn slow_link(&mut self) {
-        let mut nodes: Vec<NodeId> = self.landlords.clone();
-        nodes.extend(self.service);
+        let nodes = self.servers();
         let Some(a) = self.pick(&nodes) else { return };
-        let mut others: Vec<NodeId> = self.holders.clone();
-        others.extend(self.service.filter(|s| *s != a));
+        let others = self.peers_of(a);
         let Some(b) = self.pick(&others) else { return };
         let (a, b) = (a.min(b), a.max(b));
         let link = LinkConfig {
@@ -880,6 +1180,50 @@ impl World {
         }
     }
 
+    /// A registrar stops for a while (no announcements, no answers to unicast discovery).
+    fn registrar_outage(&mut self) {
+        let up: Vec<NodeId> = self
+            .registrars
+            .iter()
+            .copied()
+            .filter(|&r| self.net.node::<RegistrarNode>(r).is_some_and(|x| x.up))
+            .collect();
+        let Some(r) = self.pick(&up) else { return };
+        let now = self.local(r);
+        self.net.node_mut::<RegistrarNode>(r).expect("registrar").set_up(false, now);
+        self.ctx.borrow_mut().faults.registrar_outages += 1;
+        self.trace(|| format!("fault: registrar node {r} stops"));
+        let t = self.net.now() + range(&mut self.rng, 500, 20_000);
+        self.at(t, Action::RegistrarUp(r));
+    }
+
+    fn registrar_up(&mut self, r: NodeId) {
+        let now = self.local(r);
+        let reg = self.net.node_mut::<RegistrarNode>(r).expect("registrar");
+        if !reg.up {
+            reg.set_up(true, now);
+            self.trace(|| format!("registrar node {r} starts again"));
+        }
+    }
+
+    /// The discovery service's host reports a registrar unreachable (rightly or not).
+    fn unreachable(&mut self) {
+        let Some(ds) = self.discovery else { return };
+        let ids: Vec<RegistrarId> = self
+            .registrars
+            .iter()
+            .map(|&r| self.net.node::<RegistrarNode>(r).expect("registrar").id)
+            .collect();
+        let Some(g) = self.pick(&ids) else { return };
+        let now = self.local(ds);
+        let h = self.net.node_mut::<DiscoveryHost>(ds).expect("discovery");
+        if h.svc.is_none() {
+            return;
+        }
+        h.report_unreachable(g, now);
+        self.ctx.borrow_mut().faults.unreachable += 1;
+    }
+
     /// Replays a request a renewer sent to another landlord than the one it was meant for.
     fn misroute(&mut self) {
         let mut sources: Vec<NodeId> = self.holders.clone();
@@ -923,6 +1267,10 @@ impl World {
     }
 
     fn work(&mut self) {
+        if self.discovery.is_some() && unit(&mut self.rng) < 0.35 {
+            self.disco_work();
+            return;
+        }
         let x = unit(&mut self.rng);
         let svc_up = self.service.is_some_and(|s| !self.down.contains(&s));
         if x < 0.5 || !svc_up {
@@ -937,6 +1285,82 @@ impl World {
             self.handover();
         } else {
             self.remove_from_set();
+        }
+    }
+
+    /// Work with the discovery service: registrations by groups and by locators, discards,
+    /// changes of a registration's sets, registrars changing groups.
+    fn disco_work(&mut self) {
+        let x = unit(&mut self.rng);
+        let Some(h) = self.pick(&self.holders.clone()) else { return };
+        if x < 0.45 {
+            let groups = match range(&mut self.rng, 0, 6) {
+                0 => Groups::All,
+                1 => Groups::none(),
+                _ => Groups::Only(random_groups(&mut self.rng)),
+            };
+            let mut locators = BTreeSet::new();
+            for k in 0..self.registrars.len() {
+                if unit(&mut self.rng) < 0.3 {
+                    locators.insert(locator_of(k));
+                }
+            }
+            if unit(&mut self.rng) < 0.1 {
+                locators.insert(ghost_locator());
+            }
+            let duration = if unit(&mut self.rng) < 0.2 {
+                ANY
+            } else {
+                range(&mut self.rng, 500, self.opts.max_lease * 6 / 5)
+            };
+            let hold = self.hold(0.2, 2_000);
+            let renew = self.renew_duration(500);
+            let json = unit(&mut self.rng) < 0.3;
+            self.trace(|| {
+                format!("work: holder {h} registers for groups {groups:?}, locators {locators:?}")
+            });
+            let host = self.net.node_mut::<HolderHost>(h).expect("holder");
+            let d = host.disco.as_mut().expect("a discovery client");
+            d.register(h, groups, locators, duration, hold, renew, json);
+        } else if x < 0.65 {
+            let host = self.net.node::<HolderHost>(h).expect("holder");
+            let live = host.disco.as_ref().expect("a discovery client").live();
+            let Some((e, _, held)) = self.pick_live(&live) else { return };
+            let Some(g) = self.pick(&held) else { return };
+            self.trace(|| format!("work: holder {h} asks to discard {:x} from {e}", g.0));
+            let host = self.net.node_mut::<HolderHost>(h).expect("holder");
+            host.disco.as_mut().expect("client").discard(e, g);
+        } else if x < 0.8 {
+            let host = self.net.node::<HolderHost>(h).expect("holder");
+            let live = host.disco.as_ref().expect("a discovery client").live();
+            let Some((e, _, _)) = self.pick_live(&live) else { return };
+            let k = range(&mut self.rng, 0, self.registrars.len() as i64 - 1) as usize;
+            let groups = random_groups(&mut self.rng);
+            let which = range(&mut self.rng, 0, 3);
+            self.trace(|| format!("work: holder {h} changes registration {e} (kind {which})"));
+            let host = self.net.node_mut::<HolderHost>(h).expect("holder");
+            host.disco.as_mut().expect("client").change(e, |cookie| match which {
+                0 => DiscoveryRequestBody::SetGroups { cookie, groups: Groups::Only(groups) },
+                1 => {
+                    DiscoveryRequestBody::AddGroups { cookie, groups: groups.into_iter().collect() }
+                }
+                2 => DiscoveryRequestBody::AddLocators { cookie, locators: vec![locator_of(k)] },
+                _ => DiscoveryRequestBody::RemoveLocators { cookie, locators: vec![locator_of(k)] },
+            });
+        } else {
+            let Some(r) = self.pick(&self.registrars.clone()) else { return };
+            let groups = random_groups(&mut self.rng);
+            let now = self.local(r);
+            self.trace(|| format!("work: registrar node {r} now in groups {groups:?}"));
+            self.net.node_mut::<RegistrarNode>(r).expect("registrar").set_groups(groups, now);
+        }
+    }
+
+    fn pick_live<T: Clone>(&mut self, v: &[T]) -> Option<T> {
+        if v.is_empty() {
+            None
+        } else {
+            Some(v[range(&mut self.rng, 0, v.len() as i64 - 1) as usize].clone())
         }
     }
 
@@ -1059,12 +1483,21 @@ impl World {
             })
             .collect();
         // A belief a clock step made unsafe stays with its holder (its excuse is that node's step).
-        let est = self.net.node::<HolderHost>(h).expect("holder").tap.established.clone();
+        // So does a lease the holder renewed lately: its request may still be on the way (a slow
+        // link, a late duplicate) and, arriving after the service's renewal, cut the term the
+        // service believes in (a holder hands over only a lease it stopped renewing a while ago).
+        let tap = &self.net.node::<HolderHost>(h).expect("holder").tap;
+        let since = self.net.now() - STALE_REQUEST;
         let leases: Vec<Lease> = leases
             .into_iter()
             .filter(|l| {
-                let e = est.get(&(l.landlord(), l.cookie())).copied().unwrap_or(Millis::MIN);
+                let e = tap
+                    .established
+                    .get(&(l.landlord(), l.cookie()))
+                    .copied()
+                    .unwrap_or(Millis::MIN);
                 !self.tainted(h, self.by_id[&l.landlord()], e)
+                    && !tap.named_since(l.landlord(), l.cookie(), since)
             })
             .collect();
         let Some(l) = self.pick(&leases) else { return };
@@ -1133,7 +1566,15 @@ impl World {
                 h.set_dup(0.0);
             } else if let Some(h) = self.net.node_mut::<HolderHost>(n) {
                 h.set_dup(0.0);
+                h.faults_on = false;
+            } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
+                h.set_dup(0.0);
+            } else if let Some(h) = self.net.node_mut::<RegistrarNode>(n) {
+                h.dup = 0.0;
             }
+        }
+        for r in self.registrars.clone() {
+            self.registrar_up(r);
         }
         let t = self.net.now() + self.opts.settle;
         self.at(t, Action::Settle);
@@ -1152,6 +1593,14 @@ impl World {
             for l in leases {
                 let Some(rh) = clock.real_at(l.expiration()) else { continue };
                 if rh < real + 2_000 {
+                    continue;
+                }
+                // A renewal term must leave room for a few round trips to a journaled
+                // landlord: each reply waits for a group commit and its sync (and for the
+                // commit before it), so a term of a few hundred ms cannot be promised to live.
+                let cap = self.caps.get(&l.landlord()).copied().unwrap_or(Millis::MAX);
+                let term = self.renew_of(node, &l).map(|d| if d > 0 { d.min(cap) } else { cap });
+                if term.is_some_and(|d| d < self.shortest_live_term()) {
                     continue;
                 }
                 let e = est.get(&(l.landlord(), l.cookie())).copied();
@@ -1192,6 +1641,28 @@ impl World {
     // ---- checks ----
 
     /// Every renewer: (node, clock, leases it believes in, establish times).
+    /// The renewal term `node`'s manager asks for `l`.
+    fn renew_of(&self, node: NodeId, l: &Lease) -> Option<Millis> {
+        if let Some(h) = self.net.node::<HolderHost>(node) {
+            h.manager.renew_duration(l).ok()
+        } else {
+            let h = self.net.node::<ServiceHost>(node)?;
+            h.svc.as_ref()?.manager().renew_duration(l).ok()
+        }
+    }
+
+    /// The shortest renewal term the liveness check holds to: fourteen of the slowest round
+    /// trips once faults stop (calm links; a group commit's delay; a sync and a compaction's
+    /// operations queued before the reply). The manager fits its three tries, each waiting a
+    /// doubling time-out (1 + 2 + 4 of them), in at most half the term; a reply slower than
+    /// its adaptive time-out costs a try, and the commit delay is random.
+    fn shortest_live_term(&self) -> Millis {
+        let o = &self.opts;
+        let net = 2 * (o.latency + o.jitter.min(50));
+        let disk = o.commit_delay + 4 * o.disk.sync_ms.max(o.disk.op_ms);
+        14 * (net + disk)
+    }
+
     fn renewers(&self) -> Vec<Beliefs> {
         let mut out = Vec::new();
         for &h in &self.holders {
@@ -1229,6 +1700,8 @@ impl World {
         if let Some(h) = self.net.node::<LandlordHost>(node) {
             (h.honoured(cookie, now), h.grace())
         } else if let Some(h) = self.net.node::<ServiceHost>(node) {
+            (h.honoured(cookie, now), h.grace())
+        } else if let Some(h) = self.net.node::<DiscoveryHost>(node) {
             (h.honoured(cookie, now), h.grace())
         } else {
             (None, 0)
@@ -1371,6 +1844,8 @@ impl World {
             let meta_op = if let Some(h) = self.net.node::<LandlordHost>(ln) {
                 h.meta.last_op.get(&c).copied()
             } else if let Some(h) = self.net.node::<ServiceHost>(ln) {
+                h.meta.last_op.get(&c).copied()
+            } else if let Some(h) = self.net.node::<DiscoveryHost>(ln) {
                 h.meta.last_op.get(&c).copied()
             } else {
                 None

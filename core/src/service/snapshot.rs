@@ -261,6 +261,11 @@ impl RenewalService {
         let mut svc = RenewalService::from_snapshot(config, snapshot, jump)?;
         // Requests sent after a stale snapshot may still have replies on their way.
         svc.manager.skip_request_ids(jump);
+        if jump > 0 {
+            // And a request it had not sent yet may have left after the snapshot, under the id
+            // the snapshot gives it (vopr --seed 5680).
+            svc.manager.renumber_unsent();
+        }
         let before = svc.clock;
         let now = svc.tick(now);
         svc.do_resume(before, now);
