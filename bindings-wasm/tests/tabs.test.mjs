@@ -222,7 +222,7 @@ test('a frozen leader loses the lead to another tab and learns so when it thaws'
     await cdp.send('Page.setWebLifecycleState', { state: 'active' });
     await cdp.detach();
     // On thaw the tab learns it lost, with the reason, and no longer claims to lead.
-    await leader.waitForFunction((n) => window.tabsDemo.events.slice(n).some((e) => e.type === 'lost'), before, { timeout: 5_000 });
+    await leader.waitForFunction((n) => window.tabsDemo.events.slice(n).some((e) => e.type === 'lost'), before, { timeout: 5_000, polling: 50 });
     const lost = (await tabs.events(leader)).slice(before).find((e) => e.type === 'lost');
     assert.equal(lost.reason, 'expired', `thawed leader lost with ${lost.reason} (${lost.cause})`);
     assert.equal(await leader.evaluate(() => window.tabsDemo.election.isLeader), false);
@@ -382,7 +382,7 @@ test('named tab leases: one holder at a time, denied without waiting, handed ove
     window.printer.release();
     return performance.timeOrigin + performance.now();
   });
-  await b.waitForFunction(() => window.got !== undefined, null, { timeout: 5_000 });
+  await b.waitForFunction(() => window.got !== undefined, null, { timeout: 5_000, polling: 50 });
   const got = await b.evaluate(() => ({ at: window.got.at, held: window.got.lease.held, until: window.got.lease.until }));
   assert.equal(got.held, true);
   console.log(`# named lease handed over ${fmt(got.at - releasedAt)} after release()`);
@@ -405,7 +405,7 @@ test('the SharedWorker dies: its leader learns workerGone, a new worker elects o
   assert.equal(workers.length, 1, 'one SharedWorker for the origin');
   const t0 = await clock(tabs.any(leader));
   await cdp.send('Target.closeTarget', { targetId: workers[0].targetId });
-  await leader.waitForFunction((n) => window.tabsDemo.events.slice(n).some((e) => e.type === 'lost'), before, { timeout: 5_000 });
+  await leader.waitForFunction((n) => window.tabsDemo.events.slice(n).some((e) => e.type === 'lost'), before, { timeout: 15_000, polling: 50 });
   const lost = (await tabs.events(leader)).slice(before).find((e) => e.type === 'lost');
   assert.equal(lost.reason, 'workerGone');
   const next = await tabs.leader(LEASE_MS * 5);
