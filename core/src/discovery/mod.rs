@@ -976,8 +976,13 @@ impl DiscoveryService {
             return None;
         }
         let (_, locator) = self.unicast_due.pop_first().expect("present");
-        let request = self.next_request;
-        self.next_request = self.next_request.wrapping_add(1).max(1);
+        // Ids run on from the snapshot's; once they wrap (only a restored or tampered counter
+        // gets there) they skip any still in flight, so an id always names one request.
+        let mut request = self.next_request;
+        while self.unicast_inflight.contains_key(&request) {
+            request = request.wrapping_add(1).max(1);
+        }
+        self.next_request = request.wrapping_add(1).max(1);
         let deadline = time::expiration_after(now, self.config.unicast_timeout);
         let u = self.unicast.get_mut(&locator).expect("scheduled");
         u.state = Probe::InFlight { request, deadline };
