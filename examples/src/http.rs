@@ -297,6 +297,16 @@ pub struct Cluster {
     servers: Vec<Client>,
     current: usize,
     owner_of: HashMap<LandlordId, usize>,
+    answered: Option<Answered>,
+}
+
+/// Who answered a [`Cluster`]'s last successful call (for histories that record it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// The server that answered the request (after a redirect: its target).
+    pub server: SocketAddr,
+    /// The `X-Leasehold-Owner` it named: the server whose shard answered, when it forwarded.
+    pub owner: Option<String>,
 }
 
 impl Cluster {
@@ -307,7 +317,13 @@ impl Cluster {
             servers: servers.iter().map(|&a| Client::new(a, timeout)).collect(),
             current: 0,
             owner_of: HashMap::new(),
+            answered: None,
         }
+    }
+
+    /// Who answered the last call, if it succeeded (`None` after a failed call).
+    pub fn answered_by(&self) -> Option<&Answered> {
+        self.answered.as_ref()
     }
 
     /// A client of these URLs (`http://host:port`, any path ignored).
@@ -340,6 +356,7 @@ impl Cluster {
         let n = self.servers.len();
         let first = landlord.and_then(|l| self.owner_of.get(&l).copied()).unwrap_or(self.current);
         let mut last = io::Error::other("no server tried");
+        self.answered = None;
         for k in 0..n {
             let i = (first + k) % n;
             match self.servers[i].post_path(&path, body, encoding) {
@@ -349,6 +366,8 @@ impl Cluster {
                         if let Some(l) = landlord {
                             self.learn_owner(l, m.owner.as_deref(), i);
                         }
+                        self.answered =
+                            Some(Answered { server: self.servers[i].addr, owner: m.owner });
                         return Ok(m.body);
                     }
                     307 | 308 => {
@@ -357,7 +376,10 @@ impl Cluster {
                             let timeout = self.servers[i].timeout;
                             let mut c = Client::new(addr, timeout);
                             match c.post_path(&path, body, encoding) {
-                                Ok(r) if status_of(&r) == 200 => return Ok(r.body),
+                                Ok(r) if status_of(&r) == 200 => {
+                                    self.answered = Some(Answered { server: addr, owner: r.owner });
+                                    return Ok(r.body);
+                                }
                                 Ok(r) => {
                                     last = io::Error::other(format!("answered {}", r.first_line))
                                 }
