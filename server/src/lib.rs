@@ -73,7 +73,7 @@ pub struct App {
     /// PostgreSQL mode, before the cluster is joined: why not yet.
     pending_db: Mutex<Option<String>>,
     /// Per shard: failures in a row, and when the last one was.
-    streaks: Mutex<BTreeMap<u64, (u32, Instant)>>,
+    streaks: Mutex<BTreeMap<u64, (u32, Instant, String)>>,
 }
 
 impl App {
@@ -148,26 +148,27 @@ impl App {
     /// after a backoff that grows with the failures in a row. Returns the wait.
     pub(crate) fn set_failed(&self, id: u64, kind: ErrorKind, why: String) -> Duration {
         self.shard_stats(id).error(kind);
-        let failures = {
+        let now = Instant::now();
+        let (failures, new_reason) = {
             // A shard that fails again within a minute of its last failure (even if it was
-            // served in between) keeps backing off.
+            // served in between) keeps backing off; a reason is logged once until it changes.
             let mut st = self.streaks.lock().unwrap_or_else(|p| p.into_inner());
-            let now = Instant::now();
-            let e = st.entry(id).or_insert((0, now));
+            let e = st.entry(id).or_insert((0, now, String::new()));
             if now.duration_since(e.1) > Duration::from_secs(60) {
                 e.0 = 0;
+                e.2.clear();
             }
             e.0 += 1;
             e.1 = now;
-            e.0
+            let new_reason = e.2 != why;
+            e.2 = why.clone();
+            (e.0, new_reason)
         };
-        let mut l = self.locals();
-        let prev = l.get(&id).cloned();
         let wait = backoff(failures);
-        let same = prev.as_ref().is_some_and(|p| p.state == ShardState::Failed && p.why == why);
-        if !same {
+        if new_reason {
             tracing::error!(shard = id, error = %why, retry_in_ms = wait.as_millis() as u64, "shard failed");
         }
+        let mut l = self.locals();
         l.insert(
             id,
             Local { state: ShardState::Failed, why, failures, retry_at: Instant::now() + wait },
@@ -371,6 +372,15 @@ pub async fn run(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
+    let mut config = config;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    if config.listen.port() == 0 && config.advertise == format!("http://{}", config.listen) {
+        // Port 0 (tests, scripts): advertise the port actually bound.
+        if config.name == config.advertise {
+            config.name = format!("http://{addr}");
+        }
+        config.advertise = format!("http://{addr}");
+    }
     let app = App::new(config.clone());
     match &config.store {
         StoreKind::Files(data) => {
@@ -409,7 +419,6 @@ pub async fn run(
             });
         }
     }
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     // One line on stdout for scripts and tests that started us on port 0.
     println!("leasehold-server listening on http://{addr}");
     tracing::info!(
