@@ -169,7 +169,7 @@ pub fn check_url(url: &str) -> Result<(), String> {
 pub(crate) async fn connect(url: &str) -> Result<Client, String> {
     let config = pg_config(url)?;
     let (client, connection) =
-        config.connect(NoTls).await.map_err(|e| format!("PostgreSQL: {e}"))?;
+        config.connect(NoTls).await.map_err(|e| format!("PostgreSQL: {}", e.text()))?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %e, "PostgreSQL connection ended");
@@ -178,14 +178,40 @@ pub(crate) async fn connect(url: &str) -> Result<Client, String> {
     Ok(client)
 }
 
+/// An error as one line, with its causes (tokio-postgres says only "db error" and keeps the
+/// server's message in the source).
+pub(crate) trait ErrorText {
+    /// The text.
+    fn text(&self) -> String;
+}
+
+impl ErrorText for String {
+    fn text(&self) -> String {
+        self.clone()
+    }
+}
+
+impl ErrorText for tokio_postgres::Error {
+    fn text(&self) -> String {
+        let mut out = self.to_string();
+        let mut src = std::error::Error::source(self);
+        while let Some(e) = src {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            src = e.source();
+        }
+        out
+    }
+}
+
 /// Runs `f` with a time-out; the error says what timed out.
-async fn within<T, E: std::fmt::Display>(
+async fn within<T, E: ErrorText>(
     limit: Duration,
     what: &str,
     f: impl Future<Output = Result<T, E>>,
 ) -> Result<T, String> {
     match tokio::time::timeout(limit, f).await {
-        Ok(r) => r.map_err(|e| e.to_string()),
+        Ok(r) => r.map_err(|e| e.text()),
         Err(_) => Err(format!("{what} timed out after {} ms", limit.as_millis())),
     }
 }
@@ -203,7 +229,7 @@ impl Conn {
         let client = connect(url).await?;
         let prep = |sql: &'static str| {
             let c = &client;
-            async move { c.prepare(sql).await.map_err(|e| format!("prepare: {e}")) }
+            async move { c.prepare(sql).await.map_err(|e| format!("prepare: {}", e.text())) }
         };
         let append = prep(APPEND).await?;
         let snapshot = prep(SNAPSHOT).await?;
@@ -291,7 +317,7 @@ impl PgWriter {
                 .client
                 .query(&c.fence, &[&self.shard, &self.epoch])
                 .await
-                .map_err(|e| WriteError::Failed(e.to_string()))?;
+                .map_err(|e| WriteError::Failed(e.text()))?;
             if rows.len() == 1 {
                 Ok(())
             } else {
@@ -317,7 +343,7 @@ fn refused(e: tokio_postgres::Error) -> WriteError {
     if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
         WriteError::Fenced
     } else {
-        WriteError::Failed(e.to_string())
+        WriteError::Failed(e.text())
     }
 }
 
@@ -410,29 +436,29 @@ impl Cluster {
         let limit = Duration::from_millis(app.config.db_timeout_ms);
         let mut control = within(limit * 3, "connecting to PostgreSQL", connect(url)).await?;
         let shards = within(limit * 3, "creating the tables", async {
-            let tx = control.transaction().await.map_err(|e| e.to_string())?;
+            let tx = control.transaction().await.map_err(|e| e.text())?;
             tx.execute("SELECT pg_advisory_xact_lock(7420)", &[])
                 .await
-                .map_err(|e| e.to_string())?;
-            tx.batch_execute(SCHEMA).await.map_err(|e| format!("schema: {e}"))?;
+                .map_err(|e| e.text())?;
+            tx.batch_execute(SCHEMA).await.map_err(|e| format!("schema: {}", e.text()))?;
             tx.execute(
                 "INSERT INTO leasehold_cluster (id, shards) VALUES (1, $1) ON CONFLICT DO NOTHING",
                 &[&(app.config.shards as i64)],
             )
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.text())?;
             let shards: i64 = tx
                 .query_one("SELECT shards FROM leasehold_cluster WHERE id = 1", &[])
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| e.text())?
                 .get(0);
             tx.execute(
                 "INSERT INTO leasehold_shards (shard) SELECT generate_series(1, $1::bigint) ON CONFLICT DO NOTHING",
                 &[&shards],
             )
             .await
-            .map_err(|e| e.to_string())?;
-            tx.commit().await.map_err(|e| e.to_string())?;
+            .map_err(|e| e.text())?;
+            tx.commit().await.map_err(|e| e.text())?;
             Ok::<i64, String>(shards)
         })
         .await?;
@@ -658,20 +684,24 @@ impl Cluster {
         let wall =
             || SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64() * 1e3;
         let mono = || crate::clock::mono_ms();
-        let (w0, m0, t0) = (wall(), mono(), Instant::now());
+        // The round trip is measured on the lease clock itself, from before the first reading
+        // to after the last, so that any delay (a busy runtime, a descheduled thread) counts
+        // in the uncertainty.
+        let m0 = mono();
+        let w0 = wall();
         let row = within(
             self.limit(),
             "reading the database's clock",
             db.query_one("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8", &[]),
         )
         .await?;
-        let rtt = t0.elapsed().as_secs_f64() * 1e3;
-        let (w1, m1) = (wall(), mono());
+        let w1 = wall();
+        let m1 = mono();
         let sample = Sample {
             mono_ms: (m0 + m1) / 2.0,
             wall_ms: (w0 + w1) / 2.0,
             db_ms: row.get(0),
-            rtt_ms: rtt,
+            rtt_ms: m1 - m0,
         };
         let mut g = self.guard.lock().unwrap_or_else(|p| p.into_inner());
         match g.observe(sample) {

@@ -635,7 +635,7 @@ mod pg {
     }
 
     fn e(e: tokio_postgres::Error) -> String {
-        e.to_string()
+        crate::pg::ErrorText::text(&e)
     }
 
     pub(super) async fn list(url: &str) -> Result<Vec<Mark>, String> {

@@ -264,6 +264,45 @@ pub fn grant(
     }
 }
 
+/// Like [`grant`], retrying a 503 (a shard handed over between servers) for up to 10 s, as a
+/// holder does.
+pub fn grant_retry(addr: SocketAddr, id: u64, resource: &str, ms: i64) -> (u64, leasehold::Cookie) {
+    let t0 = Instant::now();
+    loop {
+        match grant(addr, id, resource, ms) {
+            Ok(g) => return g,
+            Err(e) if e.starts_with("503") && t0.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            Err(e) => panic!("grant of {resource}: {e}"),
+        }
+    }
+}
+
+/// Waits until the servers of a cluster have shared the shards out (each serves what its
+/// `/readyz` counts, summing to `shards`) and every one is ready.
+pub fn settled(servers: &[&Server], shards: usize, limit: Duration) {
+    let ok = eventually(limit, || {
+        let mut served = 0;
+        for s in servers {
+            let (st, r) = s.ready();
+            if st != 200 {
+                return false;
+            }
+            served +=
+                r["shards"].as_array().unwrap().iter().filter(|x| x["state"] == "served").count();
+        }
+        let fair = shards.div_ceil(servers.len());
+        served == shards
+            && servers.iter().all(|s| {
+                let (_, r) = s.ready();
+                r["shards"].as_array().unwrap().iter().filter(|x| x["state"] == "served").count()
+                    <= fair
+            })
+    });
+    assert!(ok, "the servers did not settle within {limit:?}");
+}
+
 /// Renews a lease; the reply's body, or the HTTP failure.
 pub fn renew(
     addr: SocketAddr,
@@ -392,6 +431,8 @@ impl Pg {
                 "-R",
                 "-X",
                 "stream",
+                "-c",
+                "fast",
                 "-D",
             ])
             .arg(&data)
