@@ -171,7 +171,8 @@ pub struct FileConfig {
     /// The grant policy, as the core's `PolicySpec` (e.g. `{ kind = "bounded", max = 60000,
     /// default = 30000 }`); overrides max/default_lease_ms.
     policy: Option<PolicySpec>,
-    /// Grace after expiry, in ms (clock skew between holders and the server).
+    /// Grace after expiry, in ms (clock skew between holders and the server). Default: the
+    /// longest lease times `max_clock_rate_ppm` (60 ms for 60 s and 1000 ppm).
     grace_ms: Option<Duration>,
     /// Request limits (bytes of a message, leases in a batch, bytes of a resource).
     limits: Option<Limits>,
@@ -182,6 +183,22 @@ pub struct FileConfig {
     max_clock_rate_ppm: Option<u64>,
     forward_timeout_ms: Option<u64>,
     db_timeout_ms: Option<u64>,
+}
+
+/// The landlords' default grace: the longest lease times the clock rate bound, so that a lease
+/// clock that runs fast by up to `--max-clock-rate-ppm` never ends a lease before its holder
+/// was told (docs/server-operations.md, "Clocks"). 0 for policies without a longest lease.
+fn default_grace(policy: &PolicySpec, rate_ppm: u64) -> Duration {
+    let max = match policy {
+        PolicySpec::Bounded { max, .. } => *max,
+        PolicySpec::Fixed { duration } => *duration,
+        _ => return 0,
+    };
+    if max <= 0 || max == leasehold::FOREVER {
+        return 0;
+    }
+    let micro = max as i128 * rate_ppm as i128;
+    ((micro + 999_999) / 1_000_000).min(i64::MAX as i128) as Duration
 }
 
 /// Where shards are kept.
@@ -308,6 +325,8 @@ impl Config {
         if !(100..=600_000).contains(&db_timeout_ms) {
             return Err(format!("--db-timeout-ms must be 100 to 600000, got {db_timeout_ms}"));
         }
+        let grace_ms =
+            file.grace_ms.unwrap_or_else(|| default_grace(&policy, max_clock_rate_ppm)).max(0);
         Ok(Config {
             max_clock_offset_ms,
             max_clock_rate_ppm,
@@ -319,7 +338,7 @@ impl Config {
             advertise,
             name,
             policy,
-            grace_ms: file.grace_ms.unwrap_or(0).max(0),
+            grace_ms,
             limits: file.limits.unwrap_or_default(),
             store_config,
             ownership_ms,

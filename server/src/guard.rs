@@ -40,7 +40,7 @@ pub const WINDOW_MS: f64 = 60_000.0;
 /// The shortest window that gives a rate at all, ms.
 pub const MIN_WINDOW_MS: f64 = 500.0;
 /// A rate measured less precisely than this does not satisfy the guard (it may trip it).
-pub const MAX_RATE_UNCERTAINTY_PPM: f64 = 20_000.0;
+pub const MAX_RATE_UNCERTAINTY_PPM: f64 = 5_000.0;
 
 /// One measurement: the server's clocks at the midpoint of a round trip to the database, the
 /// database's clock, and the round trip.
@@ -292,8 +292,8 @@ mod tests {
         let v = feed(&mut g, 0.0, 5, 1000.0, 0.0, 1.0, 1200.0);
         assert!(v.iter().all(|ok| !ok));
         assert!(g.report().offset_ms.is_none());
-        // 300 ms round trips: the offset is known, the rate only over a long window.
-        let v = feed(&mut g, 5000.0, 40, 1000.0, 0.0, 1.0, 300.0);
+        // 100 ms round trips: the offset is known, the rate only over a long window.
+        let v = feed(&mut g, 5000.0, 40, 1000.0, 0.0, 1.0, 100.0);
         assert!(!v[1], "{v:?}");
         assert!(v[39], "{:?}", g.why());
     }
