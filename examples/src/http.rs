@@ -45,6 +45,8 @@ struct Message {
     location: Option<String>,
     /// `X-Leasehold-Owner` (the server that owns the shard that answered).
     owner: Option<String>,
+    /// `Retry-After`, in seconds.
+    retry_after: Option<u64>,
     body: Vec<u8>,
 }
 
@@ -55,7 +57,7 @@ fn read_message(stream: &mut BufReader<TcpStream>) -> io::Result<Message> {
     }
     let mut content_length = 0usize;
     let mut content_type = String::new();
-    let (mut location, mut owner) = (None, None);
+    let (mut location, mut owner, mut retry_after) = (None, None, None);
     loop {
         let mut line = String::new();
         if stream.read_line(&mut line)? == 0 {
@@ -75,6 +77,7 @@ fn read_message(stream: &mut BufReader<TcpStream>) -> io::Result<Message> {
                 "content-type" => content_type = value.trim().to_string(),
                 "location" => location = Some(value.trim().to_string()),
                 "x-leasehold-owner" => owner = Some(value.trim().to_string()),
+                "retry-after" => retry_after = value.trim().parse().ok(),
                 _ => {}
             }
         }
@@ -89,6 +92,7 @@ fn read_message(stream: &mut BufReader<TcpStream>) -> io::Result<Message> {
         content_type,
         location,
         owner,
+        retry_after,
         body,
     })
 }
@@ -291,8 +295,13 @@ fn addr_of(url: &str) -> Option<SocketAddr> {
 ///   one tried, in the same call; the one that answered is used first from then on. A `307`
 ///   is followed (once). The `X-Leasehold-Owner` header of an answer names the server that owns
 ///   the shard: later requests for that landlord go there first, saving a forward.
-/// - When every server fails, the call fails: the renewal manager counts that as an
-///   indefinite failure and retries until the lease would expire.
+/// - When every server fails, [`Cluster::post`] fails: the renewal manager counts that as an
+///   indefinite failure and retries until the lease would expire. [`Cluster::post_until`]
+///   instead keeps trying every server until a deadline (a renewal's: the lease's end), so a
+///   holder rides out an owner that is paused or dead until another server has taken its
+///   shards over.
+/// - An owner hint whose server did not answer is dropped, so the next request starts with
+///   another server.
 pub struct Cluster {
     servers: Vec<Client>,
     current: usize,
@@ -342,13 +351,52 @@ impl Cluster {
         Ok(Cluster::new(&addrs, timeout))
     }
 
-    /// Posts one message for `landlord` (`None` for a grant) and returns the reply body.
+    /// Posts one message for `landlord` (`None` for a grant) and returns the reply body: one
+    /// round over the servers.
     pub fn post(
         &mut self,
         landlord: Option<LandlordId>,
         body: &[u8],
         encoding: Encoding,
     ) -> io::Result<Vec<u8>> {
+        self.round(landlord, body, encoding).map_err(|(e, _)| e)
+    }
+
+    /// Like [`Cluster::post`], but when no server answers, waits a moment (the `Retry-After`
+    /// a server asked for, at most 250 ms, at least 50 ms) and tries every server again, until
+    /// `deadline`. Each attempt still times out after the cluster's per-attempt time-out, so
+    /// keep that short (a fraction of the lease) for renewals through a cluster.
+    pub fn post_until(
+        &mut self,
+        landlord: Option<LandlordId>,
+        body: &[u8],
+        encoding: Encoding,
+        deadline: std::time::Instant,
+    ) -> io::Result<Vec<u8>> {
+        loop {
+            let (e, retry_after) = match self.round(landlord, body, encoding) {
+                Ok(b) => return Ok(b),
+                Err(x) => x,
+            };
+            let pause = retry_after
+                .unwrap_or(Duration::from_millis(100))
+                .clamp(Duration::from_millis(50), Duration::from_millis(250));
+            let now = std::time::Instant::now();
+            if now + pause >= deadline {
+                return Err(e);
+            }
+            std::thread::sleep(pause);
+        }
+    }
+
+    /// One round over the servers; on failure, the last error and any `Retry-After` seen.
+    fn round(
+        &mut self,
+        landlord: Option<LandlordId>,
+        body: &[u8],
+        encoding: Encoding,
+    ) -> Result<Vec<u8>, (io::Error, Option<Duration>)> {
+        let mut retry_after = None;
         let path = match landlord {
             Some(id) => format!("/lease?landlord={}", id.0),
             None => "/lease".to_string(),
@@ -387,12 +435,28 @@ impl Cluster {
                             }
                         }
                     }
-                    _ => last = io::Error::other(format!("server answered {}", m.first_line)),
+                    _ => {
+                        if let Some(s) = m.retry_after {
+                            retry_after = Some(Duration::from_secs(s));
+                        }
+                        last = io::Error::other(format!("server answered {}", m.first_line))
+                    }
                 },
-                Err(e) => last = e,
+                Err(e) => {
+                    // A server that does not answer is no owner to start with next time.
+                    if let Some(l) = landlord {
+                        if self.owner_of.get(&l) == Some(&i) {
+                            self.owner_of.remove(&l);
+                        }
+                    }
+                    if self.current == i {
+                        self.current = (i + 1) % n;
+                    }
+                    last = e
+                }
             }
         }
-        Err(last)
+        Err((last, retry_after))
     }
 
     fn learn_owner(&mut self, landlord: LandlordId, owner: Option<&str>, answered: usize) {

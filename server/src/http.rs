@@ -1,4 +1,5 @@
-//! The HTTP face: `POST /lease[?landlord=<id>]`, `GET /healthz`, `GET /metrics`.
+//! The HTTP face: `POST /lease[?landlord=<id>]`, `GET /livez`, `GET /readyz`, `GET /healthz`,
+//! `GET /metrics` (the health routes are described in [`crate::health`]).
 //!
 //! A request body is one wire message, JSON (`Content-Type: application/json`) or binary (any
 //! other type, `application/octet-stream` by convention); the reply comes in the same encoding.
@@ -65,6 +66,8 @@ pub const OWNER: &str = "x-leasehold-owner";
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/lease", post(lease))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .with_state(app)
@@ -173,13 +176,25 @@ fn q_landlord(named: Option<u64>) -> Option<u64> {
     named
 }
 
+/// 200 while the runtime answers: no store, no database.
+async fn livez() -> Response {
+    text(StatusCode::OK, "live")
+}
+
+/// 200 when every shard is served (here or by a live owner this server forwards to), else
+/// 503; the body says each shard's state and why (JSON).
+async fn readyz(State(app): State<Arc<App>>) -> Response {
+    let r = app.readiness();
+    let status = if r.ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let body = serde_json::to_vec(&r).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// `/readyz`'s status with one line of text (for scripts written before `/readyz`).
 async fn healthz(State(app): State<Arc<App>>) -> Response {
-    let (owned, failed) = app.health();
-    if failed.is_empty() {
-        text(StatusCode::OK, format!("ok: {owned} shards served"))
-    } else {
-        text(StatusCode::SERVICE_UNAVAILABLE, format!("failed shards: {failed:?}"))
-    }
+    let r = app.readiness();
+    let status = if r.ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    text(status, r.summary())
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {

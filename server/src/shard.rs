@@ -54,7 +54,12 @@ pub enum Msg {
 #[derive(Debug)]
 pub enum Job {
     /// File operations of the embedded store, in order (append + sync, maybe a snapshot).
-    Files(Vec<FileOp>),
+    Files {
+        /// The operations.
+        ops: Vec<FileOp>,
+        /// The last record durable once they are done.
+        durable: u64,
+    },
     /// A journal frame (records `first..=last`) and/or a snapshot (bytes, last record it
     /// includes), for PostgreSQL; with neither, a fence check.
     Rows {
@@ -112,7 +117,8 @@ impl Planner {
                     ops.extend(store.compact(ll));
                     snap = true;
                 }
-                (!ops.is_empty()).then(|| (Job::Files(ops), store.committed(), snap))
+                let durable = store.committed();
+                (!ops.is_empty()).then_some((Job::Files { ops, durable }, durable, snap))
             }
             Planner::Rows { log_bytes, snapshot_bytes, min_compact_bytes } => {
                 let mut bytes = Vec::new();
@@ -207,18 +213,17 @@ struct Actor {
     stats: Arc<ShardStats>,
 }
 
-/// Starts a shard's actor and its writer. `on_end` is told why the actor ended.
+/// Starts a shard's actor and its writer, counting into `stats` (the shard's counters, which
+/// outlive one actor). `on_end` is told why the actor ended.
 pub fn spawn(
     id: u64,
     ll: LL,
     planner: Planner,
     writer: impl Writer,
+    stats: Arc<ShardStats>,
     on_end: impl FnOnce(u64, Ended) + Send + 'static,
 ) -> ShardHandle {
-    let stats = Arc::new(ShardStats::default());
-    stats.live.store(ll.len() as u64, Relaxed);
-    stats.journal_seq.store(ll.journal_seq(), Relaxed);
-    stats.durable_seq.store(ll.journal_seq(), Relaxed);
+    stats.restart(ll.len() as u64, ll.journal_seq());
     let (tx, rx) = mpsc::channel(8192);
     let (jobs, mut job_rx) = mpsc::channel::<(u64, Job)>(1);
     let (result_tx, results) = mpsc::channel(1);
@@ -349,8 +354,7 @@ impl Actor {
     fn finished(&mut self, n: u64) {
         let Some((m, started, durable, snap)) = self.in_flight.take() else { return };
         debug_assert_eq!(m, n);
-        self.stats.commits.fetch_add(1, Relaxed);
-        self.stats.commit_us.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        self.stats.wrote(started.elapsed().as_micros() as u64);
         self.stats.durable_seq.store(durable, Relaxed);
         if snap {
             self.stats.snapshots.fetch_add(1, Relaxed);

@@ -374,6 +374,23 @@ fn send(
     Reply::decode(&body, enc, &Limits::default()).ok()
 }
 
+/// Like [`send`], but keeps trying every server until `until` (on [`now`]'s clock): a renewal
+/// goes on until its lease's end instead of giving up after one round (finding 6 of issue 21:
+/// a holder gave up with "no server answered" while an owner was paused and two servers were
+/// up).
+fn send_until(
+    cluster: &mut Cluster,
+    landlord: Option<LandlordId>,
+    req: &Request,
+    enc: Encoding,
+    until: Millis,
+) -> Option<Reply> {
+    let left = StdDuration::from_millis(until.saturating_sub(now()).max(0) as u64);
+    let deadline = Instant::now() + left;
+    let body = cluster.post_until(landlord, &req.encode(enc), enc, deadline).ok()?;
+    Reply::decode(&body, enc, &Limits::default()).ok()
+}
+
 fn is_unknown(e: &leasehold::wire::WireError) -> bool {
     e.error_code() == Some(ErrorCode::UnknownLease)
 }
@@ -564,7 +581,15 @@ fn holder(
             if renewing {
                 c.renew_requests.fetch_add(1, Relaxed);
             }
-            let reply = send(&mut cluster, Some(tx.landlord), &tx.request, enc);
+            // A renewal keeps trying until the earliest end of its leases.
+            let until = order
+                .iter()
+                .filter_map(|ck| tracks.get(ck))
+                .map(|t| t.promised)
+                .min()
+                .filter(|_| renewing)
+                .unwrap_or(0);
+            let reply = send_until(&mut cluster, Some(tx.landlord), &tx.request, enc, until);
             let done = wall_ms();
             let items = |out: &dyn Fn(usize) -> (Option<&'static str>, Option<i64>)| {
                 order
