@@ -356,6 +356,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         for m in w.marks:
             if m["event"] == "check" and not m.get("ok"):
                 problems.append(f"{m['name']}: {m.get('detail', 'failed')}")
+        # A quarantined shard answers nothing until the operator has repaired it.
+        for m in w.marks:
+            if m["event"] != "quarantined":
+                continue
+            g, l = m.get("group", "pg"), int(m["landlord"])
+            fixed = repaired.get((g, l), float("inf"))
+            silent = [r for r in reqs if r.group == g and r.ok and r.sent >= m["at"] and r.done <= fixed
+                      and any(it[1] and int(it[1]) == l and it[2] is not None for it in r.items)]
+            if silent:
+                problems.append(f"shard {l} answered {len(silent)} requests while quarantined (first: {silent[0].op} by {silent[0].holder})")
+            break
         outage = "/".join(f"{o.get(k, 0.0) / 1000:.1f}" for k in ("rs", "py", "js"))
         ok = not problems
         if not ok:
@@ -379,9 +390,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             for kind in ("lost", "early", "back"):
                 for v in per[r["fault"]].get(kind, [])[: args.details]:
                     print(f"   {kind}: {v.lease.holder} {v.lease.cookie}: {v.detail}")
-    for m in timeline:
-        if m["event"] == "check" and m.get("ok"):
-            continue
     total = len(reqs)
     acks = sum(1 for r in reqs for it in r.items if it[2] in ("granted", "renewed", "cancelled"))
     print(f"\nhistories: {total} requests, {acks} acknowledgements, {len(leases)} leases, {sum(1 for r in reqs if not r.ok)} sends no server answered")
