@@ -100,6 +100,7 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # ---- the network and PostgreSQL ----------------------------------------------------------------
 NET=10.77.0
@@ -126,7 +127,7 @@ start_server() { # I [FAKETIME SPEC]: server I in its namespace, on the cluster'
   local i=$1 spec=${2:-} pre=()
   [ -n "$spec" ] && pre=(env "LD_PRELOAD=$(nem_faketime_lib)" "FAKETIME=$spec")
   echo "---- start$([ -n "$spec" ] && echo " under FAKETIME='$spec'") $(date +%T.%3N)" >>"$(log_of "$i")"
-  nem_in "s$i" "${pre[@]}" "$BIN/leasehold-server" --store "$DB_URL" --shards $SHARDS \
+  ip netns exec "$(nem_ns "s$i")" "${pre[@]}" "$BIN/leasehold-server" --store "$DB_URL" --shards $SHARDS \
     --listen "${URLS[$i]#http://}" --advertise "${URLS[$i]}" --name "server-$i" \
     --ownership-ms $OWNERSHIP_MS --max-lease-ms 60000 --max-clock-offset-ms $MAX_OFFSET_MS \
     >>"$(log_of "$i")" 2>&1 &
@@ -135,7 +136,7 @@ start_server() { # I [FAKETIME SPEC]: server I in its namespace, on the cluster'
 
 start_file_server() {
   echo "---- start $(date +%T.%3N)" >>"$(log_of f)"
-  nem_in hub "$BIN/leasehold-server" --data "$FILE_DATA" --shards $FILE_SHARDS --listen 127.0.0.1:7500 \
+  ip netns exec "$NEM_HUB" "$BIN/leasehold-server" --data "$FILE_DATA" --shards $FILE_SHARDS --listen 127.0.0.1:7500 \
     --max-lease-ms 60000 --name file-server >>"$(log_of f)" 2>&1 &
   FPID=$!
 }
@@ -226,8 +227,12 @@ first_ready() {
 echo "== start: three servers on PostgreSQL (ownership lease $OWNERSHIP_MS ms)"
 nem_mark start start group=pg
 for i in 0 1 2; do start_server "$i"; done
-for i in 0 1 2; do first_ready start "$i" & done
-wait
+fr=()
+for i in 0 1 2; do
+  first_ready start "$i" &
+  fr+=($!)
+done
+wait "${fr[@]}"
 measure start $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
 nem_mark start end
 
@@ -241,7 +246,7 @@ echo "== holders: Rust, Python and JS on the cluster and on the file-store serve
 hold() { # NAME GROUP PROGRAM ARGS...
   local name=$1 group=$2
   shift 2
-  nem_in hub "$@" --history "$WORK/h-$group-$name.jsonl" --name "$name" --stop-file "$STOP" \
+  ip netns exec "$NEM_HUB" "$@" --history "$WORK/h-$group-$name.jsonl" --name "$name" --stop-file "$STOP" \
     --lease-ms $LEASE_MS --renew-divisor 2 --timeout-ms 500 --run-ms $RUN_MS \
     --json "$WORK/c-$group-$name.json" >"$WORK/out-$group-$name.txt" 2>"$WORK/err-$group-$name.txt" &
   HOLDERS+=($!)

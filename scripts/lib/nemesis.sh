@@ -105,10 +105,17 @@ nem_net_down() {
   NEM_MOUNTS=()
 }
 
-nem_in() { # NODE CMD... : runs CMD in the node's namespace ("hub" for the hub)
-  local node=$1 ns
+nem_ns() { # NODE : the namespace of a node ("hub" for the hub)
+  if [ "$1" = hub ]; then echo "$NEM_HUB"; else local v="NEM_NS_$1"; echo "${!v}"; fi
+}
+
+# nem_in NODE CMD... : runs CMD in the node's namespace. For a process to be signalled later,
+# start it as `ip netns exec "$(nem_ns NODE)" CMD... &` instead: ip execs CMD, so $! is its pid
+# (a function run in the background is a subshell with a pid of its own).
+nem_in() {
+  local ns
+  ns=$(nem_ns "$1")
   shift
-  if [ "$node" = hub ]; then ns=$NEM_HUB; else local v="NEM_NS_$node"; ns=${!v}; fi
   ip netns exec "$ns" "$@"
 }
 
