@@ -82,7 +82,7 @@ PROBE=("$PY" "$ROOT/scripts/faults/probe.py")
 
 NEM_TIMELINE="$WORK/timeline.jsonl"
 : >"$NEM_TIMELINE"
-declare -a PIDS URLS
+declare -a PIDS URLS STARTED
 HOLDERS=()
 FPID=""
 STATUS=0
@@ -91,6 +91,7 @@ cleanup() {
   for p in "${PIDS[@]:-}" "$FPID" "${HOLDERS[@]:-}"; do
     [ -n "$p" ] && { kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; } || true
   done
+  [ -n "${PG_HA_DIR:-}" ] && cp "$PG_HA_DIR"/pg*.log "$WORK/" 2>/dev/null
   pg_ha_stop
   nem_net_down
   if [ -n "${KEEP:-}" ]; then
@@ -121,12 +122,23 @@ FILE_URL="http://127.0.0.1:7500"
 FILE_DATA="$WORK/disk/data"
 
 now_ms() { date +%s%3N; }
+# Waits until the primary accepts a transaction that writes (with a synchronous standby, its
+# commit waits for the standby): the moment PostgreSQL is back for the servers.
+pg_writable() {
+  local i
+  for i in $(seq 1 300); do
+    pg_ha_sql "SELECT txid_current()" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "   PostgreSQL took no write for 30 s"
+}
 log_of() { echo "$WORK/server-$1.log"; }
 
 start_server() { # I [FAKETIME SPEC]: server I in its namespace, on the cluster's database
   local i=$1 spec=${2:-} pre=()
   [ -n "$spec" ] && pre=(env "LD_PRELOAD=$(nem_faketime_lib)" "FAKETIME=$spec")
   echo "---- start$([ -n "$spec" ] && echo " under FAKETIME='$spec'") $(date +%T.%3N)" >>"$(log_of "$i")"
+  STARTED[$i]=$(now_ms)
   ip netns exec "$(nem_ns "s$i")" "${pre[@]}" "$BIN/leasehold-server" --store "$DB_URL" --shards $SHARDS \
     --listen "${URLS[$i]#http://}" --advertise "${URLS[$i]}" --name "server-$i" \
     --ownership-ms $OWNERSHIP_MS --max-lease-ms 60000 --max-clock-offset-ms $MAX_OFFSET_MS \
@@ -210,14 +222,14 @@ check_no_restart() { # FAULT [INDEX killed]
 # through it (finding 4).
 first_ready() {
   local out
-  out=$(probe first-ready "${URLS[$2]}" --shards $SHARDS --limit-ms $((TAKEOVER_LIMIT_MS + 10000)))
+  out=$(probe first-ready "${URLS[$2]}" --shards $SHARDS --limit-ms $((TAKEOVER_LIMIT_MS + 10000)) --since "${STARTED[$2]}")
   local ms served early statuses
   ms=$(jget 'd["ms"]' <<<"$out")
   served=$(jget 'd["served"]' <<<"$out")
   early=$(jget 'd["healthz_early"]' <<<"$out")
   statuses=$(jget 'd["statuses"]' <<<"$out")
   if [ "$ms" != -1 ] && [ "$served" = True ] && [ "$early" = 0 ]; then
-    check "$1" "not-ready-until-served-s$2" 1 "server-$2 ready after $ms ms, every shard answered through it then (readyz polls $statuses)"
+    check "$1" "not-ready-until-served-s$2" 1 "server-$2 ready $ms ms after its start, every shard answered through it then (readyz polls $statuses, ready withdrawn by a change meanwhile: $(jget 'd["changed"]' <<<"$out"))"
   else
     check "$1" "not-ready-until-served-s$2" 0 "server-$2: ready after $ms ms, every shard served then: $served, /healthz 200 while not ready: $early ($(jget 'd["unserved"]' <<<"$out"))"
   fi
@@ -266,7 +278,9 @@ echo "== pg-restart: pg_ctl restart -m fast of the primary"
 nem_mark pg-restart start group=pg
 t0=$(now_ms)
 pg_node_ctl 1 -m fast -w -t 60 -o "$(pg_node_opts 1)" -l "$PG_HA_DIR/pg1.log" restart >/dev/null
-echo "   PostgreSQL back after $(( $(now_ms) - t0 )) ms"
+t1=$(now_ms)
+pg_writable
+echo "   PostgreSQL accepted connections after $((t1 - t0)) ms, a synchronous commit after $(( $(now_ms) - t0 )) ms"
 nem_mark pg-restart heal
 measure pg-restart $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
 check_no_restart pg-restart
@@ -286,7 +300,11 @@ done
 if [ -z "$down_ready" ]; then check pg-kill not-ready-while-db-down 1 "every server's /readyz was 503 with the database down"
 else check pg-kill not-ready-while-db-down 0 "/readyz 200 with the database down on$down_ready"; fi
 sleep 2
+t0=$(now_ms)
 pg_node_start 1
+t1=$(now_ms)
+pg_writable
+echo "   PostgreSQL started: connections after $((t1 - t0)) ms, a synchronous commit after $(( $(now_ms) - t0 )) ms"
 nem_mark pg-kill heal
 measure pg-kill $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
 check_no_restart pg-kill
@@ -452,14 +470,16 @@ quarantined_everywhere() {
 repair() {
   local fault=$1 k=$2
   shift 2
+  local released
   quarantine inspect "$@" --shard "$k" >"$WORK/$fault-inspect.txt" 2>&1 || true
+  # The shard may answer from the moment the release begins.
   if quarantine repair "$@" --shard "$k" --truncate-at-damage >"$WORK/$fault-repair.txt" 2>&1 \
-    && quarantine release "$@" --shard "$k" >"$WORK/$fault-release.txt" 2>&1; then
+    && released=$(now_ms) && quarantine release "$@" --shard "$k" >"$WORK/$fault-release.txt" 2>&1; then
     check "$fault" repaired 1 "$(tr '\n' ' ' <"$WORK/$fault-repair.txt" | cut -c1-200)"
   else
     check "$fault" repaired 0 "$(cat "$WORK/$fault-repair.txt" "$WORK/$fault-release.txt" 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
   fi
-  nem_mark "$fault" repaired "landlord=$k" "group=$([ "$fault" = damage-file ] && echo files || echo pg)"
+  nem_mark "$fault" repaired "landlord=$k" "group=$([ "$fault" = damage-file ] && echo files || echo pg)" "at=${released:-$(now_ms)}"
 }
 
 echo "== damage-file: a flipped byte in a file-store frame"
@@ -538,7 +558,10 @@ pg_damage damage-last "a deleted last journal row"
 echo "== promote: SIGKILL of the primary under load, pg_ctl promote of the synchronous standby"
 nem_mark promote start group=pg
 kill -9 "$(pg_node_pid 1)"
+t0=$(now_ms)
 pg_ha_promote
+pg_writable
+echo "   the standby promoted, a commit after $(( $(now_ms) - t0 )) ms"
 nem_mark promote heal
 measure promote $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
 check_no_restart promote

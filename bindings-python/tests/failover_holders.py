@@ -272,7 +272,10 @@ def hold(h: int, urls: List[str], args: argparse.Namespace, watch: Watch, rec: R
             # are gone (every 300 ms), then now and then (every 3 s) to see they stay gone.
             now = monotonic_ms()
             for cookie, due in list(next_probe.items()):
-                if due > now:
+                with watch.lock:
+                    # Not before its promise, which a renewal still under way at the abandon moved on.
+                    promised = watch.promised.get(cookie, 0)
+                if due > now or (not gone_for[cookie] and promised + 50 > now):
                     continue
                 probe_id += 1
                 next_probe[cookie] = now + (3000 if gone_for[cookie] else 300)

@@ -347,7 +347,10 @@ class Holder {
       }
       // Cancelled leases must stay unknown; abandoned ones, once past their promise, may be
       // renewed (for 1 ms) until the landlord says they are gone, then never again.
-      const due = [...this.tracks].filter(([, tr]) => (tr.kind === 'cancelled' || tr.kind === 'abandoned') && tr.nextProbe <= t).slice(0, 64);
+      // (An abandoned lease not before its promise, which a renewal still under way when it was
+      // abandoned may have moved on.)
+      const due = [...this.tracks].filter(([, tr]) => (tr.kind === 'cancelled' || tr.kind === 'abandoned') && tr.nextProbe <= t
+        && !(tr.kind === 'abandoned' && !tr.gone && t < tr.promised + 50)).slice(0, 64);
       for (const [ck, tr] of due) {
         tr.nextProbe = t + (churnMs && tr.gone ? 3000 : 300);
         this.c.probes++;

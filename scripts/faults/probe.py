@@ -4,11 +4,14 @@ binding, in the namespace the servers are reached from). Each subcommand prints 
 
 - ``ready URL... --limit-ms L``: polls every server's ``/readyz`` every 50 ms until all answer
   200; ``{"ms": time it took or -1, "last": {url: status}}``.
-- ``first-ready URL --shards N --limit-ms L``: a server that is starting: polls ``/readyz``
-  (and ``/healthz``) every 20 ms until it answers 200, then at once asks that server alone for
-  every shard (a renewal of a made-up cookie: any reply means the shard is served, here or by
-  the owner it forwards to). ``{"ms", "polls", "statuses", "served": bool, "unserved": [...],
-  "healthz_early": n}``: ``served`` false is finding 4 (ready before its shards are served),
+- ``first-ready URL --shards N --limit-ms L [--since MS]``: a server that is starting: polls
+  ``/readyz`` (and ``/healthz``) every 20 ms until it answers 200, then at once asks that server
+  alone for every shard (a renewal of a made-up cookie: any reply means the shard is served,
+  here or by the owner it forwards to). A shard that does not answer is a lie (finding 4: ready
+  before its shards are served) unless ``/readyz``, asked again at once, no longer says 200 (the
+  cluster changed meanwhile: a shard handed over as servers join): then it polls on.
+  ``{"ms" (since --since, ms since the epoch, or since the probe started), "polls",
+  "statuses", "served": bool, "unserved": [...], "healthz_early": n, "changed": n}``:
   ``healthz_early`` counts polls where ``/healthz`` said 200 while ``/readyz`` did not.
 - ``not-ready URL --limit-ms L``: polls until ``/readyz`` answers anything but 200 (503, or no
   answer); ``{"ms", "status", "body"}``.
@@ -89,7 +92,8 @@ def cmd_ready(a: argparse.Namespace) -> Dict[str, Any]:
 
 def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
     t0 = now_ms()
-    polls, healthz_early = 0, 0
+    since = a.since if a.since else time.time() * 1000
+    polls, healthz_early, changed = 0, 0, 0
     statuses: Dict[str, int] = {}
     while True:
         status, body = get(a.url, "/readyz", timeout=0.5)
@@ -99,17 +103,21 @@ def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
         if hz == 200 and status != 200:
             healthz_early += 1
         if status == 200:
-            ms = round(now_ms() - t0)
+            ms = round(time.time() * 1000 - since)
             unserved: List[Any] = []
             for k in range(1, a.shards + 1):
                 s, op = post_shard(a.url, k)
                 if s != 200 or op != "error":
                     unserved.append({"shard": k, "status": s, "op": op})
-            return {"ms": ms, "polls": polls, "statuses": statuses, "served": not unserved,
-                    "unserved": unserved, "healthz_early": healthz_early, "body": parse(body)}
+            again, body2 = get(a.url, "/readyz", timeout=0.5)
+            if not unserved or again == 200:
+                return {"ms": ms, "polls": polls, "statuses": statuses, "served": not unserved,
+                        "unserved": unserved, "healthz_early": healthz_early, "changed": changed,
+                        "body": parse(body2 if unserved else body)}
+            changed += 1  # no longer ready: the cluster changed; a lie only if it still said 200
         if now_ms() - t0 > a.limit_ms:
             return {"ms": -1, "polls": polls, "statuses": statuses, "served": False, "unserved": [],
-                    "healthz_early": healthz_early, "body": parse(body)}
+                    "healthz_early": healthz_early, "changed": changed, "body": parse(body)}
         time.sleep(0.02)
 
 
@@ -161,6 +169,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("url")
     p.add_argument("--shards", type=int, required=True)
     p.add_argument("--limit-ms", type=int, default=30000)
+    p.add_argument("--since", type=float, default=0, help="ms since the epoch to count from")
     p = sub.add_parser("not-ready")
     p.add_argument("url")
     p.add_argument("--limit-ms", type=int, default=30000)

@@ -39,7 +39,7 @@ nem_install() {
 
 nem_now_ms() { date +%s%3N; }
 
-nem_mark() { # FAULT EVENT [KEY=VALUE ...] (values that are integers stay numbers)
+nem_mark() { # FAULT EVENT [KEY=VALUE ...] (values that are integers stay numbers; at=MS sets the time)
   local fault=$1 event=$2 at
   shift 2
   at=$(nem_now_ms)
@@ -47,7 +47,7 @@ nem_mark() { # FAULT EVENT [KEY=VALUE ...] (values that are integers stay number
 import json, sys
 path, at, fault, event, *kv = sys.argv[1:]
 rec = {"at": int(at), "fault": fault, "event": event}
-for item in kv:
+for item in kv:  # (an at=MS given wins over now)
     k, _, v = item.partition("=")
     try:
         rec[k] = int(v)

@@ -172,12 +172,15 @@ CONF
   pg_node_sql 1 "CREATE DATABASE leasehold_test" postgres
   # The standby: a base backup with its recovery settings (-R), streaming from node 1 under the
   # name the primary waits for. It waits for no standby of its own, so that once promoted
-  # (with no standby left) its commits go on.
+  # (with no standby left) its commits go on. It reconnects to a primary that came back within
+  # half a second (wal_retrieve_retry_interval; PostgreSQL's default is 5 s), since every
+  # commit on the primary waits for it.
   pg_node_run 2 "$PG_BIN/pg_basebackup" -h "$PG_HA_DIR/sock1" -p "$PG_PORT1" -U leasehold \
     -D "$PG_HA_DIR/data2" -R -X stream -c fast >"$PG_HA_DIR/basebackup.log" 2>&1
   cat >>"$PG_HA_DIR/data2/postgresql.auto.conf" <<CONF
 primary_conninfo = 'host=$PG_HOST1 port=$PG_PORT1 user=leasehold application_name=standby2'
 synchronous_standby_names = ''
+wal_retrieve_retry_interval = '500ms'
 CONF
   pg_node_start 2
   pg_node_sql 1 "ALTER SYSTEM SET synchronous_standby_names = 'standby2'" postgres

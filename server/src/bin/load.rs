@@ -99,6 +99,10 @@ struct Opts {
     /// one (0: the leases granted at the start only).
     #[arg(long, default_value_t = 0)]
     churn_ms: u64,
+    /// How long one renewal keeps trying every server (at most until its leases end) before
+    /// the renewal manager is told it failed (and asks again later), ms.
+    #[arg(long, default_value_t = 2000)]
+    retry_ms: u64,
     /// Stop renewing (and start the final check) as soon as this file exists, or after
     /// --run-ms, whichever comes first.
     #[arg(long)]
@@ -280,6 +284,7 @@ fn main() -> ExitCode {
             let renew_divisor = o.renew_divisor;
             let churn_ms = o.churn_ms as Millis;
             let stop_file = o.stop_file.clone();
+            let retry_ms = o.retry_ms as Millis;
             let rec = Recorder { history: history.clone(), holder: format!("{}-{h}", o.name) };
             std::thread::spawn(move || {
                 let plan = Plan {
@@ -291,6 +296,7 @@ fn main() -> ExitCode {
                     renew_divisor,
                     churn_ms,
                     stop_file,
+                    retry_ms,
                 };
                 holder(h, cluster, enc, plan, &counts, &stop, &rec)
             })
@@ -377,15 +383,19 @@ fn send(
 /// Like [`send`], but keeps trying every server until `until` (on [`now`]'s clock): a renewal
 /// goes on until its lease's end instead of giving up after one round (finding 6 of issue 21:
 /// a holder gave up with "no server answered" while an owner was paused and two servers were
-/// up).
+/// up). At most `--retry-ms` at a time, though: a holder thread renews one landlord after
+/// another, and a shard that stays unavailable (quarantined, its store failed) must not hold
+/// up the renewals of every other shard until its own leases end; the renewal manager asks
+/// again after a failure, until the lease would expire.
 fn send_until(
     cluster: &mut Cluster,
     landlord: Option<LandlordId>,
     req: &Request,
     enc: Encoding,
     until: Millis,
+    retry_ms: Millis,
 ) -> Option<Reply> {
-    let left = StdDuration::from_millis(until.saturating_sub(now()).max(0) as u64);
+    let left = StdDuration::from_millis(until.saturating_sub(now()).clamp(0, retry_ms) as u64);
     let deadline = Instant::now() + left;
     let body = cluster.post_until(landlord, &req.encode(enc), enc, deadline).ok()?;
     Reply::decode(&body, enc, &Limits::default()).ok()
@@ -405,6 +415,7 @@ struct Plan {
     renew_divisor: u32,
     churn_ms: Millis,
     stop_file: Option<std::path::PathBuf>,
+    retry_ms: Millis,
 }
 
 /// Grants one lease of `resource`; the track of the lease granted, if one was.
@@ -427,7 +438,8 @@ fn grant(
             Ok(lease) => {
                 c.grants.fetch_add(1, Relaxed);
                 let d = lease.expiration() - sent;
-                let item = (lease.cookie().to_string(), lease.landlord().0, Some("granted"), Some(d));
+                let item =
+                    (lease.cookie().to_string(), lease.landlord().0, Some("granted"), Some(d));
                 rec.request("grant", wall, done, cluster.answered_by(), None, &[item]);
                 Some(Track { promised: lease.expiration(), lease, kind: Kind::Kept, next_probe: 0 })
             }
@@ -461,8 +473,17 @@ fn holder(
     _stop: &AtomicBool,
     rec: &Recorder,
 ) {
-    let Plan { leases: n, lease_ms, run_ms, cancel, abandon, renew_divisor, churn_ms, stop_file } =
-        plan;
+    let Plan {
+        leases: n,
+        lease_ms,
+        run_ms,
+        cancel,
+        abandon,
+        renew_divisor,
+        churn_ms,
+        stop_file,
+        retry_ms,
+    } = plan;
     let start = now();
     let end = start + run_ms;
     let mut tracks: HashMap<Cookie, Track> = HashMap::new();
@@ -589,7 +610,8 @@ fn holder(
                 .min()
                 .filter(|_| renewing)
                 .unwrap_or(0);
-            let reply = send_until(&mut cluster, Some(tx.landlord), &tx.request, enc, until);
+            let reply =
+                send_until(&mut cluster, Some(tx.landlord), &tx.request, enc, until, retry_ms);
             let done = wall_ms();
             let items = |out: &dyn Fn(usize) -> (Option<&'static str>, Option<i64>)| {
                 order
@@ -642,7 +664,9 @@ fn holder(
         let due: Vec<Cookie> = tracks
             .iter()
             .filter(|(_, tr)| {
-                matches!(tr.kind, Kind::Cancelled | Kind::Abandoned { .. }) && tr.next_probe <= t
+                matches!(tr.kind, Kind::Cancelled | Kind::Abandoned { .. })
+                    && tr.next_probe <= t
+                    && (tr.kind != Kind::Abandoned { gone: false } || tr.promised + 50 <= t)
             })
             .map(|(c, _)| *c)
             .take(64)
@@ -652,8 +676,11 @@ fn holder(
             let tr = tracks.get_mut(&ck).expect("listed");
             let req =
                 Request { id: probe_id, body: RequestBody::Renew { cookie: ck, duration: 1 } };
-            tr.next_probe =
-                t + if matches!(tr.kind, Kind::Abandoned { gone: false }) { 300 } else { gone_probe_ms };
+            tr.next_probe = t + if matches!(tr.kind, Kind::Abandoned { gone: false }) {
+                300
+            } else {
+                gone_probe_ms
+            };
             c.probes.fetch_add(1, Relaxed);
             let wall = wall_ms();
             let landlord = tr.lease.landlord().0;
