@@ -89,7 +89,20 @@ pub struct Guard {
     offset: Option<(f64, f64)>,
     rate: Option<Rate>,
     ok: bool,
+    /// The last sample showed an error beyond its bound.
+    bad: bool,
     why: Option<String>,
+}
+
+/// What the guard says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not sure yet (no rate, or not precise enough): not serving.
+    Unmeasured,
+    /// Within bound: serving.
+    Within,
+    /// Beyond bound: not serving.
+    Beyond,
 }
 
 impl Guard {
@@ -102,6 +115,7 @@ impl Guard {
             offset: None,
             rate: None,
             ok: false,
+            bad: false,
             why: Some("not measured yet".into()),
         }
     }
@@ -116,8 +130,10 @@ impl Guard {
         self.why.as_deref()
     }
 
-    /// Takes one measurement; returns `Some(ok)` when the verdict changed.
-    pub fn observe(&mut self, s: Sample) -> Option<bool> {
+    /// Takes one measurement; returns the new verdict when it changed to [`Verdict::Within`]
+    /// or [`Verdict::Beyond`] (the first time the guard is sure of either, and on every
+    /// change after).
+    pub fn observe(&mut self, s: Sample) -> Option<Verdict> {
         let u = s.rtt_ms / 2.0;
         if u > self.max_offset_ms {
             return None;
@@ -146,12 +162,13 @@ impl Guard {
         } else {
             None
         };
-        let was = self.ok;
+        let was = self.state();
         match bad {
             Some(why) => {
                 self.ok = false;
                 self.why = Some(why);
-                if was {
+                self.bad = true;
+                if was != Verdict::Beyond {
                     // Measure afresh: a window that spans the fault would keep showing it.
                     self.samples.clear();
                     self.samples.push_back(s);
@@ -161,21 +178,47 @@ impl Guard {
             None => match self.rate {
                 Some(r) if r.uncertainty_ppm <= MAX_RATE_UNCERTAINTY_PPM => {
                     self.ok = true;
+                    self.bad = false;
                     self.why = None;
                 }
                 _ => {
                     if !self.ok {
                         self.why = Some(match &self.why {
-                            Some(w) if !w.starts_with("not measured") => {
-                                format!("measuring again after: {w}")
-                            }
+                            Some(w) if self.bad => format!("measuring again after: {w}"),
+                            Some(w) if w.starts_with("measuring again") => w.clone(),
                             _ => "not measured yet (the rate needs a longer window)".into(),
                         });
+                        self.bad = false;
                     }
                 }
             },
         }
-        (was != self.ok).then_some(self.ok)
+        let now = self.state();
+        (now != was && now != Verdict::Unmeasured).then_some(now)
+    }
+
+    /// Something else proved the clock wrong (a write found the lease clock too far ahead of
+    /// the database's): beyond bound now, measured afresh from the next sample. Returns whether
+    /// that is news.
+    pub fn fault(&mut self, why: &str) -> bool {
+        let news = self.state() != Verdict::Beyond;
+        self.ok = false;
+        self.bad = true;
+        self.why = Some(why.to_string());
+        self.samples.clear();
+        self.rate = None;
+        news
+    }
+
+    /// The current verdict.
+    pub fn state(&self) -> Verdict {
+        if self.ok {
+            Verdict::Within
+        } else if self.bad {
+            Verdict::Beyond
+        } else {
+            Verdict::Unmeasured
+        }
     }
 
     /// What `/readyz` and `/metrics` show.
@@ -235,6 +278,16 @@ mod tests {
 
     #[test]
     fn a_clock_at_one_and_a_half_times_the_rate_never_satisfies_it() {
+        let mut g = Guard::new(500.0, 1000.0);
+        let at = |t: f64| Sample {
+            mono_ms: t * 1.5,
+            wall_ms: 1.7e12 + t * 1.5,
+            db_ms: 1.7e12 + t,
+            rtt_ms: 2.0,
+        };
+        assert_eq!(g.observe(at(0.0)), None);
+        // The first time it is sure, it says so (the server logs it at ERROR).
+        assert_eq!(g.observe(at(1000.0)), Some(Verdict::Beyond));
         let mut g = Guard::new(500.0, 1000.0);
         // Its first window already shows the rate (the wall clock, fast too, has not drifted
         // past the offset bound yet).

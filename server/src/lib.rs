@@ -102,6 +102,11 @@ impl App {
         self.shards.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
     }
 
+    /// This server's part in a PostgreSQL cluster, once joined.
+    pub(crate) fn cluster(&self) -> Option<Arc<pg::Cluster>> {
+        self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// The counters of shard `id` (kept for the life of the process, across its actors).
     pub fn shard_stats(&self, id: u64) -> Arc<ShardStats> {
         self.shard_stats

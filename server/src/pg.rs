@@ -73,7 +73,7 @@ use leasehold::Encoding;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::clock::now_ms;
-use crate::guard::{Guard, Sample};
+use crate::guard::{Guard, Sample, Verdict};
 use crate::health::{ClockReport, DbReport, ShardReport, ShardState};
 use crate::http::{content_type, FORWARDED};
 use crate::metrics::ErrorKind;
@@ -99,6 +99,8 @@ ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS status text;
 ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS quarantine text;
 ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS quarantined_at timestamptz;
 ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS quarantined_by text;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS clock_local float8;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS clock_db timestamptz;
 CREATE TABLE IF NOT EXISTS leasehold_snapshots (
     shard bigint PRIMARY KEY,
     seq bigint NOT NULL,
@@ -120,19 +122,43 @@ CREATE TABLE IF NOT EXISTS leasehold_takeovers (
     PRIMARY KEY (shard, epoch));
 ";
 
+/// The clock check of every write: how far the writer's lease clock (`$mono`, ms, read just
+/// before sending) has run ahead of the database's clock since this owner took the shard
+/// (`clock_local`, `clock_db`, set by the takeover). NULL (no baseline) passes.
+macro_rules! drift {
+    ($mono:literal) => {
+        concat!(
+            "((",
+            $mono,
+            "::float8 - clock_local) - extract(epoch FROM clock_timestamp() - clock_db) * 1000)"
+        )
+    };
+}
+
 /// Appends a frame and records its last record as durable, if (and only if) `$2` is still
-/// the shard's epoch (the `UPDATE` locks the row; a takeover waits for it, or is seen).
-const APPEND: &str = "
-WITH owner AS (
-    UPDATE leasehold_shards SET durable_seq = $4 WHERE shard = $1 AND epoch = $2 RETURNING 1)
+/// the shard's epoch (the `UPDATE` locks the row; a takeover waits for it, or is seen) and the
+/// writer's lease clock has not run more than `$7` ms ahead of the database's since it took
+/// the shard (`$6`: its lease clock now).
+const APPEND: &str = concat!(
+    "WITH owner AS (
+    UPDATE leasehold_shards SET durable_seq = $4
+    WHERE shard = $1 AND epoch = $2 AND (clock_local IS NULL OR ",
+    drift!("$6"),
+    " <= $7::float8)
+    RETURNING 1)
 INSERT INTO leasehold_journal (shard, first_seq, last_seq, epoch, frame)
-SELECT $1, $3, $4, $2, $5 FROM owner";
+SELECT $1, $3, $4, $2, $5 FROM owner"
+);
 
 /// Replaces the snapshot, drops the frames it covers and records its last record as
-/// durable, if `$2` is still the shard's epoch.
-const SNAPSHOT: &str = "
-WITH owner AS (
-    UPDATE leasehold_shards SET durable_seq = $3 WHERE shard = $1 AND epoch = $2 RETURNING 1),
+/// durable, on the same conditions as [`APPEND`] (`$5`: lease clock, `$6`: bound).
+const SNAPSHOT: &str = concat!(
+    "WITH owner AS (
+    UPDATE leasehold_shards SET durable_seq = $3
+    WHERE shard = $1 AND epoch = $2 AND (clock_local IS NULL OR ",
+    drift!("$5"),
+    " <= $6::float8)
+    RETURNING 1),
 snap AS (
     INSERT INTO leasehold_snapshots (shard, seq, epoch, bytes)
     SELECT $1, $3, $2, $4 FROM owner
@@ -141,10 +167,13 @@ snap AS (
 dropped AS (
     DELETE FROM leasehold_journal
     WHERE shard = $1 AND last_seq <= $3 AND EXISTS (SELECT 1 FROM snap))
-SELECT count(*) FROM snap";
+SELECT count(*) FROM snap"
+);
 
-/// Whether `$2` is still the shard's epoch.
-const FENCE: &str = "SELECT 1 FROM leasehold_shards WHERE shard = $1 AND epoch = $2";
+/// The shard's epoch, and how far the lease clock `$2` has run ahead of the database's since
+/// the owner took the shard (0 without a baseline).
+const FENCE: &str =
+    concat!("SELECT epoch, coalesce(", drift!("$2"), ", 0) FROM leasehold_shards WHERE shard = $1");
 
 /// The database's URL as a connection configuration: a connect time-out of 3 s per host
 /// unless the URL sets one, and an application name.
@@ -273,6 +302,8 @@ pub struct PgWriter {
     shard: i64,
     epoch: i64,
     app: Weak<App>,
+    /// How far the lease clock may run ahead of the database's since the takeover, ms.
+    drift_bound: f64,
 }
 
 impl PgWriter {
@@ -288,41 +319,74 @@ impl PgWriter {
         snapshot: Option<(Vec<u8>, u64)>,
     ) -> Result<(), WriteError> {
         let slot = self.shard as usize;
+        let snapshot_or_frame = snapshot.is_some() || frame.is_some();
         let c = self.pool.get(slot).await.map_err(WriteError::Failed)?;
         let limit = self.pool.timeout;
         self.trip();
+        let bound = self.drift_bound;
         let r = tokio::time::timeout(limit, async {
-            if let Some((bytes, seq)) = snapshot {
+            let mono = crate::clock::mono_ms();
+            let done = if let Some((bytes, seq)) = snapshot {
                 // The snapshot includes every record of the frame too.
                 let row = c
                     .client
-                    .query_one(&c.snapshot, &[&self.shard, &self.epoch, &(seq as i64), &bytes])
+                    .query_one(
+                        &c.snapshot,
+                        &[&self.shard, &self.epoch, &(seq as i64), &bytes, &mono, &bound],
+                    )
                     .await
                     .map_err(refused)?;
-                let n: i64 = row.get(0);
-                return if n == 1 { Ok(()) } else { Err(WriteError::Fenced) };
-            }
-            if let Some((bytes, first, last)) = frame {
+                row.get::<_, i64>(0) == 1
+            } else if let Some((bytes, first, last)) = frame {
                 let n = c
                     .client
                     .execute(
                         &c.append,
-                        &[&self.shard, &self.epoch, &(first as i64), &(last as i64), &bytes],
+                        &[
+                            &self.shard,
+                            &self.epoch,
+                            &(first as i64),
+                            &(last as i64),
+                            &bytes,
+                            &mono,
+                            &bound,
+                        ],
                     )
                     .await
                     .map_err(refused)?;
-                return if n == 1 { Ok(()) } else { Err(WriteError::Fenced) };
+                n == 1
+            } else {
+                false
+            };
+            if done {
+                return Ok(());
             }
-            let rows = c
+            // A bare fence check, or a write that was refused: fenced, or a clock fault?
+            let row = c
                 .client
-                .query(&c.fence, &[&self.shard, &self.epoch])
+                .query_opt(&c.fence, &[&self.shard, &crate::clock::mono_ms()])
                 .await
                 .map_err(|e| WriteError::Failed(e.text()))?;
-            if rows.len() == 1 {
-                Ok(())
-            } else {
-                Err(WriteError::Fenced)
+            let Some(row) = row else { return Err(WriteError::Fenced) };
+            let (epoch, drift): (i64, f64) = (row.get(0), row.get(1));
+            if epoch != self.epoch {
+                return Err(WriteError::Fenced);
             }
+            if drift > bound {
+                let why = format!(
+                    "refused: this server's lease clock ran {drift:.0} ms ahead of the database's \
+                     since it took the shard (bound {bound:.0} ms)"
+                );
+                if let Some(cluster) = self.app.upgrade().and_then(|a| a.cluster()) {
+                    cluster.clock_fault(&why);
+                }
+                return Err(WriteError::Failed(why));
+            }
+            if snapshot_or_frame {
+                // Refused although the epoch and the clock are fine now: treat as unknown.
+                return Err(WriteError::Failed("the write was refused; not acknowledged".into()));
+            }
+            Ok(())
         })
         .await;
         match r {
@@ -541,6 +605,19 @@ impl Cluster {
         self.guard.lock().unwrap_or_else(|p| p.into_inner()).report()
     }
 
+    /// A write found this server's lease clock too far ahead of the database's: the guard
+    /// trips at once (the next round hands every shard back).
+    pub(crate) fn clock_fault(&self, why: &str) {
+        let mut g = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        if g.fault(why) {
+            tracing::error!(
+                reason = why,
+                "clock guard: a write found this server's clock beyond its bound; it hands its \
+                 shards back and serves nothing until the clock is back within bound"
+            );
+        }
+    }
+
     fn clock_ok(&self) -> bool {
         self.guard.lock().unwrap_or_else(|p| p.into_inner()).ok()
     }
@@ -705,13 +782,15 @@ impl Cluster {
         };
         let mut g = self.guard.lock().unwrap_or_else(|p| p.into_inner());
         match g.observe(sample) {
-            Some(false) => tracing::error!(
+            Some(Verdict::Beyond) => tracing::error!(
                 reason = g.why().unwrap_or(""),
                 "clock guard: this server's clock is beyond its bound; it hands its shards back and \
                  serves nothing until the clock is back within bound"
             ),
-            Some(true) => tracing::warn!("clock guard: the clock is within bound; serving"),
-            None => {}
+            Some(Verdict::Within) => {
+                tracing::warn!(report = ?g.report(), "clock guard: the clock is within bound; serving")
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -809,7 +888,8 @@ impl Cluster {
                 db.query(
                     "UPDATE leasehold_shards s
                  SET epoch = s.epoch + 1, owner = $1, owner_url = $2, status = NULL,
-                     lease_until = now() + make_interval(secs => $3::float8 / 1000)
+                     lease_until = now() + make_interval(secs => $3::float8 / 1000),
+                     clock_local = NULL, clock_db = NULL
                  WHERE s.shard IN (
                      SELECT shard FROM leasehold_shards
                      WHERE quarantine IS NULL
@@ -974,8 +1054,13 @@ impl Cluster {
         )
         .await
         .map_err(transient)?;
-        let writer =
-            PgWriter { pool: self.pool.clone(), shard: id as i64, epoch, app: Arc::downgrade(app) };
+        let writer = PgWriter {
+            pool: self.pool.clone(),
+            shard: id as i64,
+            epoch,
+            app: Arc::downgrade(app),
+            drift_bound: app.config.max_clock_offset_ms as f64,
+        };
         let c = &app.config;
         let min_compact = c.store_config.min_compact_bytes;
         let (ll, planner, replayed): (LL, Planner, u64) = match snap {
@@ -1059,6 +1144,19 @@ impl Cluster {
              ON CONFLICT DO NOTHING",
             &[&(id as i64), &epoch, &self.instance, &(last as i64)],
         ))
+        .await
+        .map_err(transient)?;
+        // The clock baseline every write of this owner is checked against: the lease clock
+        // read just before this uncontended statement, and the database's clock as it runs.
+        within(
+            self.limit(),
+            "recording the clock baseline",
+            db.execute(
+                "UPDATE leasehold_shards SET clock_local = $3, clock_db = clock_timestamp()
+             WHERE shard = $1 AND epoch = $2",
+                &[&(id as i64), &epoch, &crate::clock::mono_ms()],
+            ),
+        )
         .await
         .map_err(transient)?;
         let leases = ll.len();

@@ -4,7 +4,8 @@
 //! churn; damaged or missing journal rows quarantine their shard on every server until the
 //! operator repairs and releases it; a paused owner gets a fast 503 and a holder that keeps
 //! trying keeps its lease; a multi-host URL skips a refusing host and follows a promoted
-//! standby.
+//! standby; a server whose clock runs fast (libfaketime) never serves, and one whose clock
+//! jumps while serving has its writes refused.
 
 mod common;
 
@@ -350,4 +351,86 @@ fn a_multi_host_url_skips_a_refusing_host_and_follows_a_promoted_standby() {
         assert!(renewed(&renew(s.addr, *l, *c, 60_000).unwrap()), "lease lost in the promotion");
     }
     assert_eq!(standby.sql("SELECT pg_is_in_recovery()"), "f");
+}
+
+#[test]
+fn a_server_whose_clock_runs_fast_never_serves_and_one_that_jumps_is_refused() {
+    let pg = Pg::start();
+    let lib = libfaketime();
+    let url = pg.url();
+    let args = ["--store", url.as_str(), "--shards", "4", "--ownership-ms", "900", "--name"];
+    let a = Server::start(&[&args[..], &["a"]].concat());
+    // Finding 5: a server under `faketime '+0 x1.5'` from its start never takes a shard.
+    let fast = Server::start_with(
+        "127.0.0.1:0",
+        &[&args[..], &["fast"]].concat(),
+        &[("LD_PRELOAD", lib.as_str()), ("FAKETIME", "+0 x1.5")],
+    );
+    a.wait_ready(Duration::from_secs(10));
+    std::thread::sleep(Duration::from_secs(3));
+    let (status, r) = fast.ready();
+    assert_eq!(status, 503, "{r}");
+    assert_eq!(r["clock"]["ok"], false, "{r}");
+    assert!(
+        r["clock"]["rate_ppm"].is_null() || r["clock"]["rate_ppm"].as_f64().unwrap() > 100_000.0
+    );
+    assert!(r["clock"]["why"].as_str().unwrap().contains("beyond the bound"), "{r}");
+    assert!(
+        fast.logged("clock guard: this server's clock is beyond its bound"),
+        "{}",
+        fast.log_text()
+    );
+    assert_eq!(fast.metric("leasehold_clock_ok", &[]), 0.0);
+    assert_eq!(pg.sql("SELECT count(*) FROM leasehold_takeovers WHERE owner LIKE 'fast#%'"), "0");
+    assert_eq!(a.metric("leasehold_shard_state", &["state=\"served\""]), 4.0);
+    drop(fast);
+    // A server whose clock is right at first takes its share, then its clock jumps (libfaketime
+    // switched to x1.5 while it runs: its lease clock leaps seconds ahead): its next writes are
+    // refused, it hands its shards back, and no lease is answered early.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), "+0\n").unwrap();
+    let path = file.path().to_str().unwrap();
+    let b = Server::start_with(
+        "127.0.0.1:0",
+        &[&args[..], &["b"]].concat(),
+        &[
+            ("LD_PRELOAD", lib.as_str()),
+            ("FAKETIME_TIMESTAMP_FILE", path),
+            ("FAKETIME_NO_CACHE", "1"),
+        ],
+    );
+    settled(&[&a, &b], 4, Duration::from_secs(20));
+    let mut held = Vec::new();
+    for i in 0..40 {
+        held.push(grant_retry(b.addr, i, &format!("lease-{i}"), 8_000));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(file.path(), "+0 x1.5\n").unwrap();
+    // Keep b busy: every renewal through b is a write checked against the database's clock.
+    let t0 = Instant::now();
+    let mut early = 0;
+    while t0.elapsed() < Duration::from_secs(4) {
+        for (l, c) in &held {
+            if let Ok(body) = renew(b.addr, *l, *c, 8_000) {
+                if is_unknown(&body) {
+                    early += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(early, 0, "leases answered unknown while renewed well before their end");
+    b.wait_for(Duration::from_secs(10), "b stands down", |st, r| {
+        st == 503 && r["clock"]["ok"] == false
+    });
+    assert!(
+        b.logged("lease clock ran")
+            || b.logged("clock guard: this server's clock is beyond its bound"),
+        "{}",
+        b.log_text()
+    );
+    a.wait_ready(Duration::from_secs(10));
+    for (l, c) in &held {
+        let r = renew(a.addr, *l, *c, 8_000);
+        assert!(matches!(r, Ok(ref b) if renewed(b)), "a lease was lost: {r:?}");
+    }
 }

@@ -32,6 +32,11 @@ impl Server {
 
     /// Like [`Server::start`], listening at `listen`.
     pub fn start_at(listen: &str, args: &[&str]) -> Server {
+        Server::start_with(listen, args, &[])
+    }
+
+    /// Like [`Server::start_at`], with these environment variables (e.g. libfaketime's).
+    pub fn start_with(listen: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg("trap '' XFSZ; exec \"$0\" \"$@\"")
@@ -39,6 +44,7 @@ impl Server {
             .args(["--listen", listen])
             .args(args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -361,6 +367,18 @@ pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     f()
+}
+
+/// libfaketime's preload library (Debian's `faketime`: scripts/test-rust.sh installs it).
+pub fn libfaketime() -> String {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/faketime/libfaketimeMT.so.1",
+    ];
+    candidates.iter().find(|p| Path::new(p).exists()).map(|p| p.to_string()).expect(
+        "libfaketime is not installed: scripts/test-rust.sh installs Debian's faketime before the tests",
+    )
 }
 
 /// A throw-away PostgreSQL cluster on loopback.
