@@ -3,7 +3,8 @@
 binding, in the namespace the servers are reached from). Each subcommand prints one JSON object.
 
 - ``ready URL... --limit-ms L``: polls every server's ``/readyz`` every 50 ms until all answer
-  200; ``{"ms": time it took or -1, "last": {url: status}}``.
+  200; ``{"ms": time it took or -1, "each": {url: ms}, "why": {url: the last body that was not
+  ready}}``.
 - ``first-ready URL --shards N --limit-ms L [--since MS]``: a server that is starting: polls
   ``/readyz`` (and ``/healthz``) every 20 ms until it answers 200, then at once asks that server
   alone for every shard (a renewal of a made-up cookie: any reply means the shard is served,
@@ -80,13 +81,21 @@ def now_ms() -> float:
 
 def cmd_ready(a: argparse.Namespace) -> Dict[str, Any]:
     t0 = now_ms()
-    last: Dict[str, int] = {}
+    each: Dict[str, int] = {}
+    why: Dict[str, Any] = {}
     while True:
-        last = {u: get(u, "/readyz")[0] for u in a.urls}
-        if all(s == 200 for s in last.values()):
-            return {"ms": round(now_ms() - t0), "last": last}
+        for u in a.urls:
+            if u in each:
+                continue
+            status, body = get(u, "/readyz")
+            if status == 200:
+                each[u] = round(now_ms() - t0)
+            else:
+                why[u] = parse(body) if body else status
+        if len(each) == len(a.urls):
+            return {"ms": max(each.values()), "each": each, "why": {u: why[u] for u in why if each[u] > 0}}
         if now_ms() - t0 > a.limit_ms:
-            return {"ms": -1, "last": last}
+            return {"ms": -1, "each": each, "why": why}
         time.sleep(0.05)
 
 
