@@ -13,7 +13,8 @@ binding, in the namespace the servers are reached from). Each subcommand prints 
   cluster changed meanwhile: a shard handed over as servers join): then it polls on.
   ``{"ms" (since --since, ms since the epoch, or since the probe started), "polls",
   "statuses", "served": bool, "unserved": [...], "healthz_early": n, "changed": n}``:
-  ``healthz_early`` counts polls where ``/healthz`` said 200 while ``/readyz`` did not.
+  ``healthz_early`` counts polls where ``/healthz`` said 200 while ``/readyz``, asked before
+  and after it, did not.
 - ``not-ready URL --limit-ms L``: polls until ``/readyz`` answers anything but 200 (503, or no
   answer); ``{"ms", "status", "body"}``.
 - ``readyz URL``: ``{"status", "body"}`` (the body parsed when it is JSON).
@@ -109,8 +110,8 @@ def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
         hz, _ = get(a.url, "/healthz", timeout=0.5)
         polls += 1
         statuses[str(status)] = statuses.get(str(status), 0) + 1
-        if hz == 200 and status != 200:
-            healthz_early += 1
+        if hz == 200 and status != 200 and get(a.url, "/readyz", timeout=0.5)[0] != 200:
+            healthz_early += 1  # (not ready before and after: not a change between the two)
         if status == 200:
             ms = round(time.time() * 1000 - since)
             unserved: List[Any] = []

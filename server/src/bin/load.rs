@@ -579,9 +579,12 @@ fn holder(
                 }
             }
         }
-        let t = now();
-        m.handle_timeout(t);
-        while let Some(tx) = m.poll_transmit(t) {
+        m.handle_timeout(now());
+        // Each request stamped with the time it is really sent: a send may take a while (a
+        // renewal retries for up to --retry-ms), and a time older than the manager has seen
+        // reads to it as the host's clock stepping back, which it makes up for by running
+        // ahead (it then gave up on leases seconds before they ended).
+        while let Some(tx) = m.poll_transmit(now()) {
             let sent = now();
             let wall = wall_ms();
             let op = match &tx.request.body {
