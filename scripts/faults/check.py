@@ -248,35 +248,59 @@ def window_at(wins: List[Window], t: float) -> Optional[Window]:
     return best
 
 
-def outages(reqs: List[Req], lo: float, hi: float) -> Dict[str, float]:
-    """Per runtime: the longest time from a send no server answered (within [lo, hi)) to the
-    next answer its holder got for the same landlord (any landlord for a grant)."""
-    by_holder: Dict[str, List[Req]] = defaultdict(list)
+ACKS = ("granted", "renewed", "cancelled")
+
+
+def gaps(reqs: List[Req], lo: float, hi: float) -> Dict[str, float]:
+    """Per runtime: the longest gap between two acknowledgements (a grant, renewal or cancel
+    answered) that one holder received, over the gaps that end within [lo, hi) or are still
+    open at hi (a holder that keeps asking gets one every second or so)."""
+    by_holder: Dict[str, List[float]] = defaultdict(list)
     for r in reqs:
-        by_holder[r.holder].append(r)
+        if r.ok and any(it[2] in ACKS for it in r.items):
+            by_holder[r.holder].append(r.done)
     out: Dict[str, float] = defaultdict(float)
-    for holder, rs in by_holder.items():
-        rs.sort(key=lambda r: r.sent)
-        answers: Dict[int, List[float]] = defaultdict(list)  # landlord -> done times of answers
-        any_answer: List[float] = []
-        for r in rs:
-            if r.ok:
-                any_answer.append(r.done)
-                for it in r.items:
-                    if it[1]:
-                        answers[int(it[1])].append(r.done)
-        for v in answers.values():
-            v.sort()
-        any_answer.sort()
-        for r in rs:
-            if r.ok or not (lo <= r.sent < hi):
-                continue
-            landlords = {int(it[1]) for it in r.items if it[1]}
-            pool = [answers[l] for l in landlords] if landlords else [any_answer]
-            for times in pool:
-                k = bisect.bisect_right(times, r.sent)
-                nxt = times[k] if k < len(times) else r.done
-                out[runtime(holder)] = max(out[runtime(holder)], nxt - r.sent)
+    for holder, times in by_holder.items():
+        times.sort()
+        i = bisect.bisect_left(times, lo)
+        prev = times[i - 1] if i else None
+        for t in times[i:] + [hi]:
+            if t > hi:
+                t = hi
+            if prev is not None:
+                out[runtime(holder)] = max(out[runtime(holder)], t - prev)
+            if t >= hi:
+                break
+            prev = t
+    return out
+
+
+def shard_outage(reqs: List[Req], lo: float, hi: float) -> float:
+    """The longest time from a send no server answered (sent within [lo, hi)) to the next
+    answer any holder of the group got for the same landlord (for a grant, whose landlord is
+    not known: the next answer to any grant)."""
+    answers: Dict[int, List[float]] = defaultdict(list)
+    grants: List[float] = []
+    for r in reqs:
+        if not r.ok:
+            continue
+        if r.op == "grant":
+            grants.append(r.done)
+        for it in r.items:
+            if it[1] and it[2] is not None:
+                answers[int(it[1])].append(r.done)
+    for v in answers.values():
+        v.sort()
+    grants.sort()
+    out = 0.0
+    for r in reqs:
+        if r.ok or not (lo <= r.sent < hi):
+            continue
+        landlords = {int(it[1]) for it in r.items if it[1]}
+        for times in [answers[l] for l in landlords] if landlords else [grants]:
+            k = bisect.bisect_right(times, r.sent)
+            nxt = times[k] if k < len(times) else r.done
+            out = max(out, nxt - r.sent)
     return out
 
 
@@ -329,12 +353,15 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     rows = []
     failed_faults = []
-    header = f"{'fault':<24} {'outage rs/py/js s':>18} {'slowest s':>9} {'failed':>6} {'ready s':>12} {'served s':>12} {'lost':>4} {'early':>5} {'back':>4} {'excused':>7}  result"
+    header = (f"{'fault':<14} {'gap rs/py/js s':>15} {'shard s':>7} {'slowest s':>9} {'failed':>6} {'ready s':>8} "
+              f"{'served s':>8} {'lost':>4} {'early':>5} {'back':>4} {'excused':>7}  result")
     print(header)
     print("-" * len(header))
     for w in wins_all:
         in_w = [r for r in reqs if r.group == w.group and w.start <= r.sent < w.end]
-        o = outages([r for r in reqs if r.group == w.group], w.start, w.end)
+        group = [r for r in reqs if r.group == w.group]
+        o = gaps(group, w.start, w.end)
+        so = shard_outage(group, w.start, w.end)
         slow = max((r.done - r.sent for r in in_w if r.ok), default=0.0)
         failed_sends = sum(1 for r in in_w if not r.ok)
         v = per.get(w.fault, {})
@@ -378,16 +405,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not ok:
             failed_faults.append(w.fault)
         rows.append({
-            "fault": w.fault, "group": w.group, "outage_ms": {k: round(o.get(k, 0.0)) for k in ("rs", "py", "js")},
+            "fault": w.fault, "group": w.group, "gap_ms": {k: round(o.get(k, 0.0)) for k in ("rs", "py", "js")},
+            "shard_outage_ms": round(so),
             "slowest_ms": round(slow), "failed_sends": failed_sends, "ready": ready, "served": served,
             "lost": lost, "early": early, "back": back, "excused": len(v.get("excused", [])),
             "near": len(v.get("near", [])), "requests": len(in_w), "ok": ok, "problems": problems,
         })
-        print(f"{w.fault:<24} {outage:>18} {slow / 1000:>9.1f} {failed_sends:>6} {ready:>12} {served:>12} {lost:>4} {early:>5} {back:>4} {len(v.get('excused', [])):>7}  {'pass' if ok else 'FAIL'}")
+        print(f"{w.fault:<14} {outage:>15} {so / 1000:>7.1f} {slow / 1000:>9.1f} {failed_sends:>6} {ready:>8} {served:>8} "
+              f"{lost:>4} {early:>5} {back:>4} {len(v.get('excused', [])):>7}  {'pass' if ok else 'FAIL'}")
     print()
-    print("outage: per runtime (Rust/Python/JS holders), the longest time from a send no server answered to the next")
-    print("answer for the same landlord; slowest: the slowest answer; failed: sends no server answered; ready/served:")
-    print("seconds until every server's /readyz was 200 / every shard answered, over the bound they must meet.")
+    print("gap: the outage the holders saw: per runtime (Rust/Python/JS), the longest gap between two acknowledgements")
+    print("(grant, renewal or cancel answered) one holder received (each grants a lease every 1-1.5 s); shard: the longest")
+    print("time from a send no server answered to the next answer for the same shard; slowest: the slowest answer")
+    print("(a Rust renewal retries for up to 2 s); failed: sends no server answered; ready/served: seconds until every")
+    print("server's /readyz was 200 / every shard answered through them, over the bound they must meet; excused: leases")
+    print("of a shard damaged on purpose that its repair dropped (not violations).")
     for r in rows:
         if r["problems"] or r["near"]:
             print(f"\n== {r['fault']}: {'; '.join(r['problems']) or 'passed'}")
