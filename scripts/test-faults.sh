@@ -55,6 +55,8 @@ DB_TIMEOUT_MS=$((2 * OWNERSHIP_MS)) # the server's default --db-timeout-ms
 # outage in the schedule is PostgreSQL's: killed, started 5 s later, then its crash recovery
 # (4-5 s on a loaded 2-core machine, most of it syncing the data directory).
 LEASE_MS=30000
+# Rounds of the transient faults (PostgreSQL restart and kill, server kill and pause, cuts).
+ROUNDS=${ROUNDS:-3}
 MAX_OFFSET_MS=500
 # Bounds, from the server's design (docs/server-operations.md) plus SLACK_MS for restoring a
 # shard and for this script's own measurement (probes every 20-50 ms, 300 ms time-outs):
@@ -285,125 +287,148 @@ sleep 8
 
 settle() { sleep "${1:-3}"; }
 
-# ---- PostgreSQL restarted, killed [1] ----------------------------------------------------------
-echo "== pg-restart: pg_ctl restart -m fast of the primary"
-nem_mark pg-restart start group=pg
-t0=$(now_ms)
-pg_node_ctl 1 -m fast -w -t 60 -o "$(pg_node_opts 1)" -l "$PG_HA_DIR/pg1.log" restart >/dev/null
-t1=$(now_ms)
-pg_writable
-echo "   PostgreSQL accepted connections after $((t1 - t0)) ms, a synchronous commit after $(( $(now_ms) - t0 )) ms"
-nem_mark pg-restart heal
-measure pg-restart $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
-check_no_restart pg-restart
-settle
-nem_mark pg-restart end
+# ---- transient faults, in rounds: PostgreSQL restarted and killed [1], a server killed and one
+# paused [6], [4], partitions. Round 1's faults are named plainly, later rounds' get "#N".
+transient_round() { # N
+  local R=""
+  [ "$1" -gt 1 ] && R="#$1"
+  # ---- PostgreSQL restarted, killed [1] ----------------------------------------------------------
+  echo "== pg-restart$R: pg_ctl restart -m fast of the primary"
+  nem_mark pg-restart$R start group=pg
+  t0=$(now_ms)
+  pg_node_ctl 1 -m fast -w -t 60 -o "$(pg_node_opts 1)" -l "$PG_HA_DIR/pg1.log" restart >/dev/null
+  t1=$(now_ms)
+  pg_writable
+  echo "   PostgreSQL accepted connections after $((t1 - t0)) ms, a synchronous commit after $(( $(now_ms) - t0 )) ms"
+  nem_mark pg-restart$R heal
+  measure pg-restart$R $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
+  check_no_restart pg-restart$R
+  settle
+  nem_mark pg-restart$R end
 
-echo "== pg-kill: SIGKILL of the primary's postmaster, started 5 s later"
-nem_mark pg-kill start group=pg
-kill -9 "$(pg_node_pid 1)"
-t0=$(now_ms)
-# While it is down, no server may say it is ready.
-(
-  sleep 3
-  down_ready=""
-  for i in 0 1 2; do
-    s=$(probe readyz "${URLS[$i]}" | jget 'd["status"]')
-    [ "$s" = 200 ] && down_ready="$down_ready server-$i"
-  done
-  if [ -z "$down_ready" ]; then check pg-kill not-ready-while-db-down 1 "every server's /readyz was 503 with the database down"
-  else check pg-kill not-ready-while-db-down 0 "/readyz 200 with the database down on$down_ready"; fi
-) &
-cp=$!
-sleep_until $((t0 + 5000))
-t0=$(now_ms)
-pg_node_start 1
-t1=$(now_ms)
-wait $cp
-pg_writable
-echo "   PostgreSQL started: connections after $((t1 - t0)) ms, a synchronous commit after $(( $(now_ms) - t0 )) ms"
-nem_mark pg-kill heal
-measure pg-kill $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
-check_no_restart pg-kill
-settle
-nem_mark pg-kill end
+  echo "== pg-kill$R: SIGKILL of the primary's postmaster, started 5 s later"
+  nem_mark pg-kill$R start group=pg
+  kill -9 "$(pg_node_pid 1)"
+  t0=$(now_ms)
+  # While it is down, no server may say it is ready.
+  (
+    sleep 3
+    down_ready=""
+    for i in 0 1 2; do
+      s=$(probe readyz "${URLS[$i]}" | jget 'd["status"]')
+      [ "$s" = 200 ] && down_ready="$down_ready server-$i"
+    done
+    if [ -z "$down_ready" ]; then check pg-kill$R not-ready-while-db-down 1 "every server's /readyz was 503 with the database down"
+    else check pg-kill$R not-ready-while-db-down 0 "/readyz 200 with the database down on$down_ready"; fi
+  ) &
+  cp=$!
+  sleep_until $((t0 + 5000))
+  t0=$(now_ms)
+  pg_node_start 1
+  t1=$(now_ms)
+  wait $cp
+  pg_writable
+  echo "   PostgreSQL started: connections after $((t1 - t0)) ms, a synchronous commit after $(( $(now_ms) - t0 )) ms"
+  nem_mark pg-kill$R heal
+  measure pg-kill$R $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
+  check_no_restart pg-kill$R
+  settle
+  nem_mark pg-kill$R end
 
-# ---- a server killed, and one paused [6], [4] --------------------------------------------------
-echo "== server-kill: SIGKILL of the server owning most shards, then restarted"
-v=$(busiest)
-nem_mark server-kill start group=pg victim="server-$v"
-stop_server "$v" KILL
-others=()
-for i in 0 1 2; do [ "$i" = "$v" ] || others+=("${URLS[$i]}"); done
-measure server-kill $TAKEOVER_LIMIT_MS "${others[@]}"
-start_server "$v"
-first_ready server-kill "$v"
-check_no_restart server-kill "$v"
-settle
-nem_mark server-kill end
+  # ---- a server killed, and one paused [6], [4] --------------------------------------------------
+  echo "== server-kill$R: SIGKILL of the server owning most shards, then restarted"
+  v=$(busiest)
+  nem_mark server-kill$R start group=pg victim="server-$v"
+  stop_server "$v" KILL
+  others=()
+  for i in 0 1 2; do [ "$i" = "$v" ] || others+=("${URLS[$i]}"); done
+  measure server-kill$R $TAKEOVER_LIMIT_MS "${others[@]}"
+  start_server "$v"
+  first_ready server-kill$R "$v"
+  check_no_restart server-kill$R "$v"
+  settle
+  nem_mark server-kill$R end
 
-echo "== server-stop: SIGSTOP of the server owning most shards for 9 s, two others up"
-v=$(busiest)
-nem_mark server-stop start group=pg victim="server-$v"
-fenced_before=$(probe metric "${URLS[$v]}" leasehold_store_errors_total | jget 'sum(x for k, x in d["values"].items() if "fenced" in k)')
-t0=$(now_ms)
-kill -STOP "${PIDS[$v]}"
-others=()
-for i in 0 1 2; do [ "$i" = "$v" ] || others+=("${URLS[$i]}"); done
-measure server-stop $TAKEOVER_LIMIT_MS "${others[@]}"
-sleep_until $((t0 + 9000))
-kill -CONT "${PIDS[$v]}"
-nem_mark server-stop heal
-out=$(probe ready "${URLS[@]:0:3}" --limit-ms $((TAKEOVER_LIMIT_MS + 10000)))
-ms=$(jget 'd["ms"]' <<<"$out")
-if [ "$ms" != -1 ] && [ "$ms" -le $TAKEOVER_LIMIT_MS ]; then check server-stop woken-ready 1 "the paused server ready again $ms ms after SIGCONT"
-else check server-stop woken-ready 0 "the paused server not ready within $TAKEOVER_LIMIT_MS ms of SIGCONT ($ms)"; fi
-fenced_after=$(probe metric "${URLS[$v]}" leasehold_store_errors_total | jget 'sum(x for k, x in d["values"].items() if "fenced" in k)')
-echo "   writes refused by fencing after SIGCONT: $(python3 -c "print(int($fenced_after - $fenced_before))")"
-check_no_restart server-stop
-settle
-nem_mark server-stop end
+  echo "== server-stop$R: SIGSTOP of the server owning most shards for 9 s, two others up"
+  v=$(busiest)
+  nem_mark server-stop$R start group=pg victim="server-$v"
+  fenced_before=$(probe metric "${URLS[$v]}" leasehold_store_errors_total | jget 'sum(x for k, x in d["values"].items() if "fenced" in k)')
+  t0=$(now_ms)
+  kill -STOP "${PIDS[$v]}"
+  others=()
+  for i in 0 1 2; do [ "$i" = "$v" ] || others+=("${URLS[$i]}"); done
+  measure server-stop$R $TAKEOVER_LIMIT_MS "${others[@]}"
+  sleep_until $((t0 + 9000))
+  kill -CONT "${PIDS[$v]}"
+  nem_mark server-stop$R heal
+  out=$(probe ready "${URLS[@]:0:3}" --limit-ms $((TAKEOVER_LIMIT_MS + 10000)))
+  ms=$(jget 'd["ms"]' <<<"$out")
+  if [ "$ms" != -1 ] && [ "$ms" -le $TAKEOVER_LIMIT_MS ]; then check server-stop$R woken-ready 1 "the paused server ready again $ms ms after SIGCONT"
+  else check server-stop$R woken-ready 0 "the paused server not ready within $TAKEOVER_LIMIT_MS ms of SIGCONT ($ms)"; fi
+  fenced_after=$(probe metric "${URLS[$v]}" leasehold_store_errors_total | jget 'sum(x for k, x in d["values"].items() if "fenced" in k)')
+  echo "   writes refused by fencing after SIGCONT: $(python3 -c "print(int($fenced_after - $fenced_before))")"
+  check_no_restart server-stop$R
+  settle
+  nem_mark server-stop$R end
 
-# ---- partitions ---------------------------------------------------------------------------------
-echo "== cut-db: a server cut from both PostgreSQL hosts for 8 s"
-v=$(busiest)
-nem_mark cut-db start group=pg victim="server-$v"
-nem_cut "s$v" "$NEM_IP_pg1" "$NEM_IP_pg2"
-t0=$(now_ms)
-others=()
-for i in 0 1 2; do [ "$i" = "$v" ] || others+=("${URLS[$i]}"); done
-measure_served cut-db $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
-out=$(probe not-ready "${URLS[$v]}" --limit-ms $((DB_BACK_LIMIT_MS + 5000)))
-ms=$(jget 'd["ms"]' <<<"$out")
-if [ "$ms" != -1 ] && [ $(( $(now_ms) - t0 )) -le $((DB_BACK_LIMIT_MS + 1000)) ]; then check cut-db cut-not-ready 1 "the cut server said not ready $(( $(now_ms) - t0 )) ms after the cut"
-else check cut-db cut-not-ready 0 "the cut server still ready $(( $(now_ms) - t0 )) ms after the cut"; fi
-sleep_until $((t0 + 8000))
-nem_heal "s$v"
-nem_mark cut-db heal
-measure_ready cut-db $DB_BACK_LIMIT_MS "${URLS[@]:0:3}"
-check_no_restart cut-db
-settle
-nem_mark cut-db end
+  # ---- partitions ---------------------------------------------------------------------------------
+  echo "== cut-db$R: a server cut from both PostgreSQL hosts for 8 s"
+  v=$(busiest)
+  nem_mark cut-db$R start group=pg victim="server-$v"
+  nem_cut "s$v" "$NEM_IP_pg1" "$NEM_IP_pg2"
+  t0=$(now_ms)
+  others=()
+  for i in 0 1 2; do [ "$i" = "$v" ] || others+=("${URLS[$i]}"); done
+  measure_served cut-db$R $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
+  out=$(probe not-ready "${URLS[$v]}" --limit-ms $((DB_BACK_LIMIT_MS + 5000)))
+  ms=$(jget 'd["ms"]' <<<"$out")
+  if [ "$ms" != -1 ] && [ $(( $(now_ms) - t0 )) -le $((DB_BACK_LIMIT_MS + 1000)) ]; then check cut-db$R cut-not-ready 1 "the cut server said not ready $(( $(now_ms) - t0 )) ms after the cut"
+  else check cut-db$R cut-not-ready 0 "the cut server still ready $(( $(now_ms) - t0 )) ms after the cut"; fi
+  sleep_until $((t0 + 8000))
+  nem_heal "s$v"
+  nem_mark cut-db$R heal
+  measure_ready cut-db$R $DB_BACK_LIMIT_MS "${URLS[@]:0:3}"
+  check_no_restart cut-db$R
+  settle
+  nem_mark cut-db$R end
 
-echo "== cut-peers: a server cut from the other servers for 8 s"
-v=$(busiest)
-nem_mark cut-peers start group=pg victim="server-$v"
-peers=()
-for i in 0 1 2; do [ "$i" = "$v" ] || { w="NEM_IP_s$i"; peers+=("${!w}"); }; done
-nem_cut "s$v" "${peers[@]}"
-t0=$(now_ms)
-sleep 2
-# Every shard must still answer, through some server, while the cut lasts.
-s_ms=$(nem_in hub "$BIN/leasehold-load" --servers "$CLUSTER" --probe $SHARDS --timeout-ms 300 --probe-limit-ms 5000 2>/dev/null || echo -1)
-if [ "$s_ms" != -1 ]; then check cut-peers served-during-cut 1 "every shard answered within $s_ms ms during the cut"
-else check cut-peers served-during-cut 0 "some shard unanswered for 5 s during the cut"; fi
-sleep_until $((t0 + 8000))
-nem_heal "s$v"
-nem_mark cut-peers heal
-measure cut-peers $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
-check_no_restart cut-peers
+  echo "== cut-peers$R: a server cut from the other servers for 8 s"
+  v=$(busiest)
+  nem_mark cut-peers$R start group=pg victim="server-$v"
+  peers=()
+  for i in 0 1 2; do [ "$i" = "$v" ] || { w="NEM_IP_s$i"; peers+=("${!w}"); }; done
+  nem_cut "s$v" "${peers[@]}"
+  t0=$(now_ms)
+  sleep 2
+  # Every shard must still answer, through some server, while the cut lasts.
+  s_ms=$(nem_in hub "$BIN/leasehold-load" --servers "$CLUSTER" --probe $SHARDS --timeout-ms 300 --probe-limit-ms 5000 2>/dev/null || echo -1)
+  if [ "$s_ms" != -1 ]; then check cut-peers$R served-during-cut 1 "every shard answered within $s_ms ms during the cut"
+  else check cut-peers$R served-during-cut 0 "some shard unanswered for 5 s during the cut"; fi
+  sleep_until $((t0 + 8000))
+  nem_heal "s$v"
+  nem_mark cut-peers$R heal
+  measure cut-peers$R $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
+  check_no_restart cut-peers$R
+  settle
+  nem_mark cut-peers$R end
+}
+for round in $(seq 1 "$ROUNDS"); do transient_round "$round"; done
+
+# ---- a server joins under load and leaves [4] --------------------------------------------------
+echo "== join-leave: a fourth server joins (not ready until every shard answers through it), then SIGTERM"
+nem_mark join-leave start group=pg victim=server-3
+start_server 3
+first_ready join-leave 3
+measure_ready join-leave $TAKEOVER_LIMIT_MS "${URLS[@]}"
+sleep 4
+owned=$(pg_ha_sql "SELECT count(*) FROM leasehold_shards WHERE owner LIKE 'server-3#%' AND lease_until > now()")
+echo "   server-3 owns $owned shards after rebalancing"
+stop_server 3 TERM
+nem_mark join-leave heal
+measure join-leave $TAKEOVER_LIMIT_MS "${URLS[@]:0:3}"
+check_no_restart join-leave
 settle
-nem_mark cut-peers end
+nem_mark join-leave end
 
 # ---- clocks [5] ---------------------------------------------------------------------------------
 clock_fault() { # FAULT SPEC SECONDS

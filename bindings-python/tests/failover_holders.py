@@ -1,4 +1,4 @@
-"""Python holders for the failover test of ``scripts/test-server.sh``: they keep leases renewed
+"""Python holders for the fault suite, ``scripts/test-faults.sh``: they keep leases renewed
 through a ``leasehold-server`` cluster with nothing but the binding's own parts (a
 ``RenewalManager`` run by ``threaded.RenewalDriver`` over a list of server URLs, which is
 ``leasehold.http.Cluster``), while the script kills and pauses servers.

@@ -1,7 +1,7 @@
 // fetchTransport with a list of servers (docs/server-transports.md), against small Node HTTP
 // servers that misbehave on purpose: one refuses connections, one answers 503, one accepts and
 // never answers (a paused owner), one redirects, one answers. (Against real leasehold-server
-// processes on PostgreSQL, with failover: scripts/test-server.sh.)
+// processes on PostgreSQL, with failover: scripts/test-faults.sh.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';

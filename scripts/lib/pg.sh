@@ -1,4 +1,4 @@
-# Throw-away PostgreSQL clusters, for scripts/test-server.sh, bench-server.sh and test-faults.sh.
+# Throw-away PostgreSQL clusters, for scripts/bench-server.sh and test-faults.sh.
 # Installs Debian's postgresql when missing, runs it as a non-root user (created if needed) in
 # a temporary directory.
 #
