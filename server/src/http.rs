@@ -158,7 +158,7 @@ async fn lease(
             }
             Answer::Unavailable(why) => why,
         },
-        None => format!("shard {shard} is not served here"),
+        None => app.unserved_why(shard),
     };
     if !forwarded {
         if let Some(r) = app.forward(shard, q_landlord(named), enc, body).await {

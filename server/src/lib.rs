@@ -6,8 +6,11 @@
 //! postgres://...`, shards shared by several servers, owned through fenced ownership leases).
 //!
 //! - [`shard`]: the actor of one shard (answer, write one frame, release the replies);
-//! - [`files`]: shards in the embedded file store;
-//! - [`pg`]: shards in PostgreSQL, ownership and failover;
+//! - [`files`]: shards in the embedded file store, reopened after a failed write;
+//! - [`pg`]: shards in PostgreSQL, ownership, failover, reconnection;
+//! - [`guard`]: the clock guard (the server's clock against the database's);
+//! - [`quarantine`]: shards whose stored state was refused, and the operator's commands;
+//! - [`health`]: liveness and readiness (`/livez`, `/readyz`);
 //! - [`http`]: routes, encodings, routing to shards, forwarding;
 #![deny(missing_docs)]
 
@@ -257,6 +260,19 @@ impl App {
                 }
             })
             .collect()
+    }
+
+    /// Why shard `id` is not served here, for a 503's body: its state and reason as
+    /// `/readyz` shows them.
+    pub fn unserved_why(&self, id: u64) -> String {
+        match self.shard_reports().into_iter().find(|r| r.shard == id) {
+            Some(r) => format!(
+                "shard {id} is not served here: {}{}",
+                r.state.label(),
+                r.why.map(|w| format!(" ({w})")).unwrap_or_default()
+            ),
+            None => format!("shard {id} is not served here"),
+        }
     }
 
     /// What `/readyz` answers.
