@@ -55,8 +55,9 @@ DB_TIMEOUT_MS=$((2 * OWNERSHIP_MS)) # the server's default --db-timeout-ms
 # outage in the schedule is PostgreSQL's: killed, started 5 s later, then its crash recovery
 # (4-5 s on a loaded 2-core machine, most of it syncing the data directory).
 LEASE_MS=30000
-# Rounds of the transient faults (PostgreSQL restart and kill, server kill and pause, cuts).
-ROUNDS=${ROUNDS:-3}
+# Rounds of the transient faults (PostgreSQL restart and kill, server kill and pause, cuts):
+# about 85 s each.
+ROUNDS=${ROUNDS:-4}
 MAX_OFFSET_MS=500
 # Bounds, from the server's design (docs/server-operations.md) plus SLACK_MS for restoring a
 # shard and for this script's own measurement (probes every 20-50 ms, 300 ms time-outs):

@@ -52,7 +52,7 @@ import json
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 UNKNOWN = "unknown_lease"
 
@@ -66,7 +66,7 @@ class Req:
     done: float
     ok: bool
     server: Optional[str]
-    items: List[list]
+    items: List[List[Any]]
     err: Optional[str] = None
 
 
@@ -101,9 +101,9 @@ def runtime(holder: str) -> str:
     return holder.split("-", 1)[0]
 
 
-def load_history(group: str, path: str) -> Tuple[List[Req], List[dict]]:
+def load_history(group: str, path: str) -> Tuple[List[Req], List[Dict[str, Any]]]:
     reqs: List[Req] = []
-    events: List[dict] = []
+    events: List[Dict[str, Any]] = []
     with open(path) as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
@@ -126,7 +126,7 @@ def load_history(group: str, path: str) -> Tuple[List[Req], List[dict]]:
     return reqs, events
 
 
-def build_leases(reqs: List[Req], events: List[dict]) -> Dict[Tuple[str, str], Lease]:
+def build_leases(reqs: List[Req], events: List[Dict[str, Any]]) -> Dict[Tuple[str, str], Lease]:
     leases: Dict[Tuple[str, str], Lease] = {}
 
     def get(group: str, holder: str, cookie: str) -> Lease:
@@ -202,8 +202,7 @@ def judge(ls: Lease) -> List[Violation]:
         if later:
             out.append(Violation("back", later[0][1], ls, f"renewed after its cancel was acknowledged (landlord {ls.landlord})"))
             break
-    kept_at = lambda t: stopped is None or t < stopped  # noqa: E731
-    if ls.gave_up_at is not None and kept_at(ls.gave_up_at) and not lost_seen:
+    if ls.gave_up_at is not None and (stopped is None or ls.gave_up_at < stopped) and not lost_seen:
         lost_seen = True
         out.append(Violation("lost", ls.gave_up_at, ls, f"its holder's renewal manager gave up on it (landlord {ls.landlord})"))
     if ls.final_unanswered is not None and not ls.final_answered and stopped is None and not lost_seen:
@@ -217,23 +216,22 @@ class Window:
     group: str
     start: float
     end: float
-    marks: List[dict] = field(default_factory=list)
+    marks: List[Dict[str, Any]] = field(default_factory=list)
 
 
-def windows_of(timeline: List[dict], t_end: float) -> List[Window]:
+def windows_of(timeline: List[Dict[str, Any]], t_end: float) -> List[Window]:
     wins: List[Window] = []
     by_fault: Dict[str, Window] = {}
     for m in timeline:
         f = m["fault"]
         if m["event"] == "start":
-            w = Window(f, m.get("group", "pg"), m["at"], t_end)
-            wins.append(w)
-            by_fault[f] = w
-        w = by_fault.get(f)
-        if w is None:
-            w = Window(f, m.get("group", "pg"), m["at"], t_end)
-            wins.append(w)
-            by_fault[f] = w
+            by_fault[f] = Window(f, m.get("group", "pg"), m["at"], t_end)
+            wins.append(by_fault[f])
+        found = by_fault.get(f)
+        if found is None:
+            found = by_fault[f] = Window(f, m.get("group", "pg"), m["at"], t_end)
+            wins.append(found)
+        w = found
         if m["event"] == "end":
             w.end = m["at"]
         w.marks.append(m)
@@ -314,7 +312,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     timeline = [json.loads(x) for x in open(args.timeline) if x.strip()]
     reqs: List[Req] = []
-    events: List[dict] = []
+    events: List[Dict[str, Any]] = []
     for spec in args.history:
         group, _, path = spec.partition(":")
         r, e = load_history(group, path)
@@ -351,8 +349,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             w = window_at(wins_all, v.at) or setup
             per[w.fault]["excused" if excused(v) and v.kind != "near" else v.kind].append(v)
 
-    rows = []
-    failed_faults = []
+    rows: List[Dict[str, Any]] = []
+    failed_faults: List[str] = []
     header = (f"{'fault':<14} {'gap rs/py/js s':>15} {'shard s':>7} {'slowest s':>9} {'failed':>6} {'ready s':>8} "
               f"{'served s':>8} {'lost':>4} {'early':>5} {'back':>4} {'excused':>7}  result")
     print(header)
@@ -364,9 +362,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         so = shard_outage(group, w.start, w.end)
         slow = max((r.done - r.sent for r in in_w if r.ok), default=0.0)
         failed_sends = sum(1 for r in in_w if not r.ok)
-        v = per.get(w.fault, {})
-        lost, early, back = len(v.get("lost", [])), len(v.get("early", [])), len(v.get("back", []))
-        problems = []
+        found_v = per.get(w.fault, {})
+        lost, early, back = len(found_v.get("lost", [])), len(found_v.get("early", [])), len(found_v.get("back", []))
+        problems: List[str] = []
         if lost or early or back:
             problems.append(f"{lost} lost, {early} early, {back} back")
 
@@ -408,11 +406,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             "fault": w.fault, "group": w.group, "gap_ms": {k: round(o.get(k, 0.0)) for k in ("rs", "py", "js")},
             "shard_outage_ms": round(so),
             "slowest_ms": round(slow), "failed_sends": failed_sends, "ready": ready, "served": served,
-            "lost": lost, "early": early, "back": back, "excused": len(v.get("excused", [])),
-            "near": len(v.get("near", [])), "requests": len(in_w), "ok": ok, "problems": problems,
+            "lost": lost, "early": early, "back": back, "excused": len(found_v.get("excused", [])),
+            "near": len(found_v.get("near", [])), "requests": len(in_w), "ok": ok, "problems": problems,
         })
         print(f"{w.fault:<14} {outage:>15} {so / 1000:>7.1f} {slow / 1000:>9.1f} {failed_sends:>6} {ready:>8} {served:>8} "
-              f"{lost:>4} {early:>5} {back:>4} {len(v.get('excused', [])):>7}  {'pass' if ok else 'FAIL'}")
+              f"{lost:>4} {early:>5} {back:>4} {len(found_v.get('excused', [])):>7}  {'pass' if ok else 'FAIL'}")
     print()
     print("gap: the outage the holders saw: per runtime (Rust/Python/JS), the longest gap between two acknowledgements")
     print("(grant, renewal or cancel answered) one holder received (each grants a lease every 1-1.5 s); shard: the longest")
@@ -420,14 +418,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     print("(a Rust renewal retries for up to 2 s); failed: sends no server answered; ready/served: seconds until every")
     print("server's /readyz was 200 / every shard answered through them, over the bound they must meet; excused: leases")
     print("of a shard damaged on purpose that its repair dropped (not violations).")
-    for r in rows:
-        if r["problems"] or r["near"]:
-            print(f"\n== {r['fault']}: {'; '.join(r['problems']) or 'passed'}")
-            if r["near"]:
-                print(f"   {r['near']} 'unknown lease' answers arrived after their promise to requests sent before it (not counted)")
+    for row in rows:
+        if row["problems"] or row["near"]:
+            print(f"\n== {row['fault']}: {'; '.join(row['problems']) or 'passed'}")
+            if row["near"]:
+                print(f"   {row['near']} 'unknown lease' answers arrived after their promise to requests sent before it (not counted)")
             for kind in ("lost", "early", "back"):
-                for v in per[r["fault"]].get(kind, [])[: args.details]:
-                    print(f"   {kind}: {v.lease.holder} {v.lease.cookie}: {v.detail}")
+                for viol in per[row["fault"]].get(kind, [])[: args.details]:
+                    print(f"   {kind}: {viol.lease.holder} {viol.lease.cookie}: {viol.detail}")
     total = len(reqs)
     acks = sum(1 for r in reqs for it in r.items if it[2] in ("granted", "renewed", "cancelled"))
     print(f"\nhistories: {total} requests, {acks} acknowledgements, {len(leases)} leases, {sum(1 for r in reqs if not r.ok)} sends no server answered")

@@ -40,7 +40,7 @@ COOKIE = "0" * 31 + "1"
 
 def get(url: str, path: str, timeout: float = 1.0) -> Tuple[int, bytes]:
     u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    c = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
     try:
         c.request("GET", path)
         r = c.getresponse()
@@ -53,7 +53,7 @@ def get(url: str, path: str, timeout: float = 1.0) -> Tuple[int, bytes]:
 
 def post_shard(url: str, k: int, timeout: float = 1.0) -> Tuple[int, Optional[str]]:
     u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    c = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
     body = Request.renew(k, COOKIE, 1).encode("binary")
     try:
         c.request("POST", f"/lease?landlord={k}", body=body, headers={"Content-Type": "application/octet-stream"})
