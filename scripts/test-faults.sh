@@ -246,7 +246,7 @@ first_ready() {
   if [ "$ms" != -1 ] && [ "$served" = True ] && [ "$early" = 0 ]; then
     check "$1" "not-ready-until-served-s$2" 1 "server-$2 ready $ms ms after its start, every shard answered through it then (readyz polls $statuses, ready withdrawn by a change meanwhile: $(jget 'd["changed"]' <<<"$out"))"
   else
-    check "$1" "not-ready-until-served-s$2" 0 "server-$2: ready after $ms ms, every shard served then: $served, /healthz 200 while not ready: $early ($(jget 'd["unserved"]' <<<"$out"))"
+    check "$1" "not-ready-until-served-s$2" 0 "server-$2: ready $ms ms after its start, every shard served then: $served, /healthz 200 while not ready: $early; unanswered: $(jget 'd["unserved"]' <<<"$out"); /readyz had said of them: $(jget 'd["body"]' <<<"$out")"
   fi
 }
 

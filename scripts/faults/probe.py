@@ -121,9 +121,14 @@ def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
                     unserved.append({"shard": k, "status": s, "op": op})
             again, body2 = get(a.url, "/readyz", timeout=0.5)
             if not unserved or again == 200:
+                claimed = parse(body)
+                if unserved and isinstance(claimed, dict):
+                    # What it said of the shards that did not answer, when it said it was ready.
+                    bad = {u["shard"] for u in unserved}
+                    claimed = [x for x in claimed.get("shards", []) if x.get("shard") in bad]
                 return {"ms": ms, "polls": polls, "statuses": statuses, "served": not unserved,
                         "unserved": unserved, "healthz_early": healthz_early, "changed": changed,
-                        "body": parse(body2 if unserved else body)}
+                        "body": claimed}
             changed += 1  # no longer ready: the cluster changed; a lie only if it still said 200
         if now_ms() - t0 > a.limit_ms:
             return {"ms": -1, "polls": polls, "statuses": statuses, "served": False, "unserved": [],
