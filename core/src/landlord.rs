@@ -590,6 +590,7 @@ impl<R> Landlord<R> {
 
     /// Renews a lease for (at most) `requested` ms from `now`; returns the granted duration.
     /// A denied renewal leaves the lease as it was.
+    #[inline]
     pub fn renew(&mut self, cookie: Cookie, requested: Duration, now: Millis) -> Result<Duration> {
         let now = self.tick(now);
         check_requested(requested)?;
@@ -648,6 +649,7 @@ impl<R> Landlord<R> {
     }
 
     /// Cancels a lease and hands back its resource.
+    #[inline]
     pub fn cancel(&mut self, cookie: Cookie, now: Millis) -> Result<R> {
         self.tick(now);
         let idx = self.live_slot(cookie)?;
