@@ -38,7 +38,9 @@
 //!
 //! - grant, renew, cancel and lookup are O(1), with no hashing; a renewal that extends a lease
 //!   (the common case) only rewrites the slot, and the wheel re-files the lease when its old
-//!   deadline comes up;
+//!   deadline comes up; a cancel frees the slot but leaves it in its wheel list (unlinking would
+//!   touch the list's neighbours), where the wheel drops it when the list comes up or a grant
+//!   reusing the slot finds it; so renew and cancel read and write one slot (one cache line);
 //! - expiry costs grow with the leases that expire (and the wheel levels they cascade through),
 //!   never with the number of leases held;
 //! - one [`Landlord::handle_timeout`] call expires at most [`LandlordConfig::expiry_budget`]
