@@ -255,8 +255,7 @@ impl<R: Durable> Landlord<R> {
                 let idx = self
                     .live_slot(cookie)
                     .map_err(|_| r.error(format!("cancel of lease {cookie}, which is not held")))?;
-                self.unfile(idx);
-                self.release(idx);
+                self.vacate(idx);
             }
             SWEEP => {
                 self.replay_time(j, &mut r)?;
