@@ -11,12 +11,15 @@
 //! - [`http`]: routes, encodings, routing to shards, forwarding;
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod clock;
 pub mod config;
 pub mod files;
 pub mod http;
 pub mod metrics;
+pub mod openapi;
 pub mod pg;
+pub mod reply;
 pub mod shard;
 
 use std::collections::BTreeMap;

@@ -614,6 +614,12 @@ impl Cluster {
             db.execute("DELETE FROM leasehold_servers WHERE name = $1", &[&self.instance]).await;
     }
 
+    /// The URL of the server that owns `shard`, as this server last read it (`None`: unowned or
+    /// not known yet). For the admin endpoints' forwarding ([`crate::admin`]).
+    pub fn owner_url(&self, shard: u64) -> Option<String> {
+        self.lock().owners.get(&shard).cloned()
+    }
+
     /// Forwards a request to the owner of `shard`; `None` if no other server owns it now.
     pub async fn forward(
         &self,
@@ -627,7 +633,8 @@ impl Cluster {
         if owner == app.config.advertise {
             return None;
         }
-        let uri = format!("{owner}/lease?landlord={}", landlord.unwrap_or(shard));
+        let uri =
+            format!("{owner}/lease?landlord={}", leasehold::LandlordId(landlord.unwrap_or(shard)));
         let req = hyper::Request::post(uri)
             .header(header::CONTENT_TYPE, content_type(enc))
             .header(FORWARDED, "1")

@@ -1,5 +1,6 @@
 //! `leasehold-load`: holders that renew leases through a `leasehold-server` (one or a cluster)
-//! over loopback HTTP, with the core's `RenewalManager` and the examples' failover client, and
+//! over loopback HTTP, with the core's `RenewalManager` and `leasehold-client`'s failover
+//! transport (one tokio task per holder), and
 //! check every promise the servers made. Used by the crash, failover and bench scripts.
 //!
 //! Each holder thread grants its leases, keeps most of them renewed for ever, cancels some,
@@ -26,10 +27,10 @@ use clap::Parser;
 use leasehold::holder::{grant_request, lease_from_reply_with_drift};
 use leasehold::wire::Outcome;
 use leasehold::{
-    Cookie, Encoding, ErrorCode, LandlordId, Lease, LeaseError, Limits, Millis, RenewalEvent,
+    Cookie, Encoding, ErrorCode, LandlordId, Lease, LeaseError, Millis, RenewalEvent,
     RenewalManager, RenewalManagerConfig, Reply, ReplyBody, Request, RequestBody, FOREVER,
 };
-use leasehold_examples::http::Cluster;
+use leasehold_client::{Cluster, ClusterConfig};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -137,15 +138,31 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let urls: Vec<&str> = o.servers.iter().map(String::as_str).collect();
     let timeout = StdDuration::from_millis(o.timeout_ms);
-    if let Err(e) = Cluster::from_urls(&urls, timeout) {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(o, timeout, enc))
+}
+
+fn cluster_of(urls: &[&str], timeout: StdDuration, enc: Encoding) -> Result<Cluster, String> {
+    let config = ClusterConfig::new(urls.iter().copied()).encoding(enc).attempt_timeout(timeout);
+    Cluster::new(config).map_err(|e| e.to_string())
+}
+
+async fn run(o: Opts, timeout: StdDuration, enc: Encoding) -> ExitCode {
+    let urls: Vec<&str> = o.servers.iter().map(String::as_str).collect();
+    if let Err(e) = cluster_of(&urls, timeout, enc) {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
     origin();
     if let Some(n) = o.probe {
-        return probe(&urls, timeout, n, enc, o.probe_limit_ms);
+        return probe(&urls, timeout, n, enc, o.probe_limit_ms).await;
     }
     let counts = Arc::new(Counts::default());
     let started = Instant::now();
@@ -155,20 +172,20 @@ fn main() -> ExitCode {
             // Each holder starts with another server first, to spread the load.
             let mut mine: Vec<&str> = urls.clone();
             mine.rotate_left(h % urls.len());
-            let cluster = Cluster::from_urls(&mine, timeout).expect("checked");
+            let cluster = cluster_of(&mine, timeout, enc).expect("checked");
             let counts = counts.clone();
             let stop = stop_renewing.clone();
             let (leases, lease_ms, run_ms, cancel, abandon) =
                 (o.leases, o.lease_ms, o.run_ms as Millis, o.cancel, o.abandon);
             let renew_divisor = o.renew_divisor;
-            std::thread::spawn(move || {
+            tokio::spawn(async move {
                 let plan = Plan { leases, lease_ms, run_ms, cancel, abandon, renew_divisor };
-                holder(h, cluster, enc, plan, &counts, &stop)
+                holder(h, cluster, plan, &counts, &stop).await
             })
         })
         .collect();
     for t in threads {
-        let _ = t.join();
+        let _ = t.await;
     }
     let secs = started.elapsed().as_secs_f64();
     let c = &counts;
@@ -231,15 +248,10 @@ kept leases checked at the end {}, transport failures {}",
     }
 }
 
-/// Sends one request and decodes the reply; `None` when no server answered.
-fn send(
-    cluster: &mut Cluster,
-    landlord: Option<LandlordId>,
-    req: &Request,
-    enc: Encoding,
-) -> Option<Reply> {
-    let body = cluster.post(landlord, &req.encode(enc), enc).ok()?;
-    Reply::decode(&body, enc, &Limits::default()).ok()
+/// Sends one request; the reply (an error reply is a definite answer, whatever its HTTP
+/// status), or `None` when no server gave one.
+async fn send(cluster: &Cluster, landlord: Option<LandlordId>, req: &Request) -> Option<Reply> {
+    cluster.send(landlord, req).await.ok()
 }
 
 fn is_unknown(e: &leasehold::wire::WireError) -> bool {
@@ -256,14 +268,7 @@ struct Plan {
     renew_divisor: u32,
 }
 
-fn holder(
-    h: usize,
-    mut cluster: Cluster,
-    enc: Encoding,
-    plan: Plan,
-    c: &Counts,
-    _stop: &AtomicBool,
-) {
+async fn holder(h: usize, cluster: Cluster, plan: Plan, c: &Counts, _stop: &AtomicBool) {
     let Plan { leases: n, lease_ms, run_ms, cancel, abandon, renew_divisor } = plan;
     let start = now();
     let end = start + run_ms;
@@ -273,7 +278,7 @@ fn holder(
         let resource = format!("holder-{h}-lease-{i}").into_bytes();
         let req = grant_request(GRANT_IDS + i as u64, resource, lease_ms);
         let sent = now();
-        match send(&mut cluster, None, &req, enc) {
+        match send(&cluster, None, &req).await {
             Some(reply) => match lease_from_reply_with_drift(&reply, sent, 0) {
                 Ok(lease) => {
                     c.grants.fetch_add(1, Relaxed);
@@ -358,7 +363,7 @@ fn holder(
             if renewing {
                 c.renew_requests.fetch_add(1, Relaxed);
             }
-            match send(&mut cluster, Some(tx.landlord), &tx.request, enc) {
+            match send(&cluster, Some(tx.landlord), &tx.request).await {
                 Some(reply) => {
                     judge(&reply, sent, &order, &mut tracks, c);
                     m.handle_reply(&reply, now());
@@ -400,7 +405,7 @@ fn holder(
                 Request { id: probe_id, body: RequestBody::Renew { cookie: ck, duration: 1 } };
             tr.next_probe = t + 300;
             c.probes.fetch_add(1, Relaxed);
-            let Some(reply) = send(&mut cluster, Some(tr.lease.landlord()), &req, enc) else {
+            let Some(reply) = send(&cluster, Some(tr.lease.landlord()), &req).await else {
                 c.transport_failures.fetch_add(1, Relaxed);
                 continue;
             };
@@ -422,7 +427,7 @@ fn holder(
         let wake = m.poll_timeout().unwrap_or(end).min(end).min(now() + 50);
         let wait = wake - now();
         if wait > 0 {
-            std::thread::sleep(StdDuration::from_millis(wait as u64));
+            tokio::time::sleep(StdDuration::from_millis(wait as u64)).await;
         }
     }
     // Final check: every lease kept to the end is held, for as long as it was promised.
@@ -438,11 +443,11 @@ fn holder(
         let mut answered = None;
         for _ in 0..50 {
             let sent = now();
-            if let Some(r) = send(&mut cluster, Some(landlord), &req, enc) {
+            if let Some(r) = send(&cluster, Some(landlord), &req).await {
                 answered = Some((r, sent));
                 break;
             }
-            std::thread::sleep(StdDuration::from_millis(100));
+            tokio::time::sleep(StdDuration::from_millis(100)).await;
         }
         c.kept_checked.fetch_add(1, Relaxed);
         match answered {
@@ -524,21 +529,32 @@ fn judge(
 
 /// Waits until every landlord 1..=n answers (any reply: "unknown lease" to a made-up cookie
 /// means the shard is served); prints the ms it took.
-fn probe(urls: &[&str], timeout: StdDuration, n: u64, enc: Encoding, limit_ms: u64) -> ExitCode {
+async fn probe(
+    urls: &[&str],
+    timeout: StdDuration,
+    n: u64,
+    enc: Encoding,
+    limit_ms: u64,
+) -> ExitCode {
     let started = Instant::now();
-    let mut cluster = Cluster::from_urls(urls, timeout).expect("checked");
+    let cluster = cluster_of(urls, timeout, enc).expect("checked");
     let mut pending: Vec<u64> = (1..=n).collect();
     while !pending.is_empty() {
         if started.elapsed() > StdDuration::from_millis(limit_ms) {
             eprintln!("probe: landlords {pending:?} still unanswered after {limit_ms} ms");
             return ExitCode::FAILURE;
         }
-        pending.retain(|&id| {
+        let mut still = Vec::new();
+        for id in pending {
             let req = Request { id, body: RequestBody::Renew { cookie: Cookie(1), duration: 1 } };
-            !matches!(send(&mut cluster, Some(LandlordId(id)), &req, enc), Some(r) if r.landlord == LandlordId(id))
-        });
+            let answered = send(&cluster, Some(LandlordId(id)), &req).await;
+            if !matches!(answered, Some(r) if r.landlord == LandlordId(id)) {
+                still.push(id);
+            }
+        }
+        pending = still;
         if !pending.is_empty() {
-            std::thread::sleep(StdDuration::from_millis(20));
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
         }
     }
     println!("{}", started.elapsed().as_millis());
