@@ -43,7 +43,6 @@ use hyper_util::rt::TokioExecutor;
 use leasehold::wire::WireError;
 use leasehold::{Cookie, ErrorCode, LandlordId, LeaseError, Millis, FOREVER};
 use leasehold_client::admin::{hex, unhex, AdminError, AdminLease, LeasePage, Revoked};
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::http::{pick_shard, FORWARDED};
@@ -201,21 +200,41 @@ async fn forward(app: &Arc<App>, shard: u64, method: Method, uri: &Uri) -> Optio
     Some(r)
 }
 
-#[derive(Debug, Deserialize)]
 struct ListQuery {
     prefix: Option<String>,
     after: Option<String>,
     limit: Option<String>,
 }
 
+/// Query parameters, each at most once.
+fn params<T>(
+    pairs: &[(String, String)],
+    names: &[&str],
+    make: impl FnOnce(Vec<Option<String>>) -> T,
+) -> Result<T, Response> {
+    let mut vals = Vec::new();
+    for n in names {
+        vals.push(crate::reply::one_param(pairs, n).map_err(|e| bad(e.to_string()))?);
+    }
+    Ok(make(vals))
+}
+
 async fn list(
     State(app): State<Arc<App>>,
     Path(landlord): Path<String>,
-    Query(q): Query<ListQuery>,
+    Query(q): Query<Vec<(String, String)>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
+    let q = match params(&q, &["prefix", "after", "limit"], |mut v| ListQuery {
+        limit: v.pop().flatten(),
+        after: v.pop().flatten(),
+        prefix: v.pop().flatten(),
+    }) {
+        Ok(q) => q,
+        Err(r) => return r,
+    };
     let landlord = match landlord_of(&landlord) {
         Ok(l) => l,
         Err(r) => return r,
@@ -319,9 +338,12 @@ async fn revoke_one(
     on_shard(&app, landlord, method, &uri, &headers, job).await
 }
 
-#[derive(Debug, Deserialize)]
 struct ResourceQuery {
     landlord: Option<String>,
+}
+
+fn resource_query(q: &[(String, String)]) -> Result<ResourceQuery, Response> {
+    params(q, &["landlord"], |mut v| ResourceQuery { landlord: v.pop().flatten() })
 }
 
 fn resource_target(
@@ -342,11 +364,15 @@ fn resource_target(
 async fn by_resource(
     State(app): State<Arc<App>>,
     Path(resource): Path<String>,
-    Query(q): Query<ResourceQuery>,
+    Query(q): Query<Vec<(String, String)>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
+    let q = match resource_query(&q) {
+        Ok(q) => q,
+        Err(r) => return r,
+    };
     let (resource, landlord) = match resource_target(&app, &resource, &q) {
         Ok(x) => x,
         Err(r) => return r,
@@ -364,11 +390,15 @@ async fn by_resource(
 async fn revoke_resource(
     State(app): State<Arc<App>>,
     Path(resource): Path<String>,
-    Query(q): Query<ResourceQuery>,
+    Query(q): Query<Vec<(String, String)>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
+    let q = match resource_query(&q) {
+        Ok(q) => q,
+        Err(r) => return r,
+    };
     let (resource, landlord) = match resource_target(&app, &resource, &q) {
         Ok(x) => x,
         Err(r) => return r,

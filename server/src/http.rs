@@ -27,7 +27,6 @@ use leasehold::wire::WireError;
 use leasehold::{
     Encoding, ErrorCode, LandlordId, LeaseError, Reply, ReplyBody, Request, RequestBody,
 };
-use serde::Deserialize;
 
 use crate::shard::Answer;
 use crate::App;
@@ -77,11 +76,6 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-#[derive(Debug, Deserialize)]
-struct LeaseQuery {
-    landlord: Option<String>,
-}
-
 use crate::reply::error as error_reply;
 
 fn text(status: StatusCode, msg: impl Into<String>) -> Response {
@@ -91,10 +85,14 @@ fn text(status: StatusCode, msg: impl Into<String>) -> Response {
 
 async fn lease(
     State(app): State<Arc<App>>,
-    Query(q): Query<LeaseQuery>,
+    Query(q): Query<Vec<(String, String)>>,
     req: axum::extract::Request,
 ) -> Response {
     let enc = encoding_of(req.headers());
+    let landlord = match crate::reply::one_param(&q, "landlord") {
+        Ok(l) => l,
+        Err(e) => return error_reply(0, 0, &e, enc),
+    };
     let max = app.config.limits.max_message_bytes;
     let declared = req
         .headers()
@@ -109,7 +107,7 @@ async fn lease(
         Ok(b) => b,
         Err(_) => return crate::reply::too_large(max, enc),
     };
-    let named = match q.landlord.as_deref().map(crate::reply::parse_landlord) {
+    let named = match landlord.as_deref().map(crate::reply::parse_landlord) {
         None => None,
         Some(Ok(id)) => Some(id.0),
         Some(Err(e)) => return error_reply(0, 0, &e, enc),

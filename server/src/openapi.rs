@@ -161,6 +161,10 @@ fn schemas() -> Value {
             "type": "string", "pattern": "^[0-9a-fA-F]{32}$", "examples": [COOKIE.to_string()]
         },
         "Dec64": dec(),
+        "DecU64": {
+            "description": "A request id: an unsigned 64-bit integer as a decimal string; readers also accept a JSON integer.",
+            "oneOf": [ { "type": "string", "pattern": "^[0-9]{1,20}$" }, { "type": "integer", "minimum": 0 } ]
+        },
         "Duration": {
             "description": "Milliseconds as a decimal string; 9223372036854775807 is FOREVER, -1 is ANY (requests only).",
             "$ref": "#/components/schemas/Dec64"
@@ -174,7 +178,7 @@ fn schemas() -> Value {
         "Request": {
             "description": "A request message, JSON form version 1 (core/src/codec.rs).",
             "type": "object", "additionalProperties": false, "required": ["v", "id", "body"],
-            "properties": { "v": { "const": 1 }, "id": r("Dec64"), "body": r("RequestBody") },
+            "properties": { "v": { "const": 1 }, "id": r("DecU64"), "body": r("RequestBody") },
             "examples": request_examples().iter().map(|(_, _, m)| enc_req(m)).collect::<Vec<_>>()
         },
         "RequestBody": { "oneOf": [
@@ -187,7 +191,7 @@ fn schemas() -> Value {
         "Reply": {
             "description": "A reply message, JSON form version 1: the request's id, the landlord that answered, the answer.",
             "type": "object", "additionalProperties": false, "required": ["v", "id", "landlord", "body"],
-            "properties": { "v": { "const": 1 }, "id": r("Dec64"), "landlord": r("LandlordId"), "body": r("ReplyBody") },
+            "properties": { "v": { "const": 1 }, "id": r("DecU64"), "landlord": r("LandlordId"), "body": r("ReplyBody") },
             "examples": reply_examples().iter().map(|(_, _, _, m)| enc_reply(m)).collect::<Vec<_>>()
         },
         "ReplyBody": { "oneOf": [

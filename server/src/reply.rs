@@ -47,6 +47,17 @@ pub fn parse_landlord(text: &str) -> Result<LandlordId, LeaseError> {
         .map_err(|e| LeaseError::InvalidArgument(format!("landlord={text:?}: {e}")))
 }
 
+/// The value of query parameter `name` among `pairs`, if given; given twice is an error (a
+/// client that sends two landlords must not have one of them picked for it).
+pub fn one_param(pairs: &[(String, String)], name: &str) -> Result<Option<String>, LeaseError> {
+    let mut found = pairs.iter().filter(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let first = found.next();
+    if found.next().is_some() {
+        return Err(LeaseError::InvalidArgument(format!("{name} is given more than once")));
+    }
+    Ok(first)
+}
+
 /// The status of an answer carrying `reply`.
 pub fn status_of(reply: &Reply) -> StatusCode {
     match &reply.body {
