@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 bash bindings-wasm/build.sh
+python3 scripts/lib/no_debug_info.py bindings-wasm/pkg/leasehold_wasm_bg.wasm
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
