@@ -2,7 +2,8 @@
 # The HTTP API as a contract, and what operators run:
 #  1. `cargo install --path server` and `--path cli` work (into a temporary root);
 #  2. the README's curl quickstart, as written, against a server it starts;
-#  3. the OpenAPI document the server serves against the shared wire vectors
+#  3. deploy/: every metric the Grafana dashboard queries exists; the systemd unit verifies;
+#     the OpenAPI document the server serves against the shared wire vectors
 #     (scripts/lib/check_openapi.py), then schemathesis (PyPI, in a venv) against the running
 #     server: on one shard and on three, every documented status, content type, header and
 #     schema holds and nothing answers 500;
@@ -67,6 +68,21 @@ echo "== 3. the OpenAPI contract"
 VENV=${LEASEHOLD_API_VENV:-$target/api-venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q "schemathesis==4.32.5"
+if python3 scripts/lib/check_dashboard.py deploy/grafana-leasehold-server.json "http://127.0.0.1:$port/metrics"; then
+  ok "every metric of deploy/grafana-leasehold-server.json is served at /metrics"
+else
+  bad "the Grafana dashboard queries metrics the server does not have"
+fi
+# The unit as written, pointed at the binary installed above (verify checks that it exists).
+sed "s|/usr/local/bin/leasehold-server|$BIN/leasehold-server|" deploy/leasehold-server.service >"$WORK/leasehold-server.service"
+if command -v systemd-analyze >/dev/null && systemd-analyze verify "$WORK/leasehold-server.service" >"$WORK/unit.log" 2>&1; then
+  ok "systemd-analyze verify deploy/leasehold-server.service"
+elif ! command -v systemd-analyze >/dev/null; then
+  grep -q '^ExecStart=/usr/local/bin/leasehold-server --config ' deploy/leasehold-server.service \
+    && ok "deploy/leasehold-server.service names the installed binary (no systemd-analyze here)" || bad "the unit's ExecStart"
+else
+  cat "$WORK/unit.log"; bad "systemd-analyze verify deploy/leasehold-server.service"
+fi
 if "$VENV/bin/python" scripts/lib/check_openapi.py "http://127.0.0.1:$port/openapi.json" core/tests/vectors/wire.json; then
   ok "every wire vector validates against the served schemas"
 else
@@ -86,8 +102,8 @@ schemathesis() { # $1: shards
   # Schema), and a renewal without `landlord` on a server of several shards is refused, a rule
   # across query and body. -w 1: CPython 3.11's ast.parse is not safe across the threads of
   # hypothesis' workers ("AST constructor recursion depth mismatch").
-  if "$VENV/bin/st" run "$url/openapi.json" --checks all --exclude-checks positive_data_acceptance \
-       --max-time "$ST_SECONDS" --request-timeout 5 -w 1 --suppress-health-check all >"$WORK/st-$1.out" 2>&1; then
+  if (cd "$WORK" && "$VENV/bin/st" run "$url/openapi.json" --checks all --exclude-checks positive_data_acceptance \
+       --max-time "$ST_SECONDS" --request-timeout 5 -w 1 --suppress-health-check all) >"$WORK/st-$1.out" 2>&1; then
     ok "schemathesis, $1 shard(s): $(grep -a -E '[0-9]+ generated' "$WORK/st-$1.out" | tr -s ' ' | sed 's/^ //'); no failure"
   else
     grep -a -v "^ *'" "$WORK/st-$1.out" | tail -60
