@@ -151,7 +151,7 @@ def test_the_landlord_id_is_written_as_the_wire_writes_it() -> None:
     assert landlord_query("000000000000000A") == "landlord=000000000000000a"
     for bad in ("16", "0x10", -1, 1 << 64):
         with pytest.raises(ValueError):
-            landlord_query(bad)  # type: ignore[arg-type]
+            landlord_query(bad)
 
 
 def test_a_wire_reply_with_an_error_status_is_a_definite_answer(good: Server, landlord: Landlord) -> None:
