@@ -39,6 +39,9 @@ function row(cookie, holder) {
 
 function show(ev) {
   if (!ev.cookie) return;
+  // Rows are the leases granted during this visit: renewals of leases of an earlier visit (a
+  // tab still open elsewhere) are not this page's.
+  if (!rows.has(ev.cookie) && ev.type !== 'granted') return;
   origin ??= ev.at;
   const t = ev.at - origin; // ms since the first event this page shows
   if (t > span * 0.95) {
