@@ -10,11 +10,11 @@ CALLS=${2:-1000000}
 RUNS=${3:-5}
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 export CARGO_TARGET_DIR=$TARGET
-LIBDIR=$TARGET/release
+LIBDIR=$TARGET/profiling
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-cargo build -q --release -p leasehold-c
+cargo build -q --profile profiling -p leasehold-c
 gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bindings-c/bench/renew_bench.c -o "$WORK/renew_so" \
   -L"$LIBDIR" -lleasehold -Wl,-rpath,"$LIBDIR"
 gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bindings-c/bench/renew_bench.c -o "$WORK/renew_a" \

@@ -4,5 +4,5 @@
 # Usage: scripts/bench-durable.sh [--leases N] [--secs S] [--no-inflight]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build -q --release -p leasehold-store --example bench_durable
-exec "${CARGO_TARGET_DIR:-target}/release/examples/bench_durable" "$@"
+cargo build -q --profile profiling -p leasehold-store --example bench_durable
+exec "${CARGO_TARGET_DIR:-target}/profiling/examples/bench_durable" "$@"

@@ -13,9 +13,9 @@ KILLS=${2:-10}
 SHARDS=6
 # shellcheck source=lib/pg.sh
 source scripts/lib/pg.sh
-nice -n 10 cargo build --release -q -p leasehold-server
+nice -n 10 cargo build --profile profiling -q -p leasehold-server
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-BIN="$target/release"
+BIN="$target/profiling"
 WORK=$(mktemp -d /tmp/leasehold-bench.XXXXXX)
 declare -a PIDS PORTS URLS
 LOAD=""

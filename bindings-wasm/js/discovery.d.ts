@@ -1,3 +1,4 @@
+/// <reference path="./disposable.d.ts" />
 // Types of DiscoveryDriver (discovery.js).
 import type {
   DiscoveryService, DiscoveryServiceOptions, DiscoveryEvent, DeliveryFailure, DiscoveryRegistered,

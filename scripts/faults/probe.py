@@ -56,7 +56,7 @@ def post_shard(url: str, k: int, timeout: float = 1.0) -> Tuple[int, Optional[st
     c = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
     body = Request.renew(k, COOKIE, 1).encode("binary")
     try:
-        c.request("POST", f"/lease?landlord={k}", body=body, headers={"Content-Type": "application/octet-stream"})
+        c.request("POST", f"/lease?landlord={k:016x}", body=body, headers={"Content-Type": "application/octet-stream"})
         r = c.getresponse()
         data = r.read()
         if r.status != 200:

@@ -14,6 +14,7 @@
 //! - [`http`]: routes, encodings, routing to shards, forwarding;
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod clock;
 pub mod config;
 pub mod files;
@@ -21,8 +22,10 @@ pub mod guard;
 pub mod health;
 pub mod http;
 pub mod metrics;
+pub mod openapi;
 pub mod pg;
 pub mod quarantine;
+pub mod reply;
 pub mod shard;
 
 use std::collections::BTreeMap;

@@ -1224,6 +1224,12 @@ impl Cluster {
         .await;
     }
 
+    /// The URL of the server that owns `shard`, as this server last read it (`None`: unowned or
+    /// not known yet). For the admin endpoints' forwarding ([`crate::admin`]).
+    pub fn owner_url(&self, shard: u64) -> Option<String> {
+        self.lock().view.get(&shard).filter(|r| r.live).and_then(|r| r.owner_url.clone())
+    }
+
     fn unavailable(&self, msg: String) -> Response {
         let mut r = (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -1263,7 +1269,8 @@ impl Cluster {
                 "shard {shard}'s owner {owner} did not answer in time lately; try again shortly"
             )));
         }
-        let uri = format!("{owner}/lease?landlord={}", landlord.unwrap_or(shard));
+        let uri =
+            format!("{owner}/lease?landlord={}", leasehold::LandlordId(landlord.unwrap_or(shard)));
         let req = hyper::Request::post(uri)
             .header(header::CONTENT_TYPE, content_type(enc))
             .header(FORWARDED, "1")

@@ -42,10 +42,17 @@ pub enum Answer {
     Unavailable(String),
 }
 
+/// An operator's job on a shard's landlord (the admin endpoints, [`crate::admin`]): it runs in
+/// the actor at `now`, and its answer is released like a reply, once every record it wrote is
+/// durable (and, with PostgreSQL, once the shard's ownership is confirmed).
+pub type AdminJob = Box<dyn FnOnce(&mut LL, leasehold::Millis) -> serde_json::Value + Send>;
+
 /// A message to a shard's actor.
 pub enum Msg {
     /// A request to answer.
     Call(Request, oneshot::Sender<Answer>),
+    /// An admin job; `None` comes back if the shard could not make its answer durable.
+    Admin(AdminJob, oneshot::Sender<Option<serde_json::Value>>),
     /// Finish what is under way, write what is left, and stop; the landlord is handed back.
     Stop(oneshot::Sender<()>),
 }
@@ -171,6 +178,14 @@ impl ShardHandle {
         rx.await.unwrap_or_else(|_| Answer::Unavailable(format!("shard {} stopped", self.id)))
     }
 
+    /// Runs an admin job in the actor; its answer once durable, `None` if the shard cannot
+    /// answer (stopped, its store failed, fenced).
+    pub async fn admin(&self, job: AdminJob) -> Option<serde_json::Value> {
+        let (done, rx) = oneshot::channel();
+        self.tx.send(Msg::Admin(job, done)).await.ok()?;
+        rx.await.ok().flatten()
+    }
+
     /// Stops the shard after writing everything it answered; returns once it has stopped.
     pub async fn stop(&self) {
         let (done, rx) = oneshot::channel();
@@ -196,9 +211,9 @@ pub enum Ended {
     Failed(String),
 }
 
-struct Held {
-    done: oneshot::Sender<Answer>,
-    reply: Reply,
+enum Held {
+    Reply { done: oneshot::Sender<Answer>, reply: Reply },
+    Admin { done: oneshot::Sender<Option<serde_json::Value>>, out: serde_json::Value },
 }
 
 struct Actor {
@@ -290,6 +305,7 @@ impl Actor {
                     while let Some(m) = next.take() {
                         match m {
                             Msg::Call(req, done) => self.answer(req, done),
+                            Msg::Admin(job, done) => self.admin(job, done),
                             Msg::Stop(ack) => { stopping = Some(ack); break; }
                         }
                         n += 1;
@@ -322,7 +338,15 @@ impl Actor {
         if self.gate.is_empty() {
             self.stats.waiting_since_us.store(stamp_us(), Relaxed);
         }
-        self.gate.push(self.next_job, Held { done, reply });
+        self.gate.push(self.next_job, Held::Reply { done, reply });
+    }
+
+    fn admin(&mut self, job: AdminJob, done: oneshot::Sender<Option<serde_json::Value>>) {
+        let out = job(&mut self.ll, now_ms());
+        if self.gate.is_empty() {
+            self.stats.waiting_since_us.store(stamp_us(), Relaxed);
+        }
+        self.gate.push(self.next_job, Held::Admin { done, out });
     }
 
     /// Starts the next write, or releases what waits if nothing needs writing.
@@ -369,9 +393,16 @@ impl Actor {
 
     fn release(&mut self, n: u64) {
         let stats = &self.stats;
-        for Held { done, reply } in self.gate.release(n) {
-            count(stats, &reply);
-            let _ = done.send(Answer::Reply(reply));
+        for held in self.gate.release(n) {
+            match held {
+                Held::Reply { done, reply } => {
+                    count(stats, &reply);
+                    let _ = done.send(Answer::Reply(reply));
+                }
+                Held::Admin { done, out } => {
+                    let _ = done.send(Some(out));
+                }
+            }
         }
         if self.gate.is_empty() {
             stats.waiting_since_us.store(0, Relaxed);
@@ -384,14 +415,24 @@ impl Actor {
             WriteError::Fenced => format!("shard {} is owned by another server now", self.id),
             WriteError::Failed(m) => format!("shard {}: store write failed: {m}", self.id),
         };
-        for Held { done, .. } in self.gate.release(u64::MAX) {
-            let _ = done.send(Answer::Unavailable(why.clone()));
+        for held in self.gate.release(u64::MAX) {
+            match held {
+                Held::Reply { done, .. } => {
+                    let _ = done.send(Answer::Unavailable(why.clone()));
+                }
+                Held::Admin { done, .. } => {
+                    let _ = done.send(None);
+                }
+            }
         }
         rx.close();
         while let Ok(m) = rx.try_recv() {
             match m {
                 Msg::Call(_, done) => {
                     let _ = done.send(Answer::Unavailable(why.clone()));
+                }
+                Msg::Admin(_, done) => {
+                    let _ = done.send(None);
                 }
                 Msg::Stop(ack) => {
                     let _ = ack.send(());

@@ -12,7 +12,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use leasehold::{Encoding, LandlordId, Limits, Reply, ReplyBody, Request, RequestBody};
+use leasehold::{Encoding, LandlordId, Reply, ReplyBody, Request, RequestBody};
 
 fn pg_server(url: &str, shards: u32, ownership_ms: u32, name: &str) -> Server {
     Server::start(&[
@@ -249,21 +249,25 @@ fn damaged_journal_rows_quarantine_their_shard_everywhere_until_repaired() {
     assert!(kept > 0 && unknown > 0);
 }
 
-/// A raw renewal through the examples' failover client, until `deadline`.
+/// A renewal through the failover client of `servers` (300 ms attempts), retried until
+/// `deadline`.
 fn renew_through(
-    c: &mut leasehold_examples::http::Cluster,
+    servers: [String; 2],
     landlord: u64,
     cookie: leasehold::Cookie,
     deadline: Instant,
-) -> std::io::Result<Reply> {
+) -> Result<Reply, leasehold_client::ClientError> {
     let req = Request { id: 5, body: RequestBody::Renew { cookie, duration: 60_000 } };
-    let body = c.post_until(
-        Some(LandlordId(landlord)),
-        &req.encode(Encoding::Json),
-        Encoding::Json,
-        deadline,
-    )?;
-    Ok(Reply::decode(&body, Encoding::Json, &Limits::default()).unwrap())
+    let config = leasehold_client::ClusterConfig::new(servers)
+        .encoding(Encoding::Json)
+        .attempt_timeout(Duration::from_millis(300));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = leasehold_client::Cluster::new(config)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let deadline = tokio::time::Instant::now() + left;
+        c.send_until(Some(LandlordId(landlord)), &req, deadline).await.map(|(r, _)| r)
+    })
 }
 
 #[test]
@@ -307,11 +311,10 @@ fn a_paused_owner_gets_a_fast_503_and_a_holder_that_keeps_trying_keeps_its_lease
     assert!(b.metric("leasehold_forward_timeouts_total", &[]) >= 1.0);
     // A holder with short attempts that keeps trying (the paused owner first) renews its
     // lease once b has taken the shard over.
-    let mut cluster =
-        leasehold_examples::http::Cluster::new(&[a.addr, b.addr], Duration::from_millis(300));
     let t0 = Instant::now();
-    let r = renew_through(&mut cluster, shard, cookie, Instant::now() + Duration::from_secs(15))
-        .unwrap();
+    let r =
+        renew_through([a.url(), b.url()], shard, cookie, Instant::now() + Duration::from_secs(15))
+            .unwrap();
     assert!(renewed(&r.body), "{r:?}");
     eprintln!("renewed through the cluster {:?} after the owner was paused", t0.elapsed() + first);
     signal(a.pid(), "CONT");

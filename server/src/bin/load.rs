@@ -1,8 +1,8 @@
 //! `leasehold-load`: holders that renew leases through a `leasehold-server` (one or a cluster)
-//! over loopback HTTP, with the core's `RenewalManager` and the examples' failover client, and
+//! over loopback HTTP, with the core's `RenewalManager` and `leasehold-client`'s failover transport (one tokio task per holder), and
 //! check every promise the servers made. Used by the crash, failover and bench scripts.
 //!
-//! Each holder thread grants its leases, keeps most of them renewed for ever, cancels some,
+//! Each holder task grants its leases, keeps most of them renewed for ever, cancels some,
 //! and abandons some (stops renewing). It remembers what each lease was promised (the time
 //! the request was *sent* plus the duration granted) and checks:
 //!
@@ -38,10 +38,10 @@ use clap::Parser;
 use leasehold::holder::{grant_request, lease_from_reply_with_drift};
 use leasehold::wire::Outcome;
 use leasehold::{
-    Cookie, Encoding, ErrorCode, LandlordId, Lease, LeaseError, Limits, Millis, RenewalEvent,
+    Cookie, Encoding, ErrorCode, LandlordId, Lease, LeaseError, Millis, RenewalEvent,
     RenewalManager, RenewalManagerConfig, Reply, ReplyBody, Request, RequestBody, FOREVER,
 };
-use leasehold_examples::http::{self, Cluster};
+use leasehold_client::{Answered, Cluster, ClusterConfig};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -114,7 +114,7 @@ fn wall_ms() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1000.0).unwrap_or(0.0)
 }
 
-/// The history file: JSON lines, written by every holder thread.
+/// The history file: JSON lines, written by every holder task.
 struct History {
     out: Mutex<std::io::BufWriter<std::fs::File>>,
 }
@@ -151,7 +151,7 @@ impl Recorder {
         op: &str,
         sent: f64,
         done: f64,
-        server: Option<&http::Answered>,
+        server: Option<&Answered>,
         err: Option<&str>,
         items: &[Item],
     ) {
@@ -248,15 +248,31 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let urls: Vec<&str> = o.servers.iter().map(String::as_str).collect();
     let timeout = StdDuration::from_millis(o.timeout_ms);
-    if let Err(e) = Cluster::from_urls(&urls, timeout) {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(o, timeout, enc))
+}
+
+fn cluster_of(urls: &[&str], timeout: StdDuration, enc: Encoding) -> Result<Cluster, String> {
+    let config = ClusterConfig::new(urls.iter().copied()).encoding(enc).attempt_timeout(timeout);
+    Cluster::new(config).map_err(|e| e.to_string())
+}
+
+async fn run(o: Opts, timeout: StdDuration, enc: Encoding) -> ExitCode {
+    let urls: Vec<&str> = o.servers.iter().map(String::as_str).collect();
+    if let Err(e) = cluster_of(&urls, timeout, enc) {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
     origin();
     if let Some(n) = o.probe {
-        return probe(&urls, timeout, n, enc, o.probe_limit_ms);
+        return probe(&urls, timeout, n, enc, o.probe_limit_ms).await;
     }
     let history = match &o.history {
         Some(p) => match History::create(p) {
@@ -276,7 +292,7 @@ fn main() -> ExitCode {
             // Each holder starts with another server first, to spread the load.
             let mut mine: Vec<&str> = urls.clone();
             mine.rotate_left(h % urls.len());
-            let cluster = Cluster::from_urls(&mine, timeout).expect("checked");
+            let cluster = cluster_of(&mine, timeout, enc).expect("checked");
             let counts = counts.clone();
             let stop = stop_renewing.clone();
             let (leases, lease_ms, run_ms, cancel, abandon) =
@@ -286,7 +302,7 @@ fn main() -> ExitCode {
             let stop_file = o.stop_file.clone();
             let retry_ms = o.retry_ms as Millis;
             let rec = Recorder { history: history.clone(), holder: format!("{}-{h}", o.name) };
-            std::thread::spawn(move || {
+            tokio::spawn(async move {
                 let plan = Plan {
                     leases,
                     lease_ms,
@@ -298,12 +314,12 @@ fn main() -> ExitCode {
                     stop_file,
                     retry_ms,
                 };
-                holder(h, cluster, enc, plan, &counts, &stop, &rec)
+                holder(h, cluster, plan, &counts, &stop, &rec).await
             })
         })
         .collect();
     for t in threads {
-        let _ = t.join();
+        let _ = t.await;
     }
     if let Some(h) = &history {
         h.flush();
@@ -369,36 +385,33 @@ kept leases checked at the end {}, transport failures {}",
     }
 }
 
-/// Sends one request and decodes the reply; `None` when no server answered.
-fn send(
-    cluster: &mut Cluster,
+/// Sends one request; the reply (an error reply is a definite answer, whatever its HTTP
+/// status) and who gave it, or `None` when no server gave one.
+async fn send(
+    cluster: &Cluster,
     landlord: Option<LandlordId>,
     req: &Request,
-    enc: Encoding,
-) -> Option<Reply> {
-    let body = cluster.post(landlord, &req.encode(enc), enc).ok()?;
-    Reply::decode(&body, enc, &Limits::default()).ok()
+) -> Option<(Reply, Answered)> {
+    cluster.send_traced(landlord, req).await.ok()
 }
 
 /// Like [`send`], but keeps trying every server until `until` (on [`now`]'s clock): a renewal
 /// goes on until its lease's end instead of giving up after one round (finding 6 of issue 21:
 /// a holder gave up with "no server answered" while an owner was paused and two servers were
-/// up). At most `--retry-ms` at a time, though: a holder thread renews one landlord after
+/// up). At most `--retry-ms` at a time, though: a holder task renews one landlord after
 /// another, and a shard that stays unavailable (quarantined, its store failed) must not hold
 /// up the renewals of every other shard until its own leases end; the renewal manager asks
 /// again after a failure, until the lease would expire.
-fn send_until(
-    cluster: &mut Cluster,
+async fn send_until(
+    cluster: &Cluster,
     landlord: Option<LandlordId>,
     req: &Request,
-    enc: Encoding,
     until: Millis,
     retry_ms: Millis,
-) -> Option<Reply> {
+) -> Option<(Reply, Answered)> {
     let left = StdDuration::from_millis(until.saturating_sub(now()).clamp(0, retry_ms) as u64);
-    let deadline = Instant::now() + left;
-    let body = cluster.post_until(landlord, &req.encode(enc), enc, deadline).ok()?;
-    Reply::decode(&body, enc, &Limits::default()).ok()
+    let deadline = tokio::time::Instant::now() + left;
+    cluster.send_until(landlord, req, deadline).await.ok()
 }
 
 fn is_unknown(e: &leasehold::wire::WireError) -> bool {
@@ -419,28 +432,27 @@ struct Plan {
 }
 
 /// Grants one lease of `resource`; the track of the lease granted, if one was.
-fn grant(
-    cluster: &mut Cluster,
+async fn grant(
+    cluster: &Cluster,
     id: u64,
     resource: Vec<u8>,
     lease_ms: i64,
-    enc: Encoding,
     c: &Counts,
     rec: &Recorder,
 ) -> Option<Track> {
     let req = grant_request(id, resource, lease_ms);
     let sent = now();
     let wall = wall_ms();
-    let reply = send(cluster, None, &req, enc);
+    let reply = send(cluster, None, &req).await;
     let done = wall_ms();
     match reply {
-        Some(reply) => match lease_from_reply_with_drift(&reply, sent, 0) {
+        Some((reply, by)) => match lease_from_reply_with_drift(&reply, sent, 0) {
             Ok(lease) => {
                 c.grants.fetch_add(1, Relaxed);
                 let d = lease.expiration() - sent;
                 let item =
                     (lease.cookie().to_string(), lease.landlord().0, Some("granted"), Some(d));
-                rec.request("grant", wall, done, cluster.answered_by(), None, &[item]);
+                rec.request("grant", wall, done, Some(&by), None, &[item]);
                 Some(Track { promised: lease.expiration(), lease, kind: Kind::Kept, next_probe: 0 })
             }
             Err(e) => {
@@ -450,7 +462,7 @@ fn grant(
                     _ => "error",
                 };
                 let item = (String::new(), reply.landlord.0, Some(o), None);
-                rec.request("grant", wall, done, cluster.answered_by(), None, &[item]);
+                rec.request("grant", wall, done, Some(&by), None, &[item]);
                 let _ = e;
                 None
             }
@@ -464,10 +476,9 @@ fn grant(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn holder(
+async fn holder(
     h: usize,
-    mut cluster: Cluster,
-    enc: Encoding,
+    cluster: Cluster,
     plan: Plan,
     c: &Counts,
     _stop: &AtomicBool,
@@ -490,8 +501,7 @@ fn holder(
     // Grants, one request each (the server picks the shard).
     for i in 0..n {
         let resource = format!("holder-{h}-lease-{i}").into_bytes();
-        if let Some(t) = grant(&mut cluster, GRANT_IDS + i as u64, resource, lease_ms, enc, c, rec)
-        {
+        if let Some(t) = grant(&cluster, GRANT_IDS + i as u64, resource, lease_ms, c, rec).await {
             tracks.insert(t.lease.cookie(), t);
         }
     }
@@ -531,7 +541,7 @@ fn holder(
             churned += 1;
             let resource = format!("holder-{h}-churn-{churned}").into_bytes();
             let id = GRANT_IDS + n as u64 + churned;
-            if let Some(tr) = grant(&mut cluster, id, resource, lease_ms, enc, c, rec) {
+            if let Some(tr) = grant(&cluster, id, resource, lease_ms, c, rec).await {
                 m.renew_until(tr.lease, FOREVER, lease_ms, now()).expect("a fresh lease");
                 tracks.insert(tr.lease.cookie(), tr);
             }
@@ -613,8 +623,7 @@ fn holder(
                 .min()
                 .filter(|_| renewing)
                 .unwrap_or(0);
-            let reply =
-                send_until(&mut cluster, Some(tx.landlord), &tx.request, enc, until, retry_ms);
+            let reply = send_until(&cluster, Some(tx.landlord), &tx.request, until, retry_ms).await;
             let done = wall_ms();
             let items = |out: &dyn Fn(usize) -> (Option<&'static str>, Option<i64>)| {
                 order
@@ -627,9 +636,9 @@ fn holder(
                     .collect::<Vec<Item>>()
             };
             match &reply {
-                Some(r) => {
+                Some((r, by)) => {
                     let items = items(&|i| reply_outcome(&r.body, i));
-                    rec.request(op, wall, done, cluster.answered_by(), None, &items);
+                    rec.request(op, wall, done, Some(by), None, &items);
                 }
                 None => {
                     let items = items(&|_| (None, None));
@@ -637,7 +646,7 @@ fn holder(
                 }
             }
             match reply {
-                Some(reply) => {
+                Some((reply, _)) => {
                     judge(&reply, sent, &order, &mut tracks, c);
                     m.handle_reply(&reply, now());
                 }
@@ -687,7 +696,7 @@ fn holder(
             c.probes.fetch_add(1, Relaxed);
             let wall = wall_ms();
             let landlord = tr.lease.landlord().0;
-            let Some(reply) = send(&mut cluster, Some(tr.lease.landlord()), &req, enc) else {
+            let Some((reply, by)) = send(&cluster, Some(tr.lease.landlord()), &req).await else {
                 let item = (ck.to_string(), landlord, None, None);
                 rec.request("probe", wall, wall_ms(), None, Some("no server answered"), &[item]);
                 c.transport_failures.fetch_add(1, Relaxed);
@@ -695,7 +704,7 @@ fn holder(
             };
             let (o, d) = reply_outcome(&reply.body, 0);
             let item = (ck.to_string(), landlord, o, d);
-            rec.request("probe", wall, wall_ms(), cluster.answered_by(), None, &[item]);
+            rec.request("probe", wall, wall_ms(), Some(&by), None, &[item]);
             match (&reply.body, tr.kind) {
                 (ReplyBody::Renewed { .. }, Kind::Cancelled) => {
                     eprintln!("holder {h}: cancelled lease {ck} renewed again");
@@ -714,7 +723,7 @@ fn holder(
         let wake = m.poll_timeout().unwrap_or(end).min(end).min(now() + 50);
         let wait = wake - now();
         if wait > 0 {
-            std::thread::sleep(StdDuration::from_millis(wait as u64));
+            tokio::time::sleep(StdDuration::from_millis(wait as u64)).await;
         }
     }
     // Final check: every lease kept to the end is held, for as long as it was promised.
@@ -732,17 +741,17 @@ fn holder(
         for _ in 0..50 {
             let sent = now();
             let wall = wall_ms();
-            let r = send(&mut cluster, Some(landlord), &req, enc);
+            let r = send(&cluster, Some(landlord), &req).await;
             let done = wall_ms();
-            let (o, d) = r.as_ref().map_or((None, None), |r| reply_outcome(&r.body, 0));
+            let (o, d) = r.as_ref().map_or((None, None), |(r, _)| reply_outcome(&r.body, 0));
             let err = r.is_none().then_some("no server answered");
-            let server = if r.is_some() { cluster.answered_by() } else { None };
+            let server = r.as_ref().map(|(_, by)| by);
             rec.request("final", wall, done, server, err, &[(ck.to_string(), landlord.0, o, d)]);
-            if let Some(r) = r {
+            if let Some((r, _)) = r {
                 answered = Some((r, sent));
                 break;
             }
-            std::thread::sleep(StdDuration::from_millis(100));
+            tokio::time::sleep(StdDuration::from_millis(100)).await;
         }
         c.kept_checked.fetch_add(1, Relaxed);
         match answered {
@@ -844,21 +853,32 @@ fn judge(
 
 /// Waits until every landlord 1..=n answers (any reply: "unknown lease" to a made-up cookie
 /// means the shard is served); prints the ms it took.
-fn probe(urls: &[&str], timeout: StdDuration, n: u64, enc: Encoding, limit_ms: u64) -> ExitCode {
+async fn probe(
+    urls: &[&str],
+    timeout: StdDuration,
+    n: u64,
+    enc: Encoding,
+    limit_ms: u64,
+) -> ExitCode {
     let started = Instant::now();
-    let mut cluster = Cluster::from_urls(urls, timeout).expect("checked");
+    let cluster = cluster_of(urls, timeout, enc).expect("checked");
     let mut pending: Vec<u64> = (1..=n).collect();
     while !pending.is_empty() {
         if started.elapsed() > StdDuration::from_millis(limit_ms) {
             eprintln!("probe: landlords {pending:?} still unanswered after {limit_ms} ms");
             return ExitCode::FAILURE;
         }
-        pending.retain(|&id| {
+        let mut still = Vec::new();
+        for id in pending {
             let req = Request { id, body: RequestBody::Renew { cookie: Cookie(1), duration: 1 } };
-            !matches!(send(&mut cluster, Some(LandlordId(id)), &req, enc), Some(r) if r.landlord == LandlordId(id))
-        });
+            let answered = send(&cluster, Some(LandlordId(id)), &req).await;
+            if !matches!(answered, Some((r, _)) if r.landlord == LandlordId(id)) {
+                still.push(id);
+            }
+        }
+        pending = still;
         if !pending.is_empty() {
-            std::thread::sleep(StdDuration::from_millis(20));
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
         }
     }
     println!("{}", started.elapsed().as_millis());
