@@ -37,15 +37,15 @@ pub trait Machine: Sized {
     /// The part's name, as bindings show it (`"DiscoveryService"`).
     const NAME: &'static str;
     /// Its settings, data form.
-    type Options: DeserializeOwned;
+    type Options: DeserializeOwned + Send;
     /// Every call a host makes besides the timer and polling: one enum, tagged by `op`.
-    type Input: DeserializeOwned;
+    type Input: DeserializeOwned + Send;
     /// What an input answers.
-    type Output: Serialize;
+    type Output: Serialize + Send;
     /// What [`Machine::poll_transmit`] hands out.
-    type Transmit: Serialize;
+    type Transmit: Serialize + Send;
     /// What [`Machine::poll_event`] hands out.
-    type Event: Serialize;
+    type Event: Serialize + Send;
 
     /// A new part. `seed` is the entropy for its cookies when the options give none.
     fn create(options: Self::Options, seed: [u8; 32]) -> Result<Self>;
@@ -80,8 +80,10 @@ pub trait Stored: Machine + crate::journal::Journaled {
     fn from_store(snapshot: Option<&[u8]>, options: Self::Options, seed: [u8; 32]) -> Result<Self>;
     /// Applies `options` again after recovery (journaled): the id and seed stay the store's.
     fn reconfigure(&mut self, options: Self::Options) -> Result<()>;
-    /// How many things it holds, and what they are called (`"registrations"`).
-    fn holds(&self) -> (&'static str, usize);
+    /// What it holds, by name (`"registrations"`), as recovery reports count it.
+    const HOLDS: &'static str;
+    /// How many of them it holds.
+    fn held(&self) -> usize;
 }
 
 /// A wire message: its canonical JSON and compact binary encodings, both checked on decode.

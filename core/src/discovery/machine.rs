@@ -124,6 +124,10 @@ pub enum DiscoveryInput {
         #[serde(default, with = "machine::bytes::option")]
         listener: Option<Vec<u8>>,
     },
+    /// The service's id (the landlord id of its leases).
+    Id,
+    /// The service's time: the latest `now` it was given (`null` before the first call).
+    Now,
     /// The live registrations' numbers.
     Registrations,
     /// The service's own discovered set.
@@ -341,6 +345,10 @@ pub enum DiscoveryOutput {
     Listener(#[serde(with = "machine::bytes::option")] Option<Vec<u8>>),
     /// A granted duration.
     Duration(Duration),
+    /// An id.
+    Id(LandlordId),
+    /// A time, if any.
+    Time(Option<Millis>),
     /// An encoded message.
     Bytes(#[serde(with = "machine::bytes")] Vec<u8>),
 }
@@ -473,6 +481,8 @@ impl Machine for DiscoveryService {
                 }
                 O::Registered(r)
             }
+            I::Id => O::Id(self.id()),
+            I::Now => O::Time(Some(self.now()).filter(|&t| t != Millis::MIN)),
             I::Registrations => O::Registrations(self.registrations()),
             I::Discovered => O::Registrars(self.discovered()),
             I::Registrar { registrar } => O::Registrar(self.registrar(registrar)),
@@ -551,7 +561,9 @@ impl Machine for DiscoveryService {
         use DiscoveryInput as I;
         !matches!(
             input,
-            I::Announcement { .. }
+            I::Id
+                | I::Now
+                | I::Announcement { .. }
                 | I::Datagram { .. }
                 | I::UnicastFound { .. }
                 | I::UnicastDatagram { .. }
@@ -605,7 +617,9 @@ impl Stored for DiscoveryService {
         DiscoveryService::reconfigure(self, options.config([0; 32])?)
     }
 
-    fn holds(&self) -> (&'static str, usize) {
-        ("registrations", self.registrations().len())
+    const HOLDS: &'static str = "registrations";
+
+    fn held(&self) -> usize {
+        self.registrations().len()
     }
 }
