@@ -1,7 +1,5 @@
-//! The lookup discovery service's native class, on the generic layers: `machine_class!` (every
-//! call as data, timer, probes, events, snapshot, store) and `data` (values and messages).
-//! What is left here is what only discovery has: the announcement datagram, and values read
-//! back through the core so that Python builds them exactly as the core does.
+//! The lookup discovery service's native class (`machine_class!`), its announcement datagram,
+//! and values read back through the core so that Python builds them as the core does.
 
 use leasehold::discovery::{Announcement, DiscoveryService, Registrar, UnicastResponse};
 use pyo3::exceptions::PyTypeError;
@@ -15,8 +13,7 @@ use crate::machine::machine_class;
 
 machine_class!(PyDiscoveryMachine, DiscoveryService, "DiscoveryMachine");
 
-/// The datagram of an announcement (data form): at most `ANNOUNCEMENT_MAX_BYTES`; a ttl
-/// outside 1 to 2**32 - 1 ms or a name too long raises `InvalidArgumentError`.
+/// The datagram of an announcement (data form); a bad one raises `InvalidArgumentError`.
 #[pyfunction]
 pub fn announcement_encode<'py>(
     py: Python<'py>,
@@ -35,8 +32,7 @@ pub fn announcement_decode<'py>(
     to_py(py, &Announcement::decode(&bytes_arg(data, "data")?).py(py)?)
 }
 
-/// `value` (a mapping) read as the core value `kind` and written back: the core's checks and
-/// its normal form (names sorted and unique, hosts in lower case).
+/// `value` read as the core value `kind` and written back (checked, in the core's normal form).
 #[pyfunction]
 pub fn normalize<'py>(
     py: Python<'py>,

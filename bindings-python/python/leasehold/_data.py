@@ -54,7 +54,11 @@ class Record(Mapping[str, Any]):
         if names and (missing or len(d) != len(names)):
             extra = sorted(set(d) - set(names))
             raise TypeError(f"{type(self).__name__}: missing {missing}, unknown {extra}")
-        object.__setattr__(self, "_d", d)
+        object.__setattr__(self, "_d", dict(self._check(d)))
+
+    def _check(self, d: Dict[str, Any]) -> Any:
+        """The fields as the core reads them (a subclass checks and normalises them there)."""
+        return d
 
     def __getattr__(self, name: str) -> Any:
         try:

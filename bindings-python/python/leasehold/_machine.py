@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Any, Dict, Optional, Type, TypeVar
+from typing import Any, Dict, Optional, Type, TypeVar, Union
+
+from ._types import Encoding
 
 from . import _data, _native
 
@@ -104,6 +106,22 @@ class Part:
         """Everything it holds at ``now``, as JSON text (it holds secrets)."""
         text: str = self._m.snapshot(now)
         return text
+
+
+class MessageKind:
+    """A wire message kind: ``encode(message, encoding)`` and ``decode(data, encoding, limits)``
+    between bytes and the JSON object form."""
+
+    kind = ""
+
+    @classmethod
+    def encode(cls, message: Dict[str, Any], encoding: Encoding = "binary") -> bytes:
+        return _native.encode_message(cls.kind, message, encoding)
+
+    @classmethod
+    def decode(cls, data: Union[bytes, str], encoding: Encoding = "binary", limits: Any = None) -> Dict[str, Any]:
+        raw = data.encode() if isinstance(data, str) else data
+        return _native.decode_message(cls.kind, raw, encoding, limits)
 
 
 def lease(rec: Any) -> Any:

@@ -1,15 +1,8 @@
-"""The lookup discovery service (seed 003, LD): registrations leased by the service's own
-landlord, each with groups, locators and the registrars discovered for it; fed announcements,
-unicast results and unreachable reports by the host; handing out discovered and discarded
-events (``poll_event``, answered with ``delivered`` / ``delivery_failed``) and unicast
-discoveries to make (``poll_transmit``). Every rule is the core's; this module names the calls
-(the native ``DiscoveryMachine`` takes each one as data) and declares the records the core
-sends, checked against Rust at every conversion.
-
-Values are records (:class:`leasehold._data.Record`): ``r.id`` and ``r["id"]``, frozen, compared
-by value. Messages (``DiscoveryRequest``, ``DiscoveryReply``, ``EventReply`` and the event
-message ``DiscoveryEvent``) are their canonical JSON object form, as on the wire: a dict with
-snake_case keys, 64-bit numbers as decimal strings, bytes as hex (see ``core/tests/vectors``).
+"""The lookup discovery service (seed 003, LD). Every rule is the core's: this module names the
+calls (the native ``DiscoveryMachine`` takes each as data) and declares the records the core
+sends (checked against Rust at every conversion). Values are records (``r.id``, ``r["id"]``,
+frozen); messages (``DiscoveryRequest``, ``DiscoveryReply``, ``EventReply``, the event message
+``DiscoveryEvent``) are their canonical JSON object form, as the shared vectors write them.
 """
 
 # The core's answers arrive as Any (data made at run time, checked against the records
@@ -18,7 +11,7 @@ snake_case keys, 64-bit numbers as decimal strings, bytes as hex (see ``core/tes
 
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from . import _machine, _native
 from ._data import Record
@@ -36,11 +29,9 @@ class Registrar(Record):
     groups: List[str]
     locators: List[str]
 
-    def __init__(self, *args: Any, **fields: Any) -> None:
-        super().__init__(*args, **fields)
-        d = {"id": registrar_id(self._d["id"]), "groups": names(self._d["groups"], "groups"),
-             "locators": names(self._d["locators"], "locators")}
-        object.__setattr__(self, "_d", dict(_native.normalize("Registrar", d)))
+    def _check(self, d: Dict[str, Any]) -> Any:
+        d = {**d, "id": registrar_id(d["id"]), "groups": names(d["groups"], "groups"), "locators": names(d["locators"], "locators")}
+        return _native.normalize("Registrar", d)
 
 
 class Announcement(Record):
@@ -52,10 +43,9 @@ class Announcement(Record):
     sequence: int
     ttl: int
 
-    def __init__(self, *args: Any, **fields: Any) -> None:
-        super().__init__(*args, **fields)
-        d = {**self._d, "groups": names(self._d["groups"], "groups"), "registrar": registrar_id(self._d["registrar"])}
-        object.__setattr__(self, "_d", dict(_native.normalize("Announcement", _machine.settings(**d))))
+    def _check(self, d: Dict[str, Any]) -> Any:
+        d = {**d, "groups": names(d["groups"], "groups"), "registrar": registrar_id(d["registrar"])}
+        return _native.normalize("Announcement", settings(**d))
 
     def encode(self) -> bytes:
         return _native.announcement_encode(self)
@@ -71,10 +61,9 @@ class UnicastResponse(Record):
     registrar: str
     groups: List[str]
 
-    def __init__(self, *args: Any, **fields: Any) -> None:
-        super().__init__(*args, **fields)
-        d = {"registrar": registrar_id(self._d["registrar"]), "groups": names(self._d["groups"], "groups")}
-        object.__setattr__(self, "_d", dict(_native.normalize("UnicastResponse", d)))
+    def _check(self, d: Dict[str, Any]) -> Any:
+        d = {"registrar": registrar_id(d["registrar"]), "groups": names(d["groups"], "groups")}
+        return _native.normalize("UnicastResponse", d)
 
 
 class UnicastRequest(Record):
@@ -104,92 +93,69 @@ class Delivery(Record):
     registrars: List[Registrar]
     listener: bytes
 
-
-class _Message:
-    """A wire message kind: ``encode(message, encoding)`` and ``decode(data, encoding, limits)``
-    between bytes and the JSON object form."""
-
-    kind = ""
-
-    @classmethod
-    def encode(cls, message: Dict[str, Any], encoding: Encoding = "binary") -> bytes:
-        return _native.encode_message(cls.kind, message, encoding)
-
-    @classmethod
-    def decode(cls, data: Union[bytes, str], encoding: Encoding = "binary", limits: Any = None) -> Dict[str, Any]:
-        raw = data.encode() if isinstance(data, str) else data
-        return _native.decode_message(cls.kind, raw, encoding, limits)
+    def encode(self, encoding: Encoding = "binary") -> bytes:
+        """The event message to send to ``listener`` (a ``DiscoveryEvent``)."""
+        m = {"v": 1, "event_id": str(self.event_id), "source": {"service": self.source.service, "object": str(self.source.object)},
+             "sequence": str(self.sequence), "handback": self.handback.hex(), "discarded": self.discarded, "registrars": [dict(r) for r in self.registrars]}
+        return DiscoveryEvent.encode(m, encoding)
 
 
-class DiscoveryRequest(_Message):
+class DiscoveryRequest(_machine.MessageKind):
     """``{"v": 1, "id": "1", "body": {"op": "register", "groups": [...], ...}}``."""
-
     kind = "DiscoveryRequest"
 
 
-class DiscoveryReply(_Message):
+class DiscoveryReply(_machine.MessageKind):
     """``{"v": 1, "id": "1", "landlord": "...", "body": {"op": "registered", ...}}``."""
-
     kind = "DiscoveryReply"
 
 
-class DiscoveryEvent(_Message):
+class DiscoveryEvent(_machine.MessageKind):
     """The event message sent to a listener (``poll_event`` hands out a :class:`Delivery`)."""
-
     kind = "DiscoveryEvent"
 
 
-class EventReply(_Message):
+class EventReply(_machine.MessageKind):
     """A listener's answer: ``{"v": 1, "event_id": "1", "sequence": "1", "body": {"op": "received"}}``."""
-
     kind = "EventReply"
 
     @staticmethod
+    def of(event_id: int, sequence: int, body: Dict[str, Any]) -> Dict[str, Any]:
+        return {"v": 1, "event_id": str(event_id), "sequence": str(sequence), "body": body}
+
+    @staticmethod
     def received(event_id: int, sequence: int) -> Dict[str, Any]:
-        return {"v": 1, "event_id": str(event_id), "sequence": str(sequence), "body": {"op": "received"}}
+        return EventReply.of(event_id, sequence, {"op": "received"})
 
     @staticmethod
     def unknown_event(event_id: int, sequence: int) -> Dict[str, Any]:
-        return {"v": 1, "event_id": str(event_id), "sequence": str(sequence), "body": {"op": "unknown_event"}}
+        return EventReply.of(event_id, sequence, {"op": "unknown_event"})
 
     @staticmethod
     def failure(event_id: int, sequence: int, error: LeaseError) -> Dict[str, Any]:
-        body = {"op": "error", "code": int(error.code), "message": str(error)}
-        return {"v": 1, "event_id": str(event_id), "sequence": str(sequence), "body": body}
+        return EventReply.of(event_id, sequence, {"op": "error", "code": int(error.code), "message": str(error)})
 
 
 def registrar_id(r: Any) -> str:
-    """A registrar id as the core reads it: 32 hex digits, from those, 16 bytes, an int or a
-    ``Registrar``."""
-    if isinstance(r, Registrar):
-        return r.id
-    if isinstance(r, bool):
-        raise TypeError("a registrar id is a str, bytes or int, got bool")
-    if isinstance(r, int):
-        if not 0 <= r < 2**128:
-            raise _native.error_from_code(4, "a registrar id as an int is 0 to 2**128 - 1")
-        return f"{r:032x}"
-    if isinstance(r, bytes):
-        if len(r) != 16:
-            raise _native.error_from_code(4, f"a registrar id as bytes is 16 bytes, got {len(r)}")
-        return r.hex()
+    """A registrar id as the core reads it (32 hex digits) from those, 16 bytes, an int or a ``Registrar``."""
+    if isinstance(r, Registrar) or isinstance(r, bool) or not isinstance(r, (int, bytes, str)):
+        if isinstance(r, Registrar):
+            return r.id
+        raise TypeError(f"a registrar id is a str, bytes, int or Registrar, got {type(r).__name__}")
     if isinstance(r, str):
         return r.lower()
-    raise TypeError(f"a registrar id is a str, bytes, int or Registrar, got {type(r).__name__}")
+    if isinstance(r, int) and 0 <= r < 2**128 or isinstance(r, bytes) and len(r) == 16:
+        return f"{r:032x}" if isinstance(r, int) else r.hex()
+    raise _native.error_from_code(4, "a registrar id is 16 bytes or an int from 0 to 2**128 - 1")
 
 
-def _groups(g: Any) -> Optional[List[str]]:
-    return None if g is None else names(g, "groups")
-
-
-def _listener(value: Any) -> Any:
-    return value.encode() if isinstance(value, str) else as_bytes(value, "listener")
+def _groups(g: Any) -> Optional[List[str]]: return None if g is None else names(g, "groups")  # noqa: E704
+def _listener(v: Any) -> Any: return v.encode() if isinstance(v, str) else as_bytes(v, "listener")  # noqa: E704
 
 
 class DiscoveryService(_machine.Part):
-    """The lookup discovery service, sans-I/O: drive it with ``leasehold.threaded`` or
-    ``leasehold.aio``'s ``DiscoveryDriver``. Settings: ``seed`` (32 bytes), ``lease_policy``,
-    ``grace``, ``limits``, ``event_retry``, ``unicast_retry`` (lists of waits),
+    """The lookup discovery service (sans-I/O; ``threaded``/``aio``'s ``DiscoveryDriver`` run it).
+    Settings: ``seed``, ``lease_policy``, ``grace``, ``limits``, ``event_retry``, ``unicast_retry``,
     ``delivery_timeout``, ``unicast_timeout``, ``max_registrars``, ``max_announcement_ttl``,
     ``restore_jump``; ``open`` keeps it in a directory (answers leave once durable)."""
 
@@ -259,12 +225,10 @@ class DiscoveryService(_machine.Part):
         return self._call("unreachable", now, registrar=registrar_id(registrar))
 
     def poll_transmit(self, now: int) -> Optional[UnicastRequest]:
-        """The next unicast discovery to make, or None."""
         return self._m.poll_transmit(now)
 
     def poll_event(self, now: int) -> Optional[Delivery]:
-        """The next event to deliver (to ``event.listener``), or None; report it with
-        ``delivered``, ``delivery_failed``, ``unknown_event`` or ``handle_event_reply``."""
+        """The next event to deliver (to ``event.listener``); report it with ``delivered`` &c."""
         return self._m.poll_event(now)
 
     def drain_events(self, now: int) -> List[Delivery]:
@@ -284,10 +248,11 @@ class DiscoveryService(_machine.Part):
     def handle_event_reply(self, reply: Dict[str, Any], now: int) -> bool:
         return self._serve("event_reply", EventReply.encode(reply, "binary"), "binary", now)
 
-    def _serve(self, protocol: str, message: Any, encoding: Encoding, now: int, listener: Any = None) -> Any:
+    def _serve(self, protocol: str, message: Any, encoding: Encoding, now: int, listener: Any = None, wait: bool = True) -> Any:
         raw = message.encode() if isinstance(message, str) else as_bytes(message, "data")
-        return self._call("serve", now, protocol=protocol, message=raw, encoding=encoding,
-                          listener=None if listener is None else _listener(listener))
+        op = {"op": "serve", "protocol": protocol, "message": raw, "encoding": encoding,
+              "listener": None if listener is None else _listener(listener)}
+        return self._m.handle(op, now) if wait else self._m.handle_nowait(op, now)
 
     def handle_discovery(self, request: Dict[str, Any], now: int, *, listener: Any = None) -> Dict[str, Any]:
         out = self._serve("discovery", DiscoveryRequest.encode(request, "json"), "json", now, listener)
@@ -297,22 +262,19 @@ class DiscoveryService(_machine.Part):
         return self._serve("discovery", data, encoding, now, listener)
 
     def answer_discovery_bytes(self, data: bytes, encoding: Encoding, now: int, *, listener: Any = None) -> Tuple[bytes, int]:
-        return self._m.handle_nowait({"op": "serve", "protocol": "discovery", "message": as_bytes(data, "data"),
-                                      "encoding": encoding, "listener": None if listener is None else _listener(listener)}, now)
+        return self._serve("discovery", data, encoding, now, listener, wait=False)
 
     def handle_bytes(self, data: bytes, encoding: Encoding, now: int) -> bytes:
         return self._serve("lease", data, encoding, now)
 
     def answer_bytes(self, data: bytes, encoding: Encoding, now: int) -> Tuple[bytes, int]:
-        op = {"op": "serve", "protocol": "lease", "message": as_bytes(data, "data"), "encoding": encoding}
-        return self._m.handle_nowait(op, now)
+        return self._serve("lease", data, encoding, now, wait=False)
 
     def handle_request(self, request: Any, now: int) -> Any:
         return _native.Reply.decode(self.handle_bytes(request.encode("binary"), "binary", now), "binary")
 
     def __repr__(self) -> str:
-        durable = ", durable" if self._m.durable else ""
-        return f"DiscoveryService(id={self.id}, registrations={len(self)}, discovered={len(self.discovered())}{durable})"
+        return f"DiscoveryService(id={self.id}, registrations={len(self)}, discovered={len(self.discovered())}{', durable' * self._m.durable})"
 
 
 class DiscoveryRegistration:
