@@ -2,8 +2,8 @@
 
 The native module converts a core value with its serde description (pythonize): a Rust struct
 becomes a :class:`Record` named after the Rust type, with the Rust field names (snake_case).
-A record reads like an object (``r.id``) and like a mapping (``r["id"]``, ``dict(r)``), cannot
-be changed, compares and hashes by value, and prints with its name.
+A record reads like an object (``r.id``) and like a mapping (``r["id"]``, ``dict(r)``: it is a
+``dict`` underneath), cannot be changed, compares and hashes by value, and prints with its name.
 
 A subclass declared with annotations (``class Registrar(Record): id: str ...``) is the type
 the native module makes for that Rust name, and its annotations are checked against the data
@@ -14,7 +14,7 @@ Records of names no class declares are made on the fly (untyped).
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Dict, Iterator, Mapping, Tuple, Type
+from typing import Any, Callable, ClassVar, Dict, Tuple, Type
 
 _KINDS: Dict[str, Type["Record"]] = {}
 #: Rust names whose values become another Python type (a native ``Lease``, say): name to
@@ -30,10 +30,19 @@ def _frozen(v: Any) -> Any:
     return v
 
 
-class Record(Mapping[str, Any]):
-    """A core value: attribute and key access, frozen, compared by value."""
+def _frozen_error(self: Any, *args: Any, **kw: Any) -> Any:
+    raise TypeError(f"{type(self).__name__} is read-only")
 
-    __slots__ = ("_d",)
+
+def _frozen_attr(self: Any, *args: Any) -> Any:
+    raise AttributeError(f"{type(self).__name__} is read-only")
+
+
+class Record(Dict[str, Any]):
+    """A core value: attribute and key access, frozen, compared by value. A ``dict`` underneath,
+    so that the native module reads and writes it at the speed of a dict."""
+
+    __slots__ = ()
     _fields: ClassVar[Tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kw: Any) -> None:
@@ -54,7 +63,7 @@ class Record(Mapping[str, Any]):
         if names and (missing or len(d) != len(names)):
             extra = sorted(set(d) - set(names))
             raise TypeError(f"{type(self).__name__}: missing {missing}, unknown {extra}")
-        object.__setattr__(self, "_d", dict(self._check(d)))
+        dict.__init__(self, self._check(d))
 
     def _check(self, d: Dict[str, Any]) -> Any:
         """The fields as the core reads them (a subclass checks and normalises them there)."""
@@ -62,48 +71,45 @@ class Record(Mapping[str, Any]):
 
     def __getattr__(self, name: str) -> Any:
         try:
-            return object.__getattribute__(self, "_d")[name]
+            return self[name]
         except KeyError:
             raise AttributeError(f"{type(self).__name__} has no field {name!r}") from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is read-only")
-
-    def __getitem__(self, key: str) -> Any:
-        return self._d[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._d)
-
-    def __len__(self) -> int:
-        return len(self._d)
+    __setattr__ = __delattr__ = _frozen_attr
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _frozen_error
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Record):
-            return type(self).__name__ == type(other).__name__ and self._d == other._d
+            return type(self).__name__ == type(other).__name__ and dict.__eq__(self, other)
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, _frozen(self._d)))
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash((type(self).__name__, _frozen(dict(self))))
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._d.items())
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.items())
         return f"{type(self).__name__}({inner})"
 
-    def _replace(self, **fields: Any) -> "Record":
-        return type(self)(**{**self._d, **fields})
+
+#: The kinds whose fields were checked against their declaration (once: they cannot change).
+_CHECKED: Dict[str, Type[Record]] = {}
 
 
 def record(name: str, fields: Dict[str, Any]) -> Any:
     """The record for Rust type ``name`` (called by the native module)."""
-    make = FACTORIES.get(name)
-    if make is not None:
-        return make(fields)
-    cls = _KINDS.get(name)
+    cls = _CHECKED.get(name)
     if cls is None:
-        cls = type(name, (Record,), {"__slots__": (), "__module__": __name__})
-    elif cls._fields and tuple(fields) != cls._fields:
-        raise TypeError(f"{name}: the core sends {tuple(fields)}, leasehold declares {cls._fields}")
-    r = cls.__new__(cls)
-    object.__setattr__(r, "_d", fields)
+        make = FACTORIES.get(name)
+        if make is not None:
+            return make(fields)
+        cls = _KINDS.get(name) or type(name, (Record,), {"__slots__": (), "__module__": __name__})
+        if cls._fields and tuple(fields) != cls._fields:
+            raise TypeError(f"{name}: the core sends {tuple(fields)}, leasehold declares {cls._fields}")
+        _CHECKED[name] = cls
+    r = dict.__new__(cls)
+    dict.update(r, fields)
     return r
