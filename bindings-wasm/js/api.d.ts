@@ -22,20 +22,19 @@ export {
   coreVersion,
   JournalGate,
   DiscoveryService,
-  encodeDiscoveryRequest,
-  decodeDiscoveryRequest,
-  encodeDiscoveryReply,
-  decodeDiscoveryReply,
-  encodeDiscoveryEvent,
-  decodeDiscoveryEvent,
-  encodeEventReply,
-  decodeEventReply,
   encodeAnnouncement,
   decodeAnnouncement,
-  discoveryEventFromBytes,
 } from './leasehold_wasm.js';
-export { DiscoveryDriver, ALL_GROUPS, NO_GROUPS } from './discovery.js';
-export type { DiscoveryDriverOptions, DurableDiscoveryOptions } from './discovery.js';
+export {
+  DiscoveryDriver, ALL_GROUPS, NO_GROUPS, encodeDiscoveryRequest, decodeDiscoveryRequest, encodeDiscoveryReply,
+  decodeDiscoveryReply, encodeDiscoveryEvent, decodeDiscoveryEvent, encodeEventReply, decodeEventReply,
+  discoveryEventFromBytes,
+} from './discovery.js';
+export type {
+  DiscoveryDriverOptions, DurableDiscoveryOptions, DiscoveryGroups, Registrar, Announcement, DiscoveryEvent,
+  DiscoveryRegistered, UnicastRequest, DeliveryFailure, DiscoveryServiceOptions, DiscoveryRequestMessage,
+  DiscoveryReplyMessage, DiscoveryEventMessage, EventReplyMessage,
+} from './discovery.js';
 export type {
   Encoding,
   Limits,
@@ -58,18 +57,6 @@ export type {
   FileOp,
   StoreConfig,
   Recovery,
-  DiscoveryGroups,
-  Registrar,
-  Announcement,
-  DiscoveryEvent,
-  DiscoveryRegistered,
-  UnicastRequest,
-  DeliveryFailure,
-  DiscoveryServiceOptions,
-  DiscoveryRequestMessage,
-  DiscoveryReplyMessage,
-  DiscoveryEventMessage,
-  EventReplyMessage,
 } from './leasehold_wasm.js';
 export * from './errors.js';
 

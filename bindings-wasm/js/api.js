@@ -40,20 +40,15 @@ export const {
   coreVersion,
   JournalGate,
   DiscoveryService,
-  encodeDiscoveryRequest,
-  decodeDiscoveryRequest,
-  encodeDiscoveryReply,
-  decodeDiscoveryReply,
-  encodeDiscoveryEvent,
-  decodeDiscoveryEvent,
-  encodeEventReply,
-  decodeEventReply,
   encodeAnnouncement,
   decodeAnnouncement,
-  discoveryEventFromBytes,
 } = wasm;
 
-export { DiscoveryDriver, ALL_GROUPS, NO_GROUPS } from './discovery.js';
+export {
+  DiscoveryDriver, ALL_GROUPS, NO_GROUPS, encodeDiscoveryRequest, decodeDiscoveryRequest, encodeDiscoveryReply,
+  decodeDiscoveryReply, encodeDiscoveryEvent, decodeDiscoveryEvent, encodeEventReply, decodeEventReply,
+  discoveryEventFromBytes,
+} from './discovery.js';
 
 /** `Lease.FOREVER`: a lease or duration that never ends. `Infinity` here (i64::MAX in core). */
 export const FOREVER = Infinity;
