@@ -299,9 +299,15 @@ def extract(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     manifest = []
     counts: dict[str, int] = {}
+    failed = 0
     for page in pages():
         name = rel(page.path)
-        blocks, _ = parse(expand(page.raw, page.path.parent), name)
+        try:
+            blocks, _ = parse(expand(page.raw, page.path.parent), name)
+        except (OSError, ValueError) as e:
+            print(f"  FAILED {name}: include: {e}")
+            failed += 1
+            continue
         for b in blocks:
             if b.lang in ("rust", "text") or b.lang not in LANGS:
                 continue
@@ -315,7 +321,7 @@ def extract(out: Path) -> int:
             counts[f"{b.lang} {mode}"] = counts.get(f"{b.lang} {mode}", 0) + 1
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     print("blocks: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-    return 0
+    return 1 if failed else 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,7 +461,7 @@ def run(out: Path) -> int:
             shutil.copy(out / e["file"], tsdir / Path(e["file"]).name)
         (tsdir / "tsconfig.json").write_text(json.dumps({
             "compilerOptions": {"strict": True, "noEmit": True, "target": "es2022", "module": "nodenext",
-                                "moduleResolution": "nodenext", "lib": ["es2022", "dom"], "skipLibCheck": False},
+                                "moduleResolution": "nodenext", "lib": ["esnext", "dom"], "skipLibCheck": False},
             "include": ["*.ts"]}))
         r = subprocess.run([env["BOOK_TSC"], "-p", str(tsdir)], capture_output=True, text=True, timeout=timeout)
         for e in ts_files:
