@@ -114,24 +114,29 @@ fi
 step "npm tools (typedoc, typescript, playwright-core)" install_node_tools
 
 api_js() {
-  local pkg=$WORK/app/node_modules/leasehold
+  # The package's types as installed, copied out of node_modules (TypeDoc hides what it finds
+  # there as "external"), the two entries named as users import them.
+  local types=$WORK/types
+  rm -rf "$types"; mkdir -p "$types"
+  cp "$WORK"/app/node_modules/leasehold/*.d.ts "$types"/
+  mv "$types/index.d.ts" "$types/leasehold.d.ts"
+  mv "$types/tabs.d.ts" "$types/leasehold-tabs.d.ts"
   cat > "$WORK/typedoc.json" <<EOF
 {
-  "entryPoints": ["$pkg/index.d.ts", "$pkg/tabs.d.ts"],
+  "entryPoints": ["$types/leasehold.d.ts", "$types/leasehold-tabs.d.ts"],
   "out": "$BOOK_OUT/api/js",
   "name": "leasehold (npm)",
   "readme": "none",
   "tsconfig": "$WORK/tsconfig.typedoc.json",
   "treatWarningsAsErrors": true,
   "validation": { "invalidLink": true, "notExported": false },
-  "disableSources": true,
-  "githubPages": false
+  "disableSources": true
 }
 EOF
-  printf '{ "compilerOptions": { "strict": true, "target": "es2022", "module": "nodenext", "moduleResolution": "nodenext", "lib": ["esnext", "dom"], "skipLibCheck": false }, "files": ["%s/index.d.ts", "%s/tabs.d.ts"] }\n' "$pkg" "$pkg" > "$WORK/tsconfig.typedoc.json"
+  printf '{ "compilerOptions": { "strict": true, "target": "es2022", "module": "nodenext", "moduleResolution": "nodenext", "lib": ["esnext", "dom"], "skipLibCheck": false }, "files": ["%s/leasehold.d.ts", "%s/leasehold-tabs.d.ts"] }\n' "$types" "$types" > "$WORK/tsconfig.typedoc.json"
   rm -rf "$BOOK_OUT/api/js"
   "$TOOLS/node/node_modules/.bin/typedoc" --options "$WORK/typedoc.json" --logLevel Warn
-  [ -f "$BOOK_OUT/api/js/index.html" ]
+  [ -f "$BOOK_OUT/api/js/modules/leasehold.html" ]
 }
 step "API reference: TypeDoc from the package's .d.ts" api_js
 

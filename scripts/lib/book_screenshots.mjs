@@ -26,12 +26,13 @@ const SHOTS = [
   ['concepts-leases', 'concepts/leases.html'],
   ['concepts-time', 'concepts/time.html'],
   ['concepts-fencing', 'concepts/fencing.html'],
+  ['concepts-landlord-and-holder', 'concepts/landlord-and-holder.html'],
   ['guide-python', 'guides/python.html#quickstart'],
   ['benchmarks', 'benchmarks/e2e.html'],
   ['paper', 'paper.html'],
   ['api', 'reference/api.html'],
   ['api-rust', 'api/rust/leasehold/index.html'],
-  ['api-js', 'api/js/index.html'],
+  ['api-js', 'api/js/modules/leasehold.html'],
   ['api-python', 'api/python/leasehold.html'],
 ];
 
@@ -73,6 +74,13 @@ try {
     // Every image of the page has loaded and has a size (an SVG that does not parse has none).
     const broken = await page.evaluate(() => [...document.images].filter((i) => !i.complete || i.naturalWidth === 0).map((i) => i.src));
     await page.screenshot({ path: join(outDir, `${name}.png`) });
+    // Each picture of the book's own pages, as the browser draws it (diagrams are looked at).
+    if (!path.startsWith('api/')) {
+      const imgs = page.locator('main img:visible'); // (mdbook keeps a hidden copy of each for zooming)
+      for (let i = 0; i < (await imgs.count()); i++) {
+        await imgs.nth(i).screenshot({ path: join(outDir, `${name}-img${i + 1}.png`) });
+      }
+    }
     if (broken.length) bad(`${path}: images that did not load: ${broken.join(', ')}`);
     else if (errors.length) bad(`${path}: script errors: ${errors.join('; ')}`);
     else ok(`${path}: ${outDir}/${name}.png`);
