@@ -49,7 +49,12 @@ def to_markdown(lines: list[str]) -> str:
             i += 1
             continue
         j = i
-        if line.lstrip().startswith("|"):
+        if line.startswith("#"):
+            # A script's own markdown heading: a bold line (a heading would enter the page's
+            # table of contents at a level the including page did not choose).
+            out.append("**" + line.lstrip("#").strip() + "**")
+            j = i + 1
+        elif line.lstrip().startswith("|"):
             while j < len(lines) and lines[j].lstrip().startswith("|"):
                 j += 1
             out.append("\n".join(l.rstrip() for l in lines[i:j]))
