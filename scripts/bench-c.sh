@@ -4,6 +4,9 @@
 # round-robin CALLS times per run; the best of ROUNDS x RUNS runs is reported.
 # Usage: [ROUNDS=3] scripts/bench-c.sh [LEASES] [CALLS] [RUNS]   (defaults 10000 1000000 5)
 set -euo pipefail
+# The book includes what this prints: run under the recorder, which also writes it to
+# docs/book/src/generated/bench-c.md (LEASEHOLD_BOOK_RECORD=0: print only).
+[ -n "${LEASEHOLD_BOOK_RECORDING:-}" ] || exec python3 "$(dirname "$0")/lib/book_record.py" bench-c "$0" "$@"
 cd "$(dirname "$0")/.."
 LEASES=${1:-10000}
 CALLS=${2:-1000000}

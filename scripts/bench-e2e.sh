@@ -17,6 +17,9 @@
 #   the client holds), CONNECTIONS=1, BATCHES=1,10,100,1000, REBUILD=1 (rebuild the wheel and the
 #   npm package even if present).
 set -euo pipefail
+# The book includes what this prints: run under the recorder, which also writes it to
+# docs/book/src/generated/bench-e2e.md (LEASEHOLD_BOOK_RECORD=0: print only).
+[ -n "${LEASEHOLD_BOOK_RECORDING:-}" ] || exec python3 "$(dirname "$0")/lib/book_record.py" bench-e2e "$0" "$@"
 cd "$(dirname "$0")/.."
 root=$PWD
 reps=${REPS:-3}

@@ -7,6 +7,9 @@
 # The renewal rate is read from the servers' /metrics over a window after warm-up.
 # Usage: scripts/bench-server.sh [WINDOW_S [KILLS]]   (default 10 and 10)
 set -euo pipefail
+# The book includes what this prints: run under the recorder, which also writes it to
+# docs/book/src/generated/bench-server.md (LEASEHOLD_BOOK_RECORD=0: print only).
+[ -n "${LEASEHOLD_BOOK_RECORDING:-}" ] || exec python3 "$(dirname "$0")/lib/book_record.py" bench-server "$0" "$@"
 cd "$(dirname "$0")/.."
 WINDOW=${1:-10}
 KILLS=${2:-10}

@@ -31,7 +31,7 @@ pub struct Flags {
     /// cluster. Default 1.
     #[arg(long, value_name = "N")]
     pub shards: Option<u64>,
-    /// The URL other servers use to reach this one (default http://<listen>).
+    /// The URL other servers use to reach this one (default `http://<listen>`).
     #[arg(long, value_name = "URL")]
     pub advertise: Option<String>,
     /// A name for this server in logs and ownership rows (default: the advertised URL).
