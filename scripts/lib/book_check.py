@@ -56,6 +56,11 @@ LANGS: dict[str, set[str]] = {
 HAND_TABLE = re.compile(r"^\s*<!--\s*hand-written table\b.*-->\s*$")
 RECORD_HEADER = re.compile(
     r"^<!-- Written by (?P<script>\S+) through scripts/lib/book_record\.py: do not edit; run the script again\. -->$")
+# Reference pages (generated/ref-*.md) are written from the code's own artefacts (OpenAPI document,
+# --help, vectors) by one script, which test-docs.sh also runs with --check to catch drift.
+REFERENCE_SCRIPT = "scripts/book-reference.sh"
+REFERENCE_HEADER = re.compile(
+    r"^<!-- Written by scripts/book-reference\.sh from .+: do not edit; run the script again\. -->$")
 INCLUDE = re.compile(r"\{\{#(include|rustdoc_include)\s+([^}\s]+)\s*\}\}")
 TABLE_DELIM = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
@@ -272,7 +277,12 @@ def lint() -> int:
             first = page.raw.split("\n", 1)[0]
             m = RECORD_HEADER.match(first)
             stem = page.path.stem
-            if not m:
+            if stem.startswith("ref-"):
+                if REFERENCE_HEADER.match(first):
+                    t.ok(f"{name}: written by {REFERENCE_SCRIPT}")
+                else:
+                    t.bad(f"{name}: no header naming {REFERENCE_SCRIPT}, which writes the ref-*.md pages")
+            elif not m:
                 t.bad(f"{name}: no header naming the script that wrote it (scripts/lib/book_record.py)")
             elif recorders.get(stem) != m.group("script"):
                 t.bad(f"{name}: says it was written by {m.group('script')}, but "

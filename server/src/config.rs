@@ -176,8 +176,11 @@ pub struct FileConfig {
     grace_ms: Option<Duration>,
     /// Request limits (bytes of a message, leases in a batch, bytes of a resource).
     limits: Option<Limits>,
-    /// File store: segment size and compaction threshold, in bytes.
+    /// File store: a log segment that reaches this size, in bytes, is closed and a new one
+    /// started (default 64 MiB).
     segment_bytes: Option<u64>,
+    /// File store: the log is compacted into a snapshot once it is larger than both this, in
+    /// bytes, and the snapshot (default 4 MiB).
     min_compact_bytes: Option<u64>,
     max_clock_offset_ms: Option<u64>,
     max_clock_rate_ppm: Option<u64>,
