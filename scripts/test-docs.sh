@@ -2,7 +2,8 @@
 # The documentation book (docs/book): builds it and checks it.
 #  1. installs mdbook (pinned) into target/docs-tools if it is missing;
 #  2. lint: every page is in SUMMARY.md, every code block's info string follows the convention,
-#     every table is an include of a file a script writes (or marked as written by hand);
+#     every table is an include of a file a script writes (or marked as written by hand); the
+#     reference pages scripts/book-reference.sh writes from the code are what it writes now;
 #  3. builds the book (mdbook) into target/book;
 #  4. the API references from the code into target/book/api: rustdoc (broken intra-doc links and
 #     every other rustdoc warning fail), TypeDoc from the npm package's .d.ts, pdoc from the
@@ -38,7 +39,11 @@ build_bindings=1
 source scripts/lib/bindings.sh
 
 WORK=$(mktemp -d /tmp/leasehold-docs.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+cleanup() { # the server the guides' holders use (step 6), then the work directory
+  if [ -f "$WORK/server.pid" ]; then kill "$(cat "$WORK/server.pid")" 2>/dev/null || true; sleep 0.2; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 passed=0
 failed=0
 failures=()
@@ -86,6 +91,8 @@ step "mdbook $MDBOOK_VERSION" install_mdbook
 
 # 2. The sources.
 step "lint: pages, code blocks' info strings, tables, generated includes" python3 scripts/lib/book_check.py lint
+# The reference pages (HTTP API, command lines, metrics, error codes, dashboard) against the code.
+step "reference pages match the code (scripts/book-reference.sh --check)" bash scripts/book-reference.sh --check
 
 # 3. The book.
 build_book() { rm -rf "$BOOK_OUT"; "$TOOLS/bin/mdbook" build docs/book 2>&1 | grep -v '^ INFO' || true; [ -f "$BOOK_OUT/index.html" ]; }
@@ -95,7 +102,7 @@ step "mdbook build -> $BOOK_OUT" build_book
 api_rust() {
   # Every rustdoc warning (a broken intra-doc link above all) fails the build.
   RUSTDOCFLAGS="-D warnings" nice -n 10 cargo doc --quiet --no-deps --locked \
-    -p leasehold -p leasehold-store -p leasehold-server
+    -p leasehold -p leasehold-store -p leasehold-server -p leasehold-client
   mkdir -p "$BOOK_OUT/api"
   rm -rf "$BOOK_OUT/api/rust"; cp -r "$TARGET/doc" "$BOOK_OUT/api/rust"
 }
@@ -154,7 +161,24 @@ step "API reference: pdoc from the wheel's docstrings and stubs" api_python
 # 5. Links and anchors.
 step "links and anchors of the built book" python3 scripts/lib/book_check.py links "$BOOK_OUT"
 
-# 6. Code blocks.
+# 6. Code blocks. The guides' holders run against a real server: one leasehold-server (built by
+#    the reference step) on the file store, on a free loopback port, named in LEASEHOLD_SERVERS
+#    after a port where nothing listens, so every holder's failover path runs too.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+start_server() {
+  local port dead
+  port=$(free_port); dead=$(free_port)
+  "$TARGET/debug/leasehold-server" --data "$WORK/server-data" --shards 4 --listen "127.0.0.1:$port" \
+    >"$WORK/server.log" 2>&1 &
+  echo $! > "$WORK/server.pid" # steps run in a subshell: the pid goes through a file
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+  curl -sSf "http://127.0.0.1:$port/readyz" >/dev/null || { cat "$WORK/server.log"; return 1; }
+  echo "http://127.0.0.1:$dead,http://127.0.0.1:$port" > "$WORK/servers"
+  echo "leasehold-server at http://127.0.0.1:$port (LEASEHOLD_SERVERS lists an unreachable server first)"
+}
+step "a leasehold-server for the guides' holders" start_server
+LEASEHOLD_SERVERS=$(cat "$WORK/servers" 2>/dev/null || echo http://127.0.0.1:7420)
+export LEASEHOLD_SERVERS
 step "Rust blocks: doc tests of leasehold-book" nice -n 10 cargo test --quiet --locked -p leasehold-book --doc
 run_blocks() {
   python3 scripts/lib/book_check.py blocks "$WORK/blocks"
