@@ -319,6 +319,7 @@ static void hang_up(struct holder_io *io) {
     io->fd = -1;
 }
 
+/* ANCHOR: holder */
 static int32_t send_request(void *user_data, uint64_t landlord, uint64_t request_id, const uint8_t *data,
                             size_t len) {
     struct holder_io *io = (struct holder_io *)user_data;
@@ -373,6 +374,8 @@ static void drive_until(leasehold_renewal_manager *m, struct holder_io *io, int6
         }
     }
 }
+
+/* ANCHOR_END: holder */
 
 static int run_holder(struct holder_io *io) {
     const char *who = "holder";
