@@ -143,7 +143,8 @@ def http_api(doc: dict) -> str:
             out.append(f"| {method.upper()} | [`{path}`](#{anchor(title)}) | {cell(op.get('summary', ''))} |")
     out.append("")
     for path, method, op in ops:
-        out.append(f"### {method.upper()} {path}\n")
+        # The path in code: mdbook would read a heading's trailing {...} as attributes.
+        out.append(f"### {method.upper()} `{path}`\n")
         if op.get("description"):
             out.append(op["description"].strip() + "\n")
         elif op.get("summary"):

@@ -6,7 +6,7 @@
 //!
 //! A failed append or sync (`ENOSPC`, `EIO`, `EFBIG`, ...) ends the shard's actor: nothing
 //! waiting for that write is acknowledged, and the actor's in-memory state (which may be ahead
-//! of the disk) is dropped with it. The shard is then *failed* and [`supervise`] retries it
+//! of the disk) is dropped with it. The shard is then *failed* and `supervise` retries it
 //! with a growing backoff (250 ms to 8 s) by reopening the directory from disk, exactly as a
 //! restart would, and then rewriting it: a new snapshot of what was read (written to a new
 //! file, synced, renamed, directory synced) replaces the log. The rewrite is what makes a
