@@ -46,7 +46,7 @@
 //!   before the next write that finds it closed (statements are prepared again). Every
 //!   statement has a time-out (`--db-timeout-ms`); a connection whose statement timed out is
 //!   dropped. Connection attempts are paced for the whole server (`Reconnect`: 50 ms
-//!   doubling to 2 s, with jitter, after a failure), so a database in crash recovery sees no
+//!   doubling to 1 s, with jitter, after a failure), so a database in crash recovery sees no
 //!   storm of attempts.
 //! - A taken shard counts as served for the other servers' readiness only once its owner
 //!   has restored it and says so in its row (`serving`, set after the restore and at every
@@ -253,10 +253,10 @@ async fn within<T, E: ErrorText>(
 }
 
 /// The wait before the next connection attempt after `failures` failed ones in a row: 50 ms
-/// doubling up to 2 s, within ±10 % (jitter, so that servers that lost the database together
+/// doubling up to 1 s, within ±10 % (jitter, so that servers that lost the database together
 /// do not all knock at once when it comes back).
 pub(crate) fn reconnect_backoff(failures: u32) -> Duration {
-    let base = 50u64.saturating_mul(1 << failures.saturating_sub(1).min(6)).min(2_000);
+    let base = 50u64.saturating_mul(1 << failures.saturating_sub(1).min(5)).min(1_000);
     let mut r = [0u8; 2];
     let _ = getrandom::fill(&mut r);
     let jitter = u64::from(u16::from_le_bytes(r)) * base / 5 / 65_536;
@@ -356,7 +356,7 @@ impl Reconnect {
                     p.since = now;
                     tracing::warn!(
                         error = %e,
-                        "cannot connect to PostgreSQL; retrying with backoff (50 ms doubling to 2 s)"
+                        "cannot connect to PostgreSQL; retrying with backoff (50 ms doubling to 1 s)"
                     );
                 } else {
                     tracing::debug!(error = %e, failures = p.failures + 1, "PostgreSQL connection attempt failed");

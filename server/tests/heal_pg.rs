@@ -183,7 +183,7 @@ fn postgres_restarts_and_kills_heal_without_restarting_a_server() {
     // Nothing is acknowledged meanwhile.
     assert!(grant(b.addr, 99, "while-down", 60_000).is_err());
     std::thread::sleep(Duration::from_secs(3));
-    // Connection attempts are paced (50 ms doubling to 2 s): a handful in 3 s, not one every
+    // Connection attempts are paced (50 ms doubling to 1 s): a handful in 3 s, not one every
     // few ms from the ownership loop and from every write connection (finding 2 of the fault
     // suite: a reconnect storm while PostgreSQL recovers); counted, logged once.
     let tried = a.metric("leasehold_pg_connects_total", &[]) - connects;
