@@ -20,7 +20,9 @@ binding, in the namespace the servers are reached from). Each subcommand prints 
 - ``readyz URL``: ``{"status", "body"}`` (the body parsed when it is JSON).
 - ``metric URL NAME``: ``{"values": {labels: value}}`` of one metric from ``/metrics``.
 - ``shard URL K``: one renewal of a made-up cookie sent to that server alone for landlord K:
-  ``{"status", "op"}`` (``op`` of the reply when 200: ``error`` means the shard answered).
+  ``{"status", "op"}``: ``status`` 200 with ``op`` ``error`` when the shard answered (with a
+  wire reply, which for that cookie the server sends as a 404 "unknown lease"), else the
+  HTTP status (503: not served) and ``op`` null.
 """
 
 from __future__ import annotations
@@ -59,7 +61,11 @@ def post_shard(url: str, k: int, timeout: float = 1.0) -> Tuple[int, Optional[st
         c.request("POST", f"/lease?landlord={k:016x}", body=body, headers={"Content-Type": "application/octet-stream"})
         r = c.getresponse()
         data = r.read()
-        if r.status != 200:
+        # A wire reply comes with the status that says what it is (404 for "unknown lease", 409,
+        # 400): any of them means the shard answered. 503 (not served, plain text) and any
+        # answer without a wire reply mean it did not.
+        wire = (r.getheader("Content-Type") or "").startswith("application/octet-stream")
+        if r.status >= 500 or not wire:
             return r.status, None
         reply = Reply.decode(data, "binary")
         return 200, reply.op if reply.landlord == k else f"landlord {reply.landlord}"

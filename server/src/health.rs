@@ -7,8 +7,10 @@
 //!   503 otherwise; its body ([`Readiness`], JSON) names every shard's state and why it is
 //!   not served. With the file store every shard must be served here. With PostgreSQL the
 //!   database must answer, the clock guard must be satisfied, and every shard must be served
-//!   here or by a live owner this server can forward to (none unowned, failed or
-//!   quarantined): a server that has just started is 503 until that holds.
+//!   here or by a live owner this server can forward to and that says (in the shard's row)
+//!   that it serves it (none unowned, failed, quarantined or still being restored by its
+//!   owner): a server that has just started is 503 until every shard is really served
+//!   somewhere.
 //! - `/healthz` (kept for old scripts) has `/readyz`'s status with a line of text.
 
 use serde::Serialize;
@@ -19,7 +21,8 @@ use serde::Serialize;
 pub enum ShardState {
     /// Served here.
     Served,
-    /// Being restored here (taken over, or reopened after a failure).
+    /// Being restored: here (taken over, or reopened after a failure), or by its live owner,
+    /// which does not serve it yet.
     TakingOver,
     /// Its store failed; retried with backoff (here, or by its owner).
     Failed,

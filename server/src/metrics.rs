@@ -136,6 +136,12 @@ pub struct ServerStats {
     pub pg_round_trips: AtomicU64,
     /// Forwards that timed out (the owner did not answer in time).
     pub forward_timeouts: AtomicU64,
+    /// Connection attempts to PostgreSQL (after the first join).
+    pub pg_connects: AtomicU64,
+    /// Connection attempts to PostgreSQL that failed.
+    pub pg_connect_failures: AtomicU64,
+    /// The wait before the next connection attempt, ms (0 while connecting works).
+    pub pg_reconnect_wait_ms: AtomicU64,
 }
 
 fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -279,7 +285,7 @@ pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetri
     let _ = writeln!(out, "leasehold_quarantined_shards {quarantined}");
     if let Some(pg) = pg {
         let c = &pg.clock;
-        let gauges: [(&str, &str, f64); 5] = [
+        let gauges: [(&str, &str, f64); 6] = [
             (
                 "leasehold_db_connected",
                 "1 if the last ownership round reached PostgreSQL.",
@@ -301,13 +307,18 @@ pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetri
                 f64::from(u8::from(c.ok)),
             ),
             ("leasehold_clock_bound_ms", "The clock guard's offset bound, in ms.", c.bound_ms),
+            (
+                "leasehold_pg_reconnect_wait_ms",
+                "The wait before the next connection attempt to PostgreSQL, in ms (0 while connecting works).",
+                server.pg_reconnect_wait_ms.load(Relaxed) as f64,
+            ),
         ];
         for (name, help, v) in gauges {
             metric(&mut out, name, "gauge", help);
             let _ = writeln!(out, "{name} {v}");
         }
     }
-    let server_counters: [(&str, &str, &AtomicU64); 7] = [
+    let server_counters: [(&str, &str, &AtomicU64); 9] = [
         (
             "leasehold_forwarded_total",
             "Requests forwarded to their shard's owner.",
@@ -323,6 +334,16 @@ pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetri
         ("leasehold_shards_acquired_total", "Shards acquired or taken over.", &server.acquired),
         ("leasehold_shards_released_total", "Shards lost or given up.", &server.released),
         ("leasehold_pg_round_trips_total", "Round trips to PostgreSQL.", &server.pg_round_trips),
+        (
+            "leasehold_pg_connects_total",
+            "Connection attempts to PostgreSQL (paced by a backoff after failures).",
+            &server.pg_connects,
+        ),
+        (
+            "leasehold_pg_connect_failures_total",
+            "Connection attempts to PostgreSQL that failed.",
+            &server.pg_connect_failures,
+        ),
     ];
     for (name, help, v) in server_counters {
         metric(&mut out, name, "counter", help);

@@ -6,7 +6,8 @@
 //! leasehold_cluster   (id = 1, shards)                          how many shards the cluster has
 //! leasehold_servers   (name, url, alive_until)                   servers alive (for a fair share)
 //! leasehold_shards    (shard, epoch, owner, owner_url, lease_until,   one ownership lease a shard,
-//!                      durable_seq, status,                      the last durable record, a failure,
+//!                      durable_seq, status, serving,             the last durable record, a failure,
+//!                                                                whether its owner serves it yet,
 //!                      quarantine, quarantined_at, quarantined_by)    and a quarantine mark
 //! leasehold_snapshots (shard, seq, epoch, bytes)                 the shard's latest snapshot
 //! leasehold_journal   (shard, first_seq, last_seq, epoch, frame) journal frames after it
@@ -44,7 +45,12 @@
 //!   `target_session_attrs=read-write` follows a promoted standby), each write connection
 //!   before the next write that finds it closed (statements are prepared again). Every
 //!   statement has a time-out (`--db-timeout-ms`); a connection whose statement timed out is
-//!   dropped.
+//!   dropped. Connection attempts are paced for the whole server (`Reconnect`: 50 ms
+//!   doubling to 1 s, with jitter, after a failure), so a database in crash recovery sees no
+//!   storm of attempts.
+//! - A taken shard counts as served for the other servers' readiness only once its owner
+//!   has restored it and says so in its row (`serving`, set after the restore and at every
+//!   round), not while it is being restored.
 //! - A write that fails leaves its outcome unknown: nothing it carried is acknowledged, the
 //!   shard's actor ends, and the owner takes the shard back (a new epoch, restored from the
 //!   database) after a backoff (250 ms doubling to 8 s), at once when the database answers
@@ -101,6 +107,7 @@ ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS quarantined_at timestamptz
 ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS quarantined_by text;
 ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS clock_local float8;
 ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS clock_db timestamptz;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS serving boolean NOT NULL DEFAULT false;
 CREATE TABLE IF NOT EXISTS leasehold_snapshots (
     shard bigint PRIMARY KEY,
     seq bigint NOT NULL,
@@ -245,6 +252,128 @@ async fn within<T, E: ErrorText>(
     }
 }
 
+/// The wait before the next connection attempt after `failures` failed ones in a row: 50 ms
+/// doubling up to 1 s, within ±10 % (jitter, so that servers that lost the database together
+/// do not all knock at once when it comes back).
+pub(crate) fn reconnect_backoff(failures: u32) -> Duration {
+    let base = 50u64.saturating_mul(1 << failures.saturating_sub(1).min(5)).min(1_000);
+    let mut r = [0u8; 2];
+    let _ = getrandom::fill(&mut r);
+    let jitter = u64::from(u16::from_le_bytes(r)) * base / 5 / 65_536;
+    Duration::from_millis(base - base / 10 + jitter)
+}
+
+/// Paces every connection attempt of one server to PostgreSQL (the ownership loop's control
+/// connection and the write connections alike): after a failed attempt, no new one starts
+/// until its backoff ([`reconnect_backoff`]) has passed; callers meanwhile fail at once with
+/// the last error. A database in crash recovery (which refuses connections with "the
+/// database system is starting up") then sees a few attempts a second from each server, not
+/// a storm. Attempts and failures are counted (`leasehold_pg_connects_total`,
+/// `leasehold_pg_connect_failures_total`); the log says when connecting starts failing and
+/// when it works again (each attempt only at DEBUG).
+pub(crate) struct Reconnect {
+    app: Weak<App>,
+    pace: Mutex<Pace>,
+}
+
+struct Pace {
+    /// Failed attempts in a row.
+    failures: u32,
+    /// No attempt before this (while `failures > 0`).
+    next_at: Instant,
+    /// When the first failure of this run was.
+    since: Instant,
+    /// The last attempt's error.
+    last: String,
+}
+
+impl Reconnect {
+    fn new(app: Weak<App>) -> Reconnect {
+        let now = Instant::now();
+        Reconnect {
+            app,
+            pace: Mutex::new(Pace { failures: 0, next_at: now, since: now, last: String::new() }),
+        }
+    }
+
+    fn pace(&self) -> std::sync::MutexGuard<'_, Pace> {
+        self.pace.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How long until the next attempt may start (zero when connecting works).
+    fn remaining(&self) -> Duration {
+        let p = self.pace();
+        if p.failures == 0 {
+            return Duration::ZERO;
+        }
+        p.next_at.saturating_duration_since(Instant::now())
+    }
+
+    /// Runs `open` (a connection attempt) if the backoff allows one now; otherwise fails at
+    /// once with the last attempt's error.
+    async fn attempt<T>(&self, open: impl Future<Output = Result<T, String>>) -> Result<T, String> {
+        {
+            let mut p = self.pace();
+            let now = Instant::now();
+            if p.failures > 0 {
+                if now < p.next_at {
+                    return Err(format!(
+                        "{} (next connection attempt in {} ms)",
+                        p.last,
+                        (p.next_at - now).as_millis()
+                    ));
+                }
+                // Taken: other callers wait for this attempt's outcome at the same pace.
+                p.next_at = now + reconnect_backoff(p.failures);
+            }
+        }
+        let stats = self.app.upgrade();
+        if let Some(a) = &stats {
+            a.stats.pg_connects.fetch_add(1, Relaxed);
+        }
+        let r = open.await;
+        let mut p = self.pace();
+        match &r {
+            Ok(_) => {
+                if p.failures > 0 {
+                    tracing::warn!(
+                        failed_attempts = p.failures,
+                        ms = p.since.elapsed().as_millis() as u64,
+                        "connected to PostgreSQL again"
+                    );
+                }
+                p.failures = 0;
+                if let Some(a) = &stats {
+                    a.stats.pg_reconnect_wait_ms.store(0, Relaxed);
+                }
+            }
+            Err(e) => {
+                let now = Instant::now();
+                if let Some(a) = &stats {
+                    a.stats.pg_connect_failures.fetch_add(1, Relaxed);
+                }
+                if p.failures == 0 {
+                    p.since = now;
+                    tracing::warn!(
+                        error = %e,
+                        "cannot connect to PostgreSQL; retrying with backoff (50 ms doubling to 1 s)"
+                    );
+                } else {
+                    tracing::debug!(error = %e, failures = p.failures + 1, "PostgreSQL connection attempt failed");
+                }
+                p.failures = p.failures.saturating_add(1);
+                let wait = reconnect_backoff(p.failures);
+                p.next_at = now + wait;
+                p.last = e.clone();
+                if let Some(a) = &stats {
+                    a.stats.pg_reconnect_wait_ms.store(wait.as_millis() as u64, Relaxed);
+                }
+            }
+        }
+        r
+    }
+}
+
 /// One connection with its statements prepared (one round trip per write).
 struct Conn {
     client: Client,
@@ -273,6 +402,8 @@ struct Pool {
     url: String,
     timeout: Duration,
     slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
+    /// Paces connection attempts (shared with the control connection).
+    reconnect: Reconnect,
 }
 
 impl Pool {
@@ -282,7 +413,8 @@ impl Pool {
             return Ok(c.clone());
         }
         *slot = None;
-        let c = Arc::new(within(self.timeout, "connecting", Conn::open(&self.url)).await?);
+        let open = within(self.timeout, "connecting", Conn::open(&self.url));
+        let c = Arc::new(self.reconnect.attempt(open).await?);
         *slot = Some(c.clone());
         Ok(c)
     }
@@ -434,6 +566,9 @@ struct RowView {
     live: bool,
     status: Option<String>,
     quarantine: Option<String>,
+    /// Whether its owner says it serves it (it has restored it and answers for it): a live
+    /// owner that is still restoring a shard does not count as serving it.
+    serving: bool,
 }
 
 fn row_view(r: &tokio_postgres::Row) -> (u64, RowView) {
@@ -446,6 +581,7 @@ fn row_view(r: &tokio_postgres::Row) -> (u64, RowView) {
             live: r.get(4),
             status: r.get(5),
             quarantine: r.get(6),
+            serving: r.get(7),
         },
     )
 }
@@ -538,6 +674,7 @@ impl Cluster {
             url: url.to_string(),
             timeout: limit,
             slots: (0..WRITE_CONNS).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            reconnect: Reconnect::new(Arc::downgrade(&app)),
         });
         let mut suffix = [0u8; 4];
         getrandom::fill(&mut suffix).map_err(|e| e.to_string())?;
@@ -671,6 +808,12 @@ impl Cluster {
                         false,
                     );
                 }
+                if !row.serving {
+                    // Taken, but its owner has not said it serves it yet (it is restoring it):
+                    // requests for it would get 503 from the owner.
+                    let why = "its owner is restoring it (not serving it yet)".to_string();
+                    return report(ShardState::TakingOver, row.owner_url.clone(), Some(why), false);
+                }
                 match &row.owner_url {
                     Some(url) if s.suspects.get(url).is_some_and(|&t| t > now) => report(
                         ShardState::Elsewhere,
@@ -692,7 +835,8 @@ impl Cluster {
             return Ok(c);
         }
         *c = None;
-        *c = Some(within(self.limit(), "connecting", connect(&self.url)).await?);
+        let open = within(self.limit(), "connecting", connect(&self.url));
+        *c = Some(self.pool.reconnect.attempt(open).await?);
         Ok(c)
     }
 
@@ -736,8 +880,12 @@ impl Cluster {
                     app.retry_failed_now();
                 }
             }
-            let next =
+            let mut next =
                 self.next_retry().map_or(period, |d| d.clamp(Duration::from_millis(20), period));
+            if r.is_err() {
+                // No round before the next connection attempt may start.
+                next = next.max(self.pool.reconnect.remaining()).min(period);
+            }
             tokio::select! {
                 _ = tokio::time::sleep(if back { Duration::ZERO } else { next }) => {}
                 _ = stop.changed() => return,
@@ -817,11 +965,17 @@ impl Cluster {
         ))
         .await?;
         // Renew every shard still ours (served, or failed and waiting to be taken back); any
-        // missing is lost (another server took it).
+        // missing is lost (another server took it). The row says which of them this server
+        // really serves now (other servers count a shard as served only then).
+        let serving: Vec<i64> = {
+            let s = self.lock();
+            s.owned.keys().filter(|id| app.shard(**id).is_some()).map(|id| *id as i64).collect()
+        };
         let rows = within(limit, "renewing", db.query(
-            "UPDATE leasehold_shards SET lease_until = now() + make_interval(secs => $2::float8 / 1000)
+            "UPDATE leasehold_shards SET lease_until = now() + make_interval(secs => $2::float8 / 1000),
+                 serving = (shard = ANY($3::bigint[]))
              WHERE owner = $1 RETURNING shard, epoch",
-            &[&self.instance, &ttl_ms],
+            &[&self.instance, &ttl_ms, &serving],
         ))
         .await?;
         let renewed: BTreeMap<u64, i64> =
@@ -849,17 +1003,23 @@ impl Cluster {
                 app.clear_local(id);
                 continue;
             }
-            within(limit, "publishing a failure", db.execute(
-                "UPDATE leasehold_shards SET status = $3 WHERE shard = $1 AND owner = $2 AND status IS DISTINCT FROM $3",
-                &[&(id as i64), &self.instance, &l.why],
-            ))
+            within(
+                limit,
+                "publishing a failure",
+                db.execute(
+                    "UPDATE leasehold_shards SET status = $3, serving = false
+                 WHERE shard = $1 AND owner = $2 AND (status IS DISTINCT FROM $3 OR serving)",
+                    &[&(id as i64), &self.instance, &l.why],
+                ),
+            )
             .await?;
             if l.retry_at <= Instant::now() {
                 due.push(id as i64);
             }
         }
         let rows = within(limit, "reading the shards", db.query(
-            "SELECT shard, epoch, owner, owner_url, lease_until > now(), status, quarantine FROM leasehold_shards",
+            "SELECT shard, epoch, owner, owner_url, lease_until > now(), status, quarantine, serving
+             FROM leasehold_shards",
             &[],
         ))
         .await?;
@@ -887,7 +1047,7 @@ impl Cluster {
                 "taking shards",
                 db.query(
                     "UPDATE leasehold_shards s
-                 SET epoch = s.epoch + 1, owner = $1, owner_url = $2, status = NULL,
+                 SET epoch = s.epoch + 1, owner = $1, owner_url = $2, status = NULL, serving = false,
                      lease_until = now() + make_interval(secs => $3::float8 / 1000),
                      clock_local = NULL, clock_db = NULL
                  WHERE s.shard IN (
@@ -976,7 +1136,7 @@ impl Cluster {
             }
         }
         within(limit, "handing over", db.execute(
-            "UPDATE leasehold_shards SET owner = NULL, owner_url = NULL, status = NULL, lease_until = '-infinity'
+            "UPDATE leasehold_shards SET owner = NULL, owner_url = NULL, status = NULL, serving = false, lease_until = '-infinity'
              WHERE owner = $1",
             &[&self.instance],
         ))
@@ -988,7 +1148,8 @@ impl Cluster {
         )
         .await?;
         let rows = within(limit, "reading the shards", db.query(
-            "SELECT shard, epoch, owner, owner_url, lease_until > now(), status, quarantine FROM leasehold_shards",
+            "SELECT shard, epoch, owner, owner_url, lease_until > now(), status, quarantine, serving
+             FROM leasehold_shards",
             &[],
         ))
         .await?;
@@ -1017,7 +1178,8 @@ impl Cluster {
         app.set_quarantined(id, why.clone());
         within(self.limit(), "quarantining", db.execute(
             "UPDATE leasehold_shards SET quarantine = $3, quarantined_at = now(), quarantined_by = $4,
-                 owner = NULL, owner_url = NULL, status = NULL, lease_until = '-infinity'
+                 owner = NULL, owner_url = NULL, status = NULL, serving = false,
+                 lease_until = '-infinity'
              WHERE shard = $1 AND epoch = $2",
             &[&(id as i64), &epoch, &why, &self.instance],
         ))
@@ -1170,6 +1332,21 @@ impl Cluster {
             App::on_end(Arc::downgrade(app)),
         );
         app.insert(h);
+        // Served now: say so in the row, for the other servers' readiness (until this, they
+        // count the shard as being restored, not served). If this fails, the next round's
+        // renewal says it.
+        if let Err(e) = within(
+            self.limit(),
+            "marking the shard served",
+            db.execute(
+                "UPDATE leasehold_shards SET serving = true WHERE shard = $1 AND epoch = $2",
+                &[&(id as i64), &epoch],
+            ),
+        )
+        .await
+        {
+            tracing::debug!(shard = id, error = %e, "could not mark the shard served yet");
+        }
         Ok((leases, replayed))
     }
 
@@ -1187,7 +1364,7 @@ impl Cluster {
             h.stop().await;
         }
         within(self.limit(), "handing over", db.execute(
-            "UPDATE leasehold_shards SET owner = NULL, owner_url = NULL, status = NULL, lease_until = '-infinity'
+            "UPDATE leasehold_shards SET owner = NULL, owner_url = NULL, status = NULL, serving = false, lease_until = '-infinity'
              WHERE shard = $1 AND epoch = $2",
             &[&(id as i64), &epoch],
         ))

@@ -86,6 +86,53 @@ fn a_new_server_is_not_ready_until_every_shard_is_served() {
     a.wait_ready(Duration::from_secs(5));
 }
 
+/// A shard taken by a live owner that has not restored it yet is not served: no other server
+/// may count it as served (finding 4 of issue 21, seen when servers start together: one
+/// takes every shard, restores them one after another, and the others said ready meanwhile).
+/// The owner says it serves a shard in its row (`serving`) only once it does.
+#[test]
+fn a_shard_its_owner_is_still_restoring_does_not_count_as_served() {
+    let pg = Pg::start();
+    let a = pg_server(&pg.url(), 2, 600, "a");
+    a.wait_ready(Duration::from_secs(10));
+    let b = pg_server(&pg.url(), 2, 600, "b");
+    b.wait_ready(Duration::from_secs(10));
+    settled(&[&a, &b], 2, Duration::from_secs(20));
+    // A live owner (a third server, as the database sees it) that has taken shard 1 and is
+    // still restoring it: its row is held, and says it does not serve it yet.
+    pg.sql(
+        "INSERT INTO leasehold_servers (name, url, alive_until) VALUES ('ghost#1', 'http://127.0.0.1:9', now() + interval '1 hour');
+         UPDATE leasehold_shards SET epoch = epoch + 1, owner = 'ghost#1', owner_url = 'http://127.0.0.1:9',
+             status = NULL, serving = false, lease_until = now() + interval '1 hour' WHERE shard = 1",
+    );
+    for s in [&a, &b] {
+        s.wait_for(Duration::from_secs(5), "restoring shard not served", |st, r| {
+            let sh = &r["shards"][0];
+            st == 503
+                && sh["state"] == "taking_over"
+                && sh["owner"] == "http://127.0.0.1:9"
+                && r["unserved"] == serde_json::json!([1])
+        });
+    }
+    assert_eq!(b.metric("leasehold_shard_state", &["shard=\"1\"", "state=\"taking_over\""]), 1.0);
+    // Once its owner says it serves it, it counts (elsewhere: forwarded to that owner).
+    pg.sql("UPDATE leasehold_shards SET serving = true WHERE shard = 1");
+    for s in [&a, &b] {
+        s.wait_for(Duration::from_secs(5), "served elsewhere", |st, r| {
+            st == 200 && r["shards"][0]["state"] == "elsewhere"
+        });
+    }
+    // The owner gone: taken back, served here, ready.
+    pg.sql(
+        "DELETE FROM leasehold_servers WHERE name = 'ghost#1';
+         UPDATE leasehold_shards SET lease_until = '-infinity' WHERE shard = 1",
+    );
+    settled(&[&a, &b], 2, Duration::from_secs(20));
+    a.wait_ready(Duration::from_secs(5));
+    b.wait_ready(Duration::from_secs(5));
+    assert_eq!(pg.sql("SELECT count(*) FROM leasehold_shards WHERE serving"), "2");
+}
+
 #[test]
 fn postgres_restarts_and_kills_heal_without_restarting_a_server() {
     let pg = Pg::start();
@@ -126,6 +173,7 @@ fn postgres_restarts_and_kills_heal_without_restarting_a_server() {
     assert!(churn <= 8, "{churn} takeovers after one restart (epoch churn)");
     // SIGKILL of the postmaster, started again 3 s later.
     let before = takeovers(&pg);
+    let connects = a.metric("leasehold_pg_connects_total", &[]);
     pg.kill9();
     a.wait_for(Duration::from_secs(10), "database down", |st, r| {
         st == 503 && r["database"]["connected"] == false && r["database"]["error"].is_string()
@@ -135,6 +183,15 @@ fn postgres_restarts_and_kills_heal_without_restarting_a_server() {
     // Nothing is acknowledged meanwhile.
     assert!(grant(b.addr, 99, "while-down", 60_000).is_err());
     std::thread::sleep(Duration::from_secs(3));
+    // Connection attempts are paced (50 ms doubling to 1 s): a handful in 3 s, not one every
+    // few ms from the ownership loop and from every write connection (finding 2 of the fault
+    // suite: a reconnect storm while PostgreSQL recovers); counted, logged once.
+    let tried = a.metric("leasehold_pg_connects_total", &[]) - connects;
+    assert!(a.metric("leasehold_pg_connect_failures_total", &[]) >= 1.0);
+    assert!(tried <= 20.0, "{tried} connection attempts in 3 s with the database down");
+    assert!(a.metric("leasehold_pg_reconnect_wait_ms", &[]) > 0.0);
+    let storms = a.log_text().matches("cannot connect to PostgreSQL; retrying").count();
+    assert!(storms <= 2, "{storms} log lines for one outage");
     pg.start_again();
     let t0 = Instant::now();
     a.wait_ready(Duration::from_secs(15));
@@ -144,6 +201,8 @@ fn postgres_restarts_and_kills_heal_without_restarting_a_server() {
     let churn = takeovers(&pg) - before;
     assert!(churn <= 8, "{churn} takeovers after one kill (epoch churn)");
     assert!(a.logged("PostgreSQL does not answer") && a.logged("PostgreSQL answers again"));
+    assert!(a.logged("connected to PostgreSQL again"));
+    assert_eq!(a.metric("leasehold_pg_reconnect_wait_ms", &[]), 0.0);
 }
 
 #[test]

@@ -398,10 +398,10 @@ async fn send(
 /// Like [`send`], but keeps trying every server until `until` (on [`now`]'s clock): a renewal
 /// goes on until its lease's end instead of giving up after one round (finding 6 of issue 21:
 /// a holder gave up with "no server answered" while an owner was paused and two servers were
-/// up). At most `--retry-ms` at a time, though: a holder task renews one landlord after
-/// another, and a shard that stays unavailable (quarantined, its store failed) must not hold
-/// up the renewals of every other shard until its own leases end; the renewal manager asks
-/// again after a failure, until the lease would expire.
+/// up). At most `--retry-ms` at a time, though: then the renewal manager is told it failed
+/// and asks again (with its back-off) until the lease would expire, so that its retries and
+/// the history follow what happened. Each send runs in its own task: a shard that stays
+/// unavailable (quarantined, its store failed) holds up no other shard's renewals.
 async fn send_until(
     cluster: &Cluster,
     landlord: Option<LandlordId>,
@@ -531,6 +531,7 @@ async fn holder(
     // Probes of leases already gone: every 300 ms, or every 3 s when churning (the abandoned
     // leases add up).
     let gone_probe_ms = if churn_ms > 0 { 3000 } else { 300 };
+    let mut inflight: tokio::task::JoinSet<Sent> = tokio::task::JoinSet::new();
     loop {
         let t = now();
         if t >= end || stop_file.as_deref().is_some_and(std::path::Path::exists) {
@@ -590,10 +591,10 @@ async fn holder(
             }
         }
         m.handle_timeout(now());
-        // Each request stamped with the time it is really sent: a send may take a while (a
-        // renewal retries for up to --retry-ms), and a time older than the manager has seen
-        // reads to it as the host's clock stepping back, which it makes up for by running
-        // ahead (it then gave up on leases seconds before they ended).
+        // Every renewal and cancel is sent in a task of its own, so that one that keeps trying
+        // (a shard unavailable for a while: quarantined, its owner paused) holds up no other:
+        // the holder goes on renewing the leases of every other shard meanwhile. Each request
+        // is stamped with the time it is handed out (what the manager counts from).
         while let Some(tx) = m.poll_transmit(now()) {
             let sent = now();
             let wall = wall_ms();
@@ -623,41 +624,16 @@ async fn holder(
                 .min()
                 .filter(|_| renewing)
                 .unwrap_or(0);
-            let reply = send_until(&cluster, Some(tx.landlord), &tx.request, until, retry_ms).await;
-            let done = wall_ms();
-            let items = |out: &dyn Fn(usize) -> (Option<&'static str>, Option<i64>)| {
-                order
-                    .iter()
-                    .enumerate()
-                    .map(|(i, ck)| {
-                        let (o, d) = out(i);
-                        (ck.to_string(), tx.landlord.0, o, d)
-                    })
-                    .collect::<Vec<Item>>()
-            };
-            match &reply {
-                Some((r, by)) => {
-                    let items = items(&|i| reply_outcome(&r.body, i));
-                    rec.request(op, wall, done, Some(by), None, &items);
-                }
-                None => {
-                    let items = items(&|_| (None, None));
-                    rec.request(op, wall, done, None, Some("no server answered"), &items);
-                }
-            }
-            match reply {
-                Some((reply, _)) => {
-                    judge(&reply, sent, &order, &mut tracks, c);
-                    m.handle_reply(&reply, now());
-                }
-                None => {
-                    c.transport_failures.fetch_add(1, Relaxed);
-                    m.handle_failure(
-                        tx.request.id,
-                        LeaseError::Indefinite("no server answered".into()),
-                        now(),
-                    );
-                }
+            let cluster = cluster.clone();
+            inflight.spawn(async move {
+                let reply =
+                    send_until(&cluster, Some(tx.landlord), &tx.request, until, retry_ms).await;
+                Sent { landlord: tx.landlord, id: tx.request.id, op, order, sent, wall, reply }
+            });
+        }
+        while let Some(done) = inflight.try_join_next() {
+            if let Ok(done) = done {
+                finish(done, &mut m, &mut tracks, c, rec);
             }
         }
         while let Some(ev) = m.poll_event() {
@@ -721,9 +697,18 @@ async fn holder(
             }
         }
         let wake = m.poll_timeout().unwrap_or(end).min(end).min(now() + 50);
-        let wait = wake - now();
-        if wait > 0 {
-            tokio::time::sleep(StdDuration::from_millis(wait as u64)).await;
+        let wait = StdDuration::from_millis((wake - now()).max(0) as u64);
+        tokio::select! {
+            Some(Ok(done)) = inflight.join_next(), if !inflight.is_empty() => {
+                finish(done, &mut m, &mut tracks, c, rec);
+            }
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+    // The answers still on their way count too.
+    while let Some(done) = inflight.join_next().await {
+        if let Ok(done) = done {
+            finish(done, &mut m, &mut tracks, c, rec);
         }
     }
     // Final check: every lease kept to the end is held, for as long as it was promised.
@@ -768,6 +753,60 @@ async fn holder(
                 eprintln!("holder {h}: final check of {ck}: {:?}", other.map(|x| x.0.body));
                 c.lost.fetch_add(1, Relaxed);
             }
+        }
+    }
+}
+
+/// A renewal or cancel that was sent, and what came of it.
+struct Sent {
+    landlord: LandlordId,
+    id: u64,
+    op: &'static str,
+    /// Its leases, in the request's order.
+    order: Vec<Cookie>,
+    /// When it was handed out ([`now`]'s clock) and sent (ms since the epoch).
+    sent: Millis,
+    wall: f64,
+    reply: Option<(Reply, Answered)>,
+}
+
+/// Records a renewal's or cancel's outcome, checks it, and tells the renewal manager.
+fn finish(
+    s: Sent,
+    m: &mut RenewalManager,
+    tracks: &mut HashMap<Cookie, Track>,
+    c: &Counts,
+    rec: &Recorder,
+) {
+    let done = wall_ms();
+    let items = |out: &dyn Fn(usize) -> (Option<&'static str>, Option<i64>)| {
+        s.order
+            .iter()
+            .enumerate()
+            .map(|(i, ck)| {
+                let (o, d) = out(i);
+                (ck.to_string(), s.landlord.0, o, d)
+            })
+            .collect::<Vec<Item>>()
+    };
+    match &s.reply {
+        Some((r, by)) => {
+            let items = items(&|i| reply_outcome(&r.body, i));
+            rec.request(s.op, s.wall, done, Some(by), None, &items);
+        }
+        None => {
+            let items = items(&|_| (None, None));
+            rec.request(s.op, s.wall, done, None, Some("no server answered"), &items);
+        }
+    }
+    match s.reply {
+        Some((reply, _)) => {
+            judge(&reply, s.sent, &s.order, tracks, c);
+            m.handle_reply(&reply, now());
+        }
+        None => {
+            c.transport_failures.fetch_add(1, Relaxed);
+            m.handle_failure(s.id, LeaseError::Indefinite("no server answered".into()), now());
         }
     }
 }
