@@ -132,6 +132,11 @@ for _ in $(seq 1 100); do
   n=$(pg_sql "SELECT count(*) FROM leasehold_shards WHERE lease_until > now()" 2>/dev/null || echo 0)
   [ "$n" = 4 ] && break; sleep 0.1
 done
+# Owned is not yet served (an owner restores first): wait for both servers' /readyz, which is 200
+# once every shard is served by someone.
+for u in "$U1" "$U2"; do
+  for _ in $(seq 1 150); do curl -sf -o /dev/null "$u/readyz" && break; sleep 0.1; done
+done
 json() { leasehold --output json "$@"; }
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 g=$(json lease grant printer-7 --duration-ms 60000)
