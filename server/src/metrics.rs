@@ -136,6 +136,9 @@ pub struct ServerStats {
     pub pg_round_trips: AtomicU64,
     /// Forwards that timed out (the owner did not answer in time).
     pub forward_timeouts: AtomicU64,
+    /// Requests refused for their identity: no or a wrong credential, an operation or
+    /// prefix not granted, a full quota (docs/security.md).
+    pub refused: AtomicU64,
 }
 
 fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -307,7 +310,12 @@ pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetri
             let _ = writeln!(out, "{name} {v}");
         }
     }
-    let server_counters: [(&str, &str, &AtomicU64); 7] = [
+    let server_counters: [(&str, &str, &AtomicU64); 8] = [
+        (
+            "leasehold_refused_total",
+            "Requests refused for their identity (credential, permission, prefix, quota).",
+            &server.refused,
+        ),
         (
             "leasehold_forwarded_total",
             "Requests forwarded to their shard's owner.",
