@@ -489,13 +489,13 @@ pub async fn run(
     }
     // The operators' listener: metrics and health without a token.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut metrics_addr = None;
     let metrics_task = match config.security.metrics_listen {
         Some(a) => {
             let l = tokio::net::TcpListener::bind(a)
                 .await
                 .map_err(|e| format!("cannot listen on {a} (--metrics-listen): {e}"))?;
-            let bound = l.local_addr().map_err(|e| e.to_string())?;
-            println!("leasehold-server metrics on http://{bound}");
+            metrics_addr = Some(l.local_addr().map_err(|e| e.to_string())?);
             let mut rx = stop_rx.clone();
             Some(tokio::spawn(listener::serve(
                 l,
@@ -527,6 +527,9 @@ pub async fn run(
     };
     // One line on stdout for scripts and tests that started us on port 0.
     println!("leasehold-server listening on {scheme}://{addr}");
+    if let Some(m) = metrics_addr {
+        println!("leasehold-server metrics on http://{m}");
+    }
     tracing::info!(
         listen = %addr,
         shards = app.shard_count(),

@@ -110,13 +110,13 @@ pub fn peer_client_config(s: &Security) -> Result<Option<Arc<ClientConfig>>, Str
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(load_roots(ca)?);
-    let mut config = match &s.peer_identity {
+    let config = match &s.peer_identity {
         Some((cert, key)) => builder
             .with_client_auth_cert(load_certs(cert)?, load_key(key)?)
             .map_err(|e| format!("{}: {e}", cert.display()))?,
         None => builder.with_no_client_auth(),
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // ALPN is left to hyper-rustls, which sets it from the schemes it enables.
     Ok(Some(Arc::new(config)))
 }
 
@@ -351,13 +351,11 @@ pub fn peer_connector(s: &Security) -> Result<PeerConnector, String> {
         Some(c) => (*c).clone(),
         None => {
             // No CA given: trust nothing (an https:// owner is refused, not trusted blindly).
-            let mut c = ClientConfig::builder_with_provider(provider())
+            ClientConfig::builder_with_provider(provider())
                 .with_safe_default_protocol_versions()
                 .map_err(|e| e.to_string())?
                 .with_root_certificates(RootCertStore::empty())
-                .with_no_client_auth();
-            c.alpn_protocols = vec![b"http/1.1".to_vec()];
-            c
+                .with_no_client_auth()
         }
     };
     let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
