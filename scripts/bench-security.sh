@@ -9,8 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_=${1:-5}
 RUNS=${2:-3}
-nice -n 10 cargo build --profile profiling -q -p leasehold-server
-BIN=$PWD/target/profiling
+# The release build (as scripts/test-security.sh uses): no profiler reads this one.
+nice -n 10 cargo build --release -q -p leasehold-server
+BIN=$PWD/target/release
 T=$(mktemp -d /tmp/leasehold-bench-sec.XXXXXX)
 PIDS=()
 cleanup() {
