@@ -32,6 +32,72 @@ struct Opts {
     /// Bearer token.
     #[arg(long)]
     token: Option<String>,
+    /// Send this many grants instead (a flood), of `--lease-ms` each.
+    #[arg(long)]
+    flood: Option<u64>,
+    /// Lease length asked for by the flood's grants.
+    #[arg(long, default_value_t = 3_600_000)]
+    lease_ms: i64,
+}
+
+async fn flood<C: Connect + Clone + Send + Sync + 'static>(
+    c: Cluster<C>,
+    n: usize,
+    total: u64,
+    lease_ms: i64,
+) -> Result<String, String> {
+    let next = Arc::new(AtomicU64::new(0));
+    let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]);
+    let reason = Arc::new(std::sync::Mutex::new(String::new()));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (c, next, counts, reason) =
+                (c.clone(), next.clone(), counts.clone(), reason.clone());
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Relaxed);
+                    if i >= total {
+                        return;
+                    }
+                    let g = Request {
+                        id: i,
+                        body: RequestBody::Grant {
+                            resource: format!("flood/{i}").into_bytes(),
+                            duration: lease_ms,
+                        },
+                    };
+                    let k = match c.send(None, &g).await {
+                        Ok(r) => match r.body {
+                            ReplyBody::Granted { .. } => 0,
+                            ReplyBody::Error(e) => {
+                                let mut w = reason.lock().unwrap_or_else(|p| p.into_inner());
+                                if w.is_empty() {
+                                    *w = e.message;
+                                }
+                                1
+                            }
+                            _ => 2,
+                        },
+                        Err(_) => 2,
+                    };
+                    counts[k].fetch_add(1, Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())?;
+    }
+    let s = start.elapsed().as_secs_f64();
+    let why = reason.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    Ok(format!(
+        "sent={total} granted={} denied={} other={} seconds={s:.1} rate={:.0}\nreason={why:?}",
+        counts[0].load(Relaxed),
+        counts[1].load(Relaxed),
+        counts[2].load(Relaxed),
+        total as f64 / s
+    ))
 }
 
 async fn bench<C: Connect + Clone + Send + Sync + 'static>(
@@ -82,6 +148,10 @@ async fn bench<C: Connect + Clone + Send + Sync + 'static>(
     Ok((done.load(Relaxed), start.elapsed().as_secs_f64()))
 }
 
+fn line(inflight: usize, (n, s): (u64, f64)) -> String {
+    format!("inflight={inflight} renewals={n} seconds={s:.2} per_s={:.0}", n as f64 / s)
+}
+
 fn main() -> ExitCode {
     let o = Opts::parse();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
@@ -99,19 +169,21 @@ fn main() -> ExitCode {
                 tls = tls.ca_file(ca);
             }
             let c = Cluster::with_tls(config, &tls).map_err(|e| e.to_string())?;
-            bench(c, o.inflight, run).await
+            match o.flood {
+                Some(total) => flood(c, o.inflight, total, o.lease_ms).await,
+                None => bench(c, o.inflight, run).await.map(|r| line(o.inflight, r)),
+            }
         } else {
             let c = Cluster::new(config).map_err(|e| e.to_string())?;
-            bench(c, o.inflight, run).await
+            match o.flood {
+                Some(total) => flood(c, o.inflight, total, o.lease_ms).await,
+                None => bench(c, o.inflight, run).await.map(|r| line(o.inflight, r)),
+            }
         }
     });
     match out {
-        Ok((n, s)) => {
-            println!(
-                "inflight={} renewals={n} seconds={s:.2} per_s={:.0}",
-                o.inflight,
-                n as f64 / s
-            );
+        Ok(text) => {
+            println!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {
