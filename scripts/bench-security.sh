@@ -21,15 +21,16 @@ cleanup() {
 trap cleanup EXIT
 bash scripts/lib/mkcerts.sh "$T/c"
 "$BIN/leasehold-server" token add --file "$T/tokens.toml" --name bench --ops grant,renew --prefix bench/ >"$T/token"
-start() { # start NAME ARGS...: prints the URL
-  "$BIN/leasehold-server" --listen 127.0.0.1:0 "$@" >"$T/$1.out" 2>"$T/$1.err" &
+start() { # start NAME ARGS...: sets URL
+  local name=$1; shift
+  "$BIN/leasehold-server" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
   PIDS+=("$!")
-  for _ in $(seq 100); do grep -q "listening on" "$T/$1.out" 2>/dev/null && break; sleep 0.1; done
-  grep "listening on" "$T/$1.out" | awk '{print $NF}'
+  for _ in $(seq 100); do grep -q "listening on" "$T/$name.out" 2>/dev/null && break; sleep 0.1; done
+  URL=$(grep "listening on" "$T/$name.out" | awk '{print $NF}')
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-plain=$(start plain --data "$T/d-plain")
-secure=$(start secure --data "$T/d-secure" --tls-cert "$T/c/server.pem" --tls-key "$T/c/server.key" --tokens "$T/tokens.toml")
+start plain --data "$T/d-plain"; plain=$URL
+start secure --data "$T/d-secure" --tls-cert "$T/c/server.pem" --tls-key "$T/c/server.key" --tokens "$T/tokens.toml"; secure=$URL
 echo "Renewals per second, one server (file store, 1 shard), single renewals, ${SECONDS_} s x ${RUNS} runs (median)"
 echo
 echo "| in flight | plain HTTP | TLS + token | TLS + token vs plain |"

@@ -184,7 +184,7 @@ done
 expect "40 grants through server a, all shards" 40 "$okc"
 fw=$(curl -s "$METRICS_pa/metrics" | awk '/^leasehold_forwarded_total/ {print $2}')
 [ "${fw:-0}" -gt 0 ] && ok "server a forwarded ${fw} of them to b over TLS, signed, with the identity" || bad "nothing forwarded"
-expect "a forwarded grant outside the identity's prefix is refused by the owner's rules" 403 "$(st -H "$CC" -H "$J" -d "$(grant other/x 5000)" "$URL_pa/lease")"
+expect "a grant outside the identity's prefix is refused in the cluster too" 403 "$(st -H "$CC" -H "$J" -d "$(grant other/x 5000)" "$URL_pa/lease")"
 ssl=$(pg_sql "SELECT count(*) FILTER (WHERE s.ssl), count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'leasehold-server'")
 echo "    server connections to PostgreSQL over TLS / all: ${ssl/|/ \/ }"
 [ "${ssl%%|*}" -gt 0 ] && [ "${ssl%%|*}" = "${ssl##*|}" ] && ok "every server connection to PostgreSQL is TLS" || bad "pg_stat_ssl: $ssl"
