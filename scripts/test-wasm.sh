@@ -31,7 +31,7 @@ mkdir -p "$app"
 cd "$app"
 printf '{ "name": "leasehold-test", "private": true, "type": "module" }\n' > package.json
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
-npm install --silent --no-audit --no-fund "$tarball" playwright-core@1.65.1 typescript@5.9.3 @types/node@20.19.43
+npm install --silent --no-audit --no-fund "$tarball" playwright-core@1.65.1 typescript@5.9.3 @types/node@20.19.43 undici@6.22.0
 cp "$root"/bindings-wasm/tests/*.mjs .
 
 export LEASEHOLD_ROOT=$root

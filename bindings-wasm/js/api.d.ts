@@ -331,9 +331,26 @@ export type Transport = (
  * `'landlord=0000000000000010'`); a string must already be 16 hex digits. */
 export declare function landlordQuery(landlord: string | number | bigint): string;
 
+/** Options of {@link fetchTransport}. */
+export interface FetchTransportOptions {
+  /** The fetch to use (default `globalThis.fetch`). */
+  fetch?: typeof fetch;
+  /** Headers sent with every request. */
+  headers?: Record<string, string>;
+  /** The wire encoding (default binary). */
+  encoding?: import('./leasehold_wasm.js').Encoding;
+  /** Per-attempt time-out in ms (default 1000). */
+  timeout?: number;
+  /** A leasehold-server token, sent as `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Node: an undici `Agent` (e.g. `new Agent({ connect: { ca, cert, key } })`) for a CA
+   * bundle and a client certificate, passed to each `fetch` call. */
+  dispatcher?: unknown;
+}
+
 export declare function fetchTransport(
   urls: string | URL | Array<string | URL>,
-  options?: { fetch?: typeof fetch; headers?: Record<string, string>; encoding?: import('./leasehold_wasm.js').Encoding; timeout?: number },
+  options?: FetchTransportOptions,
 ): Transport;
 
 /** What a driver of `M` hands to `onEvent`: a RenewalManager's events (a union on `type`:

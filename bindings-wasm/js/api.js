@@ -762,9 +762,21 @@ export function landlordQuery(landlord) {
  * followed with the same body. Only when every server failed does the send reject, with an
  * `IndefiniteError` (the manager retries until the lease would expire): a transport failure is
  * never reported as definite.
+ *
+ * Security (leasehold-server's `--tokens`, `--tls-*`): `token` is sent as
+ * `Authorization: Bearer <token>`; `https://` URLs use the platform's TLS. A browser checks the
+ * server against its own CAs and presents the client certificates the user installed; in
+ * Node, pass `dispatcher`, an undici `Agent` made with
+ * `{ connect: { ca, cert, key } }` (a CA bundle and a client certificate), which goes to each
+ * `fetch` call. A refusal for the identity (401, 403) or its quota (409) carries a wire reply:
+ * a definite answer, not a reason to try another server.
  */
-export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}, encoding = 'binary', timeout = 1000 } = {}) {
+export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}, encoding = 'binary', timeout = 1000, token, dispatcher } = {}) {
   if (typeof f !== 'function') throw new TypeError('fetchTransport needs fetch');
+  if (token !== undefined && (typeof token !== 'string' || /[\r\n]/.test(token) || token === '')) {
+    throw new TypeError('token must be a non-empty string without line breaks');
+  }
+  const auth = token === undefined ? {} : { authorization: `Bearer ${token}` };
   const list = (Array.isArray(urls) ? urls : [urls]).map(leaseEndpoint);
   if (list.length === 0) throw new TypeError('fetchTransport needs at least one URL');
   if (!(Number.isFinite(timeout) && timeout > 0)) throw new RangeError('timeout must be a positive number of ms');
@@ -784,7 +796,8 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
       try {
         const res = await f(url, {
           method: 'POST', body, redirect: 'follow', signal: t.signal,
-          headers: { 'content-type': type, ...headers },
+          headers: { 'content-type': type, ...auth, ...headers },
+          ...(dispatcher === undefined ? {} : { dispatcher }),
         });
         let reply;
         if (res.status === 200) {

@@ -203,8 +203,8 @@ impl Cluster<HttpConnector> {
     pub fn new(config: ClusterConfig) -> Result<Cluster, ClientError> {
         if let Some(u) = config.servers.iter().find(|u| !u.trim().starts_with("http://")) {
             return Err(ClientError::Config(format!(
-                "{u:?}: the plain connector speaks http:// only (use Cluster::with_connector \
-                 with a TLS connector for https://)"
+                "{u:?}: the plain connector speaks http:// only (use Cluster::with_tls for \
+                 https://)"
             )));
         }
         let mut connector = HttpConnector::new();

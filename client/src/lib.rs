@@ -52,7 +52,9 @@ pub mod admin;
 pub mod cluster;
 pub mod driver;
 pub mod error;
+pub mod tls;
 
 pub use cluster::{content_type, landlord_query, Answered, Cluster, ClusterConfig, OWNER_HEADER};
 pub use driver::RenewalDriver;
 pub use error::ClientError;
+pub use tls::{HttpsConnector, TlsOptions};

@@ -2,7 +2,7 @@
 # Installs Debian's postgresql when missing, runs it as a non-root user (created if needed) in
 # a temporary directory.
 #
-# One cluster on loopback: pg_start; then PG_URL (a fresh database), PG_DIR, PG_PORT,
+# One cluster on loopback: pg_start (PG_OPTS: more postgres -c settings, e.g. ssl=on); then PG_URL (a fresh database), PG_DIR, PG_PORT,
 # pg_sql "SQL"; pg_stop (call it from a trap) stops it and removes the directory.
 #
 # A primary with a synchronous streaming standby (production's topology): pg_ha_start; see
@@ -47,7 +47,7 @@ pg_start() {
   "${as[@]}" "$bin/initdb" -D "$PG_DIR/data" -A trust -U leasehold >"$PG_DIR/initdb.log" 2>&1
   # Loopback only; fsync stays on (durability is what is tested).
   "${as[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/pg.log" -w \
-    -o "-h 127.0.0.1 -p $PG_PORT -k $PG_DIR -c max_connections=200" start >/dev/null
+    -o "-h 127.0.0.1 -p $PG_PORT -k $PG_DIR -c max_connections=200 ${PG_OPTS:-}" start >/dev/null
   PG_URL="postgres://leasehold@127.0.0.1:$PG_PORT/leasehold_test"
   "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U leasehold -d postgres -qc "CREATE DATABASE leasehold_test"
   PG_BIN=$bin

@@ -67,6 +67,9 @@ pub struct Flags {
     /// --ownership-ms, at least 1000).
     #[arg(long, value_name = "MS")]
     pub db_timeout_ms: Option<u64>,
+    /// Limits, TLS and authentication (docs/security.md).
+    #[command(flatten)]
+    pub security: crate::security::SecurityFlags,
     /// An operator command instead of serving (none: serve).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -81,6 +84,12 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: QuarantineAction,
+    },
+    /// The tokens file: add, list, remove identities (see `leasehold-server token --help`).
+    Token {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::auth::TokenAction,
     },
 }
 
@@ -186,6 +195,9 @@ pub struct FileConfig {
     max_clock_rate_ppm: Option<u64>,
     forward_timeout_ms: Option<u64>,
     db_timeout_ms: Option<u64>,
+    /// Limits, TLS and authentication: the flags' names with `_` for `-`, in a `[security]`
+    /// table.
+    security: Option<crate::security::SecurityFlags>,
 }
 
 /// The landlords' default grace: the longest lease times the clock rate bound, so that a lease
@@ -246,6 +258,8 @@ pub struct Config {
     pub forward_timeout_ms: u64,
     /// Longest database statement, ms (PostgreSQL).
     pub db_timeout_ms: u64,
+    /// Limits, TLS and authentication.
+    pub security: crate::security::Security,
 }
 
 impl Config {
@@ -286,6 +300,8 @@ impl Config {
             },
         };
         policy.build().map_err(|e| format!("bad policy: {e}"))?;
+        let security =
+            crate::security::Security::load(flags.security, file.security.unwrap_or_default())?;
         let mut store_config = leasehold::store::StoreConfig::default();
         if let Some(b) = file.segment_bytes {
             store_config.segment_bytes = b;
@@ -330,6 +346,11 @@ impl Config {
         }
         let grace_ms =
             file.grace_ms.unwrap_or_else(|| default_grace(&policy, max_clock_rate_ppm)).max(0);
+        // Every landlord is bounded by default: a full one denies new leases with a reason.
+        let policy = match security.max_leases_per_shard {
+            0 => policy,
+            n => PolicySpec::Capacity { max_leases: n, inner: Box::new(policy) },
+        };
         Ok(Config {
             max_clock_offset_ms,
             max_clock_rate_ppm,
@@ -346,6 +367,7 @@ impl Config {
             store_config,
             ownership_ms,
             json_logs,
+            security,
         })
     }
 }

@@ -66,7 +66,8 @@ pub const FORWARDED: &str = "x-leasehold-forwarded";
 /// Header naming the URL of the server that owns the shard that answered.
 pub const OWNER: &str = "x-leasehold-owner";
 
-/// The router of a server.
+/// The router of a server (the client listener): every route behind [`crate::auth`]'s
+/// identities when a tokens file is given (`/livez` and `/openapi.json` stay open).
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/lease", post(lease))
@@ -76,6 +77,17 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(crate::openapi::serve))
         .merge(crate::admin::routes())
+        .layer(axum::middleware::from_fn_with_state(app.clone(), crate::access::guard))
+        .with_state(app)
+}
+
+/// The operators' listener (`--metrics-listen`): metrics and health, no token.
+pub fn operator_router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
         .with_state(app)
 }
 
@@ -105,20 +117,51 @@ async fn lease(
     if declared.is_some_and(|n| n > max as u64) {
         return crate::reply::too_large(max, enc);
     }
-    let forwarded = req.headers().contains_key(FORWARDED);
-    let body: Bytes = match axum::body::to_bytes(req.into_body(), max).await {
-        Ok(b) => b,
-        Err(_) => return crate::reply::too_large(max, enc),
+    let forwarded = req.headers().get(FORWARDED).map(|v| v.to_str().unwrap_or("").to_string());
+    let raw_query = req.uri().query().unwrap_or("").to_string();
+    let caller = req.extensions().get::<crate::access::Caller>().cloned();
+    // A body that trickles in is bounded like a head that does.
+    let limit = std::time::Duration::from_millis(app.config.security.header_timeout_ms);
+    let body: Bytes =
+        match tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(_)) => return crate::reply::too_large(max, enc),
+            Err(_) => {
+                let e = LeaseError::InvalidArgument(format!(
+                    "the request body did not arrive within {} ms",
+                    limit.as_millis()
+                ));
+                return error_reply(0, 0, &e, enc);
+            }
+        };
+    // Who speaks: the identity the guard found, or the one a forwarding server vouches for.
+    let caller = match (&forwarded, caller) {
+        (Some(proof), _) => match app.auth.verify_forward(proof, &raw_query, &body) {
+            Ok(who) => who,
+            Err(r) => return crate::access::refused_wire(&r, enc),
+        },
+        (None, Some(c)) => c.0,
+        (None, None) => None,
     };
+    let forwarded = forwarded.is_some();
     let named = match landlord.as_deref().map(crate::reply::parse_landlord) {
         None => None,
         Some(Ok(id)) => Some(id.0),
         Some(Err(e)) => return error_reply(0, 0, &e, enc),
     };
-    let request = match Request::decode(&body, enc, &app.config.limits) {
+    let mut request = match Request::decode(&body, enc, &app.config.limits) {
         Ok(r) => r,
         Err(e) => return error_reply(0, named.unwrap_or(0), &e, enc),
     };
+    let mut body = body;
+    if let Some(who) = &caller {
+        match crate::access::authorize(who, &mut request) {
+            Ok(false) => {}
+            // Durations cut to the identity's longest lease: forward what is answered.
+            Ok(true) => body = Bytes::from(request.encode(enc)),
+            Err(r) => return crate::access::refused_reply(&r, request.id, enc),
+        }
+    }
     let shards = app.shard_count();
     let shard = match (named, &request.body) {
         (Some(id), _) => id,
@@ -153,17 +196,33 @@ async fn lease(
         _ => None,
     };
     let why = match app.shard(shard) {
-        Some(h) => match h.call(request).await {
-            Answer::Reply(reply) => {
-                let reply = crate::reply::explain(reply, cookie);
-                return crate::reply::wire(&reply, enc, Some(&app.config.advertise));
+        Some(h) => {
+            // An identity's quota (its live leases under its prefixes, in this landlord).
+            let quota = match &caller {
+                Some(who) => match crate::access::reserve(&app, &h, who, shard, &request).await {
+                    Ok(q) => q,
+                    Err(r) => return r.reply(request.id, shard, enc),
+                },
+                None => None,
+            };
+            let answer = h.call(request).await;
+            if let Some(q) = quota {
+                q.finish(matches!(&answer, Answer::Reply(r) if matches!(r.body, ReplyBody::Granted { .. })))
+                    .await;
             }
-            Answer::Unavailable(why) => why,
-        },
+            match answer {
+                Answer::Reply(reply) => {
+                    let reply = crate::reply::explain(reply, cookie);
+                    return crate::reply::wire(&reply, enc, Some(&app.config.advertise));
+                }
+                Answer::Unavailable(why) => why,
+            }
+        }
         None => app.unserved_why(shard),
     };
     if !forwarded {
-        if let Some(r) = app.forward(shard, q_landlord(named), enc, body).await {
+        let who = caller.as_ref().map(|c| c.name.as_str());
+        if let Some(r) = app.forward(shard, q_landlord(named), enc, body, who).await {
             return r;
         }
     }

@@ -12,21 +12,28 @@
 //! - [`quarantine`]: shards whose stored state was refused, and the operator's commands;
 //! - [`health`]: liveness and readiness (`/livez`, `/readyz`);
 //! - [`http`]: routes, encodings, routing to shards, forwarding;
+//! - [`security`], [`listener`], [`tls`], [`auth`]: limits by default, bounded connections,
+//!   TLS and mTLS, identities with permissions and quotas (`docs/security.md`).
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod admin;
+pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod files;
 pub mod guard;
 pub mod health;
 pub mod http;
+pub mod listener;
 pub mod metrics;
 pub mod openapi;
 pub mod pg;
 pub mod quarantine;
 pub mod reply;
+pub mod security;
 pub mod shard;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -80,12 +87,23 @@ pub struct App {
     pending_db: Mutex<Option<String>>,
     /// Per shard: failures in a row, and when the last one was.
     streaks: Mutex<BTreeMap<u64, (u32, Instant, String)>>,
+    /// Identities, permissions, quotas, forwarded-request proofs.
+    pub auth: auth::Auth,
+    /// The client listener's TLS configuration (reloaded on SIGHUP).
+    pub tls: Option<Arc<tls::Reloadable>>,
+    /// Connection counters of the listeners.
+    pub conns: Arc<listener::ConnStats>,
 }
 
 impl App {
-    fn new(config: Config) -> Arc<App> {
+    fn new(config: Config) -> Result<Arc<App>, String> {
         let shard_count = AtomicU64::new(config.shards);
-        Arc::new(App {
+        let auth = auth::Auth::load(
+            config.security.tokens.as_deref(),
+            config.security.cluster_secret.as_deref(),
+        )?;
+        let tls = tls::server_config(&config.security)?.map(|c| Arc::new(tls::Reloadable::new(c)));
+        Ok(Arc::new(App {
             config,
             shards: RwLock::new(BTreeMap::new()),
             local: Mutex::new(BTreeMap::new()),
@@ -95,7 +113,29 @@ impl App {
             cluster: Mutex::new(None),
             pending_db: Mutex::new(None),
             streaks: Mutex::new(BTreeMap::new()),
-        })
+            auth,
+            tls,
+            conns: Arc::new(listener::ConnStats::default()),
+        }))
+    }
+
+    /// Re-reads the TLS certificate and key and the tokens file (SIGHUP). Open connections
+    /// keep what they had; a file that does not load leaves the old settings in force.
+    pub fn reload(&self) {
+        if let Some(t) = &self.tls {
+            match t.reload(&self.config.security) {
+                Ok(()) => tracing::info!("TLS certificate reloaded"),
+                Err(e) => {
+                    tracing::error!(error = %e, "TLS certificate not reloaded: kept the old one")
+                }
+            }
+        }
+        if self.auth.enabled() {
+            match self.auth.reload() {
+                Ok(n) => tracing::info!(identities = n, "tokens file reloaded"),
+                Err(e) => tracing::error!(error = %e, "tokens file not reloaded: kept the old one"),
+            }
+        }
     }
 
     /// How many shards the cluster has.
@@ -322,7 +362,9 @@ impl App {
             }
             StoreKind::Files(_) => None,
         };
-        metrics::render(&shards, &self.stats, pg.as_ref())
+        let mut out = metrics::render(&shards, &self.stats, pg.as_ref());
+        self.conns.render(&mut out);
+        out
     }
 
     pub(crate) fn insert(&self, h: ShardHandle) {
@@ -379,9 +421,10 @@ impl App {
         landlord: Option<u64>,
         enc: Encoding,
         body: Bytes,
+        identity: Option<&str>,
     ) -> Option<Response> {
         let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
-        let r = cluster.forward(shard, landlord, enc, body).await;
+        let r = cluster.forward(shard, landlord, enc, body, identity).await;
         if r.is_some() {
             self.stats.forwarded.fetch_add(1, Relaxed);
         }
@@ -398,14 +441,15 @@ pub async fn run(
 ) -> Result<(), String> {
     let mut config = config;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let scheme = config.security.scheme();
     if config.listen.port() == 0 && config.advertise == format!("http://{}", config.listen) {
         // Port 0 (tests, scripts): advertise the port actually bound.
         if config.name == config.advertise {
-            config.name = format!("http://{addr}");
+            config.name = format!("{scheme}://{addr}");
         }
-        config.advertise = format!("http://{addr}");
+        config.advertise = format!("{scheme}://{addr}");
     }
-    let app = App::new(config.clone());
+    let app = App::new(config.clone())?;
     match &config.store {
         StoreKind::Files(data) => {
             files::open_all(&app, data).await?;
@@ -443,18 +487,71 @@ pub async fn run(
             });
         }
     }
+    // The operators' listener: metrics and health without a token.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut metrics_addr = None;
+    let metrics_task = match config.security.metrics_listen {
+        Some(a) => {
+            let l = tokio::net::TcpListener::bind(a)
+                .await
+                .map_err(|e| format!("cannot listen on {a} (--metrics-listen): {e}"))?;
+            metrics_addr = Some(l.local_addr().map_err(|e| e.to_string())?);
+            let mut rx = stop_rx.clone();
+            Some(tokio::spawn(listener::serve(
+                l,
+                http::operator_router(app.clone()),
+                listener::ConnLimits::of(&config.security),
+                None,
+                app.conns.clone(),
+                async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                },
+            )))
+        }
+        None => None,
+    };
+    // SIGHUP: reload certificates and tokens.
+    let reloader = {
+        let app = Arc::downgrade(&app);
+        tokio::spawn(async move {
+            let Ok(mut hup) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            else {
+                return;
+            };
+            while hup.recv().await.is_some() {
+                let Some(app) = app.upgrade() else { return };
+                app.reload();
+            }
+        })
+    };
     // One line on stdout for scripts and tests that started us on port 0.
-    println!("leasehold-server listening on http://{addr}");
+    println!("leasehold-server listening on {scheme}://{addr}");
+    if let Some(m) = metrics_addr {
+        println!("leasehold-server metrics on http://{m}");
+    }
     tracing::info!(
         listen = %addr,
         shards = app.shard_count(),
         store = ?config.store,
+        tls = app.tls.is_some(),
+        tokens = app.auth.enabled(),
         "serving"
     );
-    axum::serve(listener, http::router(app.clone()))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| e.to_string())?;
+    listener::serve(
+        listener,
+        http::router(app.clone()),
+        listener::ConnLimits::of(&config.security),
+        app.tls.clone(),
+        app.conns.clone(),
+        shutdown,
+    )
+    .await;
+    let _ = stop_tx.send(true);
+    if let Some(t) = metrics_task {
+        let _ = t.await;
+    }
+    reloader.abort();
     tracing::info!("shutting down");
     let cluster = app.cluster.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(c) = cluster {

@@ -8,8 +8,21 @@ use leasehold_server::quarantine::{self, Target};
 
 fn main() -> ExitCode {
     let mut flags = Flags::parse();
-    if let Some(Command::Quarantine { action }) = flags.command.take() {
-        return quarantine_command(action);
+    match flags.command.take() {
+        Some(Command::Quarantine { action }) => return quarantine_command(action),
+        Some(Command::Token { action }) => {
+            return match leasehold_server::auth::token_command(action) {
+                Ok(out) => {
+                    print!("{out}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("leasehold-server token: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        None => {}
     }
     let config = match Config::load(flags) {
         Ok(c) => c,

@@ -142,6 +142,9 @@ pub struct ServerStats {
     pub pg_connect_failures: AtomicU64,
     /// The wait before the next connection attempt, ms (0 while connecting works).
     pub pg_reconnect_wait_ms: AtomicU64,
+    /// Requests refused for their identity: no or a wrong credential, an operation or
+    /// prefix not granted, a full quota (docs/security.md).
+    pub refused: AtomicU64,
 }
 
 fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -318,7 +321,12 @@ pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetri
             let _ = writeln!(out, "{name} {v}");
         }
     }
-    let server_counters: [(&str, &str, &AtomicU64); 9] = [
+    let server_counters: [(&str, &str, &AtomicU64); 10] = [
+        (
+            "leasehold_refused_total",
+            "Requests refused for their identity (credential, permission, prefix, quota).",
+            &server.refused,
+        ),
         (
             "leasehold_forwarded_total",
             "Requests forwarded to their shard's owner.",

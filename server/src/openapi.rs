@@ -344,7 +344,9 @@ pub fn document() -> Value {
                     "200": wire_response(200, "The landlord's answer (per-lease errors of a batch included)."),
                     "400": wire_response(400, "An error reply: the body does not decode (code 5), or a bad argument (code 4), such as a landlord id in another form."),
                     "404": wire_response(404, "An error reply: the lease is unknown to its landlord, or the landlord is not one of the cluster's (code 1)."),
-                    "409": wire_response(409, "An error reply: the landlord denies the request (code 2); the lease is unchanged."),
+                    "401": wire_response(401, "An error reply (code 2): the server has a tokens file (--tokens) and the request carried neither a token nor a client certificate."),
+                    "403": wire_response(403, "An error reply (code 2): the token names no identity, the identity may not use this operation or lease this resource, or a forwarded request's proof is wrong."),
+                    "409": wire_response(409, "An error reply: the landlord denies the request (code 2: at capacity, over the identity's quota, a policy); the lease is unchanged."),
                     "413": wire_response(413, "An error reply: the body is over the size limit (code 5)."),
                     "503": unavailable()
                 }

@@ -184,16 +184,22 @@ const FENCE: &str =
 
 /// The database's URL as a connection configuration: a connect time-out of 3 s per host
 /// unless the URL sets one, and an application name.
-fn pg_config(url: &str) -> Result<tokio_postgres::Config, String> {
+fn pg_config(url: &str) -> Result<(tokio_postgres::Config, crate::tls::PgTlsMode), String> {
+    let (plain, tls) = crate::tls::pg_url_tls(url).map_err(|e| format!("--store: {e}"))?;
     let mut config: tokio_postgres::Config =
-        url.parse().map_err(|e| format!("--store {url:?}: {e}"))?;
+        plain.parse().map_err(|e| format!("--store {url:?}: {e}"))?;
+    config.ssl_mode(match tls.mode.as_str() {
+        "disable" => tokio_postgres::config::SslMode::Disable,
+        "prefer" => tokio_postgres::config::SslMode::Prefer,
+        _ => tokio_postgres::config::SslMode::Require,
+    });
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(3));
     }
     if config.get_application_name().is_none() {
         config.application_name("leasehold-server");
     }
-    Ok(config)
+    Ok((config, tls))
 }
 
 /// Checks that `url` parses as a PostgreSQL URL (a typo is an error at start, not a retry).
@@ -203,9 +209,21 @@ pub fn check_url(url: &str) -> Result<(), String> {
 
 /// Opens a connection (trying the URL's hosts in order).
 pub(crate) async fn connect(url: &str) -> Result<Client, String> {
-    let config = pg_config(url)?;
+    let (config, tls) = pg_config(url)?;
+    // TLS as the URL's sslmode says (libpq's names; sslrootcert for the verify modes).
+    if tls.mode == "disable" {
+        let (client, connection) =
+            config.connect(NoTls).await.map_err(|e| format!("PostgreSQL: {}", e.text()))?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "PostgreSQL connection ended");
+            }
+        });
+        return Ok(client);
+    }
+    let connector = crate::tls::PgTls::new(&tls)?;
     let (client, connection) =
-        config.connect(NoTls).await.map_err(|e| format!("PostgreSQL: {}", e.text()))?;
+        config.connect(connector).await.map_err(|e| format!("PostgreSQL: {}", e.text()))?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %e, "PostgreSQL connection ended");
@@ -620,7 +638,7 @@ pub struct Cluster {
     state: Mutex<State>,
     db: Mutex<Db>,
     guard: Mutex<Guard>,
-    http: HttpClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    http: HttpClient<crate::tls::PeerConnector, Full<Bytes>>,
     stop: tokio::sync::watch::Sender<bool>,
     ticker: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -697,7 +715,8 @@ impl Cluster {
                 c.max_clock_offset_ms as f64,
                 c.max_clock_rate_ppm as f64,
             )),
-            http: HttpClient::builder(TokioExecutor::new()).build_http(),
+            http: HttpClient::builder(TokioExecutor::new())
+                .build(crate::tls::peer_connector(&app.config.security)?),
             stop,
             ticker: Mutex::new(None),
         });
@@ -1428,6 +1447,7 @@ impl Cluster {
         landlord: Option<u64>,
         enc: Encoding,
         body: Bytes,
+        identity: Option<&str>,
     ) -> Option<Response> {
         let app = self.app.upgrade()?;
         let (owner, suspect) = {
@@ -1446,11 +1466,13 @@ impl Cluster {
                 "shard {shard}'s owner {owner} did not answer in time lately; try again shortly"
             )));
         }
-        let uri =
-            format!("{owner}/lease?landlord={}", leasehold::LandlordId(landlord.unwrap_or(shard)));
+        let query = format!("landlord={}", leasehold::LandlordId(landlord.unwrap_or(shard)));
+        // Proof that a server sent it, with the identity of the client that spoke.
+        let proof = app.auth.sign(identity, &query, &body).unwrap_or_else(|| "1".into());
+        let uri = format!("{owner}/lease?{query}");
         let req = hyper::Request::post(uri)
             .header(header::CONTENT_TYPE, content_type(enc))
-            .header(FORWARDED, "1")
+            .header(FORWARDED, proof)
             .body(Full::new(body))
             .ok()?;
         let started = Instant::now();

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import inspect
+import ssl
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -209,9 +210,27 @@ class Cluster:
 
     ``send`` / ``asend`` fit ``obtain_lease``; ``transport`` / ``atransport`` fit the renewal
     drivers (both also take the URLs themselves and build one of these). Thread-safe.
+
+    ``https://`` URLs are checked against ``cafile`` (a PEM bundle; the system's CAs when
+    None) or a ready ``ssl_context``; ``certfile`` and ``keyfile`` present a client
+    certificate (servers started with ``--tls-client-ca``); ``token`` goes with every request
+    as ``Authorization: Bearer <token>`` (servers started with ``--tokens``). A refusal for
+    the identity (401, 403) or its quota (409) is a wire reply, so it is the server's definite
+    answer, not a reason to try another server.
     """
 
-    def __init__(self, urls: Union[str, Sequence[str]], *, encoding: Encoding = "binary", timeout: float = 1.0) -> None:
+    def __init__(
+        self,
+        urls: Union[str, Sequence[str]],
+        *,
+        encoding: Encoding = "binary",
+        timeout: float = 1.0,
+        token: Optional[str] = None,
+        cafile: Optional[str] = None,
+        certfile: Optional[str] = None,
+        keyfile: Optional[str] = None,
+        ssl_context: Optional[ssl.SSLContext] = None,
+    ) -> None:
         listed = [urls] if isinstance(urls, str) else list(urls)
         if not listed:
             raise ValueError("a cluster needs at least one server URL")
@@ -219,6 +238,14 @@ class Cluster:
         self._servers = [_split(u) for u in listed]
         self.encoding: Encoding = encoding
         self.timeout = timeout
+        if ssl_context is None:
+            ssl_context = ssl.create_default_context(cafile=cafile)
+            if certfile is not None:
+                ssl_context.load_cert_chain(certfile, keyfile)
+        elif cafile is not None or certfile is not None:
+            raise ValueError("give ssl_context or cafile/certfile/keyfile, not both")
+        self._ssl = ssl_context
+        self._headers: Dict[str, str] = _extra_headers({"Authorization": f"Bearer {token}"} if token else {})
         self._lock = threading.Lock()
         self._current = 0
         self._owner: Dict[int, int] = {}
@@ -285,17 +312,17 @@ class Cluster:
         the reply body; raises ``IndefiniteError`` once every server failed. ``headers`` are
         sent as well (e.g. the ``leasehold-listener`` of a discovery registration; a header
         with a line break raises ``ValueError`` before anything is sent)."""
-        headers = _extra_headers(headers)
+        headers = {**self._headers, **_extra_headers(headers)}
         failures: List[str] = []
         for i in self._order(landlord):
             u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
             try:
-                response = _exchange(u, target, data, self.encoding, self.timeout, headers)
+                response = _exchange(u, target, data, self.encoding, self.timeout, headers, self._ssl)
                 for _ in range(MAX_REDIRECTS):
                     if (hop := _redirect(url, response)) is None:
                         break
                     u, target, url = hop
-                    response = _exchange(u, target, data, self.encoding, self.timeout, headers)
+                    response = _exchange(u, target, data, self.encoding, self.timeout, headers, self._ssl)
             except (OSError, http.client.HTTPException, ValueError) as e:
                 failures.append(f"{url}: {e!r}")
                 continue
@@ -304,18 +331,18 @@ class Cluster:
         raise self._failed(failures)
 
     async def apost(self, data: bytes, landlord: Optional[int] = None, *, headers: Optional[Mapping[str, str]] = None) -> bytes:
-        """As :meth:`post`, with asyncio streams (http:// only)."""
-        headers = _extra_headers(headers)
+        """As :meth:`post`, with asyncio streams (TLS for https://)."""
+        headers = {**self._headers, **_extra_headers(headers)}
         failures: List[str] = []
         for i in self._order(landlord):
             u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
             try:
-                response = await _aexchange(u, target, data, self.encoding, self.timeout, headers)
+                response = await _aexchange(u, target, data, self.encoding, self.timeout, headers, self._ssl)
                 for _ in range(MAX_REDIRECTS):
                     if (hop := _redirect(url, response)) is None:
                         break
                     u, target, url = hop
-                    response = await _aexchange(u, target, data, self.encoding, self.timeout, headers)
+                    response = await _aexchange(u, target, data, self.encoding, self.timeout, headers, self._ssl)
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
                 failures.append(f"{url}: {e!r}")
                 continue
@@ -351,10 +378,14 @@ def _exchange(
     encoding: Encoding,
     timeout: float,
     extra: Optional[Mapping[str, str]] = None,
+    context: Optional[ssl.SSLContext] = None,
 ) -> _Response:
     """One POST on a fresh connection; the status, the headers (lower-case names) and the body."""
-    cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-    conn = cls(u.hostname or "127.0.0.1", u.port, timeout=timeout)
+    conn: http.client.HTTPConnection
+    if u.scheme == "https":
+        conn = http.client.HTTPSConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout, context=context)
+    else:
+        conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
     try:
         sent = {**(extra or {}), "Content-Type": content_type(encoding), "Connection": "close"}
         conn.request("POST", target, body=data, headers=sent)
@@ -382,14 +413,19 @@ async def _aexchange(
     encoding: Encoding,
     timeout: float,
     extra: Optional[Mapping[str, str]] = None,
+    context: Optional[ssl.SSLContext] = None,
 ) -> _Response:
-    if u.scheme != "http":
-        raise ValueError(f"apost speaks http:// only, not {u.scheme}://")
+    tls = u.scheme == "https"
     host = u.hostname or "127.0.0.1"
     more = b"".join(b"%s: %s\r\n" % (k.encode("latin-1"), v.encode("latin-1")) for k, v in (extra or {}).items())
 
     async def exchange() -> _Response:
-        reader, writer = await asyncio.open_connection(host, u.port or 80)
+        if tls:
+            reader, writer = await asyncio.open_connection(
+                host, u.port or 443, ssl=context or ssl.create_default_context(), server_hostname=host
+            )
+        else:
+            reader, writer = await asyncio.open_connection(host, u.port or 80)
         try:
             writer.write(
                 b"POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
@@ -436,5 +472,5 @@ async def apost(
     landlord: Optional[int] = None,
     headers: Optional[Mapping[str, str]] = None,
 ) -> bytes:
-    """POSTs a message with asyncio streams (http only), as :func:`post`."""
+    """POSTs a message with asyncio streams, as :func:`post`."""
     return await Cluster(url, encoding=encoding, timeout=timeout).apost(data, landlord, headers=headers)

@@ -67,6 +67,7 @@ impl Server {
         let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
         let addr = url
             .trim_start_matches("http://")
+            .trim_start_matches("https://")
             .parse()
             .unwrap_or_else(|_| panic!("no address in {line:?}; logs: {:?}", logs.lock().unwrap()));
         Server { child, addr, logs }

@@ -1,0 +1,113 @@
+//! `https://` servers: a [`Cluster`] over TLS (rustls), checked against a CA bundle, with an
+//! optional client certificate (mTLS). A token goes in [`ClusterConfig::bearer_token`].
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), leasehold_client::ClientError> {
+//! use leasehold_client::{Cluster, ClusterConfig, TlsOptions};
+//! let config = ClusterConfig::new(["https://lease-1.internal:7420"]).bearer_token("lh_...")?;
+//! let tls = TlsOptions::new().ca_file("/etc/leasehold/ca.pem");
+//! let cluster = Cluster::with_tls(config, &tls)?;
+//! # Ok(()) }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hyper_util::client::legacy::connect::HttpConnector;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore};
+
+use crate::cluster::{Cluster, ClusterConfig};
+use crate::error::ClientError;
+
+/// The connector of a [`Cluster`] made by [`Cluster::with_tls`]: `https://` over rustls,
+/// `http://` over TCP.
+pub type HttpsConnector = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// Where the system keeps its CA bundle (Debian's `ca-certificates`), used when no CA file
+/// is given.
+pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// TLS settings of a client.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// CA certificates (PEM) the servers' certificates must chain to; the system's bundle
+    /// when `None`.
+    pub ca_file: Option<PathBuf>,
+    /// A client certificate chain and its key (PEM), for servers that ask for one (mTLS).
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+}
+
+impl TlsOptions {
+    /// The system's CAs, no client certificate.
+    pub fn new() -> TlsOptions {
+        TlsOptions::default()
+    }
+
+    /// Trusts the CA certificates of this PEM file (and no others).
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> TlsOptions {
+        self.ca_file = Some(path.into());
+        self
+    }
+
+    /// Presents this certificate chain and key (PEM files).
+    pub fn client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> TlsOptions {
+        self.client_cert = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// The rustls configuration these settings give.
+    pub fn client_config(&self) -> Result<ClientConfig, ClientError> {
+        let ca = self.ca_file.as_deref().unwrap_or(Path::new(SYSTEM_CA_BUNDLE));
+        let mut roots = RootCertStore::empty();
+        for c in certs(ca)? {
+            roots.add(c).map_err(|e| ClientError::Config(format!("{}: {e}", ca.display())))?;
+        }
+        let builder =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .map_err(|e| ClientError::Config(e.to_string()))?
+                .with_root_certificates(roots);
+        match &self.client_cert {
+            None => Ok(builder.with_no_client_auth()),
+            Some((cert, key)) => {
+                let k = PrivateKeyDer::from_pem_file(key)
+                    .map_err(|e| ClientError::Config(format!("{}: {e}", key.display())))?;
+                builder
+                    .with_client_auth_cert(certs(cert)?, k)
+                    .map_err(|e| ClientError::Config(format!("{}: {e}", cert.display())))
+            }
+        }
+    }
+}
+
+fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, ClientError> {
+    let v = CertificateDer::pem_file_iter(path)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| ClientError::Config(format!("{}: {e}", path.display())))?;
+    if v.is_empty() {
+        return Err(ClientError::Config(format!("{}: no certificate in it", path.display())));
+    }
+    Ok(v)
+}
+
+impl Cluster<HttpsConnector> {
+    /// A client of the servers in `config` over TLS for `https://` URLs (plain TCP for
+    /// `http://` ones).
+    pub fn with_tls(
+        config: ClusterConfig,
+        tls: &TlsOptions,
+    ) -> Result<Cluster<HttpsConnector>, ClientError> {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(config.attempt_timeout));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls.client_config()?)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        Cluster::with_connector(config, connector)
+    }
+}

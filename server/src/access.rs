@@ -1,0 +1,258 @@
+//! Access control on the routes: the middleware that finds who speaks and what the route
+//! needs, the checks of a lease request against its identity (operation, prefix, longest
+//! lease) and the quota reservation. The rules are in [`crate::auth`].
+//!
+//! | route | needs |
+//! |---|---|
+//! | `/livez`, `/openapi.json` | nothing (they reveal no lease and no server state) |
+//! | `POST /lease` | an identity with the operation (`grant`, `renew`, `cancel`) |
+//! | `/readyz`, `/healthz`, `/metrics` | `metrics` (or the `--metrics-listen` listener) |
+//! | `/admin/...` | `admin` |
+//! | `/watch...` | `watch` |
+//! | anything else | an identity |
+//!
+//! A refused `/lease` gets a wire error reply (`lease_denied` with a message that says why)
+//! under 401 or 403, so that clients read it as a definite answer and do not fail over;
+//! other routes get the message as text.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Request as HttpRequest, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use leasehold::wire::WireError;
+use leasehold::{Encoding, ErrorCode, LandlordId, Reply, ReplyBody, Request, RequestBody};
+
+use crate::auth::{Count, Identity, Op, Refused, RECOUNT_EVERY};
+use crate::listener::ConnInfo;
+use crate::shard::ShardHandle;
+use crate::App;
+
+/// The identity a request speaks as (`None`: authentication is off), put in the request's
+/// extensions by [`guard`].
+#[derive(Debug, Clone)]
+pub struct Caller(pub Option<Arc<Identity>>);
+
+enum Need {
+    Nothing,
+    Identity,
+    Op(Op),
+    /// `/lease`: an identity, or a forwarding server's proof (checked with the body).
+    Lease,
+}
+
+fn need(path: &str) -> Need {
+    match path {
+        "/livez" | "/openapi.json" => Need::Nothing,
+        "/lease" => Need::Lease,
+        "/readyz" | "/healthz" | "/metrics" => Need::Op(Op::Metrics),
+        p if p.starts_with("/admin/") || p == "/admin" => Need::Op(Op::Admin),
+        p if p.starts_with("/watch") => Need::Op(Op::Watch),
+        _ => Need::Identity,
+    }
+}
+
+fn text(status: StatusCode, msg: String) -> Response {
+    let mut r =
+        (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], msg + "\n").into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    r
+}
+
+/// The middleware of the client listener.
+pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next) -> Response {
+    if !app.auth.enabled() {
+        return next.run(req).await;
+    }
+    let need = need(req.uri().path());
+    if matches!(need, Need::Nothing) {
+        return next.run(req).await;
+    }
+    if matches!(need, Need::Lease) && req.headers().contains_key(crate::http::FORWARDED) {
+        // The handler checks the proof against the body.
+        return next.run(req).await;
+    }
+    let cert = req.extensions().get::<ConnInfo>().and_then(|c| c.cert_identity.clone());
+    let who = match app.auth.identify(req.headers(), cert.as_deref()) {
+        Ok(Some(w)) => w,
+        Ok(None) => return next.run(req).await,
+        Err(r) => {
+            app.stats.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return match need {
+                Need::Lease => refused_wire(&r, crate::http::encoding_of(req.headers())),
+                _ => text(r.status(), r.message()),
+            };
+        }
+    };
+    if let Need::Op(op) = need {
+        if !who.may(op) {
+            app.stats.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let r =
+                Refused::NotAllowed(format!("identity {:?} may not use {}", who.name, op.name()));
+            return text(r.status(), r.message());
+        }
+    }
+    req.extensions_mut().insert(Caller(Some(who)));
+    next.run(req).await
+}
+
+/// A refusal as a wire error reply (request id 0: it was not read).
+pub fn refused_wire(r: &Refused, enc: Encoding) -> Response {
+    refused_reply(r, 0, enc)
+}
+
+/// A refusal of request `id` as a wire error reply.
+pub fn refused_reply(r: &Refused, id: u64, enc: Encoding) -> Response {
+    let reply = Reply {
+        id,
+        landlord: LandlordId(0),
+        body: ReplyBody::Error(WireError {
+            code: ErrorCode::LeaseDenied as i32,
+            message: r.message(),
+        }),
+    };
+    let mut resp = crate::reply::wire_with(r.status(), &reply, enc, None);
+    if r.status() == StatusCode::UNAUTHORIZED {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    resp
+}
+
+fn cut(d: &mut i64, max: i64) -> bool {
+    if *d == leasehold::ANY || *d == leasehold::FOREVER || *d > max {
+        *d = max;
+        true
+    } else {
+        false
+    }
+}
+
+/// Checks `request` against `who`: the operation, the resource's prefix; cuts requested
+/// durations to the identity's longest lease. `Ok(true)` when the request was changed.
+pub fn authorize(who: &Identity, request: &mut Request) -> Result<bool, Refused> {
+    let op = match &request.body {
+        RequestBody::Grant { .. } => Op::Grant,
+        RequestBody::Renew { .. } | RequestBody::RenewAll { .. } => Op::Renew,
+        RequestBody::Cancel { .. } | RequestBody::CancelAll { .. } => Op::Cancel,
+    };
+    if !who.may(op) {
+        return Err(Refused::NotAllowed(format!("identity {:?} may not {}", who.name, op.name())));
+    }
+    if let RequestBody::Grant { resource, .. } = &request.body {
+        if !who.may_lease(resource) {
+            return Err(Refused::NotAllowed(format!(
+                "identity {:?} may lease only resources starting with {}",
+                who.name,
+                who.prefixes.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(" or ")
+            )));
+        }
+    }
+    let Some(max) = who.max_lease_ms else { return Ok(false) };
+    Ok(match &mut request.body {
+        RequestBody::Grant { duration, .. } | RequestBody::Renew { duration, .. } => {
+            cut(duration, max)
+        }
+        RequestBody::RenewAll { items } => {
+            items.iter_mut().fold(false, |changed, (_, d)| cut(d, max) | changed)
+        }
+        _ => false,
+    })
+}
+
+/// A grant's place in its identity's quota, held until the landlord answers.
+pub struct Reserved {
+    count: Arc<tokio::sync::Mutex<Count>>,
+}
+
+impl Reserved {
+    /// The landlord answered: the place is kept if the lease was granted.
+    pub async fn finish(self, granted: bool) {
+        let mut c = self.count.lock().await;
+        c.pending = c.pending.saturating_sub(1);
+        if granted {
+            c.counted += 1;
+        }
+    }
+}
+
+/// A quota that is full.
+pub struct Full {
+    message: String,
+}
+
+impl Full {
+    /// The denial, as the landlord would give it (409).
+    pub fn reply(&self, id: u64, shard: u64, enc: Encoding) -> Response {
+        let reply = Reply {
+            id,
+            landlord: LandlordId(shard),
+            body: ReplyBody::Error(WireError {
+                code: ErrorCode::LeaseDenied as i32,
+                message: self.message.clone(),
+            }),
+        };
+        crate::reply::wire(&reply, enc, None)
+    }
+}
+
+/// Counts `who`'s live leases in the shard: every lease whose resource starts with one of its
+/// prefixes (in the shard's actor, from the landlord's own state).
+async fn scan(h: &ShardHandle, who: &Identity) -> Option<usize> {
+    let prefixes: Vec<Vec<u8>> = who.prefixes.iter().map(|p| p.as_bytes().to_vec()).collect();
+    let v = h
+        .admin(Box::new(move |ll, now| {
+            let n = ll
+                .iter()
+                .filter(|(_, exp, r)| {
+                    *exp > now && prefixes.iter().any(|p| r.starts_with(p.as_slice()))
+                })
+                .count();
+            serde_json::json!(n)
+        }))
+        .await?;
+    v.as_u64().map(|n| n as usize)
+}
+
+/// Takes a place in `who`'s quota for a grant to `shard` (nothing to take for other requests
+/// or identities without `max_leases`); [`Full`] when there is none.
+pub async fn reserve(
+    app: &App,
+    h: &ShardHandle,
+    who: &Identity,
+    shard: u64,
+    request: &Request,
+) -> Result<Option<Reserved>, Full> {
+    let (Some(max), RequestBody::Grant { .. }) = (who.max_leases, &request.body) else {
+        return Ok(None);
+    };
+    let count = app.auth.count(&who.name, shard);
+    let mut c = count.lock().await;
+    let stale = c.scanned.is_none_or(|t| t.elapsed() >= RECOUNT_EVERY);
+    if c.scanned.is_none() || (c.counted + c.pending >= max && stale) {
+        // Count again: the first time, and before denying (expired and cancelled leases free
+        // their places). Grants answered before the scan but not finished here are counted
+        // twice for a moment: the quota errs towards denying, never towards exceeding.
+        if let Some(n) = scan(h, who).await {
+            c.counted = n;
+            c.scanned = Some(Instant::now());
+        }
+    }
+    if c.counted + c.pending >= max {
+        app.stats.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return Err(Full {
+            message: format!(
+                "quota reached: identity {:?} holds {} of its {max} live leases in landlord {}",
+                who.name,
+                c.counted + c.pending,
+                LandlordId(shard)
+            ),
+        });
+    }
+    c.pending += 1;
+    drop(c);
+    Ok(Some(Reserved { count }))
+}
