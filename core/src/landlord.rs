@@ -64,8 +64,11 @@
 //! snapshots ([`Landlord::snapshot_bytes`]); [`Landlord::recover`] rebuilds it from both. The
 //! same rule holds there: time spent down does not count (see [`Landlord::resume`]).
 
+mod coord;
 mod durable;
+mod exclusive;
 mod state;
+mod watch;
 mod wheel;
 
 use std::collections::VecDeque;
@@ -81,8 +84,10 @@ use crate::time::{self, Duration, Millis, ANY, FOREVER};
 use crate::wire::{Encoding, Limits, Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
 
 pub use crate::journal::Recovered;
+pub use coord::{CoordSnapshot, CoordinatedSnapshot, SnapshotInfo, SnapshotWatch};
 pub use state::{
-    LandlordSnapshot, RngState, SnapshotLease, String128, BINARY_SNAPSHOT_VERSION, SNAPSHOT_VERSION,
+    LandlordSnapshot, RngState, SnapshotLease, String128, BINARY_SNAPSHOT_VERSION,
+    BINARY_SNAPSHOT_VERSION_COORD, SNAPSHOT_VERSION,
 };
 use wheel::{key_of, time_of, Links, Node, Wheel, LIST_EARLY, LIST_FREE, LIST_NONE, NIL};
 
@@ -240,6 +245,9 @@ pub struct Landlord<R = Vec<u8>> {
     /// Added to the host's `now` to give the landlord's clock (non-zero after a resume).
     offset: Millis,
     journal: Option<Box<durable::Journal<R>>>,
+    /// Tokens, exclusive resources, watches, waiting requests ([`crate::coord`]); `None`
+    /// until [`Landlord::enable_coordination`].
+    coord: Option<Box<coord::Coord<R>>>,
 }
 
 impl<R> Landlord<R> {
@@ -264,6 +272,7 @@ impl<R> Landlord<R> {
             clock: Millis::MIN,
             offset: 0,
             journal: None,
+            coord: None,
         }
     }
 
@@ -422,6 +431,9 @@ impl<R> Landlord<R> {
                 self.slots.len()
             )));
         }
+        if self.coord.is_some() {
+            self.coord_check_grant(&resource)?;
+        }
         let ctx = PolicyContext { now, live: self.live };
         let duration = limit(requested, self.policy.grant(requested, &ctx)?);
         let (cookie, expiration) = self.place(resource, duration);
@@ -500,6 +512,9 @@ impl<R> Landlord<R> {
             let r = self.slots[idx as usize].resource.as_ref().expect("just placed");
             j.grant(self.clock, cookie, duration, r);
         }
+        if let Some(c) = self.coord.as_deref_mut() {
+            c.placed(cookie, self.slots[idx as usize].resource.as_ref().expect("placed"), duration);
+        }
         (cookie, expiration)
     }
 
@@ -519,13 +534,20 @@ impl<R> Landlord<R> {
     pub fn renew(&mut self, cookie: Cookie, requested: Duration, now: Millis) -> Result<Duration> {
         let now = self.tick(now);
         time::check_requested(requested)?;
-        let idx = self.live_slot(cookie)?;
+        let idx = match self.live_slot(cookie) {
+            Ok(idx) => idx,
+            Err(e) if self.coord.is_some() => return self.renew_watch(cookie, requested, e),
+            Err(e) => return Err(e),
+        };
         let old = self.slots[idx as usize].expiration;
         let ctx = PolicyContext { now, live: self.live };
         let duration = limit(requested, self.policy.renew(requested, old, &ctx)?);
         self.extend(idx, duration);
         if let Some(j) = self.journal.as_deref_mut() {
             j.renew(self.clock, cookie, duration);
+        }
+        if let Some(c) = self.coord.as_deref_mut() {
+            c.renewed(cookie, self.slots[idx as usize].resource.as_ref().expect("held"), duration);
         }
         Ok(duration)
     }
@@ -558,7 +580,12 @@ impl<R> Landlord<R> {
             j.cancel(self.clock, cookie);
         }
         self.unfile(idx);
-        Ok(self.release(idx))
+        let r = self.release(idx);
+        if let Some(c) = self.coord.as_deref_mut() {
+            c.ended(cookie, &r, crate::coord::EventKind::Cancelled);
+            self.serve_freed();
+        }
+        Ok(r)
     }
 
     /// Renews many leases; one result per lease, in order. One failure never aborts the batch.
@@ -644,6 +671,10 @@ impl<R> Landlord<R> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let t = match (t, self.coord_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         t.map(|t| self.to_host(t))
     }
 
@@ -664,6 +695,9 @@ impl<R> Landlord<R> {
             {
                 j.clock_record(self.clock);
             }
+        }
+        if self.coord.is_some() {
+            self.coord_timeout();
         }
     }
 
@@ -755,7 +789,11 @@ impl<R> Landlord<R> {
             (s.hi, s.mid, s.expiration)
         };
         let resource = self.release(idx);
-        self.expired.push_back(Expired { cookie: cookie_of(hi, mid, idx), expiration, resource });
+        let cookie = cookie_of(hi, mid, idx);
+        if let Some(c) = self.coord.as_deref_mut() {
+            c.ended(cookie, &resource, crate::coord::EventKind::Expired);
+        }
+        self.expired.push_back(Expired { cookie, expiration, resource });
     }
 
     /// The next expired lease found by [`Landlord::handle_timeout`] (expiration on the host's
@@ -805,13 +843,22 @@ impl<R: From<Vec<u8>>> Landlord<R> {
                 Ok(d) => ReplyBody::Renewed { duration: d },
                 Err(e) => ReplyBody::Error(WireError::from(&e)),
             },
-            RequestBody::Cancel { cookie } => match self.cancel(*cookie, now) {
-                Ok(_) => ReplyBody::Cancelled,
+            RequestBody::Cancel { cookie } => match self.cancel_any(*cookie, now) {
+                Ok(()) => ReplyBody::Cancelled,
                 Err(e) => ReplyBody::Error(WireError::from(&e)),
             },
             RequestBody::RenewAll { items } => ReplyBody::RenewedAll {
                 results: self.renew_all(items, now).into_iter().map(Outcome::from).collect(),
             },
+            RequestBody::CancelAll { cookies } if self.coord.is_some() => {
+                self.tick(now);
+                ReplyBody::CancelledAll {
+                    results: cookies
+                        .iter()
+                        .map(|&c| Outcome::from(self.cancel_any(c, now)))
+                        .collect(),
+                }
+            }
             RequestBody::CancelAll { cookies } => ReplyBody::CancelledAll {
                 results: self
                     .cancel_all(cookies, now)
@@ -821,6 +868,17 @@ impl<R: From<Vec<u8>>> Landlord<R> {
             },
         };
         Reply { id: request.id, landlord: self.config.id, body }
+    }
+
+    /// Cancels a lease, or a watch registration by its lease's cookie.
+    fn cancel_any(&mut self, cookie: Cookie, now: Millis) -> Result<()> {
+        match self.cancel(cookie, now) {
+            Ok(_) => Ok(()),
+            Err(LeaseError::UnknownLease) if self.is_watch(cookie) => {
+                self.cancel_watch(cookie, now)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Decodes a request, answers it, and encodes the reply in the same encoding. An undecodable
