@@ -22,7 +22,8 @@
 //!   renewed). Events are derived from the journal's records, so a landlord rebuilt from its
 //!   snapshot and journal (after a crash, or by a new owner after failover) holds the same
 //!   events under the same numbers: a watcher resumes from the last number it saw and misses
-//!   nothing, or is told exactly which numbers are gone ([`Events::missed`]).
+//!   nothing, or is told exactly which numbers it missed ([`Events::missed`]) with the state to
+//!   start again from ([`Events::current`]).
 //!
 //! # Tokens are per landlord
 //!
@@ -441,8 +442,9 @@ pub struct Events {
     /// The number of the last event issued so far (the next one is greater).
     #[serde(with = "crate::time::dec::u64")]
     pub last: u64,
-    /// Numbers that are gone (older than the history kept): `from..=to` were issued after the
-    /// number asked for but can no longer be handed out. Resynchronise with `current`.
+    /// Events the watcher missed (some are older than the history kept): `from..=to`, from the
+    /// number after the one asked for to the last issued. There are no `events` then:
+    /// resynchronise with `current` (the state after event `to`) and go on from `to`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missed: Option<Missed>,
     /// With `missed`: the exclusive resources the watch selects that are held now.

@@ -173,8 +173,13 @@ impl<R> Landlord<R> {
     }
 
     /// The events of the watch whose lease is `cookie` after number `since` (at most `max`; 0
-    /// for as many as a message holds). Numbers that are gone are reported in
-    /// [`Events::missed`], with the current holders to resynchronise from.
+    /// for as many as a message holds).
+    ///
+    /// If some of the events after `since` are no longer kept (the watch keeps the last
+    /// [`crate::coord::CoordConfig::history`]), the answer has no events: it says which numbers
+    /// the watcher missed ([`Events::missed`]: from `since + 1` to the last issued) and gives
+    /// the selected exclusive resources' holders now ([`Events::current`]), the state after the
+    /// last event; the watcher goes on from there.
     pub fn poll_events(
         &mut self,
         cookie: Cookie,
@@ -233,8 +238,18 @@ impl<R> Landlord<R> {
             )));
         }
         let first = w.events.front().map_or(w.sequence.saturating_add(1), |e| e.sequence);
-        let missed = (since.saturating_add(1) < first)
-            .then(|| Missed { from: since.saturating_add(1), to: first - 1 });
+        if since.saturating_add(1) < first {
+            // Some events are gone: the watcher resynchronises from the holders now, which is
+            // the state after the last event, and goes on from there.
+            return Ok(Events {
+                event_id,
+                handback: w.handback.clone(),
+                last: w.sequence,
+                missed: Some(Missed { from: since + 1, to: w.sequence }),
+                current: Some(self.holders(&w.selector)),
+                events: Vec::new(),
+            });
+        }
         let budget = self.config.limits.max_message_bytes / 2;
         let mut bytes = 0usize;
         let mut events = Vec::new();
@@ -246,13 +261,12 @@ impl<R> Landlord<R> {
             bytes += size;
             events.push(e.clone());
         }
-        let current = missed.map(|_| self.holders(&w.selector));
         Ok(Events {
             event_id,
             handback: w.handback.clone(),
             last: w.sequence,
-            missed,
-            current,
+            missed: None,
+            current: None,
             events,
         })
     }
