@@ -220,6 +220,15 @@ impl Client {
         Client { addr, conn: None, timeout }
     }
 
+    /// Changes how long a request may take (connect, send, read).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+        if let Some(c) = &self.conn {
+            let _ = c.get_ref().set_read_timeout(Some(timeout));
+            let _ = c.get_ref().set_write_timeout(Some(timeout));
+        }
+    }
+
     /// Posts one message to `/lease` and returns the reply body. Any failure (refused, reset,
     /// time-out, non-200) is an error the caller reports to the core as an indefinite failure.
     pub fn post(&mut self, body: &[u8], encoding: Encoding) -> io::Result<Vec<u8>> {
@@ -333,9 +342,21 @@ impl Cluster {
         body: &[u8],
         encoding: Encoding,
     ) -> io::Result<Vec<u8>> {
+        self.post_to("/lease", landlord, body, encoding)
+    }
+
+    /// Posts one message to `endpoint` (`/lease`, or `/coord` for coordination messages) for
+    /// `landlord` (`None` to let the server route it) and returns the reply body.
+    pub fn post_to(
+        &mut self,
+        endpoint: &str,
+        landlord: Option<LandlordId>,
+        body: &[u8],
+        encoding: Encoding,
+    ) -> io::Result<Vec<u8>> {
         let path = match landlord {
-            Some(id) => format!("/lease?landlord={}", id.0),
-            None => "/lease".to_string(),
+            Some(id) => format!("{endpoint}?landlord={}", id.0),
+            None => endpoint.to_string(),
         };
         let n = self.servers.len();
         let first = landlord.and_then(|l| self.owner_of.get(&l).copied()).unwrap_or(self.current);
@@ -371,6 +392,38 @@ impl Cluster {
             }
         }
         Err(last)
+    }
+
+    /// [`Cluster::post_to`] for a request the server may hold for up to `wait` (an acquire
+    /// that waits, a long poll): each attempt may take that much longer.
+    pub fn post_waiting(
+        &mut self,
+        endpoint: &str,
+        landlord: Option<LandlordId>,
+        body: &[u8],
+        encoding: Encoding,
+        wait: Duration,
+    ) -> io::Result<Vec<u8>> {
+        let saved: Vec<Duration> = self.servers.iter().map(|c| c.timeout).collect();
+        for c in &mut self.servers {
+            let t = c.timeout + wait;
+            c.set_timeout(t);
+        }
+        let r = self.post_to(endpoint, landlord, body, encoding);
+        for (c, t) in self.servers.iter_mut().zip(saved) {
+            c.set_timeout(t);
+        }
+        r
+    }
+
+    /// How many servers this client knows.
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// Whether it knows none (never: a cluster client has at least one server).
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
     }
 
     fn learn_owner(&mut self, landlord: LandlordId, owner: Option<&str>, answered: usize) {

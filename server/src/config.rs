@@ -49,6 +49,14 @@ pub struct Flags {
     /// Log format: text or json (default text). Levels come from RUST_LOG (default info).
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<String>,
+    /// Every resource under this prefix is exclusive (may be given several times; adds to
+    /// `coordination.exclusive_prefixes` of the config file).
+    #[arg(long = "exclusive-prefix", value_name = "PREFIX")]
+    pub exclusive_prefix: Vec<String>,
+    /// Every resource under this prefix lives in one shard, so that watches on the prefix see
+    /// them all (may be given several times; adds to `coordination.colocate`).
+    #[arg(long, value_name = "PREFIX")]
+    pub colocate: Vec<String>,
 }
 
 /// The config file's contents (every field optional).
@@ -75,6 +83,8 @@ pub struct FileConfig {
     /// File store: segment size and compaction threshold, in bytes.
     segment_bytes: Option<u64>,
     min_compact_bytes: Option<u64>,
+    /// Exclusive resources, pools, colocated prefixes, watch limits.
+    coordination: Option<crate::coord::CoordSettings>,
 }
 
 /// Where shards are kept.
@@ -111,6 +121,8 @@ pub struct Config {
     pub ownership_ms: u64,
     /// json or text logs.
     pub json_logs: bool,
+    /// Coordination: exclusive resources, pools, colocated prefixes.
+    pub coord: crate::coord::CoordSettings,
 }
 
 impl Config {
@@ -167,6 +179,10 @@ impl Config {
             Some("json") => true,
             Some(other) => return Err(format!("--log-format is text or json, got {other:?}")),
         };
+        let mut coord = file.coordination.unwrap_or_default();
+        coord.exclusive_prefixes.extend(flags.exclusive_prefix);
+        coord.colocate.extend(flags.colocate);
+        coord.validate()?;
         Ok(Config {
             listen,
             store,
@@ -179,6 +195,7 @@ impl Config {
             store_config,
             ownership_ms,
             json_logs,
+            coord,
         })
     }
 }

@@ -11,6 +11,7 @@ use leasehold::{LandlordConfig, LandlordId, PolicySpec};
 use leasehold_store::Dir;
 
 use crate::clock::now_ms;
+use crate::coord::CoordSettings;
 use crate::shard::{Job, Planner, WriteError, Writer, LL};
 
 /// Carries out a shard's file operations, one job at a time, off the async threads.
@@ -61,12 +62,42 @@ pub fn new_landlord(
     policy: &PolicySpec,
     grace: i64,
     limits: leasehold::Limits,
+    coord: &CoordSettings,
 ) -> leasehold::Result<LL> {
     let mut config = LandlordConfig::new(LandlordId(id), fresh_seed()).with_grace(grace);
     config.limits = limits;
     let mut ll = LL::new(config, policy.build()?);
     ll.enable_journal();
+    ll.enable_coordination(coord.core())?;
     Ok(ll)
+}
+
+/// The file in a data directory that records how many shards it was made with.
+pub const SHARDS_FILE: &str = "shards";
+
+/// Refuses a data directory made with another number of shards: resources would move to other
+/// landlords, where an exclusive resource could be granted twice (one lease in its old shard,
+/// one in its new) and fencing tokens could go back (each landlord counts its own). Records
+/// the number in a new directory (or one made before the number was recorded).
+pub fn check_shard_count(data: &Path, shards: u64) -> Result<(), String> {
+    let path = data.join(SHARDS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(n) if n == shards => Ok(()),
+            Ok(n) => Err(format!(
+                "{} was made with {n} shards, not {shards}: changing the number of shards moves \
+                 resources to other landlords (an exclusive resource could be granted twice, a \
+                 fencing token could go back); start with --shards {n}",
+                data.display()
+            )),
+            Err(_) => Err(format!("{}: not a number of shards: {text:?}", path.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::write(&path, format!("{shards}\n"))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
 }
 
 /// What opening a shard's directory found.
@@ -95,6 +126,7 @@ pub fn open_shard(
     grace: i64,
     limits: leasehold::Limits,
     config: StoreConfig,
+    coord: &CoordSettings,
 ) -> Result<OpenedShard, String> {
     let path = shard_dir(data, id);
     let mut dir = Dir::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -110,8 +142,14 @@ pub fn open_shard(
     }
     let Opened { state: ll, store, ops, recovered, created } =
         Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
-            Some(bytes) => LL::from_snapshot_bytes(bytes, policy.build()?),
-            None => new_landlord(id, policy, grace, limits),
+            // Coordination is on before the journal is replayed (replay counts tokens and
+            // makes events as the live landlord did).
+            Some(bytes) => {
+                let mut ll = LL::from_snapshot_bytes(bytes, policy.build()?)?;
+                ll.enable_coordination(coord.core())?;
+                Ok(ll)
+            }
+            None => new_landlord(id, policy, grace, limits, coord),
         })
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if ll.id() != LandlordId(id) {

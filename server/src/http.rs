@@ -65,6 +65,8 @@ pub const OWNER: &str = "x-leasehold-owner";
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/lease", post(lease))
+        .route("/coord", post(crate::coord::coord))
+        .route("/watch", get(crate::coord::watch))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .with_state(app)
@@ -135,7 +137,7 @@ async fn lease(
     let shards = app.shard_count();
     let shard = match (named, &request.body) {
         (Some(id), _) => id,
-        (None, RequestBody::Grant { resource, .. }) => pick_shard(resource, shards),
+        (None, RequestBody::Grant { resource, .. }) => app.config.coord.shard_of(resource, shards),
         (None, _) if shards == 1 => 1,
         (None, _) => {
             let e = LeaseError::InvalidArgument(format!(
@@ -153,6 +155,7 @@ async fn lease(
             Answer::Reply(reply) => {
                 return encoded(StatusCode::OK, &reply, enc, Some(&app.config.advertise))
             }
+            Answer::Coord(_) => "a coordination answer to a landlord request".to_string(),
             Answer::Unavailable(why) => why,
         },
         None => format!("shard {shard} is not served here"),

@@ -9,10 +9,13 @@
 //! - [`files`]: shards in the embedded file store;
 //! - [`pg`]: shards in PostgreSQL, ownership and failover;
 //! - [`http`]: routes, encodings, routing to shards, forwarding;
+//! - [`coord`]: coordination over HTTP (acquire with a wait, watches by long polling),
+//!   routing that keeps exclusive resources, pools and watched prefixes in one shard;
 #![deny(missing_docs)]
 
 pub mod clock;
 pub mod config;
+pub mod coord;
 pub mod files;
 pub mod http;
 pub mod metrics;
@@ -41,6 +44,8 @@ pub struct App {
     /// Server-wide counters.
     pub stats: ServerStats,
     cluster: Mutex<Option<Arc<pg::Cluster>>>,
+    /// Coordination counters.
+    pub coord_metrics: Arc<coord::CoordMetrics>,
 }
 
 impl App {
@@ -53,6 +58,7 @@ impl App {
             shard_count,
             stats: ServerStats::default(),
             cluster: Mutex::new(None),
+            coord_metrics: Arc::new(coord::CoordMetrics::default()),
         })
     }
 
@@ -80,8 +86,15 @@ impl App {
 
     /// The `/metrics` text.
     pub fn render_metrics(&self) -> String {
-        let shards: Vec<_> = self.handles().into_iter().map(|h| (h.id, h.stats)).collect();
-        metrics::render(&shards, &self.stats)
+        let handles = self.handles();
+        let coord: Vec<_> = handles
+            .iter()
+            .map(|h| (h.id, *h.coord_stats.lock().unwrap_or_else(|p| p.into_inner())))
+            .collect();
+        let shards: Vec<_> = handles.into_iter().map(|h| (h.id, h.stats)).collect();
+        let mut out = metrics::render(&shards, &self.stats);
+        self.coord_metrics.render(&mut out, &coord);
+        out
     }
 
     pub(crate) fn insert(&self, h: ShardHandle) {
@@ -138,8 +151,23 @@ impl App {
         enc: Encoding,
         body: Bytes,
     ) -> Option<Response> {
+        self.forward_to("/lease", shard, landlord, enc, body, std::time::Duration::from_secs(2))
+            .await
+    }
+
+    /// Forwards a request for `path` (`/lease`, `/coord`) to the owner of `shard`, waiting up
+    /// to `timeout` for its answer to begin; `None` if there is nowhere to send it.
+    pub async fn forward_to(
+        &self,
+        path: &str,
+        shard: u64,
+        landlord: Option<u64>,
+        enc: Encoding,
+        body: Bytes,
+        timeout: std::time::Duration,
+    ) -> Option<Response> {
         let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
-        let r = cluster.forward(shard, landlord, enc, body).await;
+        let r = cluster.forward(path, shard, landlord, enc, body, timeout).await;
         if r.is_some() {
             self.stats.forwarded.fetch_add(1, Relaxed);
         }
@@ -189,10 +217,11 @@ pub async fn run(
 
 async fn open_files(app: &Arc<App>, data: &std::path::Path) -> Result<(), String> {
     std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
+    files::check_shard_count(data, app.config.shards)?;
     for id in 1..=app.config.shards {
         let (data, c) = (data.to_path_buf(), app.config.clone());
         let opened = tokio::task::spawn_blocking(move || {
-            files::open_shard(&data, id, &c.policy, c.grace_ms, c.limits, c.store_config)
+            files::open_shard(&data, id, &c.policy, c.grace_ms, c.limits, c.store_config, &c.coord)
         })
         .await
         .map_err(|e| e.to_string())??;
@@ -209,6 +238,7 @@ async fn open_files(app: &Arc<App>, data: &std::path::Path) -> Result<(), String
             opened.ll,
             opened.planner,
             opened.writer,
+            app.coord_metrics.clone(),
             App::on_end(Arc::downgrade(app)),
         );
         app.insert(h);

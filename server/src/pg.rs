@@ -503,13 +503,14 @@ impl Cluster {
                 for f in &frames {
                     log.extend_from_slice(f.get::<_, &[u8]>(0));
                 }
-                let (ll, rec) = LL::recover(
-                    &bytes,
-                    &[&log],
-                    c.policy.build().map_err(|e| e.to_string())?,
-                    now_ms(),
-                )
-                .map_err(|e| format!("restore: {e}"))?;
+                // Coordination is turned on before the journal is replayed, so that replay
+                // counts tokens and makes events exactly as the live landlord did.
+                let mut ll =
+                    LL::from_snapshot_bytes(&bytes, c.policy.build().map_err(|e| e.to_string())?)
+                        .map_err(|e| format!("restore: {e}"))?;
+                ll.enable_coordination(c.coord.core()).map_err(|e| format!("restore: {e}"))?;
+                let rec = ll.replay_segments(&[&log]).map_err(|e| format!("restore: {e}"))?;
+                ll.resume(now_ms());
                 if let Some((_, _, why)) = rec.torn {
                     return Err(format!("journal rows are damaged: {why}"));
                 }
@@ -534,8 +535,9 @@ impl Cluster {
                 }
                 // A new shard: its first snapshot (with its cookie seed) is written before
                 // anything is granted, so every later frame replays onto it.
-                let mut ll = crate::files::new_landlord(id, &c.policy, c.grace_ms, c.limits)
-                    .map_err(|e| e.to_string())?;
+                let mut ll =
+                    crate::files::new_landlord(id, &c.policy, c.grace_ms, c.limits, &c.coord)
+                        .map_err(|e| e.to_string())?;
                 ll.resume(now_ms());
                 let mut bytes = Vec::new();
                 let seq = ll.snapshot_bytes(&mut bytes);
@@ -566,7 +568,14 @@ impl Cluster {
         .map_err(e)?;
         let leases = ll.len();
         self.lock().owned.insert(id, Owned { epoch });
-        let h = shard::spawn(id, ll, planner, writer, App::on_end(Arc::downgrade(app)));
+        let h = shard::spawn(
+            id,
+            ll,
+            planner,
+            writer,
+            app.coord_metrics.clone(),
+            App::on_end(Arc::downgrade(app)),
+        );
         app.insert(h);
         Ok((leases, replayed))
     }
@@ -617,26 +626,25 @@ impl Cluster {
     /// Forwards a request to the owner of `shard`; `None` if no other server owns it now.
     pub async fn forward(
         &self,
+        path: &str,
         shard: u64,
         landlord: Option<u64>,
         enc: Encoding,
         body: Bytes,
+        timeout: Duration,
     ) -> Option<Response> {
         let app = self.app.upgrade()?;
         let owner = self.lock().owners.get(&shard).cloned()?;
         if owner == app.config.advertise {
             return None;
         }
-        let uri = format!("{owner}/lease?landlord={}", landlord.unwrap_or(shard));
+        let uri = format!("{owner}{path}?landlord={}", landlord.unwrap_or(shard));
         let req = hyper::Request::post(uri)
             .header(header::CONTENT_TYPE, content_type(enc))
             .header(FORWARDED, "1")
             .body(Full::new(body))
             .ok()?;
-        let resp = tokio::time::timeout(Duration::from_secs(2), self.http.request(req))
-            .await
-            .ok()?
-            .ok()?;
+        let resp = tokio::time::timeout(timeout, self.http.request(req)).await.ok()?.ok()?;
         let status = resp.status();
         let ct = resp.headers().get(header::CONTENT_TYPE).cloned();
         let owner_hdr = resp.headers().get(crate::http::OWNER).cloned();
