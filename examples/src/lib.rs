@@ -3,6 +3,7 @@
 //! prints and draws what happened to each lease.
 #![deny(missing_docs)]
 
+pub mod fenced;
 pub mod http;
 pub mod recipes;
 pub mod timeline;

@@ -386,6 +386,32 @@ fn routing_keeps_a_prefix_watch_in_one_shard_or_says_why_not() {
 }
 
 #[test]
+fn a_fenced_file_refuses_a_holder_whose_lease_ended_while_it_was_paused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let url = s.url();
+    let file = leasehold_examples::fenced::FencedFile::new(tmp.path().join("report.log"));
+    let mut c = Cluster::from_urls(&[&url], Duration::from_secs(2)).unwrap();
+    // A takes the lock with a short lease it will not renew (it is about to be paused).
+    let a = ask(&mut c, None, acquire("locks/report", 400, 0), Duration::ZERO).acquired().unwrap();
+    file.append(a.token, "a 1\n").unwrap().unwrap();
+    // A is paused past its lease; B gets the lock and writes.
+    std::thread::sleep(Duration::from_millis(700));
+    let opts = LockOptions { wait: Some(Duration::from_secs(5)), ..LockOptions::default() };
+    let b = Lock::acquire(&[url.as_str()], "locks/report", &opts).unwrap();
+    assert!(b.token() > a.token);
+    file.append(b.token(), "b 1\n").unwrap().unwrap();
+    // A wakes up believing in its lock: the file refuses it.
+    let refused = file.append(a.token, "a 2\n").unwrap().unwrap_err();
+    assert_eq!((refused.token, refused.highest), (a.token, b.token()));
+    file.append(b.token(), "b 2\n").unwrap().unwrap();
+    let text = std::fs::read_to_string(tmp.path().join("report.log")).unwrap();
+    assert_eq!(text, "a 1\nb 1\nb 2\n");
+    assert_eq!(file.fence().unwrap().highest(), b.token());
+    b.release().unwrap();
+}
+
+#[test]
 fn a_store_is_never_opened_with_another_number_of_shards() {
     let tmp = tempfile::tempdir().unwrap();
     Server::start(tmp.path(), &["--shards", "2"]).kill();
