@@ -1067,13 +1067,16 @@ impl LandlordHost {
                 format!("landlord {id} (local {now}) node {from} {} -> {handled:?}", describe(&q))
             });
         }
+        // Answers the landlord gave while it handled this request (an acquire that swept a
+        // lapsed holder first served the waiters queued before it) come before its own answer:
+        // they were made first (their tokens are lower).
+        self.deferred(now);
         match handled {
             Handled::Now(reply) => self.hold_coord(from, reply, now),
             Handled::Later(t) => {
                 self.waiters.insert(t, (from, req.id));
             }
         }
-        self.deferred(now);
         self.settle(now, false);
     }
 

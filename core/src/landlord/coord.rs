@@ -550,7 +550,9 @@ impl<R> Landlord<R> {
 
     /// The next answer to a request that was held (a waiting acquire, a long poll), with its
     /// ticket. Call it after every call that may have answered one (a cancel,
-    /// [`Landlord::handle_timeout`], any request).
+    /// [`Landlord::handle_timeout`], any request). Answers come out in the order they were
+    /// made: those made while a request was handled (an acquire that sweeps a lapsed holder
+    /// first serves the requests queued before it) were made before that request's own.
     pub fn poll_deferred(&mut self) -> Option<(Ticket, CoordReply)> {
         let c = self.coord.as_deref_mut()?;
         if let Some(r) = c.ready.pop_front() {
