@@ -4,17 +4,20 @@
 # round-robin CALLS times per run; the best of ROUNDS x RUNS runs is reported.
 # Usage: [ROUNDS=3] scripts/bench-c.sh [LEASES] [CALLS] [RUNS]   (defaults 10000 1000000 5)
 set -euo pipefail
+# The book includes what this prints: run under the recorder, which also writes it to
+# docs/book/src/generated/bench-c.md (LEASEHOLD_BOOK_RECORD=0: print only).
+[ -n "${LEASEHOLD_BOOK_RECORDING:-}" ] || exec python3 "$(dirname "$0")/lib/book_record.py" bench-c "$0" "$@"
 cd "$(dirname "$0")/.."
 LEASES=${1:-10000}
 CALLS=${2:-1000000}
 RUNS=${3:-5}
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 export CARGO_TARGET_DIR=$TARGET
-LIBDIR=$TARGET/release
+LIBDIR=$TARGET/profiling
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-cargo build -q --release -p leasehold-c
+cargo build -q --profile profiling -p leasehold-c
 gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bindings-c/bench/renew_bench.c -o "$WORK/renew_so" \
   -L"$LIBDIR" -lleasehold -Wl,-rpath,"$LIBDIR"
 gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bindings-c/bench/renew_bench.c -o "$WORK/renew_a" \

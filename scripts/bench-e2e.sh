@@ -17,6 +17,9 @@
 #   the client holds), CONNECTIONS=1, BATCHES=1,10,100,1000, REBUILD=1 (rebuild the wheel and the
 #   npm package even if present).
 set -euo pipefail
+# The book includes what this prints: run under the recorder, which also writes it to
+# docs/book/src/generated/bench-e2e.md (LEASEHOLD_BOOK_RECORD=0: print only).
+[ -n "${LEASEHOLD_BOOK_RECORDING:-}" ] || exec python3 "$(dirname "$0")/lib/book_record.py" bench-e2e "$0" "$@"
 cd "$(dirname "$0")/.."
 root=$PWD
 reps=${REPS:-3}
@@ -27,12 +30,12 @@ batches=${BATCHES:-1,10,100,1000}
 target="${CARGO_TARGET_DIR:-$root/target}"
 case "$target" in /*) ;; *) target=$root/$target ;; esac
 
-nice -n 10 cargo build --release -q -p leasehold-bench-e2e
-LOAD=$target/release/e2e-load
+nice -n 10 cargo build --profile profiling -q -p leasehold-bench-e2e
+LOAD=$target/profiling/e2e-load
 # The C server, linked statically against the C binding as scripts/bench-c.sh does.
-CARGO_TARGET_DIR=$target nice -n 10 cargo build -q --release -p leasehold-c
-gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bench-e2e/c/server.c -o "$target/release/e2e-c-server" \
-  "$target/release/libleasehold.a" -lpthread -ldl -lm
+CARGO_TARGET_DIR=$target nice -n 10 cargo build -q --profile profiling -p leasehold-c
+gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bench-e2e/c/server.c -o "$target/profiling/e2e-c-server" \
+  "$target/profiling/libleasehold.a" -lpthread -ldl -lm
 
 # The wheel, into the same venv as scripts/bench-python.sh.
 venv="${LEASEHOLD_PY_VENV:-$target/py-venv}"
@@ -73,11 +76,11 @@ measure() {
 }
 
 for ((r = 0; r < reps; r++)); do
-  measure "Rust (hyper, e2e-server)" "$target/release/e2e-server"
+  measure "Rust (hyper, e2e-server)" "$target/profiling/e2e-server"
   measure "Python (leasehold.http.serve_threaded)" "$venv/bin/python" "$root/bench-e2e/python/server.py"
   LEASEHOLD_PKG=$root/bindings-wasm/pkg/node.js \
     measure "Node (node:http, LandlordDriver)" node "$root/bench-e2e/node/server.mjs"
-  measure "C (poll loop, bench-e2e/c/server.c)" "$target/release/e2e-c-server"
+  measure "C (poll loop, bench-e2e/c/server.c)" "$target/profiling/e2e-c-server"
 done
 
 echo "leasehold end to end: renewals over loopback HTTP/1.1, keep-alive, $conns connection(s), closed loop," \

@@ -7,6 +7,9 @@
 #     request (bindings-python/bench/bench_http.py).
 # Usage: scripts/bench-python.sh [--sizes 100000,1000000] [--batch 1000] [--http-only | --no-http]
 set -euo pipefail
+# The book includes what this prints: run under the recorder, which also writes it to
+# docs/book/src/generated/bench-python.md (LEASEHOLD_BOOK_RECORD=0: print only).
+[ -n "${LEASEHOLD_BOOK_RECORDING:-}" ] || exec python3 "$(dirname "$0")/lib/book_record.py" bench-python "$0" "$@"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 venv="${LEASEHOLD_PY_VENV:-$target/py-venv}"

@@ -7,15 +7,18 @@
 # The renewal rate is read from the servers' /metrics over a window after warm-up.
 # Usage: scripts/bench-server.sh [WINDOW_S [KILLS]]   (default 10 and 10)
 set -euo pipefail
+# The book includes what this prints: run under the recorder, which also writes it to
+# docs/book/src/generated/bench-server.md (LEASEHOLD_BOOK_RECORD=0: print only).
+[ -n "${LEASEHOLD_BOOK_RECORDING:-}" ] || exec python3 "$(dirname "$0")/lib/book_record.py" bench-server "$0" "$@"
 cd "$(dirname "$0")/.."
 WINDOW=${1:-10}
 KILLS=${2:-10}
 SHARDS=6
 # shellcheck source=lib/pg.sh
 source scripts/lib/pg.sh
-nice -n 10 cargo build --release -q -p leasehold-server
+nice -n 10 cargo build --profile profiling -q -p leasehold-server
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-BIN="$target/release"
+BIN="$target/profiling"
 WORK=$(mktemp -d /tmp/leasehold-bench.XXXXXX)
 declare -a PIDS PORTS URLS
 LOAD=""

@@ -7,6 +7,9 @@
 # (default 3), interleaved, and the best of each is kept (the machine is shared).
 # Usage: scripts/bench-wasm.sh [n ...]     (REPS=1 for a quick look, REBUILD=1 to rebuild)
 set -euo pipefail
+# The book includes what this prints: run under the recorder, which also writes it to
+# docs/book/src/generated/bench-wasm.md (LEASEHOLD_BOOK_RECORD=0: print only).
+[ -n "${LEASEHOLD_BOOK_RECORDING:-}" ] || exec python3 "$(dirname "$0")/lib/book_record.py" bench-wasm "$0" "$@"
 cd "$(dirname "$0")/.."
 root=$PWD
 [ -f bindings-wasm/pkg/node.js ] && [ -z "${REBUILD:-}" ] || bash bindings-wasm/build.sh

@@ -107,6 +107,21 @@ else
   fail "README C quickstart"
 fi
 
+# 4c. What ships: scripts/package-c.sh (release, no debug info, the archive stripped of the
+#     standard library's), and the README's quickstart linked statically against that archive.
+if bash scripts/package-c.sh /usr/local >"$WORK/package.out" 2>&1; then
+  cat "$WORK/package.out"
+  PKGDIR=$(sed -n 's/^packaged: //p' "$WORK/package.out")
+  if gcc -std=c99 "${CWARN[@]}" -Iinclude "$WORK/readme_quickstart.c" -o "$WORK/readme_static" \
+      "$PKGDIR/lib/libleasehold.a" -lpthread -ldl -lm && "$WORK/readme_static" >/dev/null; then
+    pass "packaged libleasehold.so and .a carry no debug info; the README quickstart links and runs against the stripped .a"
+  else
+    fail "the README quickstart against the packaged libleasehold.a"
+  fi
+else
+  cat "$WORK/package.out"; fail "scripts/package-c.sh (debug info in what ships?)"
+fi
+
 # 5. The example, built by its Makefile through pkg-config and run; then built again with
 #    AddressSanitizer + UndefinedBehaviorSanitizer (leak checks in both processes, Rust
 #    allocations included) and run again. Sanitizers rather than valgrind here: the example

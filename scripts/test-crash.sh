@@ -4,8 +4,11 @@
 # with SIGKILL at random moments and restarted on the same directory. The holders check every
 # promise and print the counts: grants/renewals acknowledged but not honoured (early expiries),
 # leases renewed to the end but lost, acknowledged cancels that came back, expired leases that
-# came back. Then damage on the files of a stopped server: a truncated last record (dropped,
-# the rest kept), a flipped byte in the middle (refused), a missing snapshot (refused).
+# came back. Then damage on the files of a stopped server: a torn last write (dropped at open,
+# the rest kept), and three kinds of damage the server refuses and quarantines (that shard is
+# not served and /readyz says why; the others are): a flipped byte in the middle of the log
+# (then repaired with `leasehold-server quarantine repair` and released, without a restart),
+# a deleted last frame (caught by the durable tip), a missing snapshot.
 #
 # Usage: scripts/test-crash.sh [KILLS]   (default 50; scripts/soak-crash.sh runs more)
 set -euo pipefail
@@ -90,22 +93,56 @@ live_before=$(metric leasehold_live_leases)
 kill -TERM "$SRV"; wait "$SRV" || true; SRV=""
 damage_pass=0; damage_fail=0
 seg_of() { ls "$1"/shard-1/log-*.lhj | tail -1; }
+# Frame offsets and lengths of a segment (a frame header is 28 bytes: magic, payload length, ...).
+frames_of() {
+  python3 - "$1" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read(); at = 0
+while at + 28 <= len(b):
+    n = struct.unpack_from("<I", b, at + 4)[0]; print(at, 28 + n); at += 28 + n
+EOF
+}
+# Starts a server on a damaged copy; waits until it answers /livez (it serves what it can).
+start_damaged() { # $1: data dir
+  "$BIN/leasehold-server" --data "$1" --shards $SHARDS --listen "127.0.0.1:$PORT" \
+    --max-lease-ms 60000 >>"$WORK/server.log" 2>&1 &
+  SRV=$!
+  for _ in $(seq 1 200); do
+    if curl -sf "$URL/livez" >/dev/null 2>&1; then return 0; fi
+    if ! kill -0 "$SRV" 2>/dev/null; then echo "server exited at start:"; tail -5 "$WORK/server.log"; return 1; fi
+    sleep 0.02
+  done
+  echo "server did not come up"; return 1
+}
+stop_server() { if [ -n "$SRV" ]; then kill -TERM "$SRV"; wait "$SRV" || true; SRV=""; fi; }
+# Shard 1's state, the shards not served, and shard 1's reason, from /readyz.
+shard1() { curl -s "$URL/readyz" | python3 -c 'import json,sys; r=json.load(sys.stdin); s=r["shards"][0]; print(s["state"], r["unserved"], s["why"] or "")'; }
+quarantined_only_1() { # $1: what the reason must mention
+  local st
+  st=$(shard1)
+  case "$st" in
+    "quarantined [1] "*"$1"*) return 0 ;;
+    *) echo "   /readyz: $st"; return 1 ;;
+  esac
+}
 
-# 1. A truncated last record: dropped at open, the rest kept.
+# 1. A torn last write (half a frame appended after the last durable one, as a crash in the
+#    middle of an unsynced append leaves it): dropped at open, the rest kept.
 cp -r "$WORK/data" "$WORK/torn"
 seg=$(seg_of "$WORK/torn")
-size=$(stat -c %s "$seg")
-truncate -s $((size - 3)) "$seg"
-if start_server "$WORK/torn" && grep -q "torn tail" "$WORK/server.log"; then
+read -r at len < <(frames_of "$seg" | tail -1)
+head -c $((at + len / 2)) "$seg" | tail -c $((len / 2)) >>"$seg"
+if start_damaged "$WORK/torn" && curl -sf "$URL/readyz" >/dev/null && grep -q "torn tail" "$WORK/server.log"; then
   live_after=$(metric leasehold_live_leases)
-  echo "damage: truncated last record: dropped at open; live leases $live_after (before: $live_before)"
+  echo "damage: torn last write: dropped at open; live leases $live_after (before: $live_before)"
   damage_pass=$((damage_pass + 1))
 else
-  echo "damage: truncated last record: NOT handled"; damage_fail=$((damage_fail + 1))
+  echo "damage: torn last write: NOT handled"; damage_fail=$((damage_fail + 1))
 fi
-[ -n "$SRV" ] && { kill -TERM "$SRV"; wait "$SRV" || true; SRV=""; }
+stop_server
 
-# 2. A flipped byte in the middle of the log: refused loudly.
+# 2. A flipped byte in the middle of the log: shard 1 quarantined (the rest served); the
+#    operator repairs it (a truncation at the damage) and releases it: served, no restart.
 cp -r "$WORK/data" "$WORK/flip"
 seg=$(seg_of "$WORK/flip")
 size=$(stat -c %s "$seg")
@@ -114,21 +151,45 @@ import sys
 p, at = sys.argv[1], int(sys.argv[2])
 b = bytearray(open(p, "rb").read()); b[at] ^= 0x40; open(p, "wb").write(b)
 EOF
-if "$BIN/leasehold-server" --data "$WORK/flip" --shards $SHARDS --listen 127.0.0.1:0 >"$WORK/flip.out" 2>&1; then
-  echo "damage: flipped byte: ACCEPTED (wrong)"; damage_fail=$((damage_fail + 1))
+if start_damaged "$WORK/flip" && sleep 0.3 && quarantined_only_1 "" \
+  && "$BIN/leasehold-server" quarantine repair --data "$WORK/flip" --shard 1 --truncate-at-damage >"$WORK/repair.out" \
+  && "$BIN/leasehold-server" quarantine release --data "$WORK/flip" --shard 1 >/dev/null; then
+  ok=""
+  for _ in $(seq 1 100); do curl -sf "$URL/readyz" >/dev/null && { ok=1; break; }; sleep 0.05; done
+  if [ -n "$ok" ]; then
+    echo "damage: flipped byte in the middle: quarantined, repaired, served again ($(grep -m1 'dropped:' "$WORK/repair.out" | cut -c1-110))"
+    damage_pass=$((damage_pass + 1))
+  else
+    echo "damage: flipped byte: repaired but not served again"; damage_fail=$((damage_fail + 1))
+  fi
 else
-  echo "damage: flipped byte in the middle: refused: $(grep -o 'journal damaged[^;]*' "$WORK/flip.out" | head -1)"
-  damage_pass=$((damage_pass + 1))
+  echo "damage: flipped byte: NOT quarantined as expected"; damage_fail=$((damage_fail + 1))
 fi
+stop_server
 
-# 3. A missing snapshot: refused (it holds the shard's cookie seed).
+# 3. A deleted last frame (cut at a frame boundary: the log looks whole, one frame short):
+#    caught by the durable tip, quarantined.
+cp -r "$WORK/data" "$WORK/cut"
+seg=$(seg_of "$WORK/cut")
+read -r at _ < <(frames_of "$seg" | tail -1)
+truncate -s "$at" "$seg"
+if start_damaged "$WORK/cut" && sleep 0.3 && quarantined_only_1 "missing"; then
+  echo "damage: deleted last frame: quarantined: $(shard1 | cut -d' ' -f3- | cut -c1-110)"
+  damage_pass=$((damage_pass + 1))
+else
+  echo "damage: deleted last frame: NOT quarantined"; damage_fail=$((damage_fail + 1))
+fi
+stop_server
+
+# 4. A missing snapshot (it holds the shard's cookie seed): quarantined.
 cp -r "$WORK/data" "$WORK/nosnap"
 rm "$WORK/nosnap/shard-1/snapshot"
-if "$BIN/leasehold-server" --data "$WORK/nosnap" --shards $SHARDS --listen 127.0.0.1:0 >"$WORK/nosnap.out" 2>&1; then
-  echo "damage: missing snapshot: ACCEPTED (wrong)"; damage_fail=$((damage_fail + 1))
-else
-  echo "damage: missing snapshot: refused: $(grep -o 'the snapshot is missing[^:]*' "$WORK/nosnap.out" | head -1)"
+if start_damaged "$WORK/nosnap" && sleep 0.3 && quarantined_only_1 "snapshot is missing"; then
+  echo "damage: missing snapshot: quarantined"
   damage_pass=$((damage_pass + 1))
+else
+  echo "damage: missing snapshot: NOT quarantined"; damage_fail=$((damage_fail + 1))
 fi
+stop_server
 echo "crash: $damage_pass passed, $damage_fail failed"
 [ $damage_fail -eq 0 ]

@@ -17,11 +17,16 @@ export PATH="$venv/bin:$PATH"
 # Requirements already satisfied do not touch the network.
 pip install -q "maturin>=1.9.4,<2" "pytest>=7" "mypy>=1.8"
 
-echo "== building and installing bindings-python (release)"
-pip install -q --no-build-isolation --no-deps --force-reinstall "$root/bindings-python"
-
 run="$(mktemp -d)"
 trap 'rm -rf "$run"' EXIT
+echo "== building the wheel (release: no debug info) and installing it"
+pip wheel -q --no-build-isolation --no-deps -w "$run/dist" "$root/bindings-python"
+wheel=$(ls "$run"/dist/leasehold_py-*.whl)
+echo "   $(basename "$wheel")"
+python3 "$root/scripts/lib/no_debug_info.py" "$wheel"
+pip install -q --no-deps --force-reinstall "$wheel"
+# The distribution is `leasehold-py` (PyPI's `leasehold` is another project); the import is `leasehold`.
+pip show -q leasehold-py >/dev/null
 cd "$run"
 python -c "import leasehold, sys; assert '$root/bindings-python' not in leasehold.__file__, leasehold.__file__; print('== testing', leasehold.__file__)"
 

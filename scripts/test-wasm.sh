@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 bash bindings-wasm/build.sh
+python3 scripts/lib/no_debug_info.py bindings-wasm/pkg/leasehold_wasm_bg.wasm
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -30,7 +31,7 @@ mkdir -p "$app"
 cd "$app"
 printf '{ "name": "leasehold-test", "private": true, "type": "module" }\n' > package.json
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
-npm install --silent --no-audit --no-fund "$tarball" playwright-core@1.65.1 typescript@5.9.3
+npm install --silent --no-audit --no-fund "$tarball" playwright-core@1.65.1 typescript@5.9.3 @types/node@20.19.43
 cp "$root"/bindings-wasm/tests/*.mjs .
 
 export LEASEHOLD_ROOT=$root
@@ -39,4 +40,12 @@ mkdir -p "$LEASEHOLD_ARTIFACTS"
 echo "== the README's JavaScript quickstart, as written, against the installed package"
 python3 "$root/scripts/lib/readme_block.py" js "$root/README.md" > readme_quickstart.mjs
 node readme_quickstart.mjs
+echo "== tsc --strict on the README's JS quickstart (checkJs), the default lib of ES2022, no esnext.disposable"
+cat > tsconfig.readme.json <<'EOF'
+{ "compilerOptions": { "strict": true, "noEmit": true, "allowJs": true, "checkJs": true, "target": "es2022",
+    "module": "nodenext", "moduleResolution": "nodenext", "types": ["node"], "skipLibCheck": false },
+  "files": ["readme_quickstart.mjs"] }
+EOF
+node node_modules/typescript/bin/tsc -p tsconfig.readme.json
+echo "   ok: no error"
 node --test --test-reporter=tap ./*.test.mjs

@@ -1,10 +1,11 @@
 """Landlord throughput from Python: leasehold against what a Python developer would use instead.
 
-* ``dict + heapq``: a competent hand-written landlord: a dict from cookie to ``[expiration,
-  resource]``, a heap of deadlines with lazy deletion (the heapq documentation's idiom: a renewal
-  pushes its new deadline, stale entries are skipped when popped), unguessable cookies from
+* ``dict + heapq``: a competent hand-written landlord: dicts from cookie to expiration and to
+  resource, a heap of deadlines with lazy deletion (a renewal only rewrites the dict; expiry
+  re-pushes a lease it finds extended and skips a cancelled one), unguessable cookies from
   ``secrets`` (``token_hex(16)``, or ``token_bytes(16)`` in the 16-byte rows), the same bounded
-  policy, never-shorten rule and per-lease batch results as leasehold.
+  policy, never-shorten rule and per-lease batch results as leasehold. Its expiry is checked
+  against leasehold's at start-up (``check_baseline``).
 * ``cachetools.TTLCache``: the TTL cache people install; a lease is an entry, renew is a ``set``
   (``cache[c] = cache[c]``, which resets its TTL and fails for a missing or expired entry), cancel
   is ``pop``. Its TTL is one per cache, so every lease gets the same duration here.
@@ -27,6 +28,7 @@ import random
 import secrets
 import sys
 import time
+from heapq import heappop, heappush
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import cachetools
@@ -44,12 +46,24 @@ class UnknownLease(KeyError):
 
 
 class DictHeapLandlord:
-    """dict + heapq with lazy deletion, written as a Python developer who cares would."""
+    """dict + heapq, written as a Python developer who cares would (and measured so: see below).
+
+    Two dicts (cookie -> expiration, cookie -> resource) and a heap of (deadline, cookie) with lazy
+    deletion: a renewal rewrites the expiration in the dict and nothing else; expiry pops the heap
+    and re-pushes a lease it finds extended, skips one that was cancelled, and expires the rest.
+    Methods bind what they use to locals, ``heappush`` and ``heappop`` are imported once.
+
+    Measured on this machine (issue 28), single renewals at 1e5 / 1e6 leases ran 1.9x / 1.8x
+    faster than the earlier version of this class (a list ``[expiration, resource]`` per lease and
+    a heap push at every renewal), which made the binding's ratio look better than it is.
+    """
+
+    __slots__ = ("exp", "res", "heap", "cookie")
 
     def __init__(self, cookie: Callable[[int], Any]) -> None:
-        self.leases: Dict[Any, List[Any]] = {}
+        self.exp: Dict[Any, int] = {}
+        self.res: Dict[Any, Any] = {}
         self.heap: List[Tuple[int, Any]] = []
-        self.expired: List[Tuple[Any, int, Any]] = []
         self.cookie = cookie
 
     def grant(self, resource: Any, duration: int, now: int) -> Tuple[Any, int, int]:
@@ -60,18 +74,21 @@ class DictHeapLandlord:
         elif duration > MAX:
             duration = MAX
         expiration = now + duration
-        leases = self.leases
+        exp = self.exp
         cookie = self.cookie(16)
-        while cookie in leases:
+        while cookie in exp:
             cookie = self.cookie(16)
-        leases[cookie] = [expiration, resource]
-        heapq.heappush(self.heap, (expiration, cookie))
+        exp[cookie] = expiration
+        self.res[cookie] = resource
+        heappush(self.heap, (expiration, cookie))
         return cookie, duration, expiration
 
     def renew(self, cookie: Any, duration: int, now: int) -> int:
-        entry = self.leases.get(cookie)
-        if entry is None or entry[0] < now:
+        exp = self.exp
+        old = exp.get(cookie)
+        if old is None or old < now:
             raise UnknownLease(cookie)
+        requested = duration
         if duration == ANY:
             duration = DEFAULT
         elif duration < 0:
@@ -79,19 +96,40 @@ class DictHeapLandlord:
         elif duration > MAX:
             duration = MAX
         expiration = now + duration
-        if expiration > entry[0]:
-            entry[0] = expiration
-            heapq.heappush(self.heap, (expiration, cookie))
-        else:  # never shorten: the lease keeps its later expiration
-            duration = entry[0] - now
-        return duration
+        if expiration >= old:
+            exp[cookie] = expiration  # the heap keeps the old deadline: expire() re-pushes
+            return duration
+        # Never shorten, unless the holder itself asked for less than it has (leasehold's rule).
+        if requested == ANY or now + requested > old:
+            return old - now
+        exp[cookie] = now + requested
+        heappush(self.heap, (now + requested, cookie))  # earlier than its heap entry
+        return requested
 
     def cancel(self, cookie: Any, now: int) -> Any:
-        entry = self.leases.get(cookie)
-        if entry is None or entry[0] < now:
+        exp = self.exp
+        old = exp.get(cookie)
+        if old is None or old < now:
             raise UnknownLease(cookie)
-        del self.leases[cookie]  # its heap entry goes stale
-        return entry[1]
+        del exp[cookie]  # its heap entry goes stale
+        return self.res.pop(cookie)
+
+    def expire(self, now: int) -> List[Tuple[Any, int, Any]]:
+        """Removes and returns (cookie, expiration, resource) of every lease expired before
+        ``now``, in order of expiration."""
+        heap, exp, res = self.heap, self.exp, self.res
+        out: List[Tuple[Any, int, Any]] = []
+        while heap and heap[0][0] < now:
+            deadline, cookie = heappop(heap)
+            e = exp.get(cookie)
+            if e is None:
+                continue  # cancelled
+            if e > deadline:
+                heappush(heap, (e, cookie))  # renewed since: filed again at its expiration
+                continue
+            del exp[cookie]
+            out.append((cookie, e, res.pop(cookie)))
+        return out
 
     def renew_all(self, items: List[Tuple[Any, int]], now: int) -> List[Union[int, Exception]]:
         out: List[Union[int, Exception]] = []
@@ -153,6 +191,51 @@ class TTLCacheLandlord:
         return out
 
 
+def check_baseline() -> None:
+    """The dict + heapq landlord expires what leasehold expires, when it does (a baseline that
+    skipped work would be no baseline): grants, renewals (longer, shorter, of expired leases),
+    cancels and expiry at random times, both compared call by call."""
+    rng = random.Random(7)
+    ll = Landlord(1, Policy.bounded(MAX, DEFAULT), seed=bytes(32))
+    d = DictHeapLandlord(secrets.token_hex)
+    pairs: List[Tuple[Any, Any]] = []
+    now = 0
+    for step in range(3_000):
+        op = rng.randrange(10)
+        dur = rng.choice([ANY, rng.randrange(0, 5_000), rng.randrange(0, MAX * 2)])
+        if op < 3 or not pairs:
+            pairs.append((ll.grant(step, dur, now).cookie, d.grant(step, dur, now)[0]))
+        elif op < 6:
+            a, b = rng.choice(pairs)
+            try:
+                got = ll.renew(a, dur, now)
+            except leasehold.UnknownLeaseError:
+                got = None
+            try:
+                want = d.renew(b, dur, now)
+            except UnknownLease:
+                want = None
+            assert got == want, (step, got, want)
+        elif op < 7:
+            a, b = rng.choice(pairs)
+            try:
+                got = ll.cancel(a, now)
+            except leasehold.UnknownLeaseError:
+                got = None
+            try:
+                want = d.cancel(b, now)
+            except UnknownLease:
+                want = None
+            assert got == want, (step, got, want)
+        else:
+            now += rng.randrange(0, 3_000)
+            # leasehold expires past expiration (no grace); the baseline what expired before now.
+            ll.handle_timeout(now)
+            got = sorted((e.expiration, e.resource) for e in ll.drain_expired())
+            want = sorted((e, r) for _, e, r in d.expire(now))
+            assert got == want, (step, got, want)
+
+
 def best(f: Callable[[], object], repeat: int) -> float:
     """Least CPU time (process time: a busy machine's other work is not counted) of ``repeat`` runs."""
     times = []
@@ -207,7 +290,10 @@ def run(n: int, batch: int, seed: int, repeat: int) -> List[Row]:
     n_bytes = [bytes.fromhex(c) for c in n_cookies]
     # The dict + heapq landlord with 16-byte cookies, same state (the heap's keys only go stale).
     pure_b = DictHeapLandlord(secrets.token_bytes)
-    pure_b.leases = {bytes.fromhex(k): v for k, v in pure.leases.items()}
+    pure_b.exp = {bytes.fromhex(k): v for k, v in pure.exp.items()}
+    pure_b.res = {bytes.fromhex(k): v for k, v in pure.res.items()}
+    pure_b.heap = [(d, bytes.fromhex(k)) for d, k in pure.heap]
+    heapq.heapify(pure_b.heap)
     p_bytes = [bytes.fromhex(c) for c in p_cookies]
     ttl_b = TTLCacheLandlord(n, clock, secrets.token_bytes)
     for c in p_bytes:
@@ -417,6 +503,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
+    check_baseline()
     print(
         f"leasehold {leasehold.__version__}, cachetools {cachetools.__version__}, "
         f"Python {sys.version.split()[0]}; ops/s (higher is better), speed-up = leasehold / other"

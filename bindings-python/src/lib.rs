@@ -4,14 +4,15 @@
 //! classes of `leasehold._errors`, and back. Every rule of leasing stays in the core.
 
 mod convert;
+mod data;
 mod discovery;
-mod discovery_wire;
 mod errors;
 mod guard;
 mod holder;
 mod inverted;
 mod landlord;
 mod lease;
+mod machine;
 mod policy;
 mod sansio;
 mod service;
@@ -61,15 +62,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inverted::inverted_bandwidth, m)?)?;
     m.add_function(wrap_pyfunction!(inverted::expected_detection, m)?)?;
     m.add("ANNOUNCEMENT_MAX_BYTES", leasehold::discovery::wire::ANNOUNCEMENT_MAX_BYTES)?;
-    m.add_class::<discovery::PyDiscoveryService>()?;
-    m.add_class::<discovery::PyDiscoveryRegistration>()?;
-    m.add_class::<discovery_wire::PyRegistrar>()?;
-    m.add_class::<discovery_wire::PyAnnouncement>()?;
-    m.add_class::<discovery_wire::PyUnicastRequest>()?;
-    m.add_class::<discovery_wire::PyUnicastResponse>()?;
-    m.add_class::<discovery_wire::PyDiscoveryEvent>()?;
-    m.add_class::<discovery_wire::PyEventReply>()?;
-    m.add_class::<discovery_wire::PyDiscoveryRequest>()?;
-    m.add_class::<discovery_wire::PyDiscoveryReply>()?;
+    m.add_class::<discovery::PyDiscoveryMachine>()?;
+    m.add_function(wrap_pyfunction!(discovery::announcement_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::announcement_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(data::encode_message, m)?)?;
+    m.add_function(wrap_pyfunction!(data::decode_message, m)?)?;
     Ok(())
 }

@@ -61,32 +61,6 @@ macro_rules! guarded_component {
 }
 pub(crate) use guarded_component;
 
-/// [`Component`] for a pyclass that is [`crate::store::Stored`] (in memory or in a store).
-macro_rules! stored_component {
-    ($cls:ty) => {
-        impl $crate::sansio::Component for $cls {
-            type State = <$cls as $crate::store::Stored>::State;
-            #[inline]
-            fn with<T: Send>(
-                &self,
-                py: Python<'_>,
-                f: impl FnOnce(&mut Self::State) -> T + Send,
-            ) -> PyResult<T> {
-                $crate::store::Stored::backend(self).with(py, f)
-            }
-            #[inline]
-            fn answer<T: Send>(
-                &self,
-                py: Python<'_>,
-                f: impl FnOnce(&mut Self::State) -> T + Send,
-            ) -> PyResult<T> {
-                $crate::store::Stored::backend(self).answer(py, false, f)
-            }
-        }
-    };
-}
-pub(crate) use stored_component;
-
 /// A core part with a timer (every active part: `poll_timeout`, `handle_timeout`).
 pub trait Timed {
     /// When the host should call `handle_timeout` next.

@@ -39,6 +39,22 @@ pub struct PyEventRegistration {
 
 #[pymethods]
 impl PyEventRegistration {
+    #[new]
+    fn new(
+        event_id: u64,
+        source_service: u64,
+        source_object: u64,
+        lease: PyRef<'_, PyLease>,
+        sequence: u64,
+    ) -> Self {
+        PyEventRegistration {
+            event_id,
+            source_service,
+            source_object,
+            lease: PyLease(lease.0),
+            sequence,
+        }
+    }
     fn __repr__(&self) -> String {
         format!(
             "EventRegistration(event_id={}, source=({}, {}), sequence={}, lease={})",

@@ -453,7 +453,6 @@ macro_rules! py_message {
         }
     };
 }
-pub(crate) use py_message;
 
 /// The encoding argument of `encode` and `decode`: binary when not given.
 pub fn encoding_or_binary(encoding: Option<&Bound<'_, PyAny>>) -> PyResult<Encoding> {
@@ -513,7 +512,6 @@ macro_rules! message_methods {
         }
     };
 }
-pub(crate) use message_methods;
 
 py_message!(PyRequest, Request, "Request");
 message_methods!(PyRequest);

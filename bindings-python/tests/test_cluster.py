@@ -57,6 +57,18 @@ class Server:
                     self.send_header("Location", me.target + self.path)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
+                elif me.mode in ("wire404", "html404"):
+                    # As leasehold-server answers an unknown lease: a 404 with the wire reply
+                    # in the body; or a proxy's 404 page, which carries none.
+                    enc = encoding_of(self.headers.get("Content-Type"))
+                    wire = me.mode == "wire404"
+                    reply = me.landlord.handle_bytes(body, enc, monotonic_ms()) if wire else b"<h1>404</h1>"
+                    self.send_response(404)
+                    ctype = ("application/json" if enc == "json" else "application/octet-stream") if wire else "text/html"
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(reply)))
+                    self.end_headers()
+                    self.wfile.write(reply)
                 elif me.mode == "close":
                     self.close_connection = True
                     self.wfile.flush()
@@ -126,10 +138,43 @@ def test_grants_and_renewals_go_where_the_protocol_says(good: Server) -> None:
     r, c = grant([good.url])
     assert r.op == "granted" and r.cookie is not None
     c.post(Request.renew(2, r.cookie, 5_000).encode(), landlord=42)
-    assert good.paths == ["/lease", "/lease?landlord=42"]
+    assert good.paths == ["/lease", "/lease?landlord=000000000000002a"]
     # A URL with its own path keeps it.
     Cluster([good.url + "/x/"]).post(Request.cancel(3, r.cookie).encode(), landlord=42)
-    assert good.paths[-1] == "/x/?landlord=42"
+    assert good.paths[-1] == "/x/?landlord=000000000000002a"
+
+
+def test_the_landlord_id_is_written_as_the_wire_writes_it() -> None:
+    from leasehold.http import landlord_query
+
+    assert landlord_query(16) == "landlord=0000000000000010"
+    assert landlord_query("000000000000000A") == "landlord=000000000000000a"
+    for bad in ("16", "0x10", -1, 1 << 64):
+        with pytest.raises(ValueError):
+            landlord_query(bad)
+
+
+def test_a_wire_reply_with_an_error_status_is_a_definite_answer(good: Server, landlord: Landlord) -> None:
+    wire, html = Server(landlord), Server(landlord)
+    wire.mode, html.mode = "wire404", "html404"
+    try:
+        r, _ = grant([good.url])
+        assert r.cookie is not None
+        gone = Request.renew(2, "00" * 16, 1_000).encode()
+        # The 404 with a wire reply is returned at once: the next server is never asked.
+        c = Cluster([wire.url, good.url])
+        answer = Reply.decode(c.post(gone, landlord=42))
+        assert answer.op == "error" and good.paths == ["/lease"]
+        # A 404 page without a wire reply is not the landlord's answer: the next server is.
+        c = Cluster([html.url, good.url])
+        assert Reply.decode(c.post(Request.renew(3, r.cookie, 1_000).encode(), landlord=42)).op == "renewed"
+        assert good.paths[-1] == "/lease?landlord=000000000000002a"
+        # Only a 404 page: an indefinite failure.
+        with pytest.raises(IndefiniteError):
+            Cluster([html.url]).post(gone, landlord=42)
+    finally:
+        wire.close()
+        html.close()
 
 
 def test_dead_503_and_paused_servers_are_skipped(good: Server, landlord: Landlord, paused: str) -> None:
@@ -164,7 +209,7 @@ def test_307_is_followed_with_the_same_body(good: Server, landlord: Landlord) ->
         assert r.op == "granted" and good.paths == ["/lease"]
         assert r.cookie is not None
         renewed = Reply.decode(c.post(Request.renew(2, r.cookie, 1_000).encode(), landlord=42))
-        assert renewed.op == "renewed" and good.paths[-1] == "/lease?landlord=42"
+        assert renewed.op == "renewed" and good.paths[-1] == "/lease?landlord=000000000000002a"
 
         async def via_asyncio() -> Reply:
             assert r.cookie is not None
@@ -183,8 +228,8 @@ def test_the_owner_named_by_a_server_is_tried_first(landlord: Landlord) -> None:
         assert r.cookie is not None and other.paths == ["/lease"]
         c.post(Request.renew(2, r.cookie, 1_000).encode(), landlord=42)  # answered by `other`, naming `owner`
         c.post(Request.renew(3, r.cookie, 1_000).encode(), landlord=42)
-        assert other.paths == ["/lease", "/lease?landlord=42"]
-        assert owner.paths == ["/lease?landlord=42"]
+        assert other.paths == ["/lease", "/lease?landlord=000000000000002a"]
+        assert owner.paths == ["/lease?landlord=000000000000002a"]
     finally:
         owner.close()
         other.close()
@@ -219,7 +264,7 @@ def test_threaded_driver_renews_through_a_list_while_servers_die(landlord: Landl
             assert driver.errors == []
         assert [e.kind for e in events if e.kind != "renewed"] == []
         assert sum(e.kind == "renewed" for e in events) >= 4
-        assert any("landlord=42" in p for p in b.paths) and any("landlord=42" in p for p in a.paths)
+        assert any("landlord=000000000000002a" in p for p in b.paths) and any("landlord=000000000000002a" in p for p in a.paths)
         assert landlord.get(lease.cookie, monotonic_ms()) is not None
     finally:
         a.close()
@@ -252,4 +297,4 @@ def test_asyncio_driver_renews_through_a_list(landlord: Landlord) -> None:
         good.close()
     assert events[-1].kind == "desired_expiration_reached"
     assert sum(e.kind == "renewed" for e in events) >= 2
-    assert all(p.endswith("landlord=42") for p in good.paths[1:])
+    assert all(p.endswith("landlord=000000000000002a") for p in good.paths[1:])

@@ -1,3 +1,4 @@
+/// <reference path="./disposable.d.ts" />
 // Public API of `leasehold`. The classes come from the Rust core through wasm-bindgen (their
 // documentation is in leasehold_wasm.d.ts); the drivers and errors are JavaScript.
 import type { Landlord, LeaseEntry, StoreConfig as StoreSettings } from './leasehold_wasm.js';
@@ -21,20 +22,19 @@ export {
   coreVersion,
   JournalGate,
   DiscoveryService,
-  encodeDiscoveryRequest,
-  decodeDiscoveryRequest,
-  encodeDiscoveryReply,
-  decodeDiscoveryReply,
-  encodeDiscoveryEvent,
-  decodeDiscoveryEvent,
-  encodeEventReply,
-  decodeEventReply,
   encodeAnnouncement,
   decodeAnnouncement,
-  discoveryEventFromBytes,
 } from './leasehold_wasm.js';
-export { DiscoveryDriver, ALL_GROUPS, NO_GROUPS } from './discovery.js';
-export type { DiscoveryDriverOptions, DurableDiscoveryOptions } from './discovery.js';
+export {
+  DiscoveryDriver, ALL_GROUPS, NO_GROUPS, encodeDiscoveryRequest, decodeDiscoveryRequest, encodeDiscoveryReply,
+  decodeDiscoveryReply, encodeDiscoveryEvent, decodeDiscoveryEvent, encodeEventReply, decodeEventReply,
+  discoveryEventFromBytes,
+} from './discovery.js';
+export type {
+  DiscoveryDriverOptions, DurableDiscoveryOptions, DiscoveryGroups, Registrar, Announcement, DiscoveryEvent,
+  DiscoveryRegistered, UnicastRequest, DeliveryFailure, DiscoveryServiceOptions, DiscoveryRequestMessage,
+  DiscoveryReplyMessage, DiscoveryEventMessage, EventReplyMessage,
+} from './discovery.js';
 export type {
   Encoding,
   Limits,
@@ -57,18 +57,6 @@ export type {
   FileOp,
   StoreConfig,
   Recovery,
-  DiscoveryGroups,
-  Registrar,
-  Announcement,
-  DiscoveryEvent,
-  DiscoveryRegistered,
-  UnicastRequest,
-  DeliveryFailure,
-  DiscoveryServiceOptions,
-  DiscoveryRequestMessage,
-  DiscoveryReplyMessage,
-  DiscoveryEventMessage,
-  EventReplyMessage,
 } from './leasehold_wasm.js';
 export * from './errors.js';
 
@@ -332,27 +320,42 @@ export type Transport = (
 
 /**
  * A transport over HTTP fetch to one server or a cluster (a bare origin means its `/lease`):
- * renewals and cancels name their landlord (`?landlord=<decimal id>`); each send tries the
- * servers in turn on network errors, time-outs (`timeout` ms per attempt, default 1000) and
- * HTTP 5xx, follows redirects, remembers `X-Leasehold-Owner`, and rejects with an
- * IndefiniteError only when every server failed.
+ * renewals and cancels name their landlord as the wire writes it (`?landlord=<16 hex digits>`).
+ * An answer that carries a wire reply (the request's content type and a body that decodes) is
+ * the landlord's definite answer whatever its status (a 404 unknown lease, a 409 denial).
+ * Each send tries the servers in turn on network errors, time-outs (`timeout` ms per attempt,
+ * default 1000), HTTP 5xx and answers without a wire reply, follows redirects, remembers
+ * `X-Leasehold-Owner`, and rejects with an IndefiniteError only when every server failed.
  */
+/** `landlord=` and the id as the wire writes it, 16 hex digits (`landlordQuery(16)` is
+ * `'landlord=0000000000000010'`); a string must already be 16 hex digits. */
+export declare function landlordQuery(landlord: string | number | bigint): string;
+
 export declare function fetchTransport(
   urls: string | URL | Array<string | URL>,
   options?: { fetch?: typeof fetch; headers?: Record<string, string>; encoding?: import('./leasehold_wasm.js').Encoding; timeout?: number },
 ): Transport;
 
-/** Runs a RenewalManager on setTimeout with a Promise-returning transport. */
-export declare class RenewalDriver implements Disposable {
+/** What a driver of `M` hands to `onEvent`: a RenewalManager's events (a union on `type`:
+ * `'renewed'`, `'desiredExpirationReached'`, `'renewalFailed'`), or a RenewalService's set events. */
+export type DriverEvent<M> = M extends import('./leasehold_wasm.js').RenewalService
+  ? import('./leasehold_wasm.js').SetEvent
+  : import('./leasehold_wasm.js').RenewalEvent;
+
+/** Runs a RenewalManager (or a RenewalService) on setTimeout with a Promise-returning transport. */
+export declare class RenewalDriver<
+  M extends import('./leasehold_wasm.js').RenewalManager | import('./leasehold_wasm.js').RenewalService =
+    import('./leasehold_wasm.js').RenewalManager,
+> implements Disposable {
   constructor(
-    manager: import('./leasehold_wasm.js').RenewalManager | import('./leasehold_wasm.js').RenewalService,
+    manager: M,
     options: DriverOptions & {
       transport: Transport;
       encoding?: import('./leasehold_wasm.js').Encoding;
-      onEvent?: (event: import('./leasehold_wasm.js').RenewalEvent | import('./leasehold_wasm.js').SetEvent) => void;
+      onEvent?: (event: DriverEvent<M>) => void;
     },
   );
-  readonly manager: import('./leasehold_wasm.js').RenewalManager | import('./leasehold_wasm.js').RenewalService;
+  readonly manager: M;
   readonly closed: boolean;
   now(): number;
   /** Asks a landlord for a lease through the transport; resolves to it (counted from the send time). */

@@ -40,20 +40,15 @@ export const {
   coreVersion,
   JournalGate,
   DiscoveryService,
-  encodeDiscoveryRequest,
-  decodeDiscoveryRequest,
-  encodeDiscoveryReply,
-  decodeDiscoveryReply,
-  encodeDiscoveryEvent,
-  decodeDiscoveryEvent,
-  encodeEventReply,
-  decodeEventReply,
   encodeAnnouncement,
   decodeAnnouncement,
-  discoveryEventFromBytes,
 } = wasm;
 
-export { DiscoveryDriver, ALL_GROUPS, NO_GROUPS } from './discovery.js';
+export {
+  DiscoveryDriver, ALL_GROUPS, NO_GROUPS, encodeDiscoveryRequest, decodeDiscoveryRequest, encodeDiscoveryReply,
+  decodeDiscoveryReply, encodeDiscoveryEvent, decodeDiscoveryEvent, encodeEventReply, decodeEventReply,
+  discoveryEventFromBytes,
+} from './discovery.js';
 
 /** `Lease.FOREVER`: a lease or duration that never ends. `Infinity` here (i64::MAX in core). */
 export const FOREVER = Infinity;
@@ -741,16 +736,32 @@ function timeoutSignal(ms) {
   return { signal: c.signal, clear: () => clearTimeout(t) };
 }
 
+/** The query naming a landlord: its id as the wire writes it, 16 hex digits (landlord 16 is
+ * `landlord=0000000000000010`); leasehold-server refuses any other form with a 400. */
+export function landlordQuery(landlord) {
+  let hex;
+  if (typeof landlord === 'string') hex = landlord;
+  else if (typeof landlord === 'bigint' || Number.isSafeInteger(landlord)) hex = BigInt(landlord).toString(16).padStart(16, '0');
+  if (typeof hex !== 'string' || !/^[0-9a-fA-F]{16}$/.test(hex)) {
+    throw new RangeError(`a landlord id is 16 hex digits, got ${String(landlord)}`);
+  }
+  return `landlord=${hex.toLowerCase()}`;
+}
+
 /**
  * A transport over HTTP `fetch` to one server or a cluster of `leasehold-server`s (a URL or a
  * list of them; a bare origin like `http://a:7420` means its `/lease`). Grants go to the
- * endpoint as it is; renewals and cancels add `?landlord=<id>` (decimal) so that any server can
- * route them. Within one send it tries the servers in turn, starting with the one that answered
- * last (or the owner a server named in `X-Leasehold-Owner` for that landlord), moving on after
- * a network error, a time-out (`timeout` ms per attempt, default 1000) or an HTTP 5xx (503: the
- * shard is moving); redirects (307/308) are followed with the same body. Only when every
- * server failed does the send reject, with an `IndefiniteError` (the manager retries until the
- * lease would expire): a transport failure is never reported as definite.
+ * endpoint as it is; renewals and cancels add `?landlord=<16 hex digits>`, the landlord as the
+ * wire writes it, so that any server can route them. An answer that carries a wire reply (the
+ * request's content type and a body that decodes) is the landlord's definite answer, whatever
+ * its status: a 404 (unknown lease) or a 409 (denied) is returned, never retried elsewhere.
+ * Within one send it tries the servers in turn, starting with the one that answered last (or
+ * the owner a server named in `X-Leasehold-Owner` for that landlord), moving on after a network
+ * error, a time-out (`timeout` ms per attempt, default 1000), an HTTP 5xx (503: the shard is
+ * moving) or an answer without a wire reply (a proxy's error page); redirects (307/308) are
+ * followed with the same body. Only when every server failed does the send reject, with an
+ * `IndefiniteError` (the manager retries until the lease would expire): a transport failure is
+ * never reported as definite.
  */
 export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}, encoding = 'binary', timeout = 1000 } = {}) {
   if (typeof f !== 'function') throw new TypeError('fetchTransport needs fetch');
@@ -762,9 +773,7 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
   const owners = new Map(); // landlord (16 hex digits) -> index of the server that owns it
   const indexOf = (origin) => list.findIndex((u) => u.origin === origin);
   return async (body, landlord) => {
-    const query = landlord === undefined || landlord === null
-      ? ''
-      : `landlord=${typeof landlord === 'string' ? BigInt(`0x${landlord}`) : BigInt(landlord)}`; // hex id -> decimal
+    const query = landlord === undefined || landlord === null ? '' : landlordQuery(landlord);
     const first = owners.get(landlord) ?? current;
     const failures = [];
     for (let k = 0; k < list.length; k++) {
@@ -777,8 +786,22 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
           method: 'POST', body, redirect: 'follow', signal: t.signal,
           headers: { 'content-type': type, ...headers },
         });
+        let reply;
         if (res.status === 200) {
-          const reply = new Uint8Array(await res.arrayBuffer());
+          reply = new Uint8Array(await res.arrayBuffer());
+        } else if (res.status >= 400 && res.status < 500 && (res.headers.get('content-type') ?? '').toLowerCase().startsWith(type)) {
+          // leasehold-server's error statuses carry the landlord's reply: a definite answer,
+          // if it is one (a proxy's page is not).
+          const bytes = new Uint8Array(await res.arrayBuffer());
+          try {
+            decodeReply(bytes, encoding);
+            reply = bytes;
+          } catch {
+            failures.push(`${url.origin}: HTTP ${res.status} without a wire reply`);
+            continue;
+          }
+        }
+        if (reply !== undefined) {
           current = i;
           if (query) {
             const owner = res.headers.get('x-leasehold-owner');
@@ -791,13 +814,9 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
           return reply;
         }
         await res.arrayBuffer().catch(() => {});
-        if (res.status >= 500) {
-          failures.push(`${url.origin}: HTTP ${res.status}`);
-          continue;
-        }
-        throw new IndefiniteError(`HTTP ${res.status} from ${url}`);
+        failures.push(`${url.origin}: HTTP ${res.status}`);
+        continue;
       } catch (err) {
-        if (err instanceof IndefiniteError) throw err;
         // A network error (TypeError), a time-out or an abort: try the next server.
         failures.push(`${url.origin}: ${err?.name === 'TimeoutError' || err?.name === 'AbortError' ? `no answer in ${timeout} ms` : (err?.cause?.code ?? err?.message ?? err)}`);
       } finally {

@@ -1,9 +1,118 @@
-// Types of DiscoveryDriver (discovery.js).
+/// <reference path="./disposable.d.ts" />
+// Types of the discovery service (its calls, named by discovery.js on the wasm class), its
+// values, its messages and its driver. Values are the core's data form with camelCase keys;
+// messages are their JSON object form (snake_case, as on the wire).
 import type {
-  DiscoveryService, DiscoveryServiceOptions, DiscoveryEvent, DeliveryFailure, DiscoveryRegistered,
-  DiscoveryGroups, Announcement, Recovery, Encoding, StoreConfig,
+  DiscoveryService, Recovery, Encoding, StoreConfig, Lease, EventRegistration, Limits, PolicyDescription,
 } from './leasehold_wasm.js';
 import type { DriverOptions, StoreHost } from './api.js';
+
+/** Groups of interest: `null` for all groups, else an array of names (`[]`: no group). */
+export type DiscoveryGroups = string[] | null;
+/** A lookup service as the discovery service knows it. `id`: 32 hex digits; locators `"host:port"`. */
+export interface Registrar { id: string; groups: string[]; locators: string[]; }
+/** A registrar's multicast announcement (or the datagram a unicast probe reads). */
+export interface Announcement { registrar: string; groups: string[]; locator: string; sequence: number | bigint; ttl: number; }
+/** A discovered or discarded event for a registration's listener (Jini `RemoteDiscoveryEvent`). */
+export interface DiscoveryEvent {
+  /** Where the host delivers it (what `setListener` stored; empty if nothing). */
+  listener?: Uint8Array;
+  eventId: number | bigint;
+  source: { service: string; object: number | bigint };
+  sequence: number | bigint;
+  handback: Uint8Array;
+  discarded: boolean;
+  registrars: Registrar[];
+}
+/** What `register` gives: the registration's number, its lease and its event registration. */
+export interface DiscoveryRegistered { registration: number; lease: Lease; eventRegistration: EventRegistration; }
+/** A unicast discovery the host should make: connect to `locator`, answer `unicastFound`/`unicastFailed` with `id`. */
+export interface UnicastRequest { id: number | bigint; locator: string; host: string; port: number; }
+/** Why an event could not be delivered: `indefinite` is retried until the registration's lease ends; the others cancel it. */
+export type DeliveryFailure =
+  | { kind: "indefinite"; message?: string }
+  | { kind: "unknown_event" | "unknownEvent" }
+  | { kind: "bad_object" | "badObject"; message?: string }
+  | { kind: "bad_invocation" | "badInvocation"; message?: string };
+/** Options of `new DiscoveryService(...)` (durations in ms). */
+export interface DiscoveryServiceOptions {
+  /** The landlord id of the registration leases: 16 hex digits or an integer. */
+  id: string | number | bigint;
+  /** 32 secret bytes for the registration cookies; default from crypto.getRandomValues. */
+  seed?: Uint8Array;
+  grace?: number;
+  limits?: Partial<Limits>;
+  /** How registration leases are granted (default bounded: at most 30 min, 30 min for ANY). */
+  leasePolicy?: PolicyDescription;
+  /** Waits before resending an event after its n-th indefinite failure (the last repeats). */
+  eventRetry?: number[];
+  /** An event handed out and not reported within this is an indefinite failure (Infinity: never). */
+  deliveryTimeout?: number;
+  /** Waits before probing a locator again after its n-th failure (the last repeats). */
+  unicastRetry?: number[];
+  /** A unicast discovery not answered within this failed (Infinity: never). */
+  unicastTimeout?: number;
+  maxRegistrars?: number;
+  maxAnnouncementTtl?: number;
+  /** How far event sequence numbers jump on restore (0: exact). */
+  restoreJump?: number;
+}
+/** A discovery request in its JSON object form: `{v: 1, id: "7", body: {op: "register", groups, locators, handback, duration}}` etc. */
+export type DiscoveryRequestMessage = { v: 1; id: string | number; body: { op: string; [k: string]: unknown } };
+/** A discovery reply in its JSON object form: `{v: 1, id, landlord, body: {op: "registered", ...}}`. */
+export type DiscoveryReplyMessage = { v: 1; id: string; landlord: string; body: { op: string; [k: string]: unknown } };
+/** A discovery event in its JSON object form (`event_id`, `source`, `sequence`, `handback` hex, `discarded`, `registrars`). */
+export type DiscoveryEventMessage = { v: 1; event_id: string; source: { service: string; object: string }; sequence: string; handback: string; discarded: boolean; registrars: Registrar[] };
+/** A listener's answer to an event: `{v: 1, event_id, sequence, body: {op: "received"} | {op: "unknown_event"} | {op: "error", code, message}}`. */
+export type EventReplyMessage = { v: 1; event_id: string | number; sequence: string | number; body: { op: "received" } | { op: "unknown_event" } | { op: "error"; code: number; message: string } };
+
+export declare function encodeDiscoveryRequest(message: DiscoveryRequestMessage, encoding?: Encoding): Uint8Array | string;
+export declare function decodeDiscoveryRequest(bytes: Uint8Array | string, encoding?: Encoding, limits?: Partial<Limits>): DiscoveryRequestMessage;
+export declare function encodeDiscoveryReply(message: DiscoveryReplyMessage, encoding?: Encoding): Uint8Array | string;
+export declare function decodeDiscoveryReply(bytes: Uint8Array | string, encoding?: Encoding, limits?: Partial<Limits>): DiscoveryReplyMessage;
+export declare function encodeDiscoveryEvent(message: DiscoveryEventMessage, encoding?: Encoding): Uint8Array | string;
+export declare function decodeDiscoveryEvent(bytes: Uint8Array | string, encoding?: Encoding, limits?: Partial<Limits>): DiscoveryEventMessage;
+export declare function encodeEventReply(message: EventReplyMessage, encoding?: Encoding): Uint8Array | string;
+export declare function decodeEventReply(bytes: Uint8Array | string, encoding?: Encoding, limits?: Partial<Limits>): EventReplyMessage;
+export declare function discoveryEventFromBytes(bytes: Uint8Array | string, encoding?: Encoding, limits?: Partial<Limits>): DiscoveryEvent;
+
+declare module './leasehold_wasm.js' {
+  interface DiscoveryService {
+    /** The landlord id of the registration leases (16 hex digits). */
+    readonly id: string;
+    register(groups: DiscoveryGroups, locators: string[], handback: Uint8Array | string, leaseDuration: number, now: number): DiscoveryRegistered;
+    registrations(): number[];
+    discovered(): Registrar[];
+    registrationOf(cookie: string, now: number): number | undefined;
+    lease(registration: number, now: number): Lease;
+    eventRegistration(registration: number, now: number): EventRegistration;
+    registrars(registration: number, now: number): Registrar[];
+    groups(registration: number, now: number): DiscoveryGroups;
+    locators(registration: number, now: number): string[];
+    addGroups(registration: number, groups: string[], now: number): void;
+    setGroups(registration: number, groups: DiscoveryGroups, now: number): void;
+    removeGroups(registration: number, groups: string[], now: number): void;
+    addLocators(registration: number, locators: string[], now: number): void;
+    setLocators(registration: number, locators: string[], now: number): void;
+    removeLocators(registration: number, locators: string[], now: number): void;
+    discard(registration: number, registrar: string, now: number): void;
+    setListener(registration: number, listener: Uint8Array | string, now: number): void;
+    listener(registration: number): Uint8Array | undefined;
+    handleAnnouncement(announcement: Announcement, now: number): void;
+    handleDatagram(datagram: Uint8Array, now: number): void;
+    unicastFound(requestId: number | bigint, found: Uint8Array | { registrar: string; groups: string[] }, now: number): boolean;
+    unicastFailed(requestId: number | bigint, now: number, reason?: string): boolean;
+    registrarUnreachable(registrar: string, now: number): boolean;
+    delivered(eventId: number | bigint, sequence: number | bigint, now: number): boolean;
+    deliveryFailed(eventId: number | bigint, sequence: number | bigint, failure: DeliveryFailure, now: number): boolean;
+    handleEventReply(bytes: Uint8Array | string, now: number, encoding?: Encoding): boolean;
+    handleRequest(request: import('./leasehold_wasm.js').Request, now: number): import('./leasehold_wasm.js').Reply;
+    handleBytes(bytes: Uint8Array | string, now: number, encoding?: Encoding): Uint8Array;
+    handleDiscoveryBytes(bytes: Uint8Array | string, now: number, encoding?: Encoding, listener?: Uint8Array | string): Uint8Array;
+    pollTransmit(now: number): UnicastRequest | undefined;
+    pollEvent(now: number): DiscoveryEvent | undefined;
+  }
+}
 
 /** `null`: every group (Jini's ALL_GROUPS). */
 export declare const ALL_GROUPS: null;

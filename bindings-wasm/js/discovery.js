@@ -3,8 +3,11 @@
 // core's; the driver only moves things: announcements and unicast results in, probes and events
 // out to the host's callbacks, and (for a durable service) nothing out before it is on disk.
 
-import { DiscoveryService } from './leasehold_wasm.js';
+import {
+  DiscoveryService, Lease, __encodeMessage, __decodeMessage, encodeRequest, decodeReply,
+} from './leasehold_wasm.js';
 import { DeadlineTimer } from './timer.js';
+import { defineCalls, orUndefined } from './machine.js';
 import { StoreWriter, closeWriter } from './store.js';
 import { __resolveStore, __checkClock, __alive } from './api.js';
 
@@ -16,6 +19,69 @@ export const ALL_GROUPS = null;
 export const NO_GROUPS = Object.freeze([]);
 
 const text = new TextDecoder();
+const lease = (l) => new Lease(l.landlord, l.cookie, l.expiration);
+const big = (s) => (BigInt(s) <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(s) : BigInt(s));
+
+// The service's calls: each is `handle({op, ...}, now)` on the core (see js/machine.js).
+defineCalls(DiscoveryService, {
+  registrations: ['-'], discovered: ['-'], registrationOf: ['cookie'], listener: ['-', 'registration'],
+  lease: ['registration'], eventRegistration: ['registration'], registrars: ['registration'],
+  groups: ['registration'], locators: ['registration'], discard: ['registration', 'registrar'],
+  addGroups: ['registration', 'groups'], setGroups: ['registration', 'groups'], removeGroups: ['registration', 'groups'],
+  addLocators: ['registration', 'locators'], setLocators: ['registration', 'locators'],
+  removeLocators: ['registration', 'locators'], setListener: ['registration', 'listener'],
+  handleAnnouncement: ['=announcement', 'announcement'], handleDatagram: ['=datagram', 'datagram'],
+  registrarUnreachable: ['=unreachable', 'registrar'], delivered: ['eventId', 'sequence'],
+}, {
+  lease, eventRegistration: (r) => ({ ...r, lease: lease(r.lease) }), registrationOf: orUndefined, listener: orUndefined,
+});
+Object.defineProperty(DiscoveryService.prototype, 'id', { get() { return this.handle({ op: 'id' }); } });
+Object.assign(DiscoveryService.prototype, {
+  register(groups, locators, handback, leaseDuration, now) {
+    const r = this.handle({ op: 'register', groups, locators, handback, leaseDuration }, now);
+    return { registration: r.id, lease: lease(r.lease), eventRegistration: { ...r.event, lease: lease(r.event.lease) } };
+  },
+  unicastFound(request, found, now) {
+    if (found instanceof Uint8Array) return this.handle({ op: 'unicast_datagram', request, datagram: found }, now);
+    return this.handle({ op: 'unicast_found', request, found }, now);
+  },
+  unicastFailed(request, now, reason) {
+    return this.handle({ op: 'unicast_failed', request, reason }, now);
+  },
+  deliveryFailed(eventId, sequence, failure, now) {
+    const f = typeof failure === 'string' ? { kind: failure } : failure;
+    const kind = String(f?.kind).replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    const message = kind === 'unknown_event' ? undefined : (f.message ?? '');
+    return this.handle({ op: 'delivery_failed', eventId, sequence, failure: { kind, message } }, now);
+  },
+  handleEventReply(message, now, encoding = 'binary') {
+    return this.handle({ op: 'serve', protocol: 'event_reply', message, encoding }, now);
+  },
+  handleBytes(message, now, encoding = 'binary') {
+    return this.handle({ op: 'serve', protocol: 'lease', message, encoding }, now);
+  },
+  handleDiscoveryBytes(message, now, encoding = 'binary', listener = undefined) {
+    return this.handle({ op: 'serve', protocol: 'discovery', message, encoding, listener }, now);
+  },
+  handleRequest(request, now) {
+    return decodeReply(this.handleBytes(encodeRequest(request), now));
+  },
+});
+
+// The discovery messages in their JSON object form (as the shared vectors write them).
+const codec = (kind) => [(m, e) => __encodeMessage(kind, m, e), (b, e, l) => __decodeMessage(kind, b, e, l)];
+export const [encodeDiscoveryRequest, decodeDiscoveryRequest] = codec('DiscoveryRequest');
+export const [encodeDiscoveryReply, decodeDiscoveryReply] = codec('DiscoveryReply');
+export const [encodeDiscoveryEvent, decodeDiscoveryEvent] = codec('DiscoveryEvent');
+export const [encodeEventReply, decodeEventReply] = codec('EventReply');
+
+/** An event message a listener received, in the camelCase form `pollEvent` gives (without `listener`). */
+export function discoveryEventFromBytes(bytes, encoding, limits) {
+  const m = decodeDiscoveryEvent(bytes, encoding, limits);
+  const handback = new Uint8Array((m.handback.match(/../g) ?? []).map((h) => parseInt(h, 16)));
+  const source = { service: m.source.service, object: big(m.source.object) };
+  return { eventId: big(m.event_id), source, sequence: big(m.sequence), handback, discarded: m.discarded, registrars: m.registrars };
+}
 
 /**
  * Drives a `DiscoveryService`: `handleTimeout` at the deadlines it asks for, unicast probes to
@@ -199,9 +265,8 @@ export class DiscoveryDriver {
       }
       let e;
       while ((e = s.pollEvent(now)) !== undefined) {
-        const l = s.listener(e.source.object);
         const ev = e;
-        out.push(() => this.#runDelivery(ev, l === undefined ? undefined : text.decode(l)));
+        out.push(() => this.#runDelivery(ev, text.decode(ev.listener)));
       }
       const d = s.pollTimeout();
       this.#timer.arm(d);

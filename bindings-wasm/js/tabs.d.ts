@@ -1,3 +1,4 @@
+/// <reference path="./disposable.d.ts" />
 // Types of `leasehold/tabs`: leader election and named leases among the tabs of one origin.
 import type { RenewalManagerOptions } from './leasehold_wasm.js';
 import type { LeaseError } from './errors.js';

@@ -10,10 +10,12 @@ use wasm_bindgen::prelude::*;
 
 pub mod alloc;
 pub mod convert;
+pub mod data;
 pub mod discovery;
 pub mod holder;
 pub mod landlord;
 pub mod lease;
+pub mod machine;
 pub mod service;
 pub mod store;
 pub mod wire;

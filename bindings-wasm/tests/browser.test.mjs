@@ -54,6 +54,31 @@ test('web example: every lease\'s timeline shows granted, renewed, expired and c
     const shot = join(artifacts, 'web-example.png');
     await page.screenshot({ path: shot, fullPage: true });
     console.log(`# screenshot: ${shot}`);
+
+    // A second visit to the same server: its own three leases only (none of the first visit's
+    // rows), and a timeline scaled from its own first event, not from the server's start.
+    const firstCookies = new Set(await page.$$eval('#leases tr', (trs) => trs.map((tr) => tr.dataset.cookie)));
+    const again = await browser.newPage({ viewport: { width: 1000, height: 560 } });
+    again.on('pageerror', (e) => errors.push(String(e)));
+    await again.goto(server.url);
+    await again.waitForSelector('body[data-done="1"], body[data-error]', { timeout: 30_000 });
+    assert.equal(await again.getAttribute('body', 'data-error'), null);
+    const second = await again.$$eval('#leases tr', (trs) => trs.map((tr) => ({
+      holder: tr.dataset.holder,
+      cookie: tr.dataset.cookie,
+      // where the marks sit, in % of the bar
+      at: [...tr.querySelectorAll('.bar i')].map((i) => parseFloat(i.style.left)),
+    })));
+    assert.deepEqual(second.map((r) => r.holder).sort(), ['alpha', 'bravo', 'charlie']);
+    for (const r of second) assert.ok(!firstCookies.has(r.cookie), `row ${r.holder} is from the first visit`);
+    const firsts = second.map((r) => Math.min(...r.at));
+    const lasts = second.map((r) => Math.max(...r.at));
+    assert.ok(Math.min(...firsts) < 5, `the first lease starts at the left of the bar: ${firsts}`);
+    assert.ok(Math.max(...lasts) > 50, `the visit's leases fill the bar, not a sliver: ${lasts}`);
+    const shot2 = join(artifacts, 'web-example-second-visit.png');
+    await again.screenshot({ path: shot2, fullPage: true });
+    console.log(`# screenshot of a second visit: ${shot2} (marks from ${Math.min(...firsts).toFixed(1)}% to ${Math.max(...lasts).toFixed(1)}%)`);
+    assert.deepEqual(errors, []);
   } finally {
     await browser.close();
     await server.close();

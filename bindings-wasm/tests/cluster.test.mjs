@@ -1,7 +1,7 @@
 // fetchTransport with a list of servers (docs/server-transports.md), against small Node HTTP
 // servers that misbehave on purpose: one refuses connections, one answers 503, one accepts and
 // never answers (a paused owner), one redirects, one answers. (Against real leasehold-server
-// processes on PostgreSQL, with failover: scripts/test-server.sh.)
+// processes on PostgreSQL, with failover: scripts/test-faults.sh.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -44,7 +44,7 @@ function landlordServer(id, extraHeaders = () => ({})) {
 
 const renew = (cookie) => encodeRequest({ id: 5, body: { op: 'renew', cookie, duration: 1000 } });
 
-test('grants go to /lease as is; renewals and cancels name their landlord in decimal', async () => {
+test('grants go to /lease as is; renewals and cancels name their landlord as the wire writes it (16 hex digits)', async () => {
   const s = await landlordServer(0x1234);
   try {
     const t = fetchTransport(s.origin); // a bare origin means its /lease
@@ -53,11 +53,11 @@ test('grants go to /lease as is; renewals and cancels name their landlord in dec
     assert.equal(s.seen[0].url, '/lease');
     const r = decodeReply(await t(renew(g.body.cookie), g.landlord));
     assert.equal(r.body.op, 'renewed');
-    assert.equal(s.seen[1].url, `/lease?landlord=${0x1234}`);
+    assert.equal(s.seen[1].url, '/lease?landlord=0000000000001234');
     // A full endpoint URL is kept (its own query too).
     const t2 = fetchTransport(`${s.origin}/lease?x=1`);
     await t2(renew(g.body.cookie), g.landlord);
-    assert.equal(s.seen[2].url, `/lease?x=1&landlord=${0x1234}`);
+    assert.equal(s.seen[2].url, '/lease?x=1&landlord=0000000000001234');
   } finally {
     await s.close();
   }
@@ -86,7 +86,7 @@ test('a send moves on past a refused connection, a 503 and a server that never a
   }
 });
 
-test('every server failing is an IndefiniteError naming each; a 4xx fails at once, indefinitely', async () => {
+test('every server failing is an IndefiniteError naming each; a 4xx without a wire reply is not an answer', async () => {
   const busy = await server(() => ({ status: 503 }));
   const paused = await server(() => 'hang');
   const refused = await refusedOrigin();
@@ -101,10 +101,46 @@ test('every server failing is an IndefiniteError naming each; a 4xx fails at onc
     assert.match(err.message, /no answer in 200 ms/);
     assert.match(err.message, new RegExp(refused.replace(/[.:/]/g, '.')));
     const t2 = fetchTransport([tooBig.origin, busy.origin]);
-    await assert.rejects(t2(renew('0'.repeat(32)), '0000000000000001'), (e) => e instanceof IndefiniteError && /HTTP 413/.test(e.message));
-    assert.equal(busy.seen.length, 1, 'not tried after a 4xx');
+    await assert.rejects(t2(renew('0'.repeat(32)), '0000000000000001'), (e) => e instanceof IndefiniteError && /HTTP 413/.test(e.message) && /HTTP 503/.test(e.message));
+    assert.equal(busy.seen.length, 2, 'tried after a 4xx that carried no wire reply');
   } finally {
     await Promise.all([busy.close(), paused.close(), tooBig.close()]);
+  }
+});
+
+test('a 404 or 409 carrying a wire reply is the landlord\'s definite answer, never retried elsewhere', async () => {
+  const ll = new Landlord({ id: 5, policy: Policy.bounded(60_000, 30_000) });
+  // As leasehold-server answers: the status follows the reply, the reply stays in the body.
+  const statusOf = (bytes) => {
+    const r = decodeReply(bytes);
+    return r.body.op !== 'error' ? 200 : r.body.code === 1 ? 404 : r.body.code === 2 ? 409 : 400;
+  };
+  const strict = await server((req, body) => {
+    const reply = ll.handleBytes(body, Date.now());
+    return { status: statusOf(reply), headers: { 'content-type': 'application/octet-stream' }, body: reply };
+  });
+  const spare = await landlordServer(5);
+  try {
+    const t = fetchTransport([strict.origin, spare.origin]);
+    const r = decodeReply(await t(renew('0'.repeat(32)), '0000000000000005'));
+    assert.equal(r.body.op, 'error');
+    assert.equal(r.body.code, 1);
+    assert.equal(spare.seen.length, 0, 'a definite answer is not sent elsewhere');
+    // Through a driver, the manager hears it as definite: the lease is dropped at once.
+    const events = [];
+    const m = new RenewalManager({ initialRtt: 10, minRto: 10 });
+    const d = new RenewalDriver(m, { transport: t, onEvent: (e) => events.push(e) });
+    const g = ll.grant('x', 400, Date.now());
+    const lease = ll.lease(g.cookie, Date.now());
+    ll.cancel(g.cookie, Date.now()); // revoked behind the holder's back
+    d.renewFor(lease, FOREVER, 400);
+    for (let i = 0; i < 100 && events.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    d.close();
+    assert.equal(events[0]?.type, 'renewalFailed');
+    assert.equal(events[0].error?.code, 1, 'unknown lease: definite');
+    assert.equal(spare.seen.length, 0);
+  } finally {
+    await Promise.all([strict.close(), spare.close()]);
   }
 });
 
@@ -120,7 +156,7 @@ test('X-Leasehold-Owner is remembered per landlord; 307/308 are followed with th
     assert.equal(r.body.op, 'renewed', 'the redirect was followed');
     assert.equal(owner.seen.length, 1);
     assert.deepEqual(owner.seen[0].body, renew(g.cookie));
-    assert.equal(owner.seen[0].url, '/lease?landlord=9');
+    assert.equal(owner.seen[0].url, '/lease?landlord=0000000000000009');
     // A server naming another as the owner: the next send for that landlord goes there first.
     const t2 = fetchTransport([owned.origin, owner.origin]);
     const g2 = owned.landlord.grant('r', 60_000, Date.now());

@@ -10,7 +10,7 @@ const program = `
 import {
   Landlord, Lease, LeaseMap, RenewalManager, RenewalService, RenewalSet, LandlordDriver, RenewalDriver,
   fetchTransport, Policy, FOREVER, ANY, DURATION, ErrorCode, LeaseError, LeaseMapError, UnknownLeaseError,
-  encodeRequest, decodeReply, grantRequest, leaseFromReply, type Grant, type Reply, type SetEvent,
+  encodeRequest, decodeReply, grantRequest, leaseFromReply, type Grant, type Reply, type SetEvent, landlordQuery,
   type RenewalEvent, IndefiniteError, ReentrantCallError, cookieFromWords, cookieToWords,
   FileStore, MemoryStore, IndexedDbStore, StoreLockedError, StoreFailedError, DurableLandlordDriver,
   type StoreHost, type FileOp, type Recovery,
@@ -41,8 +41,18 @@ const rs: RenewalSet = svc.set(set);
 rs.renewFor(lr, FOREVER, 1000, 0);
 const ev: SetEvent | undefined = svc.pollEvent();
 using driver = new LandlordDriver(ll, { onExpired: (e) => console.log(e.cookie) });
-const rd = new RenewalDriver(m, { transport: fetchTransport('http://127.0.0.1:1/'), onEvent: (e) => console.log(e) });
+const rd = new RenewalDriver(m, {
+  transport: fetchTransport('http://127.0.0.1:1/'),
+  // onEvent's event is a union on its type: each branch has its own fields.
+  onEvent: (e) => {
+    if (e.type === 'renewalFailed') { const de: number = e.desiredExpiration; const c: number | undefined = e.error?.code; void [de, c]; }
+    else if (e.type === 'renewed') { const l: Lease = e.lease; void l; }
+  },
+});
 rd.close();
+const sd = new RenewalDriver(svc, { transport: fetchTransport(['http://a:1']), onEvent: (e: SetEvent) => void e.kind.type });
+sd.close();
+const lq: string = landlordQuery(16n);
 const code: number = ErrorCode.UNKNOWN_LEASE;
 const u = new UnknownLeaseError();
 const re: IndefiniteError = new ReentrantCallError('busy');
@@ -57,7 +67,7 @@ const hexCookie: string = cookieFromWords(cookieToWords(g.cookie), 0);
 const gb: { cookies: Uint32Array; durations: Float64Array; failed: number } = ll.grantBatch(['a', 'b'], 1000, 8);
 const rb: Float64Array = ll.renewBatch(gb.cookies, new Float64Array([1, 2]), 9);
 const cb: unknown[] = ll.cancelBatch(gb.cookies, 10, new Float64Array(2));
-void [d, s, ev, driver, code, u, re, gd, rdur, res, hexCookie, rb, cb];
+void [d, s, ev, driver, code, u, re, gd, rdur, res, hexCookie, rb, cb, lq];
 
 async function durable(): Promise<void> {
   const dd: DurableLandlordDriver = await LandlordDriver.open({
@@ -115,7 +125,7 @@ async function discovery() {
 void discovery;
 `;
 
-test('the .d.ts files type-check a program using the API (tsc --strict)', () => {
+test('the .d.ts files type-check a program using the API (tsc --strict, default lib: no esnext.disposable)', () => {
   const require = createRequire(join(process.cwd(), 'package.json'));
   let tsc;
   try {
@@ -128,7 +138,7 @@ test('the .d.ts files type-check a program using the API (tsc --strict)', () => 
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: {
       strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext',
-      lib: ['es2022', 'esnext.disposable', 'dom'], skipLibCheck: false, types: [],
+      skipLibCheck: false, types: [],
     },
     files: ['use.ts'],
   }));

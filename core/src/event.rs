@@ -51,7 +51,9 @@ pub struct EventSource {
 }
 
 /// What a client gets back when it registers for events (Jini `EventRegistration`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Data form (serde): `{event_id, source: {service, object}, lease, sequence}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventRegistration {
     /// The id every event of this registration carries.
     pub event_id: EventId,

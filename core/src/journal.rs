@@ -516,6 +516,51 @@ pub fn scan(bytes: &[u8], expect_seq: Option<u64>) -> Result<Scan<'_>> {
     Ok(Scan { frames, valid_len: bytes.len(), torn: None })
 }
 
+/// Where a log stops being readable, as [`scan_prefix`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Break {
+    /// Byte offset of the first byte that is not a valid frame.
+    pub offset: usize,
+    /// What is wrong there.
+    pub why: String,
+    /// Offsets of the valid frames found after it (damage, if any; none: a torn tail).
+    pub later_frames: Vec<usize>,
+}
+
+/// Like [`scan`], but never refuses: the valid frames from the start of `bytes` up to the
+/// first byte that is not one, and where and why it stopped (with the valid frames that
+/// follow the damage, if any). Sequence numbers are not checked. For tools that inspect and
+/// repair a damaged log (say exactly what a truncation at the damage would drop); recovery
+/// uses [`scan`].
+pub fn scan_prefix(bytes: &[u8]) -> (Vec<Frame<'_>>, Option<Break>) {
+    let mut frames = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        match check_frame(bytes, at) {
+            Ok(f) => {
+                at += FRAME_HEADER + f.payload.len();
+                frames.push(f);
+            }
+            Err(why) => {
+                let mut later_frames = Vec::new();
+                let mut from = at + 1;
+                while let Some(next) = find_valid_frame(bytes, from) {
+                    later_frames.push(next);
+                    from = next
+                        + check_frame(bytes, next).map_or(1, |f| FRAME_HEADER + f.payload.len());
+                }
+                return (frames, Some(Break { offset: at, why, later_frames }));
+            }
+        }
+    }
+    (frames, None)
+}
+
+/// The frame at byte `at` of `bytes`, if a valid one starts there.
+pub fn frame_at(bytes: &[u8], at: usize) -> Option<Frame<'_>> {
+    check_frame(bytes, at).ok()
+}
+
 fn find_valid_frame(bytes: &[u8], from: usize) -> Option<usize> {
     let magic = FRAME_MAGIC.to_le_bytes();
     let mut i = from;
@@ -775,6 +820,25 @@ mod tests {
                 assert!(s.torn.is_some());
             }
         }
+    }
+
+    #[test]
+    fn scan_prefix_stops_at_damage_and_names_the_frames_after_it() {
+        let log = log_of(&[(1, &[b"a1"]), (2, &[b"b2"]), (3, &[b"c3"])]);
+        let frame = FRAME_HEADER + 3;
+        let (frames, brk) = scan_prefix(&log);
+        assert_eq!((frames.len(), brk), (3, None));
+        let mut bad = log.clone();
+        bad[frame + 5] ^= 0x40;
+        let (frames, brk) = scan_prefix(&bad);
+        assert_eq!(frames.len(), 1);
+        let brk = brk.unwrap();
+        assert_eq!((brk.offset, brk.later_frames.clone()), (frame, vec![2 * frame]));
+        assert_eq!(frame_at(&bad, 2 * frame).unwrap().seq, 3);
+        // A torn tail: nothing valid after it.
+        let (frames, brk) = scan_prefix(&log[..log.len() - 2]);
+        assert_eq!(frames.len(), 2);
+        assert!(brk.unwrap().later_frames.is_empty());
     }
 
     #[test]

@@ -38,7 +38,9 @@
 //!
 //! - grant, renew, cancel and lookup are O(1), with no hashing; a renewal that extends a lease
 //!   (the common case) only rewrites the slot, and the wheel re-files the lease when its old
-//!   deadline comes up;
+//!   deadline comes up; a cancel frees the slot but leaves it in its wheel list (unlinking would
+//!   touch the list's neighbours), where the wheel drops it when the list comes up or a grant
+//!   reusing the slot finds it; so renew and cancel read and write one slot (one cache line);
 //! - expiry costs grow with the leases that expire (and the wheel levels they cascade through),
 //!   never with the number of leases held;
 //! - one [`Landlord::handle_timeout`] call expires at most [`LandlordConfig::expiry_budget`]
@@ -89,7 +91,14 @@ pub use state::{
     LandlordSnapshot, RngState, SnapshotLease, String128, BINARY_SNAPSHOT_VERSION,
     BINARY_SNAPSHOT_VERSION_COORD, SNAPSHOT_VERSION,
 };
-use wheel::{key_of, time_of, Links, Node, Wheel, LIST_EARLY, LIST_FREE, LIST_NONE, NIL};
+use wheel::{key_of, time_of, Links, Node, Wheel, LIST_EARLY, LIST_NONE, NIL};
+
+/// `Slot::list` bit of a free slot. The other bits still say where the slot is filed: a
+/// cancelled lease's slot stays in its wheel list until the wheel takes it out (see
+/// [`Landlord::cancel`]).
+const FREE: u16 = 0x8000;
+/// `Slot::list` of a free slot filed nowhere.
+const LIST_FREE: u16 = FREE | LIST_NONE;
 
 fn default_clock_interval() -> Duration {
     1_000
@@ -167,16 +176,20 @@ pub struct Expired<R> {
 
 /// One slab slot: 32 bytes plus the resource. The cookie is split (`hi`, `mid`, slot index) so
 /// that no field needs 16-byte alignment.
+///
+/// A lease's renew, lookup and cancel read and write this slot alone (one cache line): the
+/// wheel's links of a slot change only when the wheel files or takes out that slot.
 struct Slot<R> {
-    /// Cookie bits 64..128.
+    /// Cookie bits 64..128 (0 in a free slot).
     hi: u64,
     /// Expiration on the landlord's clock ([`FOREVER`] for never).
     expiration: Millis,
-    /// Cookie bits 32..64.
+    /// Cookie bits 32..64; in a free slot, the next free slot ([`NIL`] ends the free list).
     mid: u32,
-    /// Wheel list links (see [`Links`]); `next` also chains the free list.
+    /// Wheel list links (see [`Links`]).
     prev: u32,
     next: u32,
+    /// The wheel list (or `LIST_*` tag), with the [`FREE`] bit set in a free slot.
     list: u16,
     /// `None` exactly when the slot is free.
     resource: Option<R>,
@@ -188,14 +201,23 @@ impl<R> Slot<R> {
     }
 }
 
+impl<R> Slot<R> {
+    #[inline]
+    fn is_free(&self) -> bool {
+        self.list & FREE != 0
+    }
+}
+
+/// The wheel sees the links without the [`FREE`] bit, and keeps the bit as it is when it sets
+/// them: whether a slot is free is the landlord's business.
 impl<R> Node for Slot<R> {
     #[inline]
     fn links(&self) -> Links {
-        Links { prev: self.prev, next: self.next, list: self.list }
+        Links { prev: self.prev, next: self.next, list: self.list & !FREE }
     }
     #[inline]
     fn set_links(&mut self, l: Links) {
-        (self.prev, self.next, self.list) = (l.prev, l.next, l.list);
+        (self.prev, self.next, self.list) = (l.prev, l.next, l.list | (self.list & FREE));
     }
     #[inline]
     fn set_prev(&mut self, prev: u32) {
@@ -233,6 +255,8 @@ pub struct Landlord<R = Vec<u8>> {
     free: u32,
     live: usize,
     wheel: Wheel,
+    /// Free slots still in a wheel list (cancelled leases the wheel has not taken out yet).
+    vacated: usize,
     /// Leases past their deadline, taken off the wheel in order of (deadline, slot), waiting
     /// for expiry budget.
     due: VecDeque<u32>,
@@ -266,6 +290,7 @@ impl<R> Landlord<R> {
             free: NIL,
             live: 0,
             wheel: Wheel::new(0),
+            vacated: 0,
             due: VecDeque::new(),
             batch: Vec::new(),
             expired: VecDeque::new(),
@@ -380,7 +405,7 @@ impl<R> Landlord<R> {
     fn slot_of(&self, cookie: Cookie) -> Option<u32> {
         let (hi, mid, idx) = split(cookie);
         let s = self.slots.get(idx as usize)?;
-        (s.list != LIST_FREE && s.hi == hi && s.mid == mid).then_some(idx)
+        (s.hi == hi && s.mid == mid && !s.is_free()).then_some(idx)
     }
 
     /// The slot of a lease still honoured at the landlord's time. A lease held but past its
@@ -390,14 +415,20 @@ impl<R> Landlord<R> {
     fn live_slot(&mut self, cookie: Cookie) -> Result<u32> {
         match self.slot_of(cookie) {
             Some(i) if self.honoured(self.slots[i as usize].expiration, self.clock) => Ok(i),
-            Some(_) => {
-                self.record_clock();
-                Err(LeaseError::UnknownLease)
-            }
+            Some(_) => Err(self.gone()),
             None => Err(LeaseError::UnknownLease),
         }
     }
 
+    /// The answer for a lease held but past its deadline (see [`Landlord::live_slot`]).
+    #[cold]
+    #[inline(never)]
+    fn gone(&mut self) -> LeaseError {
+        self.record_clock();
+        LeaseError::UnknownLease
+    }
+
+    /// Files a live slot filed nowhere at its deadline.
     fn file(&mut self, idx: u32) {
         let now = key_of(self.clock);
         match self.due_key(self.slots[idx as usize].expiration) {
@@ -406,25 +437,66 @@ impl<R> Landlord<R> {
         }
     }
 
+    /// Takes a live slot out of wherever it is filed (the side set needs its key: call this
+    /// before its expiration changes).
     fn unfile(&mut self, idx: u32) {
         let s = &self.slots[idx as usize];
         let key = if s.list == LIST_EARLY { self.due_key(s.expiration).unwrap_or(0) } else { 0 };
         self.wheel.remove(&mut self.slots, idx, key);
     }
 
-    /// Frees a slot (already unfiled) and hands back its resource.
+    /// Files a live slot whose expiration was just set (a grant, or a renewal, which has
+    /// already taken it out of the side set) where the wheel will find it in time.
+    ///
+    /// A slot in a wheel list stays there while its deadline is not before the list's start:
+    /// the wheel takes the list before anything in it is due and then re-files or expires each
+    /// lease by its own deadline. So the common renewal (later) rewrites the slot alone, and a
+    /// grant into a cancelled lease's slot usually leaves the slot where it was; only a lease
+    /// moved before its list's start is unlinked, which touches its two neighbours.
+    #[inline]
+    fn settle(&mut self, idx: u32) {
+        let s = &self.slots[idx as usize];
+        let list = s.list;
+        if list < LIST_EARLY {
+            if let Some(k) = self.due_key(s.expiration) {
+                if k >= self.wheel.list_start(list) {
+                    return;
+                }
+            }
+            self.wheel.remove(&mut self.slots, idx, 0);
+        }
+        self.file(idx);
+    }
+
+    /// Frees the slot of a lease that ended (off the wheel already, or a cancelled lease's, see
+    /// [`Landlord::vacate`]) and hands back its resource. The freed slot is the next one reused.
     fn release(&mut self, idx: u32) -> R {
         let s = &mut self.slots[idx as usize];
-        s.set_links(Links { prev: NIL, next: self.free, list: LIST_FREE });
+        // Still in a wheel list only if cancelled (an expired lease is off the wheel).
+        s.list = if s.list < LIST_EARLY { s.list | FREE } else { LIST_FREE };
+        s.hi = 0;
+        s.mid = self.free;
         self.free = idx;
         self.live -= 1;
         s.resource.take().expect("a live slot holds its resource")
     }
 
+    /// Ends a cancelled lease. Its slot is freed but, if it is in a wheel list, stays linked
+    /// there (unlinking would touch its two neighbours, two more cache misses): the wheel drops
+    /// it when the list comes up, or a grant that reuses the slot settles it first.
+    fn vacate(&mut self, idx: u32) -> R {
+        match self.slots[idx as usize].list {
+            LIST_EARLY => self.unfile(idx),
+            LIST_NONE => {}
+            _ => self.vacated += 1,
+        }
+        self.release(idx)
+    }
+
     /// Grants a lease on `resource` for (at most) `requested` ms.
     pub fn grant(&mut self, resource: R, requested: Duration, now: Millis) -> Result<Grant> {
         let now = self.tick(now);
-        time::check_requested(requested)?;
+        check_requested(requested)?;
         if self.free == NIL && self.slots.len() >= NIL as usize {
             return Err(LeaseError::LeaseDenied(format!(
                 "landlord full: {} leases held",
@@ -435,7 +507,7 @@ impl<R> Landlord<R> {
             self.coord_check_grant(&resource)?;
         }
         let ctx = PolicyContext { now, live: self.live };
-        let duration = limit(requested, self.policy.grant(requested, &ctx)?);
+        let duration = limit(requested, (*self.policy).grant(requested, &ctx)?);
         let (cookie, expiration) = self.place(resource, duration);
         Ok(Grant { cookie, duration, expiration: self.to_host(expiration) })
     }
@@ -485,12 +557,16 @@ impl<R> Landlord<R> {
         let idx = if self.free != NIL {
             let idx = self.free;
             let s = &mut self.slots[idx as usize];
-            self.free = s.next;
+            self.free = s.mid;
             s.hi = hi;
             s.mid = mid;
             s.expiration = expiration;
-            s.set_links(Links { prev: NIL, next: NIL, list: LIST_NONE });
             s.resource = Some(resource);
+            // Live again, filed where the cancelled lease left it (if anywhere).
+            s.list &= !FREE;
+            if s.list != LIST_NONE {
+                self.vacated -= 1;
+            }
             idx
         } else {
             let idx = self.slots.len() as u32;
@@ -506,7 +582,7 @@ impl<R> Landlord<R> {
             idx
         };
         self.live += 1;
-        self.file(idx);
+        self.settle(idx);
         let cookie = cookie_of(hi, mid, idx);
         if let Some(j) = self.journal.as_deref_mut() {
             let r = self.slots[idx as usize].resource.as_ref().expect("just placed");
@@ -531,20 +607,34 @@ impl<R> Landlord<R> {
 
     /// Renews a lease for (at most) `requested` ms from `now`; returns the granted duration.
     /// A denied renewal leaves the lease as it was.
+    #[inline]
     pub fn renew(&mut self, cookie: Cookie, requested: Duration, now: Millis) -> Result<Duration> {
         let now = self.tick(now);
-        time::check_requested(requested)?;
-        let idx = match self.live_slot(cookie) {
-            Ok(idx) => idx,
-            Err(e) if self.coord.is_some() => return self.renew_watch(cookie, requested, e),
-            Err(e) => return Err(e),
+        check_requested(requested)?;
+        // The hot path of a busy landlord, written out: one slot, read and written once.
+        let (hi, mid, idx) = split(cookie);
+        let Some(s) = self.slots.get_mut(idx as usize) else {
+            return self.renew_unheld(cookie, requested);
         };
-        let old = self.slots[idx as usize].expiration;
+        if s.hi != hi || s.mid != mid || s.is_free() {
+            return self.renew_unheld(cookie, requested);
+        }
+        let old = s.expiration;
+        if !(old == FOREVER || now <= time::expiration_after(old, self.config.grace.max(0))) {
+            return Err(self.gone());
+        }
         let ctx = PolicyContext { now, live: self.live };
-        let duration = limit(requested, self.policy.renew(requested, old, &ctx)?);
-        self.extend(idx, duration);
+        let duration = limit(requested, (*self.policy).renew(requested, old, &ctx)?);
+        let expiration = time::expiration_after(now, duration);
+        // The common renewal: in a wheel list, not FOREVER, and no earlier than before, so no
+        // earlier than the list's start either (see `settle`): only the slot changes.
+        if s.list < LIST_EARLY && expiration >= old && expiration != FOREVER {
+            s.expiration = expiration;
+        } else {
+            self.move_lease(idx, expiration);
+        }
         if let Some(j) = self.journal.as_deref_mut() {
-            j.renew(self.clock, cookie, duration);
+            j.renew(now, cookie, duration);
         }
         if let Some(c) = self.coord.as_deref_mut() {
             c.renewed(cookie, self.slots[idx as usize].resource.as_ref().expect("held"), duration);
@@ -552,35 +642,53 @@ impl<R> Landlord<R> {
         Ok(duration)
     }
 
-    /// Sets a held lease's expiration to `duration` from the landlord's time.
-    fn extend(&mut self, idx: u32, duration: Duration) {
-        let old = self.slots[idx as usize].expiration;
-        let expiration = time::expiration_after(self.clock, duration);
-        let list = self.slots[idx as usize].list;
-        let lazy = list < LIST_EARLY
-            && match (self.due_key(old), self.due_key(expiration)) {
-                (Some(o), Some(n)) => n >= o,
-                _ => false,
-            };
-        if lazy {
-            // Extended: the wheel re-files the lease when its old deadline comes up.
-            self.slots[idx as usize].expiration = expiration;
+    /// A renewal of a cookie that names no lease in a slot: a watch registration's lease when
+    /// coordination is on, else unknown.
+    #[cold]
+    #[inline(never)]
+    fn renew_unheld(&mut self, cookie: Cookie, requested: Duration) -> Result<Duration> {
+        if self.coord.is_some() {
+            self.renew_watch(cookie, requested, LeaseError::UnknownLease)
         } else {
-            self.unfile(idx);
-            self.slots[idx as usize].expiration = expiration;
-            self.file(idx);
+            Err(LeaseError::UnknownLease)
         }
     }
 
+    /// Sets a held lease's expiration to `duration` from the landlord's time.
+    #[inline]
+    fn extend(&mut self, idx: u32, duration: Duration) {
+        let expiration = time::expiration_after(self.clock, duration);
+        let s = &self.slots[idx as usize];
+        // The common renewal: in a wheel list, not FOREVER, and no earlier than before, so no
+        // earlier than the list's start either (see `settle`): only the slot changes.
+        if s.list < LIST_EARLY && expiration >= s.expiration && expiration != FOREVER {
+            self.slots[idx as usize].expiration = expiration;
+        } else {
+            self.move_lease(idx, expiration);
+        }
+    }
+
+    /// The rest of [`Landlord::extend`]: a lease moved earlier, or out of the side set, or to
+    /// or from FOREVER.
+    #[cold]
+    #[inline(never)]
+    fn move_lease(&mut self, idx: u32, expiration: Millis) {
+        if self.slots[idx as usize].list == LIST_EARLY {
+            self.unfile(idx);
+        }
+        self.slots[idx as usize].expiration = expiration;
+        self.settle(idx);
+    }
+
     /// Cancels a lease and hands back its resource.
+    #[inline]
     pub fn cancel(&mut self, cookie: Cookie, now: Millis) -> Result<R> {
         self.tick(now);
         let idx = self.live_slot(cookie)?;
         if let Some(j) = self.journal.as_deref_mut() {
             j.cancel(self.clock, cookie);
         }
-        self.unfile(idx);
-        let r = self.release(idx);
+        let r = self.vacate(idx);
         if let Some(c) = self.coord.as_deref_mut() {
             c.ended(cookie, &r, crate::coord::EventKind::Cancelled);
             self.serve_freed();
@@ -660,7 +768,13 @@ impl<R> Landlord<R> {
             let k = self.due_key(self.slots[idx as usize].expiration).expect("a due lease");
             return Some(self.to_host(time_of(k)));
         }
-        let wheel = self.wheel.next_key().map(time_of);
+        debug_assert!(self.vacated <= self.wheel.filed());
+        // Only cancelled leases' slots in the wheel: nothing will expire.
+        let wheel = if self.wheel.filed() == self.vacated && self.wheel.early_len() == 0 {
+            None
+        } else {
+            self.wheel.next_key().map(time_of)
+        };
         let clock = match &self.journal {
             Some(j) if self.live > 0 && self.config.journal_clock_interval > 0 => {
                 Some(j.clock().saturating_add(self.config.journal_clock_interval))
@@ -732,6 +846,7 @@ impl<R> Landlord<R> {
             // The side set holds keys at or behind the wheel's position: always the earliest.
             let mut found = false;
             while let Some((_, idx)) = self.wheel.pop_early(t) {
+                self.slots[idx as usize].list = LIST_NONE;
                 self.due.push_back(idx);
                 found = true;
             }
@@ -747,7 +862,13 @@ impl<R> Landlord<R> {
             // being emptied (it would be taken again, for ever).
             let mut batch = std::mem::take(&mut self.batch);
             while let Some(idx) = self.wheel.pop(&mut self.slots, due.list) {
-                match self.due_key(self.slots[idx as usize].expiration) {
+                let s = &self.slots[idx as usize];
+                if s.is_free() {
+                    // A cancelled lease's slot: off the wheel at last, and nothing more.
+                    self.vacated -= 1;
+                    continue;
+                }
+                match self.due_key(s.expiration) {
                     Some(k) => batch.push((k, idx)),
                     None => self.slots[idx as usize].list = LIST_NONE,
                 }
@@ -816,6 +937,22 @@ impl<R> Landlord<R> {
             }
         }
     }
+}
+
+/// [`time::check_requested`], with the error made out of line (renew and grant stay short).
+#[inline]
+fn check_requested(requested: Duration) -> Result<()> {
+    if requested >= 0 || requested == ANY {
+        Ok(())
+    } else {
+        Err(bad_request(requested))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_request(requested: Duration) -> LeaseError {
+    time::check_requested(requested).expect_err("a bad request")
 }
 
 /// The duration actually granted for `requested` when the policy offered `offered`: never more
@@ -904,5 +1041,102 @@ mod tests {
     fn slots_stay_compact() {
         assert_eq!(std::mem::size_of::<Slot<()>>(), 32);
         assert_eq!(std::mem::size_of::<Slot<u64>>(), 48);
+    }
+
+    /// The tables agree with themselves: the wheel's count, the cancelled slots still linked,
+    /// the free list, and every live slot in a wheel list due no earlier than the list's start
+    /// (what lets renewals, cancels and grants leave slots where they are).
+    fn check(ll: &Landlord<u32>) {
+        let mut linked = 0;
+        let mut vacated = 0;
+        let mut early = 0;
+        for s in &ll.slots {
+            let list = s.list & !FREE;
+            if list == LIST_EARLY {
+                assert!(!s.is_free(), "a free slot in the side set");
+                early += 1;
+            } else if list < LIST_EARLY {
+                linked += 1;
+                if s.is_free() {
+                    vacated += 1;
+                    assert!(s.resource.is_none());
+                } else {
+                    let k = ll.due_key(s.expiration).expect("a lease in the wheel expires");
+                    assert!(k >= ll.wheel.list_start(list), "filed after its deadline");
+                }
+            }
+            assert_eq!(s.is_free(), s.resource.is_none());
+        }
+        assert_eq!(linked, ll.wheel.filed());
+        assert_eq!(vacated, ll.vacated);
+        assert_eq!(early, ll.wheel.early_len());
+        let mut free = 0;
+        let mut f = ll.free;
+        while f != NIL {
+            assert!(ll.slots[f as usize].is_free());
+            free += 1;
+            f = ll.slots[f as usize].mid;
+        }
+        assert_eq!(free + ll.live, ll.slots.len());
+    }
+
+    /// Random grants, renewals (longer and shorter), cancels and expiry, with the host's clock
+    /// sometimes stepping back; the tables are checked after every call, and the lazy paths
+    /// (a grant leaving a cancelled lease's slot in its list, or having to unlink it) are taken.
+    #[test]
+    fn tables_stay_consistent_under_churn() {
+        let (mut lazy_reuse, mut moved_reuse) = (0, 0);
+        for seed in 0..40u64 {
+            let mut rng = ChaCha12Rng::seed_from_u64(seed);
+            let config = LandlordConfig::new(LandlordId(1), [seed as u8; 32])
+                .with_grace((seed % 3) as i64 * 50)
+                .with_expiry_budget(1 + (seed % 4) as usize * 7);
+            let mut ll: Landlord<u32> =
+                Landlord::new(config, crate::policy::Bounded::new(FOREVER, 5_000).unwrap());
+            let mut cookies: Vec<Cookie> = Vec::new();
+            let mut now = 10_000i64;
+            for step in 0..3_000u32 {
+                let r = rng.next_u32();
+                let pick = |c: &[Cookie]| c[(r >> 8) as usize % c.len()];
+                let d = match r % 7 {
+                    0 => ANY,
+                    1 => FOREVER,
+                    2 => (r >> 4) as i64 % 100,
+                    _ => (r >> 4) as i64 % 20_000,
+                };
+                match r % 11 {
+                    0..=2 => {
+                        // A cancelled lease's slot, still in its wheel list, is reused next.
+                        let idx = ll.free;
+                        let before = ll.slots.get(idx as usize).map(|s| s.list & !FREE);
+                        cookies.push(ll.grant(step, d, now).unwrap().cookie);
+                        if let Some(l) = before.filter(|&l| l < LIST_EARLY) {
+                            if ll.slots[idx as usize].list == l {
+                                lazy_reuse += 1;
+                            } else {
+                                moved_reuse += 1;
+                            }
+                        }
+                    }
+                    3..=5 if !cookies.is_empty() => {
+                        let _ = ll.renew(pick(&cookies), d, now);
+                    }
+                    6 | 7 if !cookies.is_empty() => {
+                        let _ = ll.cancel(pick(&cookies), now);
+                    }
+                    8 => now += (r >> 4) as i64 % 3_000,
+                    9 => now -= (r >> 4) as i64 % 200,
+                    _ => {
+                        ll.handle_timeout(now);
+                        while ll.poll_expired().is_some() {}
+                    }
+                }
+                check(&ll);
+                if ll.live == 0 {
+                    assert_eq!(ll.poll_timeout(), None);
+                }
+            }
+        }
+        assert!(lazy_reuse > 300 && moved_reuse > 100, "{lazy_reuse} left, {moved_reuse} moved");
     }
 }

@@ -94,11 +94,16 @@ impl SerialFormat {
 ///
 /// Two leases are equal when they have the same landlord and cookie, whatever their
 /// expirations (a renewed copy is the same lease).
-#[derive(Debug, Clone, Copy)]
+///
+/// Data form (serde): `{landlord, cookie, expiration}` (the serial format is not carried: a
+/// lease read back has the DURATION format). The serialized forms are in [`crate::serial`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Lease {
     landlord: LandlordId,
     cookie: Cookie,
     expiration: Millis,
+    #[serde(skip)]
     serial_format: SerialFormat,
 }
 

@@ -20,6 +20,8 @@
 //! - [`journal`]: durability without I/O: journal frames, snapshots, and replies held until
 //!   the records behind them are durable.
 //! - [`store`]: the embedded file store's directory format and policy, carried out by hosts.
+//! - [`machine`]: what a binding needs of a part, written once: [`machine::Machine`] (settings,
+//!   calls as data, timer, transmissions, events, snapshots) and [`machine::Message`].
 #![deny(missing_docs)]
 
 pub mod codec;
@@ -32,6 +34,7 @@ pub mod inverted;
 pub mod journal;
 pub mod landlord;
 pub mod lease;
+pub mod machine;
 pub mod policy;
 pub mod serial;
 pub mod service;

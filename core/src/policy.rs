@@ -44,6 +44,7 @@ pub trait LeasePolicy: Send {
     /// renewed lease were a new one (with `live - 1` others held, so a policy that denies at
     /// capacity does not deny a lease that already counts) and then keeps the lease as long as
     /// it was unless the holder asked for a shorter one ([`never_shorten`]).
+    #[inline]
     fn renew(
         &mut self,
         requested: Duration,
@@ -62,6 +63,7 @@ pub trait LeasePolicy: Send {
 /// If the policy's `granted` duration would end the lease before `current_expiration`, the
 /// lease keeps its current expiration, unless `requested` (not ANY) itself ends before it, in
 /// which case the holder gets what it asked for.
+#[inline]
 pub fn never_shorten(
     requested: Duration,
     granted: Duration,
@@ -123,6 +125,7 @@ impl Fixed {
 }
 
 impl LeasePolicy for Fixed {
+    #[inline]
     fn grant(&mut self, requested: Duration, _ctx: &PolicyContext) -> Result<Duration> {
         Ok(cap_to_request(requested, self.duration))
     }
@@ -153,6 +156,7 @@ impl Bounded {
 }
 
 impl LeasePolicy for Bounded {
+    #[inline]
     fn grant(&mut self, requested: Duration, _ctx: &PolicyContext) -> Result<Duration> {
         Ok(if requested == ANY { self.default.max(0) } else { cap_to_request(requested, self.max) })
     }

@@ -6,10 +6,11 @@ per thing that happens (``listening``, ``registered``, ``event``, ``registrars``
 ``renew_failed``, ``lost``, ``cancelled``); commands on stdin (``registrars``, ``quit``).
 
 Everything it says and hears is a message of the installed ``leasehold`` wheel: the
-registration is a ``DiscoveryRequest`` POSTed to ``<lds>/discovery`` with the listener's URL in
-the ``leasehold-listener`` header, renewals and the final cancel are lease ``Request`` messages
+registration is a ``DiscoveryRequest`` (its JSON object form, as the shared vectors write it,
+encoded by the wheel) POSTed to ``<lds>/discovery`` with the listener's URL in the
+``leasehold-listener`` header, renewals and the final cancel are lease ``Request`` messages
 POSTed to ``<lds>/lease``, and each event pushed to the listener (``leasehold.http``'s server)
-is decoded as a ``DiscoveryEvent`` and answered with an ``EventReply``.
+is decoded as a ``DiscoveryEvent`` (a dict) and answered with an ``EventReply``.
 
     client.py --lds URL --name NAME [--groups all|none|G1,G2] [--locators H:P,...]
               [--lease-ms MS] [--encoding json|binary]
@@ -21,7 +22,7 @@ import argparse
 import json
 import sys
 import threading
-from typing import Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from leasehold import (
     ALL_GROUPS,
@@ -58,10 +59,13 @@ class Client:
         self.name = name
         self.encoding: Encoding = encoding
 
-    def discovery(self, request: DiscoveryRequest, listener: Optional[str] = None) -> DiscoveryReply:
+    def discovery(self, op: str, listener: Optional[str] = None, **fields: Any) -> Dict[str, Any]:
+        """A discovery request (its JSON object form) and the reply's body."""
         headers = {LISTENER_HEADER: listener} if listener is not None else None
-        body = http.post(self.lds + "/discovery", request.encode(self.encoding), self.encoding, headers=headers)
-        return DiscoveryReply.decode(body, self.encoding)
+        request = DiscoveryRequest.encode({"v": 1, "id": "1", "body": {"op": op, **fields}}, self.encoding)
+        body = http.post(self.lds + "/discovery", request, self.encoding, headers=headers)
+        reply: Dict[str, Any] = DiscoveryReply.decode(body, self.encoding)["body"]
+        return reply
 
     def lease(self, request: Request) -> Reply:
         body = http.post(self.lds + "/lease", request.encode(self.encoding), self.encoding)
@@ -73,13 +77,13 @@ class Client:
         say(
             type="event",
             name=self.name,
-            event_id=e.event_id,
-            sequence=e.sequence,
-            discarded=e.discarded,
-            registrars=[r.id for r in e.registrars],
-            handback=e.handback.decode("utf-8", "replace"),
+            event_id=int(e["event_id"]),
+            sequence=int(e["sequence"]),
+            discarded=e["discarded"],
+            registrars=[r["id"] for r in e["registrars"]],
+            handback=bytes.fromhex(e["handback"]).decode("utf-8", "replace"),
         )
-        return EventReply.received(e.event_id, e.sequence).encode(encoding)
+        return EventReply.encode(EventReply.received(int(e["event_id"]), int(e["sequence"])), encoding)
 
     def renew_forever(self, cookie: str, lease_ms: int, stop: threading.Event) -> None:
         """Renews every third of the lease; a failure is retried soon after; a lease the
@@ -127,20 +131,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     say(type="listening", name=a.name, url=url)
 
     locators = [loc for loc in a.locators.split(",") if loc]
-    request = DiscoveryRequest.register(1, groups_of(a.groups), locators, a.name.encode(), a.lease_ms)
-    reply = client.discovery(request, listener=url)
-    if reply.op != "registered" or reply.cookie is None:
-        print(f"client.py: register answered {reply.op}: {reply.error}", file=sys.stderr)
+    groups = groups_of(a.groups)
+    reply = client.discovery(
+        "register", url, groups=None if groups is None else list(groups), locators=locators,
+        handback=a.name.encode().hex(), duration=str(a.lease_ms),
+    )
+    if reply["op"] != "registered":
+        print(f"client.py: register answered {reply}", file=sys.stderr)
         return 2
-    cookie = reply.cookie
+    cookie: str = reply["cookie"]
     say(
         type="registered",
         name=a.name,
-        registration=reply.registration,
+        registration=int(reply["registration"]),
         cookie=cookie,
-        event_id=reply.event_id,
-        sequence=reply.sequence,
-        duration=reply.duration,
+        event_id=int(reply["event_id"]),
+        sequence=int(reply["sequence"]),
+        duration=int(reply["duration"]),
     )
 
     stop = threading.Event()
@@ -151,14 +158,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         command = line.strip()
         if command == "registrars":
             try:
-                r = client.discovery(DiscoveryRequest.get_registrars(1, cookie))
+                r = client.discovery("get_registrars", cookie=cookie)
             except LeaseError as e:
                 say(type="registrars", name=a.name, error=str(e))
                 continue
-            if r.registrars is None:
-                say(type="registrars", name=a.name, error=f"{r.op}: {r.error}")
+            if r["op"] != "registrars":
+                say(type="registrars", name=a.name, error=f"{r['op']}: {r.get('message')}")
             else:
-                say(type="registrars", name=a.name, registrars=[x.id for x in r.registrars])
+                say(type="registrars", name=a.name, registrars=[x["id"] for x in r["registrars"]])
         elif command == "quit":
             break
         elif command:

@@ -8,19 +8,16 @@
 //! whose lease ended while it was paused is refused however late it comes back.
 //!
 //! ```no_run
-//! use std::time::Duration;
 //! use leasehold_examples::fenced::FencedFile;
-//! use leasehold_examples::recipes::{Lock, LockOptions};
 //!
 //! let file = FencedFile::new("/var/lib/report/out.log");
-//! let opts = LockOptions { wait: Some(Duration::from_secs(10)), ..LockOptions::default() };
-//! let lock = Lock::acquire(&["http://127.0.0.1:7420"], "locks/report", &opts)?;
-//! match file.append(lock.token(), "a line only the lock holder writes\n")? {
+//! // The token of the lock the writer holds (`Lock::token` of leasehold-client's recipes).
+//! let token: u64 = 7;
+//! match file.append(token, "a line only the lock holder writes\n")? {
 //!     Ok(()) => {}
 //!     Err(fenced) => eprintln!("not ours any more: {fenced}"),
 //! }
-//! lock.release()?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok::<(), std::io::Error>(())
 //! ```
 
 use std::fs::{File, OpenOptions};

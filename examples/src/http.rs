@@ -5,10 +5,9 @@
 //! posts one message and returns the reply body. Enough for loopback demos and tests; a real
 //! service would put the same three lines of glue into its web framework of choice.
 //!
-//! [`Cluster`] is the holder's side of a `leasehold-server` deployment: a list of servers,
-//! failover between them, and `?landlord=<id>` routing for renewals and cancels.
+//! The client of a `leasehold-server` cluster (failover, owner hints, time-outs) is the
+//! `leasehold-client` crate.
 
-use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use leasehold::{Encoding, LandlordId};
+use leasehold::Encoding;
 
 /// Largest body accepted, matching the core's default message limit.
 pub const MAX_BODY: usize = 1 << 20;
@@ -41,10 +40,6 @@ fn encoding_of(content_type: &str) -> Encoding {
 struct Message {
     first_line: String,
     content_type: String,
-    /// `Location` (a redirect's target).
-    location: Option<String>,
-    /// `X-Leasehold-Owner` (the server that owns the shard that answered).
-    owner: Option<String>,
     body: Vec<u8>,
 }
 
@@ -55,7 +50,6 @@ fn read_message(stream: &mut BufReader<TcpStream>) -> io::Result<Message> {
     }
     let mut content_length = 0usize;
     let mut content_type = String::new();
-    let (mut location, mut owner) = (None, None);
     loop {
         let mut line = String::new();
         if stream.read_line(&mut line)? == 0 {
@@ -73,8 +67,6 @@ fn read_message(stream: &mut BufReader<TcpStream>) -> io::Result<Message> {
                     })?
                 }
                 "content-type" => content_type = value.trim().to_string(),
-                "location" => location = Some(value.trim().to_string()),
-                "x-leasehold-owner" => owner = Some(value.trim().to_string()),
                 _ => {}
             }
         }
@@ -84,13 +76,7 @@ fn read_message(stream: &mut BufReader<TcpStream>) -> io::Result<Message> {
     }
     let mut body = vec![0; content_length];
     stream.read_exact(&mut body)?;
-    Ok(Message {
-        first_line: first_line.trim_end().to_string(),
-        content_type,
-        location,
-        owner,
-        body,
-    })
+    Ok(Message { first_line: first_line.trim_end().to_string(), content_type, body })
 }
 
 /// A running HTTP server; dropping it (or [`Server::stop`]) stops accepting.
@@ -239,22 +225,29 @@ impl Client {
         r
     }
 
+    /// Posts `body` to `path` (path and query) and returns the answer's status and body,
+    /// whatever the status (for a bench that speaks to other servers too).
+    pub fn post_to(
+        &mut self,
+        path: &str,
+        body: &[u8],
+        encoding: Encoding,
+    ) -> io::Result<(u16, Vec<u8>)> {
+        let r = self.exchange(path, body, encoding);
+        if r.is_err() {
+            self.conn = None;
+        }
+        let m = r?;
+        let status = m.first_line.split_whitespace().nth(1).and_then(|s| s.parse().ok());
+        Ok((status.unwrap_or(0), m.body))
+    }
+
     fn try_post(&mut self, body: &[u8], encoding: Encoding) -> io::Result<Vec<u8>> {
         let m = self.exchange("/lease", body, encoding)?;
         if !m.first_line.starts_with("HTTP/1.1 200") {
             return Err(io::Error::other(format!("server answered {}", m.first_line)));
         }
         Ok(m.body)
-    }
-
-    /// Posts `body` to `path` (with its query) and returns the whole answer, whatever its
-    /// status; a failure to connect, send or read drops the connection.
-    fn post_path(&mut self, path: &str, body: &[u8], encoding: Encoding) -> io::Result<Message> {
-        let r = self.exchange(path, body, encoding);
-        if r.is_err() {
-            self.conn = None;
-        }
-        r
     }
 
     fn exchange(&mut self, path: &str, body: &[u8], encoding: Encoding) -> io::Result<Message> {
@@ -276,161 +269,5 @@ impl Client {
         req.extend_from_slice(body);
         conn.get_mut().write_all(&req)?;
         read_message(conn)
-    }
-}
-
-/// The status code of an answer's first line (`HTTP/1.1 200 OK` gives 200).
-fn status_of(m: &Message) -> u16 {
-    m.first_line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
-}
-
-/// `host:port` of an `http://host:port[/...]` URL.
-fn addr_of(url: &str) -> Option<SocketAddr> {
-    let rest = url.strip_prefix("http://")?;
-    let hostport = rest.split('/').next()?;
-    std::net::ToSocketAddrs::to_socket_addrs(hostport).ok()?.next()
-}
-
-/// A holder's client of a `leasehold-server` cluster: a list of servers tried in turn.
-///
-/// - Grants go to `POST /lease` (the server picks the shard; the reply names the landlord).
-/// - Renewals and cancels go to `POST /lease?landlord=<id>` (the `landlord` of the renewal
-///   manager's `Transmit`), so that any server can route them.
-/// - A server that cannot answer (refused, reset, time-out, `503`) is skipped and the next
-///   one tried, in the same call; the one that answered is used first from then on. A `307`
-///   is followed (once). The `X-Leasehold-Owner` header of an answer names the server that owns
-///   the shard: later requests for that landlord go there first, saving a forward.
-/// - When every server fails, the call fails: the renewal manager counts that as an
-///   indefinite failure and retries until the lease would expire.
-pub struct Cluster {
-    servers: Vec<Client>,
-    current: usize,
-    owner_of: HashMap<LandlordId, usize>,
-}
-
-impl Cluster {
-    /// A client of these servers (at least one); each attempt times out after `timeout`.
-    pub fn new(servers: &[SocketAddr], timeout: Duration) -> Cluster {
-        assert!(!servers.is_empty(), "a cluster client needs at least one server");
-        Cluster {
-            servers: servers.iter().map(|&a| Client::new(a, timeout)).collect(),
-            current: 0,
-            owner_of: HashMap::new(),
-        }
-    }
-
-    /// A client of these URLs (`http://host:port`, any path ignored).
-    pub fn from_urls(urls: &[&str], timeout: Duration) -> io::Result<Cluster> {
-        let addrs = urls
-            .iter()
-            .map(|u| {
-                addr_of(u).ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::InvalidInput, format!("not an http:// URL: {u}"))
-                })
-            })
-            .collect::<io::Result<Vec<_>>>()?;
-        if addrs.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no server given"));
-        }
-        Ok(Cluster::new(&addrs, timeout))
-    }
-
-    /// Posts one message for `landlord` (`None` for a grant) and returns the reply body.
-    pub fn post(
-        &mut self,
-        landlord: Option<LandlordId>,
-        body: &[u8],
-        encoding: Encoding,
-    ) -> io::Result<Vec<u8>> {
-        self.post_to("/lease", landlord, body, encoding)
-    }
-
-    /// Posts one message to `endpoint` (`/lease`, or `/coord` for coordination messages) for
-    /// `landlord` (`None` to let the server route it) and returns the reply body.
-    pub fn post_to(
-        &mut self,
-        endpoint: &str,
-        landlord: Option<LandlordId>,
-        body: &[u8],
-        encoding: Encoding,
-    ) -> io::Result<Vec<u8>> {
-        let path = match landlord {
-            Some(id) => format!("{endpoint}?landlord={}", id.0),
-            None => endpoint.to_string(),
-        };
-        let n = self.servers.len();
-        let first = landlord.and_then(|l| self.owner_of.get(&l).copied()).unwrap_or(self.current);
-        let mut last = io::Error::other("no server tried");
-        for k in 0..n {
-            let i = (first + k) % n;
-            match self.servers[i].post_path(&path, body, encoding) {
-                Ok(m) => match status_of(&m) {
-                    200 => {
-                        self.current = i;
-                        if let Some(l) = landlord {
-                            self.learn_owner(l, m.owner.as_deref(), i);
-                        }
-                        return Ok(m.body);
-                    }
-                    307 | 308 => {
-                        let target = m.location.as_deref().and_then(addr_of);
-                        if let Some(addr) = target {
-                            let timeout = self.servers[i].timeout;
-                            let mut c = Client::new(addr, timeout);
-                            match c.post_path(&path, body, encoding) {
-                                Ok(r) if status_of(&r) == 200 => return Ok(r.body),
-                                Ok(r) => {
-                                    last = io::Error::other(format!("answered {}", r.first_line))
-                                }
-                                Err(e) => last = e,
-                            }
-                        }
-                    }
-                    _ => last = io::Error::other(format!("server answered {}", m.first_line)),
-                },
-                Err(e) => last = e,
-            }
-        }
-        Err(last)
-    }
-
-    /// [`Cluster::post_to`] for a request the server may hold for up to `wait` (an acquire
-    /// that waits, a long poll): each attempt may take that much longer.
-    pub fn post_waiting(
-        &mut self,
-        endpoint: &str,
-        landlord: Option<LandlordId>,
-        body: &[u8],
-        encoding: Encoding,
-        wait: Duration,
-    ) -> io::Result<Vec<u8>> {
-        let saved: Vec<Duration> = self.servers.iter().map(|c| c.timeout).collect();
-        for c in &mut self.servers {
-            let t = c.timeout + wait;
-            c.set_timeout(t);
-        }
-        let r = self.post_to(endpoint, landlord, body, encoding);
-        for (c, t) in self.servers.iter_mut().zip(saved) {
-            c.set_timeout(t);
-        }
-        r
-    }
-
-    /// How many servers this client knows.
-    pub fn len(&self) -> usize {
-        self.servers.len()
-    }
-
-    /// Whether it knows none (never: a cluster client has at least one server).
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-
-    fn learn_owner(&mut self, landlord: LandlordId, owner: Option<&str>, answered: usize) {
-        let idx = owner
-            .and_then(addr_of)
-            .and_then(|a| self.servers.iter().position(|c| c.addr == a))
-            .unwrap_or(answered);
-        self.owner_of.insert(landlord, idx);
     }
 }

@@ -2,11 +2,22 @@
 // fetch transport; the landlord (examples/web/server.mjs) streams what happens to every lease.
 import { RenewalManager, RenewalDriver, fetchTransport, FOREVER } from '/pkg/browser.js';
 
+// The timeline shows this visit only: the page asks the landlord for the events from the moment
+// it connects (/events?fresh), starts its holders once the stream is open, and scales every bar
+// from the first event it shows to the latest (at least SPAN), re-laying the marks out as time
+// goes on, so that the leases of this visit fill the bar whatever the server did before.
 const rows = new Map(); // cookie -> {tr, events}
 const tbody = document.getElementById('leases');
 const log = document.getElementById('log');
-const SPAN = 7000; // ms shown by the timeline bar
+const SPAN = 7000; // ms the bar covers at least
 const counts = { granted: 0, renewed: 0, expired: 0, cancelled: 0 };
+let origin; // `at` of the first event shown (server's epoch ms)
+let span = SPAN;
+const marks = []; // {el, at}
+
+function place(m) {
+  m.el.style.left = `${Math.min(99.5, ((m.at - origin) / span) * 100)}%`;
+}
 
 function row(cookie, holder) {
   let r = rows.get(cookie);
@@ -28,6 +39,16 @@ function row(cookie, holder) {
 
 function show(ev) {
   if (!ev.cookie) return;
+  // Rows are the leases granted during this visit: renewals of leases of an earlier visit (a
+  // tab still open elsewhere) are not this page's.
+  if (!rows.has(ev.cookie) && ev.type !== 'granted') return;
+  origin ??= ev.at;
+  const t = ev.at - origin; // ms since the first event this page shows
+  if (t > span * 0.95) {
+    span = Math.ceil((t / 0.8) / 1000) * 1000; // grow with headroom; every mark moves
+    marks.forEach(place);
+  }
+  document.body.dataset.span = String(span);
   const r = row(ev.cookie, ev.holder);
   r.events.push(ev);
   counts[ev.type] = (counts[ev.type] ?? 0) + 1;
@@ -36,18 +57,20 @@ function show(ev) {
   if (ev.type === 'renewed' && last?.classList.contains('renewed')) {
     const n = Number(last.dataset.n) + 1;
     last.dataset.n = n;
-    last.textContent = `renewed ×${n} (last +${(ev.t / 1000).toFixed(1)} s)`;
+    last.textContent = `renewed ×${n} (last +${(t / 1000).toFixed(1)} s)`;
   } else {
     const chip = document.createElement('span');
     chip.className = `chip ${ev.type}`;
     chip.dataset.n = 1;
-    chip.textContent = `${ev.type} +${(ev.t / 1000).toFixed(1)} s`;
+    chip.textContent = `${ev.type} +${(t / 1000).toFixed(1)} s`;
     chips.append(chip);
   }
-  const mark = document.createElement('i');
-  mark.className = ev.type;
-  mark.style.left = `${Math.min(99, (ev.t / SPAN) * 100)}%`;
-  r.tr.querySelector('.bar').append(mark);
+  const mark = { el: document.createElement('i'), at: ev.at };
+  mark.el.className = ev.type;
+  mark.el.dataset.t = String(t);
+  place(mark);
+  marks.push(mark);
+  r.tr.querySelector('.bar').append(mark.el);
   if (ev.type === 'expired' || ev.type === 'cancelled') {
     const st = r.tr.querySelector('.state');
     st.className = `state ${ev.type}`;
@@ -57,7 +80,9 @@ function show(ev) {
   document.body.dataset.counts = JSON.stringify(counts);
 }
 
-new EventSource('/events').onmessage = (m) => show(JSON.parse(m.data));
+const stream = new EventSource('/events?fresh');
+stream.onmessage = (m) => show(JSON.parse(m.data));
+const connected = new Promise((ok) => { stream.onopen = ok; });
 
 function holder(name) {
   const driver = new RenewalDriver(new RenewalManager({ initialRtt: 50, minRto: 50 }), {
@@ -70,6 +95,7 @@ function holder(name) {
 }
 
 async function run() {
+  await connected; // every event of this visit's leases reaches the page
   const names = ['alpha', 'bravo', 'charlie'];
   const drivers = names.map(holder);
   const leases = [];

@@ -3,7 +3,9 @@
 //     landlord: kept in a directory (LandlordDriver.open), each reply sent once its record is
 //     on disk, so a restarted server still knows every lease it granted,
 //   - streams what happens to every lease at GET /events (server-sent events: granted, renewed,
-//     cancelled, expired, denied),
+//     cancelled, expired, denied; each with `at`, the server's epoch ms): every event since the
+//     server started, or with ?fresh only those from the moment the page connects (the page
+//     uses it, so that a second visit shows its own leases, not the rows of earlier ones),
 //   - serves the page (/), the tabs demo (/tabs: leader election among tabs, landlord in a
 //     SharedWorker) and the browser build of the package (/pkg/...).
 // Usage: node examples/web/server.mjs [port] [--data DIR | --memory]   (LEASEHOLD_PKG=dir of the
@@ -41,7 +43,8 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
   let start; // times are shown from the first event
   const emit = (type, cookie, extra = {}) => {
     start ??= Date.now();
-    const ev = { type, cookie, t: Date.now() - start, ...extra };
+    const at = Date.now();
+    const ev = { type, cookie, at, t: at - start, ...extra };
     history.push(ev);
     const line = `data: ${JSON.stringify(ev)}\n\n`;
     for (const res of clients) res.write(line);
@@ -123,7 +126,8 @@ export async function startServer({ port = 0, pkgDir, maxLease = 1500, log = () 
       res.end(reply);
     } else if (url.pathname === '/events') {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
-      for (const ev of history) res.write(`data: ${JSON.stringify(ev)}\n\n`);
+      if (!url.searchParams.has('fresh')) for (const ev of history) res.write(`data: ${JSON.stringify(ev)}\n\n`);
+      else res.write(': connected\n\n'); // opens the stream at once (the page waits for it)
       clients.add(res);
       req.on('close', () => clients.delete(res));
     } else if (url.pathname.startsWith('/pkg/')) {

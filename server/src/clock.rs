@@ -29,3 +29,9 @@ pub fn instant_of(t: Millis) -> Instant {
     let target = at + Duration::from_millis(ahead.min(u64::MAX / 4));
     target.clamp(now, now + Duration::from_secs(3600))
 }
+
+/// The server's lease clock, in fractional milliseconds since it started (monotonic): what
+/// the clock guard compares with the database's clock.
+pub fn mono_ms() -> f64 {
+    origin().0.elapsed().as_secs_f64() * 1e3
+}

@@ -31,7 +31,7 @@ pub struct Flags {
     /// cluster. Default 1.
     #[arg(long, value_name = "N")]
     pub shards: Option<u64>,
-    /// The URL other servers use to reach this one (default http://<listen>).
+    /// The URL other servers use to reach this one (default `http://<listen>`).
     #[arg(long, value_name = "URL")]
     pub advertise: Option<String>,
     /// A name for this server in logs and ownership rows (default: the advertised URL).
@@ -57,6 +57,109 @@ pub struct Flags {
     /// them all (may be given several times; adds to `coordination.colocate`).
     #[arg(long, value_name = "PREFIX")]
     pub colocate: Vec<String>,
+    /// PostgreSQL: the clock guard's bound on this host's clock offset from the database's,
+    /// in ms (default 500). Beyond it the server hands its shards back and is not ready.
+    #[arg(long, value_name = "MS")]
+    pub max_clock_offset_ms: Option<u64>,
+    /// PostgreSQL: the clock guard's bound on how much faster or slower the server's lease
+    /// clock runs than the database's, in parts per million (default 1000).
+    #[arg(long, value_name = "PPM")]
+    pub max_clock_rate_ppm: Option<u64>,
+    /// PostgreSQL: how long a forward to a shard's owner may take before this server answers
+    /// 503 with Retry-After (and stops forwarding to it for a moment), in ms (default 400).
+    /// Keep it below the holders' per-attempt time-out.
+    #[arg(long, value_name = "MS")]
+    pub forward_timeout_ms: Option<u64>,
+    /// PostgreSQL: how long one database statement may take before it counts as failed (a
+    /// write is then unacknowledged and the connection re-made), in ms (default twice
+    /// --ownership-ms, at least 1000).
+    #[arg(long, value_name = "MS")]
+    pub db_timeout_ms: Option<u64>,
+    /// An operator command instead of serving (none: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Operator commands of `leasehold-server` (without one, it serves).
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Quarantined shards: list, inspect, repair, restore, release (see
+    /// `leasehold-server quarantine --help`).
+    Quarantine {
+        /// What to do.
+        #[command(subcommand)]
+        action: QuarantineAction,
+    },
+}
+
+/// Where a quarantine command looks.
+#[derive(Debug, clap::Args)]
+pub struct StoreArgs {
+    /// The embedded file store's directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "store")]
+    pub data: Option<PathBuf>,
+    /// PostgreSQL (the servers' --store URL).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A quarantine command.
+#[derive(Debug, clap::Subcommand)]
+pub enum QuarantineAction {
+    /// The quarantined shards and why.
+    List {
+        #[command(flatten)]
+        /// Where.
+        store: StoreArgs,
+    },
+    /// What a shard holds, where it stops being readable, and what a repair would drop.
+    /// Changes nothing.
+    Inspect {
+        #[command(flatten)]
+        /// Where.
+        store: StoreArgs,
+        /// The shard.
+        #[arg(long)]
+        shard: u64,
+    },
+    /// Truncates a quarantined shard at its damage: keeps every record before it, drops the
+    /// rest (printed), writes the result as a new snapshot. Needs --truncate-at-damage.
+    Repair {
+        #[command(flatten)]
+        /// Where.
+        store: StoreArgs,
+        /// The shard.
+        #[arg(long)]
+        shard: u64,
+        /// Yes, drop everything after the damage (run `inspect` first to see what).
+        #[arg(long, required = true)]
+        truncate_at_damage: bool,
+    },
+    /// Replaces a quarantined shard's state with a snapshot file (e.g. `shard-N/snapshot`
+    /// from a backup); its log is dropped.
+    Restore {
+        #[command(flatten)]
+        /// Where.
+        store: StoreArgs,
+        /// The shard.
+        #[arg(long)]
+        shard: u64,
+        /// The snapshot file.
+        #[arg(long, value_name = "FILE")]
+        snapshot: PathBuf,
+    },
+    /// Serves a quarantined shard again once it loads (after a repair or restore).
+    Release {
+        #[command(flatten)]
+        /// Where.
+        store: StoreArgs,
+        /// The shard.
+        #[arg(long)]
+        shard: u64,
+    },
 }
 
 /// The config file's contents (every field optional).
@@ -76,7 +179,8 @@ pub struct FileConfig {
     /// The grant policy, as the core's `PolicySpec` (e.g. `{ kind = "bounded", max = 60000,
     /// default = 30000 }`); overrides max/default_lease_ms.
     policy: Option<PolicySpec>,
-    /// Grace after expiry, in ms (clock skew between holders and the server).
+    /// Grace after expiry, in ms (clock skew between holders and the server). Default: the
+    /// longest lease times `max_clock_rate_ppm` (60 ms for 60 s and 1000 ppm).
     grace_ms: Option<Duration>,
     /// Request limits (bytes of a message, leases in a batch, bytes of a resource).
     limits: Option<Limits>,
@@ -85,6 +189,26 @@ pub struct FileConfig {
     min_compact_bytes: Option<u64>,
     /// Exclusive resources, pools, colocated prefixes, watch limits.
     coordination: Option<crate::coord::CoordSettings>,
+    max_clock_offset_ms: Option<u64>,
+    max_clock_rate_ppm: Option<u64>,
+    forward_timeout_ms: Option<u64>,
+    db_timeout_ms: Option<u64>,
+}
+
+/// The landlords' default grace: the longest lease times the clock rate bound, so that a lease
+/// clock that runs fast by up to `--max-clock-rate-ppm` never ends a lease before its holder
+/// was told (docs/server-operations.md, "Clocks"). 0 for policies without a longest lease.
+fn default_grace(policy: &PolicySpec, rate_ppm: u64) -> Duration {
+    let max = match policy {
+        PolicySpec::Bounded { max, .. } => *max,
+        PolicySpec::Fixed { duration } => *duration,
+        _ => return 0,
+    };
+    if max <= 0 || max == leasehold::FOREVER {
+        return 0;
+    }
+    let micro = max as i128 * rate_ppm as i128;
+    ((micro + 999_999) / 1_000_000).min(i64::MAX as i128) as Duration
 }
 
 /// Where shards are kept.
@@ -123,6 +247,14 @@ pub struct Config {
     pub json_logs: bool,
     /// Coordination: exclusive resources, pools, colocated prefixes.
     pub coord: crate::coord::CoordSettings,
+    /// The clock guard's offset bound, ms (PostgreSQL).
+    pub max_clock_offset_ms: u64,
+    /// The clock guard's rate bound, ppm (PostgreSQL).
+    pub max_clock_rate_ppm: u64,
+    /// Longest forward to an owner, ms (PostgreSQL).
+    pub forward_timeout_ms: u64,
+    /// Longest database statement, ms (PostgreSQL).
+    pub db_timeout_ms: u64,
 }
 
 impl Config {
@@ -183,14 +315,46 @@ impl Config {
         coord.exclusive_prefixes.extend(flags.exclusive_prefix);
         coord.colocate.extend(flags.colocate);
         coord.validate()?;
+        let max_clock_offset_ms =
+            flags.max_clock_offset_ms.or(file.max_clock_offset_ms).unwrap_or(500);
+        if !(1..=60_000).contains(&max_clock_offset_ms) {
+            return Err(format!(
+                "--max-clock-offset-ms must be 1 to 60000, got {max_clock_offset_ms}"
+            ));
+        }
+        let max_clock_rate_ppm =
+            flags.max_clock_rate_ppm.or(file.max_clock_rate_ppm).unwrap_or(1000);
+        if !(1..=1_000_000).contains(&max_clock_rate_ppm) {
+            return Err(format!(
+                "--max-clock-rate-ppm must be 1 to 1000000, got {max_clock_rate_ppm}"
+            ));
+        }
+        let forward_timeout_ms =
+            flags.forward_timeout_ms.or(file.forward_timeout_ms).unwrap_or(400);
+        if !(10..=60_000).contains(&forward_timeout_ms) {
+            return Err(format!(
+                "--forward-timeout-ms must be 10 to 60000, got {forward_timeout_ms}"
+            ));
+        }
+        let db_timeout_ms =
+            flags.db_timeout_ms.or(file.db_timeout_ms).unwrap_or((2 * ownership_ms).max(1000));
+        if !(100..=600_000).contains(&db_timeout_ms) {
+            return Err(format!("--db-timeout-ms must be 100 to 600000, got {db_timeout_ms}"));
+        }
+        let grace_ms =
+            file.grace_ms.unwrap_or_else(|| default_grace(&policy, max_clock_rate_ppm)).max(0);
         Ok(Config {
+            max_clock_offset_ms,
+            max_clock_rate_ppm,
+            forward_timeout_ms,
+            db_timeout_ms,
             listen,
             store,
             shards,
             advertise,
             name,
             policy,
-            grace_ms: file.grace_ms.unwrap_or(0).max(0),
+            grace_ms,
             limits: file.limits.unwrap_or_default(),
             store_config,
             ownership_ms,

@@ -288,19 +288,27 @@ impl CoordMetrics {
     }
 }
 
-#[derive(Debug, Deserialize)]
-pub(crate) struct CoordQuery {
-    landlord: Option<String>,
-}
-
-fn text(status: StatusCode, msg: impl Into<String>) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], msg.into() + "\n")
-        .into_response()
-}
-
 fn encoded(reply: &CoordReply, enc: Encoding, owner: Option<&str>) -> Response {
-    let mut r = (StatusCode::OK, [(header::CONTENT_TYPE, content_type(enc))], reply.encode(enc))
-        .into_response();
+    encoded_with(status_of(reply), reply, enc, owner)
+}
+
+/// The status of an answer carrying `reply`: as `POST /lease`'s ([`crate::reply`]), by the
+/// error's code; every other reply is 200.
+pub fn status_of(reply: &CoordReply) -> StatusCode {
+    match &reply.body {
+        CoordReplyBody::Error(e) => crate::reply::status_of_error(e),
+        _ => StatusCode::OK,
+    }
+}
+
+fn encoded_with(
+    status: StatusCode,
+    reply: &CoordReply,
+    enc: Encoding,
+    owner: Option<&str>,
+) -> Response {
+    let mut r =
+        (status, [(header::CONTENT_TYPE, content_type(enc))], reply.encode(enc)).into_response();
     if let Some(o) = owner.and_then(|o| HeaderValue::from_str(o).ok()) {
         r.headers_mut().insert(OWNER, o);
     }
@@ -314,6 +322,14 @@ fn error_reply(id: u64, landlord: u64, e: &LeaseError, enc: Encoding) -> Respons
         body: CoordReplyBody::Error(WireError::from(e)),
     };
     encoded(&reply, enc, None)
+}
+
+/// `413` with a decode error reply (id 0: the body was not read).
+fn too_large(max: usize, enc: Encoding) -> Response {
+    let e = LeaseError::Decode(format!("a message is at most {max} bytes"));
+    let reply =
+        CoordReply { id: 0, landlord: LandlordId(0), body: CoordReplyBody::Error((&e).into()) };
+    encoded_with(StatusCode::PAYLOAD_TOO_LARGE, &reply, enc, None)
 }
 
 /// The wait a request asks for, cut to the server's longest.
@@ -333,13 +349,20 @@ fn cap_wait(body: &mut CoordRequestBody, max: i64) {
     }
 }
 
-/// `POST /coord[?landlord=<id>]`: one coordination message, answered in the same encoding.
+/// `POST /coord[?landlord=<16 hex digits>]`: one coordination message, answered in the same
+/// encoding, with the statuses and wire bodies of `POST /lease` ([`crate::reply`]): any wire
+/// reply is the landlord's definite answer, whatever its status; `503` (plain text, with
+/// `Retry-After`) means this server could not answer and another may.
 pub(crate) async fn coord(
     State(app): State<Arc<App>>,
-    Query(q): Query<CoordQuery>,
+    Query(q): Query<Vec<(String, String)>>,
     req: axum::extract::Request,
 ) -> Response {
     let enc = encoding_of(req.headers());
+    let landlord = match crate::reply::one_param(&q, "landlord") {
+        Ok(l) => l,
+        Err(e) => return error_reply(0, 0, &e, enc),
+    };
     let max = app.config.limits.max_message_bytes;
     let declared = req
         .headers()
@@ -347,25 +370,17 @@ pub(crate) async fn coord(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
-        return text(StatusCode::PAYLOAD_TOO_LARGE, format!("a message is at most {max} bytes"));
+        return too_large(max, enc);
     }
     let forwarded = req.headers().contains_key(FORWARDED);
     let body: Bytes = match axum::body::to_bytes(req.into_body(), max).await {
         Ok(b) => b,
-        Err(_) => {
-            return text(StatusCode::PAYLOAD_TOO_LARGE, format!("a message is at most {max} bytes"))
-        }
+        Err(_) => return too_large(max, enc),
     };
-    let named = match q.landlord.as_deref().map(str::parse::<u64>) {
+    let named = match landlord.as_deref().map(crate::reply::parse_landlord) {
         None => None,
-        Some(Ok(id)) => Some(id),
-        Some(Err(_)) => {
-            let e = LeaseError::InvalidArgument(format!(
-                "landlord={:?} is not a landlord id (a decimal number)",
-                q.landlord.unwrap_or_default()
-            ));
-            return error_reply(0, 0, &e, enc);
-        }
+        Some(Ok(id)) => Some(id.0),
+        Some(Err(e)) => return error_reply(0, 0, &e, enc),
     };
     let mut request = match CoordRequest::decode(&body, enc, &app.config.limits) {
         Ok(r) => r,
@@ -389,14 +404,27 @@ pub(crate) async fn coord(
         (None, _) if shards == 1 => 1,
         (None, _) => {
             let e = LeaseError::InvalidArgument(format!(
-                "this server has {shards} landlords: poll with POST /coord?landlord=<id> (the \
-                 landlord of the watching reply)"
+                "this server has {shards} landlords: poll with POST /coord?landlord=<16 hex \
+                 digits> (the landlord of the watching reply)"
             ));
             return error_reply(request.id, 0, &e, enc);
         }
     };
     if shard == 0 || shard > shards {
-        return error_reply(request.id, shard, &LeaseError::UnknownLease, enc);
+        let e = WireError {
+            code: leasehold::ErrorCode::UnknownLease as i32,
+            message: format!(
+                "landlord {} is not one of this cluster's (0000000000000001 to {})",
+                LandlordId(shard),
+                LandlordId(shards)
+            ),
+        };
+        let reply = CoordReply {
+            id: request.id,
+            landlord: LandlordId(shard),
+            body: CoordReplyBody::Error(e),
+        };
+        return encoded(&reply, enc, None);
     }
     let wait = wait_of(&request.body);
     let why = match app.shard(shard) {
@@ -405,37 +433,49 @@ pub(crate) async fn coord(
             Answer::Reply(_) => "a landlord reply to a coordination request".to_string(),
             Answer::Unavailable(why) => why,
         },
-        None => format!("shard {shard} is not served here"),
+        None => app.unserved_why(shard),
     };
     if !forwarded {
-        // The owner may hold the request for its wait: give it that long, and a margin.
-        let timeout = Duration::from_millis(wait.max(0) as u64) + Duration::from_secs(5);
-        if let Some(r) = app.forward_to("/coord", shard, Some(shard), enc, body, timeout).await {
+        // The owner may hold the request for its wait: give it that long on top.
+        let held = Duration::from_millis(wait.max(0) as u64);
+        if let Some(r) = app.forward_to("/coord", shard, Some(shard), enc, body, held).await {
             return r;
         }
     }
     app.stats.unavailable.fetch_add(1, Relaxed);
-    let mut r = text(StatusCode::SERVICE_UNAVAILABLE, why);
-    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    r
+    crate::reply::unavailable(why)
 }
 
+/// The query of `GET /watch`.
 #[derive(Debug, Deserialize)]
 pub(crate) struct WatchQuery {
-    landlord: Option<u64>,
+    landlord: Option<String>,
     cookie: String,
     since: Option<u64>,
     wait_ms: Option<i64>,
     max: Option<u32>,
 }
 
-/// `GET /watch?cookie=<watch cookie>&since=<n>[&landlord=<id>][&wait_ms=<ms>][&max=<n>]`: a
-/// watch's events after `since` as JSON (the `events` reply of a poll), waiting up to
+/// `GET /watch?cookie=<watch cookie>&since=<n>[&landlord=<16 hex digits>][&wait_ms=<ms>][&max=<n>]`:
+/// a watch's events after `since` as JSON (the `events` reply of a poll), waiting up to
 /// `wait_ms` (default 25000, at most the server's longest wait) for one if there are none.
-pub(crate) async fn watch(State(app): State<Arc<App>>, Query(q): Query<WatchQuery>) -> Response {
+/// Statuses as `POST /coord`'s.
+pub(crate) async fn watch(
+    State(app): State<Arc<App>>,
+    q: Result<Query<WatchQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Query(q) = match q {
+        Ok(q) => q,
+        Err(e) => {
+            return error_reply(0, 0, &LeaseError::InvalidArgument(e.body_text()), Encoding::Json)
+        }
+    };
     let cookie: Cookie = match q.cookie.parse() {
         Ok(c) => c,
-        Err(e) => return text(StatusCode::BAD_REQUEST, format!("cookie: {e}")),
+        Err(e) => {
+            let e = LeaseError::InvalidArgument(format!("cookie: {e}"));
+            return error_reply(0, 0, &e, Encoding::Json);
+        }
     };
     let request = CoordRequest {
         id: 0,
@@ -447,14 +487,10 @@ pub(crate) async fn watch(State(app): State<Arc<App>>, Query(q): Query<WatchQuer
         },
     };
     let body = Bytes::from(request.encode(Encoding::Json));
-    let mut uri = "/coord".to_string();
-    if let Some(l) = q.landlord {
-        uri.push_str(&format!("?landlord={l}"));
-    }
-    let req = axum::http::Request::post(uri)
+    let req = axum::http::Request::post("/coord")
         .header(header::CONTENT_TYPE, "application/json")
         .body(axum::body::Body::from(body))
         .expect("a request");
-    let landlord = Query(CoordQuery { landlord: q.landlord.map(|l| l.to_string()) });
-    coord(State(app), landlord, req).await
+    let params = q.landlord.map(|l| vec![("landlord".to_string(), l)]).unwrap_or_default();
+    coord(State(app), Query(params), req).await
 }

@@ -1,10 +1,39 @@
 //! Shards in the embedded file store: one directory per shard (`<data>/shard-<n>`), opened and
 //! recovered with `leasehold-store`, written by a writer task that runs the file operations on
 //! tokio's blocking pool.
+//!
+//! # When a write fails
+//!
+//! A failed append or sync (`ENOSPC`, `EIO`, `EFBIG`, ...) ends the shard's actor: nothing
+//! waiting for that write is acknowledged, and the actor's in-memory state (which may be ahead
+//! of the disk) is dropped with it. The shard is then *failed* and [`supervise`] retries it
+//! with a growing backoff (250 ms to 8 s) by reopening the directory from disk, exactly as a
+//! restart would, and then rewriting it: a new snapshot of what was read (written to a new
+//! file, synced, renamed, directory synced) replaces the log. The rewrite is what makes a
+//! failed `fsync` safe: after one, Linux may have dropped the dirty pages or marked them clean
+//! while the page cache still shows them, so what a reread finds may not be on the disk; only
+//! data written and synced again through a new file is known to be. Records that were read
+//! back but never acknowledged become durable that way, which is allowed (a crash after a
+//! sync and before the reply does the same). Only when the rewrite has succeeded does the
+//! shard serve again.
+//!
+//! # The durable tip
+//!
+//! After every write the writer records the last durable record in a small `tip` file (16
+//! bytes, checksummed), with a plain write and no second `fsync`. Opening a shard whose log
+//! ends before its tip refuses it (records that were acknowledged are missing: a deleted or
+//! truncated last frame or segment) and quarantines it. Because the tip is never synced, it
+//! is a lower bound of what was durable: after a process crash (the page cache survives) it is
+//! exact, but after a power loss or kernel crash it may lag by the last few commits, and a
+//! loss of those would go unseen. Detecting that too would take a second `fsync` per commit.
 
+use std::fs::{File, OpenOptions};
 use std::future::Future;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use leasehold::store::{Opened, Store, StoreConfig};
 use leasehold::{LandlordConfig, LandlordId, PolicySpec};
@@ -12,11 +41,50 @@ use leasehold_store::Dir;
 
 use crate::clock::now_ms;
 use crate::coord::CoordSettings;
-use crate::shard::{Job, Planner, WriteError, Writer, LL};
+use crate::health::ShardState;
+use crate::metrics::ErrorKind;
+use crate::quarantine;
+use crate::shard::{self, Job, Planner, WriteError, Writer, LL};
+use crate::App;
+
+/// The file that records a shard's last durable record (see the module docs).
+pub const TIP_FILE: &str = "tip";
+const TIP_MAGIC: &[u8; 4] = b"LHT1";
+
+/// The bytes of a tip file recording `seq`.
+pub fn tip_bytes(seq: u64) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..4].copy_from_slice(TIP_MAGIC);
+    b[4..12].copy_from_slice(&seq.to_le_bytes());
+    let crc = leasehold::journal::crc(&b[..12]);
+    b[12..].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// The record a tip file's bytes name; `None` if they are not a valid tip (a torn write of
+/// it: the tip is then unknown, and nothing is checked against it).
+pub fn read_tip(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() != 16 || &bytes[..4] != TIP_MAGIC {
+        return None;
+    }
+    let crc = u32::from_le_bytes(bytes[12..16].try_into().ok()?);
+    (leasehold::journal::crc(&bytes[..12]) == crc)
+        .then(|| u64::from_le_bytes(bytes[4..12].try_into().expect("8 bytes")))
+}
+
+/// Records `seq` as the shard's durable tip (in place, not synced).
+fn write_tip(file: &File, seq: u64) -> std::io::Result<()> {
+    file.write_all_at(&tip_bytes(seq), 0)
+}
+
+fn open_tip(dir: &Path) -> std::io::Result<File> {
+    OpenOptions::new().create(true).write(true).truncate(false).open(dir.join(TIP_FILE))
+}
 
 /// Carries out a shard's file operations, one job at a time, off the async threads.
 pub struct FileWriter {
     dir: Option<Dir>,
+    tip: Option<File>,
 }
 
 impl Writer for FileWriter {
@@ -25,20 +93,32 @@ impl Writer for FileWriter {
         job: Job,
     ) -> Pin<Box<dyn Future<Output = Result<(), WriteError>> + Send + '_>> {
         Box::pin(async move {
-            let Job::Files(ops) = job else {
+            let Job::Files { ops, durable } = job else {
                 return Err(WriteError::Failed("a file store was handed database rows".into()));
             };
+            // After a failure the directory (and its lock) is gone: the shard is reopened from
+            // disk, never written again from this actor's state.
             let Some(mut dir) = self.dir.take() else {
                 return Err(WriteError::Failed("an earlier write failed".into()));
             };
-            let (dir, r) = tokio::task::spawn_blocking(move || {
+            let tip = self.tip.take();
+            let (dir, tip, r) = tokio::task::spawn_blocking(move || {
                 let r = dir.apply_all(&ops);
-                (dir, r)
+                if r.is_ok() {
+                    if let Some(t) = &tip {
+                        // Not synced, and not fatal: the tip is a lower bound (module docs).
+                        if let Err(e) = write_tip(t, durable) {
+                            tracing::warn!(dir = %dir.path().display(), error = %e, "could not record the durable tip");
+                        }
+                    }
+                }
+                (dir, tip, r)
             })
             .await
             .map_err(|e| WriteError::Failed(format!("writer thread: {e}")))?;
             r.map_err(|e| WriteError::Failed(e.to_string()))?;
             self.dir = Some(dir);
+            self.tip = tip;
             Ok(())
         })
     }
@@ -116,9 +196,32 @@ pub struct OpenedShard {
     pub created: bool,
 }
 
+/// Why a shard's directory could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// Its stored state is refused (damage, missing records, a foreign landlord): the shard
+    /// must be quarantined, not retried.
+    Damaged(String),
+    /// Another process (or a writer of this one not yet gone) holds its lock.
+    Busy(String),
+    /// An I/O error that may pass (no space, a read error): retry.
+    Io(String),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Damaged(m) | OpenError::Busy(m) | OpenError::Io(m) => f.write_str(m),
+        }
+    }
+}
+
 /// Opens (or creates) shard `id` in `data`: takes the directory's lock, reads the snapshot and
-/// the log, replays it, tidies up (a torn tail is cut), and resumes the landlord's time.
-/// Blocking: call it from a blocking thread or before serving.
+/// the log, replays it, checks it against the durable tip, tidies up (a torn tail is cut), and
+/// resumes the landlord's time. With `rewrite`, it then writes a new snapshot of what it read
+/// and drops the log (after a failed write: see the module docs). Blocking: call it from a
+/// blocking thread or before serving.
+#[allow(clippy::too_many_arguments)]
 pub fn open_shard(
     data: &Path,
     id: u64,
@@ -127,20 +230,30 @@ pub fn open_shard(
     limits: leasehold::Limits,
     config: StoreConfig,
     coord: &CoordSettings,
-) -> Result<OpenedShard, String> {
+    rewrite: bool,
+) -> Result<OpenedShard, OpenError> {
     let path = shard_dir(data, id);
-    let mut dir = Dir::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let files = dir.read().map_err(|e| format!("{}: {e}", path.display()))?;
+    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
+    let mut dir = Dir::open(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            OpenError::Busy(format!("{}: {e}", path.display()))
+        } else {
+            io(e)
+        }
+    })?;
+    let files = dir.read().map_err(io)?;
+    let damaged = |m: String| OpenError::Damaged(format!("{}: {m}", path.display()));
     let has = |f: &dyn Fn(&str) -> bool| files.iter().any(|(n, _)| f(n));
     if !has(&|n| n == leasehold::store::SNAPSHOT_FILE) && has(&|n| n.ends_with(".lhj")) {
         // The snapshot holds the shard's cookie seed: without it no log can be replayed.
-        return Err(format!(
-            "{}: the snapshot is missing but log segments remain: restore the snapshot from a \
-             backup (it holds the shard's cookie seed); refusing to start the shard afresh",
-            path.display()
+        return Err(damaged(
+            "the snapshot is missing but log segments remain: restore the snapshot from a \
+             backup (it holds the shard's cookie seed); refusing to start the shard afresh"
+                .into(),
         ));
     }
-    let Opened { state: ll, store, ops, recovered, created } =
+    let tip = files.iter().find(|(n, _)| n == TIP_FILE).and_then(|(_, b)| read_tip(b));
+    let Opened { state: mut ll, mut store, ops, recovered, created } =
         Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
             // Coordination is on before the journal is replayed (replay counts tokens and
             // makes events as the live landlord did).
@@ -151,18 +264,169 @@ pub fn open_shard(
             }
             None => new_landlord(id, policy, grace, limits, coord),
         })
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| damaged(e.to_string()))?;
     if ll.id() != LandlordId(id) {
-        return Err(format!("{}: holds landlord {}, not shard {id}", path.display(), ll.id().0));
+        return Err(damaged(format!("holds landlord {}, not shard {id}", ll.id().0)));
     }
-    dir.apply_all(&ops).map_err(|e| format!("{}: {e}", path.display()))?;
-    let store: Store = store;
+    let last = store.committed();
+    if let Some(tip) = tip.filter(|&t| t > last) {
+        return Err(damaged(format!(
+            "records {}..={tip} are missing: the log ends at record {last}, but record {tip} was \
+             durable (the tip file); a deleted or truncated log",
+            last + 1
+        )));
+    }
+    dir.apply_all(&ops).map_err(io)?;
+    if rewrite {
+        let ops = store.compact(&mut ll);
+        dir.apply_all(&ops).map_err(io)?;
+    }
+    let tip = open_tip(&path).map_err(io)?;
+    write_tip(&tip, ll.journal_seq().max(last)).map_err(io)?;
     Ok(OpenedShard {
         ll,
         planner: Planner::Files(store),
-        writer: FileWriter { dir: Some(dir) },
+        writer: FileWriter { dir: Some(dir), tip: Some(tip) },
         replayed: recovered.replayed,
         torn: recovered.torn.map(|(_, _, why)| why),
         created,
     })
+}
+
+/// Opens shard `id` on a blocking thread and serves it; a damaged one is quarantined, one
+/// that failed for a passing reason is retried later. `Err` only for a busy directory at
+/// start (another server runs on it).
+async fn open_and_serve(
+    app: &Arc<App>,
+    data: &Path,
+    id: u64,
+    rewrite: bool,
+) -> Result<(), OpenError> {
+    let (dir, c) = (data.to_path_buf(), app.config.clone());
+    let opened = tokio::task::spawn_blocking(move || {
+        open_shard(&dir, id, &c.policy, c.grace_ms, c.limits, c.store_config, &c.coord, rewrite)
+    })
+    .await
+    .map_err(|e| OpenError::Io(format!("opening thread: {e}")))?;
+    match opened {
+        Ok(opened) => {
+            tracing::info!(
+                shard = id,
+                leases = opened.ll.len(),
+                replayed = opened.replayed,
+                created = opened.created,
+                rewritten = rewrite,
+                torn = opened.torn.as_deref().unwrap_or("none"),
+                "shard opened"
+            );
+            let h = shard::spawn(
+                id,
+                opened.ll,
+                opened.planner,
+                opened.writer,
+                app.shard_stats(id),
+                app.coord_metrics.clone(),
+                App::on_end(Arc::downgrade(app)),
+            );
+            app.insert(h);
+            Ok(())
+        }
+        Err(OpenError::Damaged(why)) => {
+            quarantine_shard(app, data, id, why);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Marks shard `id` quarantined on disk (so that a restart, and the operator, see it), logs
+/// it at ERROR and counts it.
+fn quarantine_shard(app: &App, data: &Path, id: u64, why: String) {
+    tracing::error!(
+        shard = id,
+        reason = %why,
+        "shard quarantined: its stored state is refused; nothing of it is served until an \
+         operator repairs or restores it and releases it (leasehold-server quarantine inspect \
+         --data DIR --shard N)"
+    );
+    if let Err(e) = quarantine::mark_files(data, id, &why, &app.config.name) {
+        tracing::error!(shard = id, error = %e, "could not write the quarantine marker");
+    }
+    app.set_quarantined(id, why);
+}
+
+/// Opens every shard at start. A shard already marked quarantined stays so; a damaged one
+/// is quarantined; one that fails for a passing reason (no space, I/O) is retried by
+/// [`supervise`]. A directory in use by another process stops the server.
+pub(crate) async fn open_all(app: &Arc<App>, data: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
+    check_shard_count(data, app.config.shards)?;
+    for id in 1..=app.config.shards {
+        if let Some(q) = quarantine::files_marker(data, id) {
+            tracing::error!(shard = id, reason = %q.reason, "shard is quarantined (marker found); not served");
+            app.set_quarantined(id, q.reason);
+            continue;
+        }
+        match open_and_serve(app, data, id, false).await {
+            Ok(()) => {}
+            Err(OpenError::Busy(m)) => return Err(m),
+            Err(e) => {
+                app.set_failed(id, ErrorKind::Open, e.to_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Heals failed shards without a restart: reopens each from disk when its backoff is due
+/// (see the module docs), and takes a quarantined shard back once an operator has released
+/// it (its marker is gone). Runs until the app is dropped.
+pub(crate) async fn supervise(app: Weak<App>, data: PathBuf) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let Some(app) = app.upgrade() else { return };
+        let now = Instant::now();
+        for id in 1..=app.shard_count() {
+            let Some(l) = app.local(id) else { continue };
+            match l.state {
+                ShardState::Failed if l.retry_at <= now => {
+                    if let Some(q) = quarantine::files_marker(&data, id) {
+                        app.set_quarantined(id, q.reason);
+                        continue;
+                    }
+                    app.set_taking_over(id, format!("reopening after: {}", l.why));
+                    match open_and_serve(&app, &data, id, true).await {
+                        Ok(()) => {
+                            if app.shard(id).is_some() {
+                                tracing::info!(
+                                    shard = id,
+                                    failures = l.failures,
+                                    "shard served again"
+                                );
+                            }
+                        }
+                        Err(e) => {
+                            // Keep the original reason visible while retrying.
+                            let why = format!(
+                                "{} (reopen: {e})",
+                                l.why.split(" (reopen: ").next().unwrap_or("")
+                            );
+                            app.set_failed(id, ErrorKind::Open, why);
+                        }
+                    }
+                }
+                ShardState::Quarantined if quarantine::files_marker(&data, id).is_none() => {
+                    tracing::warn!(
+                        shard = id,
+                        "quarantine released by an operator: opening the shard"
+                    );
+                    app.set_taking_over(id, "released from quarantine".to_string());
+                    if let Err(e) = open_and_serve(&app, &data, id, false).await {
+                        app.set_failed(id, ErrorKind::Open, e.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }

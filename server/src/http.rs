@@ -1,4 +1,7 @@
-//! The HTTP face: `POST /lease[?landlord=<id>]`, `GET /healthz`, `GET /metrics`.
+//! The HTTP face: `POST /lease[?landlord=<16 hex digits>]`, `GET /livez`, `GET /readyz`,
+//! `GET /healthz`, `GET /metrics` (the health routes are described in [`crate::health`]),
+//! `GET /openapi.json` ([`crate::openapi`]) and the admin endpoints under `/admin/`
+//! ([`crate::admin`]). Statuses and the landlord id's one form: [`crate::reply`].
 //!
 //! A request body is one wire message, JSON (`Content-Type: application/json`) or binary (any
 //! other type, `application/octet-stream` by convention); the reply comes in the same encoding.
@@ -7,7 +10,8 @@
 //!
 //! Routing: a grant without `landlord` goes to the shard picked by a hash of its resource (the
 //! reply names the landlord, which the holder's lease then carries); renewals and cancels name
-//! their landlord in the query (`Transmit.landlord` of the renewal manager). Without
+//! their landlord in the query (`Transmit.landlord` of the renewal manager), in the wire's form,
+//! 16 hex digits; any other form is refused with a 400. Without
 //! `landlord`, a renewal or cancel goes to the only shard of a single-shard server (so existing
 //! clients of one landlord keep working) and is refused with an invalid-argument reply
 //! otherwise. A shard this server does not own is forwarded to its owner (PostgreSQL mode).
@@ -16,13 +20,14 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use leasehold::wire::WireError;
-use leasehold::{Encoding, LandlordId, LeaseError, Reply, ReplyBody, Request, RequestBody};
-use serde::Deserialize;
+use leasehold::{
+    Encoding, ErrorCode, LandlordId, LeaseError, Reply, ReplyBody, Request, RequestBody,
+};
 
 use crate::shard::Answer;
 use crate::App;
@@ -67,30 +72,16 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/lease", post(lease))
         .route("/coord", post(crate::coord::coord))
         .route("/watch", get(crate::coord::watch))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .route("/openapi.json", get(crate::openapi::serve))
+        .merge(crate::admin::routes())
         .with_state(app)
 }
 
-#[derive(Debug, Deserialize)]
-struct LeaseQuery {
-    landlord: Option<String>,
-}
-
-fn encoded(status: StatusCode, reply: &Reply, enc: Encoding, owner: Option<&str>) -> Response {
-    let mut r =
-        (status, [(header::CONTENT_TYPE, content_type(enc))], reply.encode(enc)).into_response();
-    if let Some(o) = owner.and_then(|o| HeaderValue::from_str(o).ok()) {
-        r.headers_mut().insert(OWNER, o);
-    }
-    r
-}
-
-fn error_reply(id: u64, landlord: u64, e: &LeaseError, enc: Encoding) -> Response {
-    let reply =
-        Reply { id, landlord: LandlordId(landlord), body: ReplyBody::Error(WireError::from(e)) };
-    encoded(StatusCode::OK, &reply, enc, None)
-}
+use crate::reply::error as error_reply;
 
 fn text(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], msg.into() + "\n")
@@ -99,10 +90,14 @@ fn text(status: StatusCode, msg: impl Into<String>) -> Response {
 
 async fn lease(
     State(app): State<Arc<App>>,
-    Query(q): Query<LeaseQuery>,
+    Query(q): Query<Vec<(String, String)>>,
     req: axum::extract::Request,
 ) -> Response {
     let enc = encoding_of(req.headers());
+    let landlord = match crate::reply::one_param(&q, "landlord") {
+        Ok(l) => l,
+        Err(e) => return error_reply(0, 0, &e, enc),
+    };
     let max = app.config.limits.max_message_bytes;
     let declared = req
         .headers()
@@ -110,25 +105,17 @@ async fn lease(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
-        return text(StatusCode::PAYLOAD_TOO_LARGE, format!("a message is at most {max} bytes"));
+        return crate::reply::too_large(max, enc);
     }
     let forwarded = req.headers().contains_key(FORWARDED);
     let body: Bytes = match axum::body::to_bytes(req.into_body(), max).await {
         Ok(b) => b,
-        Err(_) => {
-            return text(StatusCode::PAYLOAD_TOO_LARGE, format!("a message is at most {max} bytes"))
-        }
+        Err(_) => return crate::reply::too_large(max, enc),
     };
-    let named = match q.landlord.as_deref().map(str::parse::<u64>) {
+    let named = match landlord.as_deref().map(crate::reply::parse_landlord) {
         None => None,
-        Some(Ok(id)) => Some(id),
-        Some(Err(_)) => {
-            let e = LeaseError::InvalidArgument(format!(
-                "landlord={:?} is not a landlord id (a decimal number)",
-                q.landlord.unwrap_or_default()
-            ));
-            return error_reply(0, 0, &e, enc);
-        }
+        Some(Ok(id)) => Some(id.0),
+        Some(Err(e)) => return error_reply(0, 0, &e, enc),
     };
     let request = match Request::decode(&body, enc, &app.config.limits) {
         Ok(r) => r,
@@ -141,24 +128,42 @@ async fn lease(
         (None, _) if shards == 1 => 1,
         (None, _) => {
             let e = LeaseError::InvalidArgument(format!(
-                "this server has {shards} landlords: name the lease's with POST /lease?landlord=<id>"
+                "this server has {shards} landlords: name the lease's with \
+                 POST /lease?landlord=<16 hex digits>"
             ));
             return error_reply(request.id, 0, &e, enc);
         }
     };
     if shard == 0 || shard > shards {
-        return error_reply(request.id, shard, &LeaseError::UnknownLease, enc);
+        let reply = Reply {
+            id: request.id,
+            landlord: LandlordId(shard),
+            body: ReplyBody::Error(WireError {
+                code: ErrorCode::UnknownLease as i32,
+                message: format!(
+                    "landlord {} is not one of this cluster's (0000000000000001 to {})",
+                    LandlordId(shard),
+                    LandlordId(shards)
+                ),
+            }),
+        };
+        return crate::reply::wire(&reply, enc, None);
     }
     let id = request.id;
+    let cookie = match &request.body {
+        RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie } => Some(*cookie),
+        _ => None,
+    };
     let why = match app.shard(shard) {
         Some(h) => match h.call(request).await {
             Answer::Reply(reply) => {
-                return encoded(StatusCode::OK, &reply, enc, Some(&app.config.advertise))
+                let reply = crate::reply::explain(reply, cookie);
+                return crate::reply::wire(&reply, enc, Some(&app.config.advertise));
             }
             Answer::Coord(_) => "a coordination answer to a landlord request".to_string(),
             Answer::Unavailable(why) => why,
         },
-        None => format!("shard {shard} is not served here"),
+        None => app.unserved_why(shard),
     };
     if !forwarded {
         if let Some(r) = app.forward(shard, q_landlord(named), enc, body).await {
@@ -167,22 +172,32 @@ async fn lease(
     }
     let _ = id;
     app.stats.unavailable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut r = text(StatusCode::SERVICE_UNAVAILABLE, why);
-    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    r
+    crate::reply::unavailable(why)
 }
 
 fn q_landlord(named: Option<u64>) -> Option<u64> {
     named
 }
 
+/// 200 while the runtime answers: no store, no database.
+async fn livez() -> Response {
+    text(StatusCode::OK, "live")
+}
+
+/// 200 when every shard is served (here or by a live owner this server forwards to), else
+/// 503; the body says each shard's state and why (JSON).
+async fn readyz(State(app): State<Arc<App>>) -> Response {
+    let r = app.readiness();
+    let status = if r.ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let body = serde_json::to_vec(&r).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// `/readyz`'s status with one line of text (for scripts written before `/readyz`).
 async fn healthz(State(app): State<Arc<App>>) -> Response {
-    let (owned, failed) = app.health();
-    if failed.is_empty() {
-        text(StatusCode::OK, format!("ok: {owned} shards served"))
-    } else {
-        text(StatusCode::SERVICE_UNAVAILABLE, format!("failed shards: {failed:?}"))
-    }
+    let r = app.readiness();
+    let status = if r.ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    text(status, r.summary())
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {

@@ -6,46 +6,85 @@
 //! postgres://...`, shards shared by several servers, owned through fenced ownership leases).
 //!
 //! - [`shard`]: the actor of one shard (answer, write one frame, release the replies);
-//! - [`files`]: shards in the embedded file store;
-//! - [`pg`]: shards in PostgreSQL, ownership and failover;
+//! - [`files`]: shards in the embedded file store, reopened after a failed write;
+//! - [`pg`]: shards in PostgreSQL, ownership, failover, reconnection;
+//! - [`guard`]: the clock guard (the server's clock against the database's);
+//! - [`quarantine`]: shards whose stored state was refused, and the operator's commands;
+//! - [`health`]: liveness and readiness (`/livez`, `/readyz`);
 //! - [`http`]: routes, encodings, routing to shards, forwarding;
 //! - [`coord`]: coordination over HTTP (acquire with a wait, watches by long polling),
 //!   routing that keeps exclusive resources, pools and watched prefixes in one shard;
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod clock;
 pub mod config;
 pub mod coord;
 pub mod files;
+pub mod guard;
+pub mod health;
 pub mod http;
 pub mod metrics;
+pub mod openapi;
 pub mod pg;
+pub mod quarantine;
+pub mod reply;
 pub mod shard;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::response::Response;
 use leasehold::Encoding;
 
 use crate::config::{Config, StoreKind};
-use crate::metrics::ServerStats;
+use crate::health::{Readiness, ShardReport, ShardState};
+use crate::metrics::{ErrorKind, ServerStats, ShardMetrics, ShardStats};
 use crate::shard::{Ended, ShardHandle};
+
+/// What this server knows of a shard it handles itself but does not serve now.
+#[derive(Debug, Clone)]
+pub(crate) struct Local {
+    /// Failed, taking over or quarantined (a served shard is in the routing table instead).
+    pub state: ShardState,
+    /// Why.
+    pub why: String,
+    /// Failures in a row (for the backoff).
+    pub failures: u32,
+    /// When to try again (failed shards).
+    pub retry_at: Instant,
+}
+
+/// The wait before the `failures`-th retry of a shard: 250 ms doubling up to 8 s, with a
+/// fifth of jitter so that servers that failed together do not retry together.
+pub(crate) fn backoff(failures: u32) -> Duration {
+    let base = 250u64.saturating_mul(1 << failures.saturating_sub(1).min(5)).min(8_000);
+    let mut r = [0u8; 2];
+    let _ = getrandom::fill(&mut r);
+    let jitter = u64::from(u16::from_le_bytes(r)) * base / 5 / 65_536;
+    Duration::from_millis(base - base / 10 + jitter)
+}
 
 /// A running server's shared state.
 pub struct App {
     /// Settings.
     pub config: Config,
     shards: RwLock<BTreeMap<u64, ShardHandle>>,
-    failed: Mutex<BTreeMap<u64, String>>,
+    local: Mutex<BTreeMap<u64, Local>>,
+    shard_stats: Mutex<BTreeMap<u64, Arc<ShardStats>>>,
     shard_count: AtomicU64,
     /// Server-wide counters.
     pub stats: ServerStats,
     cluster: Mutex<Option<Arc<pg::Cluster>>>,
     /// Coordination counters.
     pub coord_metrics: Arc<coord::CoordMetrics>,
+    /// PostgreSQL mode, before the cluster is joined: why not yet.
+    pending_db: Mutex<Option<String>>,
+    /// Per shard: failures in a row, and when the last one was.
+    streaks: Mutex<BTreeMap<u64, (u32, Instant, String)>>,
 }
 
 impl App {
@@ -54,11 +93,14 @@ impl App {
         Arc::new(App {
             config,
             shards: RwLock::new(BTreeMap::new()),
-            failed: Mutex::new(BTreeMap::new()),
+            local: Mutex::new(BTreeMap::new()),
+            shard_stats: Mutex::new(BTreeMap::new()),
             shard_count,
             stats: ServerStats::default(),
             cluster: Mutex::new(None),
             coord_metrics: Arc::new(coord::CoordMetrics::default()),
+            pending_db: Mutex::new(None),
+            streaks: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -72,32 +114,232 @@ impl App {
         self.shards.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
     }
 
-    /// Shards served, and those whose store failed.
-    pub fn health(&self) -> (usize, Vec<u64>) {
-        let n = self.shards.read().unwrap_or_else(|p| p.into_inner()).len();
-        let failed =
-            self.failed.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
-        (n, failed)
+    /// This server's part in a PostgreSQL cluster, once joined.
+    pub(crate) fn cluster(&self) -> Option<Arc<pg::Cluster>> {
+        self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The counters of shard `id` (kept for the life of the process, across its actors).
+    pub fn shard_stats(&self, id: u64) -> Arc<ShardStats> {
+        self.shard_stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id)
+            .or_insert_with(|| Arc::new(ShardStats::default()))
+            .clone()
+    }
+
+    fn known_stats(&self, id: u64) -> Option<Arc<ShardStats>> {
+        self.shard_stats.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
     }
 
     fn handles(&self) -> Vec<ShardHandle> {
         self.shards.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
+    fn locals(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Local>> {
+        self.local.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What this server knows of shard `id` that it handles but does not serve.
+    pub(crate) fn local(&self, id: u64) -> Option<Local> {
+        self.locals().get(&id).cloned()
+    }
+
+    /// Records that shard `id` is being restored here.
+    pub(crate) fn set_taking_over(&self, id: u64, why: impl Into<String>) {
+        let mut l = self.locals();
+        let failures = l.get(&id).map_or(0, |x| x.failures);
+        l.insert(
+            id,
+            Local {
+                state: ShardState::TakingOver,
+                why: why.into(),
+                failures,
+                retry_at: Instant::now(),
+            },
+        );
+    }
+
+    /// Records that shard `id` failed here: logged at ERROR when the reason is new, retried
+    /// after a backoff that grows with the failures in a row. Returns the wait.
+    pub(crate) fn set_failed(&self, id: u64, kind: ErrorKind, why: String) -> Duration {
+        self.shard_stats(id).error(kind);
+        let now = Instant::now();
+        let (failures, new_reason) = {
+            // A shard that fails again within a minute of its last failure (even if it was
+            // served in between) keeps backing off; a reason is logged once until it changes.
+            let mut st = self.streaks.lock().unwrap_or_else(|p| p.into_inner());
+            let e = st.entry(id).or_insert((0, now, String::new()));
+            if now.duration_since(e.1) > Duration::from_secs(60) {
+                e.0 = 0;
+                e.2.clear();
+            }
+            e.0 += 1;
+            e.1 = now;
+            let new_reason = e.2 != why;
+            e.2 = why.clone();
+            (e.0, new_reason)
+        };
+        let wait = backoff(failures);
+        if new_reason {
+            tracing::error!(shard = id, error = %why, retry_in_ms = wait.as_millis() as u64, "shard failed");
+        }
+        let mut l = self.locals();
+        l.insert(
+            id,
+            Local { state: ShardState::Failed, why, failures, retry_at: Instant::now() + wait },
+        );
+        wait
+    }
+
+    /// Records that shard `id` is quarantined (the caller has marked it where every server
+    /// sees it, and logged it).
+    pub(crate) fn set_quarantined(&self, id: u64, why: String) {
+        self.shard_stats(id).error(ErrorKind::Damaged);
+        self.locals().insert(
+            id,
+            Local { state: ShardState::Quarantined, why, failures: 0, retry_at: Instant::now() },
+        );
+    }
+
+    /// Forgets what was recorded of shard `id` (served again, or no business of this server).
+    pub(crate) fn clear_local(&self, id: u64) {
+        self.locals().remove(&id);
+    }
+
+    /// Makes every failed shard due for a retry now (its store answers again).
+    pub(crate) fn retry_failed_now(&self) {
+        for l in self.locals().values_mut() {
+            if l.state == ShardState::Failed {
+                l.retry_at = Instant::now();
+            }
+        }
+    }
+
+    /// Every shard as this server sees it now.
+    pub fn shard_reports(&self) -> Vec<ShardReport> {
+        let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(c) = cluster {
+            return c.shard_reports();
+        }
+        if matches!(self.config.store, StoreKind::Postgres(_)) {
+            return (1..=self.shard_count())
+                .map(|id| ShardReport {
+                    shard: id,
+                    state: ShardState::Unowned,
+                    owner: None,
+                    epoch: None,
+                    why: Some("not in the cluster yet (the database does not answer)".into()),
+                    ok: false,
+                })
+                .collect();
+        }
+        let served = self
+            .shards
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect::<Vec<_>>();
+        let locals = self.locals().clone();
+        (1..=self.shard_count())
+            .map(|id| {
+                if served.contains(&id) {
+                    return ShardReport {
+                        shard: id,
+                        state: ShardState::Served,
+                        owner: Some(self.config.advertise.clone()),
+                        epoch: None,
+                        why: None,
+                        ok: true,
+                    };
+                }
+                let (state, why) = match locals.get(&id) {
+                    Some(l) => (l.state, l.why.clone()),
+                    None => (ShardState::Failed, "not opened yet".to_string()),
+                };
+                ShardReport {
+                    shard: id,
+                    state,
+                    owner: None,
+                    epoch: None,
+                    why: Some(why),
+                    ok: false,
+                }
+            })
+            .collect()
+    }
+
+    /// Why shard `id` is not served here, for a 503's body: its state and reason as
+    /// `/readyz` shows them.
+    pub fn unserved_why(&self, id: u64) -> String {
+        match self.shard_reports().into_iter().find(|r| r.shard == id) {
+            Some(r) => format!(
+                "shard {id} is not served here: {}{}",
+                r.state.label(),
+                r.why.map(|w| format!(" ({w})")).unwrap_or_default()
+            ),
+            None => format!("shard {id} is not served here"),
+        }
+    }
+
+    /// What `/readyz` answers.
+    pub fn readiness(&self) -> Readiness {
+        let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let (store, database, clock) = match (&cluster, &self.config.store) {
+            (Some(c), _) => ("postgres", Some(c.db_report()), Some(c.clock_report())),
+            (None, StoreKind::Postgres(_)) => {
+                let error = self
+                    .pending_db
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()
+                    .or_else(|| Some("connecting".into()));
+                let guard = guard::Guard::new(
+                    self.config.max_clock_offset_ms as f64,
+                    self.config.max_clock_rate_ppm as f64,
+                );
+                (
+                    "postgres",
+                    Some(health::DbReport { connected: false, error }),
+                    Some(guard.report()),
+                )
+            }
+            (None, StoreKind::Files(_)) => ("files", None, None),
+        };
+        Readiness::new(self.config.name.clone(), store, database, clock, self.shard_reports())
+    }
+
     /// The `/metrics` text.
     pub fn render_metrics(&self) -> String {
-        let handles = self.handles();
-        let coord: Vec<_> = handles
+        let shards: Vec<ShardMetrics> = self
+            .shard_reports()
+            .into_iter()
+            .map(|r| ShardMetrics { id: r.shard, state: r.state, stats: self.known_stats(r.shard) })
+            .collect();
+        let pg = match &self.config.store {
+            StoreKind::Postgres(_) => {
+                let r = self.readiness();
+                Some(metrics::PgMetrics {
+                    db_connected: r.database.is_some_and(|d| d.connected),
+                    clock: r.clock.expect("postgres mode has a clock report"),
+                })
+            }
+            StoreKind::Files(_) => None,
+        };
+        let coord: Vec<_> = self
+            .handles()
             .iter()
             .map(|h| (h.id, *h.coord_stats.lock().unwrap_or_else(|p| p.into_inner())))
             .collect();
-        let shards: Vec<_> = handles.into_iter().map(|h| (h.id, h.stats)).collect();
-        let mut out = metrics::render(&shards, &self.stats);
+        let mut out = metrics::render(&shards, &self.stats, pg.as_ref());
         self.coord_metrics.render(&mut out, &coord);
         out
     }
 
     pub(crate) fn insert(&self, h: ShardHandle) {
+        self.clear_local(h.id);
         self.shards.write().unwrap_or_else(|p| p.into_inner()).insert(h.id, h);
         self.stats.acquired.fetch_add(1, Relaxed);
     }
@@ -111,7 +353,7 @@ impl App {
     }
 
     /// What a shard's actor does when it ends: out of the routing table; a failed store is
-    /// remembered for `/healthz`.
+    /// retried (file store: reopened from disk; PostgreSQL: taken back with a new epoch).
     pub(crate) fn on_end(app: Weak<App>) -> impl FnOnce(u64, Ended) + Send + 'static {
         move |id, ended| {
             let Some(app) = app.upgrade() else { return };
@@ -119,9 +361,10 @@ impl App {
                 Ended::Stopped => tracing::info!(shard = id, "shard stopped"),
                 Ended::Fenced => {
                     app.stats.fenced.fetch_add(1, Relaxed);
+                    app.shard_stats(id).error(ErrorKind::Fenced);
                     tracing::warn!(shard = id, "shard lost: the store refused a write (fenced)")
                 }
-                Ended::Failed(e) => tracing::error!(shard = id, error = %e, "shard's store failed"),
+                Ended::Failed(_) => {}
             }
             // Only the handle of this actor (a newer one for the same shard stays).
             let mut shards = app.shards.write().unwrap_or_else(|p| p.into_inner());
@@ -130,20 +373,19 @@ impl App {
                 app.stats.released.fetch_add(1, Relaxed);
             }
             drop(shards);
-            if let Ended::Failed(e) = ended {
-                if matches!(app.config.store, StoreKind::Files(_)) {
-                    app.failed.lock().unwrap_or_else(|p| p.into_inner()).insert(id, e);
-                }
+            if let Ended::Failed(e) = &ended {
+                app.set_failed(id, ErrorKind::Write, format!("store write failed: {e}"));
             }
             let cluster = app.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone();
             if let Some(c) = cluster {
-                c.shard_ended(id);
+                c.shard_ended(id, &ended);
             }
         }
     }
 
     /// Forwards a request for a shard this server does not serve to its owner, if one is
-    /// known (PostgreSQL mode); `None` if there is nowhere to send it.
+    /// known (PostgreSQL mode); `None` if there is nowhere to send it. An owner that does not
+    /// answer in time gets a 503 with `Retry-After` at once.
     pub async fn forward(
         &self,
         shard: u64,
@@ -151,12 +393,12 @@ impl App {
         enc: Encoding,
         body: Bytes,
     ) -> Option<Response> {
-        self.forward_to("/lease", shard, landlord, enc, body, std::time::Duration::from_secs(2))
-            .await
+        self.forward_to("/lease", shard, landlord, enc, body, std::time::Duration::ZERO).await
     }
 
     /// Forwards a request for `path` (`/lease`, `/coord`) to the owner of `shard`, waiting up
-    /// to `timeout` for its answer to begin; `None` if there is nowhere to send it.
+    /// to `--forward-timeout-ms` plus `held` (the time the owner may hold the request: an
+    /// acquire's wait, a long poll's) for its answer; `None` if there is nowhere to send it.
     pub async fn forward_to(
         &self,
         path: &str,
@@ -164,10 +406,10 @@ impl App {
         landlord: Option<u64>,
         enc: Encoding,
         body: Bytes,
-        timeout: std::time::Duration,
+        held: std::time::Duration,
     ) -> Option<Response> {
         let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
-        let r = cluster.forward(path, shard, landlord, enc, body, timeout).await;
+        let r = cluster.forward(path, shard, landlord, enc, body, held).await;
         if r.is_some() {
             self.stats.forwarded.fetch_add(1, Relaxed);
         }
@@ -182,15 +424,53 @@ pub async fn run(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
+    let mut config = config;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    if config.listen.port() == 0 && config.advertise == format!("http://{}", config.listen) {
+        // Port 0 (tests, scripts): advertise the port actually bound.
+        if config.name == config.advertise {
+            config.name = format!("http://{addr}");
+        }
+        config.advertise = format!("http://{addr}");
+    }
     let app = App::new(config.clone());
     match &config.store {
-        StoreKind::Files(data) => open_files(&app, data).await?,
+        StoreKind::Files(data) => {
+            files::open_all(&app, data).await?;
+            tokio::spawn(files::supervise(Arc::downgrade(&app), data.clone()));
+        }
         StoreKind::Postgres(url) => {
-            let cluster = pg::Cluster::start(app.clone(), url).await?;
-            *app.cluster.lock().unwrap_or_else(|p| p.into_inner()) = Some(cluster);
+            // Serve (livez, readyz: 503) while the database is not there yet; join the cluster
+            // as soon as it answers.
+            pg::check_url(url)?;
+            let (app2, url) = (app.clone(), url.clone());
+            tokio::spawn(async move {
+                let mut failures = 0;
+                loop {
+                    match pg::Cluster::start(app2.clone(), &url).await {
+                        Ok(c) => {
+                            *app2.cluster.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
+                            *app2.pending_db.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                            return;
+                        }
+                        Err(e) => {
+                            failures += 1;
+                            let wait = backoff(failures);
+                            {
+                                let mut last =
+                                    app2.pending_db.lock().unwrap_or_else(|p| p.into_inner());
+                                if last.as_deref() != Some(e.as_str()) {
+                                    tracing::error!(error = %e, retry_in_ms = wait.as_millis() as u64, "cannot join the cluster yet");
+                                }
+                                *last = Some(e);
+                            }
+                            tokio::time::sleep(wait).await;
+                        }
+                    }
+                }
+            });
         }
     }
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     // One line on stdout for scripts and tests that started us on port 0.
     println!("leasehold-server listening on http://{addr}");
     tracing::info!(
@@ -211,37 +491,6 @@ pub async fn run(
         for h in app.handles() {
             h.stop().await;
         }
-    }
-    Ok(())
-}
-
-async fn open_files(app: &Arc<App>, data: &std::path::Path) -> Result<(), String> {
-    std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
-    files::check_shard_count(data, app.config.shards)?;
-    for id in 1..=app.config.shards {
-        let (data, c) = (data.to_path_buf(), app.config.clone());
-        let opened = tokio::task::spawn_blocking(move || {
-            files::open_shard(&data, id, &c.policy, c.grace_ms, c.limits, c.store_config, &c.coord)
-        })
-        .await
-        .map_err(|e| e.to_string())??;
-        tracing::info!(
-            shard = id,
-            leases = opened.ll.len(),
-            replayed = opened.replayed,
-            created = opened.created,
-            torn = opened.torn.as_deref().unwrap_or("none"),
-            "shard opened"
-        );
-        let h = shard::spawn(
-            id,
-            opened.ll,
-            opened.planner,
-            opened.writer,
-            app.coord_metrics.clone(),
-            App::on_end(Arc::downgrade(app)),
-        );
-        app.insert(h);
     }
     Ok(())
 }

@@ -2,7 +2,10 @@
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Instant;
+
+use crate::health::{ClockReport, ShardState};
 
 /// What one shard counts. Written by the shard's actor, read by `/metrics`.
 #[derive(Debug, Default)]
@@ -32,6 +35,76 @@ pub struct ShardStats {
     /// Microseconds since the server started at which the oldest reply still waiting for the
     /// store began waiting (at most; 0: none waits).
     pub waiting_since_us: AtomicU64,
+    /// Stamp ([`stamp_us`]) of the last durable write of this shard here (or of the moment it
+    /// was opened or taken over); 0: never served here.
+    pub last_durable_us: AtomicU64,
+    /// Store errors, by [`ErrorKind`].
+    pub store_errors: [AtomicU64; ErrorKind::ALL.len()],
+    /// Store writes by duration: `write_buckets[i]` counts writes of at most
+    /// [`WRITE_BUCKETS`]`[i]` seconds (the last slot: longer ones).
+    pub write_buckets: [AtomicU64; WRITE_BUCKETS.len() + 1],
+}
+
+/// Upper bounds (seconds) of the store write latency histogram's buckets.
+pub const WRITE_BUCKETS: [f64; 14] =
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// What went wrong with a shard's store (the `kind` label of `leasehold_store_errors_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A write failed (I/O error, lost connection, time-out): nothing it carried was
+    /// acknowledged.
+    Write,
+    /// A write was refused because another server owns the shard now (fencing).
+    Fenced,
+    /// Opening, reopening or restoring the shard failed for a reason that may pass (I/O,
+    /// connection); it is retried.
+    Open,
+    /// The stored state was refused (damage, missing records): the shard is quarantined.
+    Damaged,
+}
+
+impl ErrorKind {
+    /// Every kind, in label order.
+    pub const ALL: [ErrorKind; 4] =
+        [ErrorKind::Write, ErrorKind::Fenced, ErrorKind::Open, ErrorKind::Damaged];
+
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            ErrorKind::Write => "write",
+            ErrorKind::Fenced => "fenced",
+            ErrorKind::Open => "open",
+            ErrorKind::Damaged => "damaged",
+        }
+    }
+}
+
+impl ShardStats {
+    /// Counts one store error of `kind`.
+    pub fn error(&self, kind: ErrorKind) {
+        self.store_errors[kind as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Counts one durable write that took `us` microseconds.
+    pub fn wrote(&self, us: u64) {
+        self.commits.fetch_add(1, Relaxed);
+        self.commit_us.fetch_add(us, Relaxed);
+        let secs = us as f64 / 1e6;
+        let i = WRITE_BUCKETS.iter().position(|&b| secs <= b).unwrap_or(WRITE_BUCKETS.len());
+        self.write_buckets[i].fetch_add(1, Relaxed);
+        self.last_durable_us.store(stamp_us(), Relaxed);
+    }
+
+    /// Resets what describes one actor's life (leases held, journal positions) for a new actor
+    /// of the same shard; counters carry on.
+    pub fn restart(&self, live: u64, seq: u64) {
+        self.live.store(live, Relaxed);
+        self.journal_seq.store(seq, Relaxed);
+        self.durable_seq.store(seq, Relaxed);
+        self.waiting_since_us.store(0, Relaxed);
+        self.last_durable_us.store(stamp_us(), Relaxed);
+    }
 }
 
 /// When the process started, for the microsecond stamps above.
@@ -61,6 +134,8 @@ pub struct ServerStats {
     pub released: AtomicU64,
     /// Round trips to PostgreSQL.
     pub pg_round_trips: AtomicU64,
+    /// Forwards that timed out (the owner did not answer in time).
+    pub forward_timeouts: AtomicU64,
 }
 
 fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -68,71 +143,182 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// One shard as `/metrics` shows it.
+pub struct ShardMetrics {
+    /// Its number.
+    pub id: u64,
+    /// Its state as seen from this server.
+    pub state: ShardState,
+    /// Its counters, if it was ever served here.
+    pub stats: Option<Arc<ShardStats>>,
+}
+
+/// The PostgreSQL mode's health, for `/metrics`.
+pub struct PgMetrics {
+    /// Whether the last ownership round reached the database.
+    pub db_connected: bool,
+    /// The clock guard's last measurement.
+    pub clock: ClockReport,
+}
+
 /// Renders every metric.
-pub fn render(shards: &[(u64, std::sync::Arc<ShardStats>)], server: &ServerStats) -> String {
-    let mut out = String::with_capacity(4096);
+pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetrics>) -> String {
+    let mut out = String::with_capacity(8192);
     let now_us = stamp_us();
     type Get = fn(&ShardStats, u64) -> f64;
-    let per_shard: [(&str, &str, &str, Get); 12] = [
-        ("leasehold_live_leases", "gauge", "Leases held.", |s, _| s.live.load(Relaxed) as f64),
-        ("leasehold_grants_total", "counter", "Leases granted.", |s, _| {
-            s.grants.load(Relaxed) as f64
+    // Gauges describe a shard served here; counters carry on across its actors.
+    let gauges: [(&str, &str, Get); 5] = [
+        ("leasehold_live_leases", "Leases held.", |s, _| s.live.load(Relaxed) as f64),
+        ("leasehold_journal_lag_records", "Journal records written but not yet durable.", |s, _| {
+            s.journal_seq.load(Relaxed).saturating_sub(s.durable_seq.load(Relaxed)) as f64
         }),
-        ("leasehold_renewals_total", "counter", "Leases renewed.", |s, _| {
-            s.renewals.load(Relaxed) as f64
-        }),
-        ("leasehold_cancels_total", "counter", "Leases cancelled.", |s, _| {
-            s.cancels.load(Relaxed) as f64
-        }),
-        ("leasehold_expiries_total", "counter", "Leases expired.", |s, _| {
-            s.expiries.load(Relaxed) as f64
-        }),
-        ("leasehold_requests_total", "counter", "Requests answered.", |s, _| {
-            s.requests.load(Relaxed) as f64
-        }),
-        (
-            "leasehold_journal_lag_records",
-            "gauge",
-            "Journal records written but not yet durable.",
-            |s, _| s.journal_seq.load(Relaxed).saturating_sub(s.durable_seq.load(Relaxed)) as f64,
-        ),
         (
             "leasehold_journal_lag_seconds",
-            "gauge",
             "How long the oldest reply waiting for the store has waited (at most).",
             |s, now| match s.waiting_since_us.load(Relaxed) {
                 0 => 0.0,
                 t => now.saturating_sub(t) as f64 / 1e6,
             },
         ),
-        ("leasehold_journal_durable_seq", "gauge", "Last durable journal record.", |s, _| {
+        ("leasehold_journal_durable_seq", "Last durable journal record.", |s, _| {
             s.durable_seq.load(Relaxed) as f64
         }),
-        ("leasehold_commits_total", "counter", "Store writes (syncs or transactions).", |s, _| {
-            s.commits.load(Relaxed) as f64
-        }),
-        ("leasehold_commit_seconds_total", "counter", "Time spent in store writes.", |s, _| {
-            s.commit_us.load(Relaxed) as f64 / 1e6
-        }),
-        ("leasehold_snapshots_total", "counter", "Snapshots written (compactions).", |s, _| {
-            s.snapshots.load(Relaxed) as f64
-        }),
+        (
+            "leasehold_last_durable_write_age_seconds",
+            "Seconds since the shard's last durable write here (or since it was opened or taken over).",
+            |s, now| match s.last_durable_us.load(Relaxed) {
+                0 => 0.0,
+                t => now.saturating_sub(t) as f64 / 1e6,
+            },
+        ),
     ];
-    for (name, kind, help, get) in per_shard {
-        metric(&mut out, name, kind, help);
-        for (id, s) in shards {
+    let served: Vec<(u64, &ShardStats)> = shards
+        .iter()
+        .filter(|s| s.state == ShardState::Served)
+        .filter_map(|s| s.stats.as_deref().map(|st| (s.id, st)))
+        .collect();
+    let known: Vec<(u64, &ShardStats)> =
+        shards.iter().filter_map(|s| s.stats.as_deref().map(|st| (s.id, st))).collect();
+    for (name, help, get) in gauges {
+        metric(&mut out, name, "gauge", help);
+        for (id, s) in &served {
             let _ = writeln!(out, "{name}{{shard=\"{id}\"}} {}", get(s, now_us));
         }
     }
+    let counters: [(&str, &str, Get); 8] = [
+        ("leasehold_grants_total", "Leases granted.", |s, _| s.grants.load(Relaxed) as f64),
+        ("leasehold_renewals_total", "Leases renewed.", |s, _| s.renewals.load(Relaxed) as f64),
+        ("leasehold_cancels_total", "Leases cancelled.", |s, _| s.cancels.load(Relaxed) as f64),
+        ("leasehold_expiries_total", "Leases expired.", |s, _| s.expiries.load(Relaxed) as f64),
+        ("leasehold_requests_total", "Requests answered.", |s, _| s.requests.load(Relaxed) as f64),
+        ("leasehold_commits_total", "Store writes (syncs or transactions).", |s, _| {
+            s.commits.load(Relaxed) as f64
+        }),
+        ("leasehold_commit_seconds_total", "Time spent in store writes.", |s, _| {
+            s.commit_us.load(Relaxed) as f64 / 1e6
+        }),
+        ("leasehold_snapshots_total", "Snapshots written (compactions).", |s, _| {
+            s.snapshots.load(Relaxed) as f64
+        }),
+    ];
+    for (name, help, get) in counters {
+        metric(&mut out, name, "counter", help);
+        for (id, s) in &known {
+            let _ = writeln!(out, "{name}{{shard=\"{id}\"}} {}", get(s, now_us));
+        }
+    }
+    let name = "leasehold_store_errors_total";
+    metric(&mut out, name, "counter", "Store errors by kind (write, fenced, open, damaged).");
+    for (id, s) in &known {
+        for k in ErrorKind::ALL {
+            let v = s.store_errors[k as usize].load(Relaxed);
+            let _ = writeln!(out, "{name}{{shard=\"{id}\",kind=\"{}\"}} {v}", k.label());
+        }
+    }
+    let name = "leasehold_store_write_seconds";
+    metric(
+        &mut out,
+        name,
+        "histogram",
+        "Duration of durable store writes (one sync or one statement).",
+    );
+    for (id, s) in &known {
+        let mut cum = 0;
+        for (i, b) in WRITE_BUCKETS.iter().enumerate() {
+            cum += s.write_buckets[i].load(Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{shard=\"{id}\",le=\"{b}\"}} {cum}");
+        }
+        cum += s.write_buckets[WRITE_BUCKETS.len()].load(Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{shard=\"{id}\",le=\"+Inf\"}} {cum}");
+        let sum = s.commit_us.load(Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum{{shard=\"{id}\"}} {sum}");
+        let _ = writeln!(out, "{name}_count{{shard=\"{id}\"}} {}", s.commits.load(Relaxed));
+    }
+    let name = "leasehold_shard_state";
+    metric(
+        &mut out,
+        name,
+        "gauge",
+        "1 for the shard's current state as seen from this server (served, taking_over, failed, quarantined, elsewhere, unowned).",
+    );
+    for s in shards {
+        for st in ShardState::ALL {
+            let v = u8::from(s.state == st);
+            let _ = writeln!(out, "{name}{{shard=\"{}\",state=\"{}\"}} {v}", s.id, st.label());
+        }
+    }
     metric(&mut out, "leasehold_shards_owned", "gauge", "Shards this server serves.");
-    let _ = writeln!(out, "leasehold_shards_owned {}", shards.len());
-    let server_counters: [(&str, &str, &AtomicU64); 6] = [
+    let _ = writeln!(out, "leasehold_shards_owned {}", served.len());
+    let quarantined = shards.iter().filter(|s| s.state == ShardState::Quarantined).count();
+    metric(
+        &mut out,
+        "leasehold_quarantined_shards",
+        "gauge",
+        "Shards quarantined (stored state refused).",
+    );
+    let _ = writeln!(out, "leasehold_quarantined_shards {quarantined}");
+    if let Some(pg) = pg {
+        let c = &pg.clock;
+        let gauges: [(&str, &str, f64); 5] = [
+            (
+                "leasehold_db_connected",
+                "1 if the last ownership round reached PostgreSQL.",
+                f64::from(u8::from(pg.db_connected)),
+            ),
+            (
+                "leasehold_clock_offset_ms",
+                "This host's clock minus the database's, in ms (last measurement).",
+                c.offset_ms.unwrap_or(f64::NAN),
+            ),
+            (
+                "leasehold_clock_rate_ppm",
+                "How much faster the server's clock runs than the database's, in parts per million.",
+                c.rate_ppm.unwrap_or(f64::NAN),
+            ),
+            (
+                "leasehold_clock_ok",
+                "1 while the clock guard lets this server serve.",
+                f64::from(u8::from(c.ok)),
+            ),
+            ("leasehold_clock_bound_ms", "The clock guard's offset bound, in ms.", c.bound_ms),
+        ];
+        for (name, help, v) in gauges {
+            metric(&mut out, name, "gauge", help);
+            let _ = writeln!(out, "{name} {v}");
+        }
+    }
+    let server_counters: [(&str, &str, &AtomicU64); 7] = [
         (
             "leasehold_forwarded_total",
             "Requests forwarded to their shard's owner.",
             &server.forwarded,
         ),
         ("leasehold_unavailable_total", "Requests answered 503.", &server.unavailable),
+        (
+            "leasehold_forward_timeouts_total",
+            "Forwards that failed because the owner did not answer in time.",
+            &server.forward_timeouts,
+        ),
         ("leasehold_fenced_writes_total", "Store writes refused by fencing.", &server.fenced),
         ("leasehold_shards_acquired_total", "Shards acquired or taken over.", &server.acquired),
         ("leasehold_shards_released_total", "Shards lost or given up.", &server.released),

@@ -5,7 +5,9 @@
 //! ```text
 //! leasehold_cluster   (id = 1, shards)                          how many shards the cluster has
 //! leasehold_servers   (name, url, alive_until)                   servers alive (for a fair share)
-//! leasehold_shards    (shard, epoch, owner, owner_url, lease_until)   one ownership lease a shard
+//! leasehold_shards    (shard, epoch, owner, owner_url, lease_until,   one ownership lease a shard,
+//!                      durable_seq, status,                      the last durable record, a failure,
+//!                      quarantine, quarantined_at, quarantined_by)    and a quarantine mark
 //! leasehold_snapshots (shard, seq, epoch, bytes)                 the shard's latest snapshot
 //! leasehold_journal   (shard, first_seq, last_seq, epoch, frame) journal frames after it
 //! leasehold_takeovers (shard, epoch, owner, base_seq, at)        history of acquisitions
@@ -19,19 +21,47 @@
 //! by raising its epoch in the same `UPDATE`, then restores the shard from the snapshot and
 //! the journal rows and resumes it (time spent down does not count).
 //!
-//! Every write of an owner is one statement that locks the shard's row `FOR SHARE` and checks
-//! that its epoch is still the row's: a frame append, a snapshot (which drops the frames it
-//! covers), or a bare fence check (for replies that wrote nothing). A takeover's `UPDATE`
-//! needs the row exclusively, so it waits for writes under way, and every write after it sees
-//! the new epoch and is refused: an owner that was paused or cut off can never write after it
-//! has been replaced, and it answers nothing it has not confirmed with the database.
+//! Every write of an owner is one statement that locks the shard's row and checks that its
+//! epoch is still the row's: a frame append or a snapshot (each of which also records the
+//! last durable record in the row's `durable_seq`, in the same statement), or a bare fence
+//! check (for replies that wrote nothing). A takeover's `UPDATE` needs the row exclusively,
+//! so it waits for writes under way, and every write after it sees the new epoch and is
+//! refused: an owner that was paused or cut off can never write after it has been replaced,
+//! and it answers nothing it has not confirmed with the database.
+//!
+//! # Nothing acknowledged vanishes unseen
+//!
+//! A takeover that restores fewer records than the row's `durable_seq` (a deleted last row),
+//! or meets a damaged frame, a gap, a snapshot that does not load, or rows without a snapshot,
+//! refuses the shard and quarantines it (the row's `quarantine` columns; see
+//! [`crate::quarantine`]): it is logged at ERROR, counted, named in every server's readiness,
+//! and no server takes it until an operator releases it.
+//!
+//! # Healing
+//!
+//! - Connections are re-made: the ownership loop's control connection at its next round
+//!   (with the database's address list tried in order, so a multi-host URL with
+//!   `target_session_attrs=read-write` follows a promoted standby), each write connection
+//!   before the next write that finds it closed (statements are prepared again). Every
+//!   statement has a time-out (`--db-timeout-ms`); a connection whose statement timed out is
+//!   dropped.
+//! - A write that fails leaves its outcome unknown: nothing it carried is acknowledged, the
+//!   shard's actor ends, and the owner takes the shard back (a new epoch, restored from the
+//!   database) after a backoff (250 ms doubling to 8 s), at once when the database answers
+//!   again after an outage. While it waits, the row's `status` says why, for every server's
+//!   readiness.
+//! - The clock guard ([`crate::guard`]) samples the database's clock on every round; while it
+//!   is not satisfied the server owns nothing (it hands its shards back) and does not count
+//!   as alive for the fair share.
+//! - A forward to an owner that does not answer within `--forward-timeout-ms` gets a 503
+//!   with `Retry-After: 1` at once, and that owner is skipped for a moment.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -43,8 +73,11 @@ use leasehold::Encoding;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::clock::now_ms;
+use crate::guard::{Guard, Sample, Verdict};
+use crate::health::{ClockReport, DbReport, ShardReport, ShardState};
 use crate::http::{content_type, FORWARDED};
-use crate::shard::{self, Job, Planner, WriteError, Writer, LL};
+use crate::metrics::ErrorKind;
+use crate::shard::{self, Ended, Job, Planner, WriteError, Writer, LL};
 use crate::App;
 
 const SCHEMA: &str = "
@@ -61,6 +94,13 @@ CREATE TABLE IF NOT EXISTS leasehold_shards (
     owner text,
     owner_url text,
     lease_until timestamptz NOT NULL DEFAULT '-infinity');
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS durable_seq bigint NOT NULL DEFAULT 0;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS status text;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS quarantine text;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS quarantined_at timestamptz;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS quarantined_by text;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS clock_local float8;
+ALTER TABLE leasehold_shards ADD COLUMN IF NOT EXISTS clock_db timestamptz;
 CREATE TABLE IF NOT EXISTS leasehold_snapshots (
     shard bigint PRIMARY KEY,
     seq bigint NOT NULL,
@@ -82,15 +122,43 @@ CREATE TABLE IF NOT EXISTS leasehold_takeovers (
     PRIMARY KEY (shard, epoch));
 ";
 
-/// Appends a frame if (and only if) `$2` is still the shard's epoch.
-const APPEND: &str = "
-WITH owner AS (SELECT 1 FROM leasehold_shards WHERE shard = $1 AND epoch = $2 FOR SHARE)
-INSERT INTO leasehold_journal (shard, first_seq, last_seq, epoch, frame)
-SELECT $1, $3, $4, $2, $5 FROM owner";
+/// The clock check of every write: how far the writer's lease clock (`$mono`, ms, read just
+/// before sending) has run ahead of the database's clock since this owner took the shard
+/// (`clock_local`, `clock_db`, set by the takeover). NULL (no baseline) passes.
+macro_rules! drift {
+    ($mono:literal) => {
+        concat!(
+            "((",
+            $mono,
+            "::float8 - clock_local) - extract(epoch FROM clock_timestamp() - clock_db) * 1000)"
+        )
+    };
+}
 
-/// Replaces the snapshot and drops the frames it covers, if `$2` is still the shard's epoch.
-const SNAPSHOT: &str = "
-WITH owner AS (SELECT 1 FROM leasehold_shards WHERE shard = $1 AND epoch = $2 FOR SHARE),
+/// Appends a frame and records its last record as durable, if (and only if) `$2` is still
+/// the shard's epoch (the `UPDATE` locks the row; a takeover waits for it, or is seen) and the
+/// writer's lease clock has not run more than `$7` ms ahead of the database's since it took
+/// the shard (`$6`: its lease clock now).
+const APPEND: &str = concat!(
+    "WITH owner AS (
+    UPDATE leasehold_shards SET durable_seq = $4
+    WHERE shard = $1 AND epoch = $2 AND (clock_local IS NULL OR ",
+    drift!("$6"),
+    " <= $7::float8)
+    RETURNING 1)
+INSERT INTO leasehold_journal (shard, first_seq, last_seq, epoch, frame)
+SELECT $1, $3, $4, $2, $5 FROM owner"
+);
+
+/// Replaces the snapshot, drops the frames it covers and records its last record as
+/// durable, on the same conditions as [`APPEND`] (`$5`: lease clock, `$6`: bound).
+const SNAPSHOT: &str = concat!(
+    "WITH owner AS (
+    UPDATE leasehold_shards SET durable_seq = $3
+    WHERE shard = $1 AND epoch = $2 AND (clock_local IS NULL OR ",
+    drift!("$5"),
+    " <= $6::float8)
+    RETURNING 1),
 snap AS (
     INSERT INTO leasehold_snapshots (shard, seq, epoch, bytes)
     SELECT $1, $3, $2, $4 FROM owner
@@ -99,10 +167,83 @@ snap AS (
 dropped AS (
     DELETE FROM leasehold_journal
     WHERE shard = $1 AND last_seq <= $3 AND EXISTS (SELECT 1 FROM snap))
-SELECT count(*) FROM snap";
+SELECT count(*) FROM snap"
+);
 
-/// Whether `$2` is still the shard's epoch.
-const FENCE: &str = "SELECT 1 FROM leasehold_shards WHERE shard = $1 AND epoch = $2";
+/// The shard's epoch, and how far the lease clock `$2` has run ahead of the database's since
+/// the owner took the shard (0 without a baseline).
+const FENCE: &str =
+    concat!("SELECT epoch, coalesce(", drift!("$2"), ", 0) FROM leasehold_shards WHERE shard = $1");
+
+/// The database's URL as a connection configuration: a connect time-out of 3 s per host
+/// unless the URL sets one, and an application name.
+fn pg_config(url: &str) -> Result<tokio_postgres::Config, String> {
+    let mut config: tokio_postgres::Config =
+        url.parse().map_err(|e| format!("--store {url:?}: {e}"))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(3));
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("leasehold-server");
+    }
+    Ok(config)
+}
+
+/// Checks that `url` parses as a PostgreSQL URL (a typo is an error at start, not a retry).
+pub fn check_url(url: &str) -> Result<(), String> {
+    pg_config(url).map(|_| ())
+}
+
+/// Opens a connection (trying the URL's hosts in order).
+pub(crate) async fn connect(url: &str) -> Result<Client, String> {
+    let config = pg_config(url)?;
+    let (client, connection) =
+        config.connect(NoTls).await.map_err(|e| format!("PostgreSQL: {}", e.text()))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "PostgreSQL connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// An error as one line, with its causes (tokio-postgres says only "db error" and keeps the
+/// server's message in the source).
+pub(crate) trait ErrorText {
+    /// The text.
+    fn text(&self) -> String;
+}
+
+impl ErrorText for String {
+    fn text(&self) -> String {
+        self.clone()
+    }
+}
+
+impl ErrorText for tokio_postgres::Error {
+    fn text(&self) -> String {
+        let mut out = self.to_string();
+        let mut src = std::error::Error::source(self);
+        while let Some(e) = src {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            src = e.source();
+        }
+        out
+    }
+}
+
+/// Runs `f` with a time-out; the error says what timed out.
+async fn within<T, E: ErrorText>(
+    limit: Duration,
+    what: &str,
+    f: impl Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r.map_err(|e| e.text()),
+        Err(_) => Err(format!("{what} timed out after {} ms", limit.as_millis())),
+    }
+}
 
 /// One connection with its statements prepared (one round trip per write).
 struct Conn {
@@ -112,23 +253,12 @@ struct Conn {
     fence: Statement,
 }
 
-async fn connect(url: &str) -> Result<Client, String> {
-    let (client, connection) =
-        tokio_postgres::connect(url, NoTls).await.map_err(|e| format!("PostgreSQL: {e}"))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %e, "PostgreSQL connection ended");
-        }
-    });
-    Ok(client)
-}
-
 impl Conn {
     async fn open(url: &str) -> Result<Conn, String> {
         let client = connect(url).await?;
         let prep = |sql: &'static str| {
             let c = &client;
-            async move { c.prepare(sql).await.map_err(|e| format!("prepare: {e}")) }
+            async move { c.prepare(sql).await.map_err(|e| format!("prepare: {}", e.text())) }
         };
         let append = prep(APPEND).await?;
         let snapshot = prep(SNAPSHOT).await?;
@@ -137,18 +267,137 @@ impl Conn {
     }
 }
 
+/// Connections for shard writes (statements are pipelined on each), each re-made (and its
+/// statements prepared again) when found closed.
+struct Pool {
+    url: String,
+    timeout: Duration,
+    slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
+}
+
+impl Pool {
+    async fn get(&self, i: usize) -> Result<Arc<Conn>, String> {
+        let mut slot = self.slots[i % self.slots.len()].lock().await;
+        if let Some(c) = slot.as_ref().filter(|c| !c.client.is_closed()) {
+            return Ok(c.clone());
+        }
+        *slot = None;
+        let c = Arc::new(within(self.timeout, "connecting", Conn::open(&self.url)).await?);
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Drops `conn` from its slot (a statement on it timed out: its state is unknown).
+    async fn discard(&self, i: usize, conn: &Arc<Conn>) {
+        let mut slot = self.slots[i % self.slots.len()].lock().await;
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+            *slot = None;
+        }
+    }
+}
+
 /// Writes one shard's frames and snapshots, fenced by its epoch.
 pub struct PgWriter {
-    conn: Arc<Conn>,
+    pool: Arc<Pool>,
     shard: i64,
     epoch: i64,
     app: Weak<App>,
+    /// How far the lease clock may run ahead of the database's since the takeover, ms.
+    drift_bound: f64,
 }
 
 impl PgWriter {
     fn trip(&self) {
         if let Some(app) = self.app.upgrade() {
             app.stats.pg_round_trips.fetch_add(1, Relaxed);
+        }
+    }
+
+    async fn run(
+        &self,
+        frame: Option<(Vec<u8>, u64, u64)>,
+        snapshot: Option<(Vec<u8>, u64)>,
+    ) -> Result<(), WriteError> {
+        let slot = self.shard as usize;
+        let snapshot_or_frame = snapshot.is_some() || frame.is_some();
+        let c = self.pool.get(slot).await.map_err(WriteError::Failed)?;
+        let limit = self.pool.timeout;
+        self.trip();
+        let bound = self.drift_bound;
+        let r = tokio::time::timeout(limit, async {
+            let mono = crate::clock::mono_ms();
+            let done = if let Some((bytes, seq)) = snapshot {
+                // The snapshot includes every record of the frame too.
+                let row = c
+                    .client
+                    .query_one(
+                        &c.snapshot,
+                        &[&self.shard, &self.epoch, &(seq as i64), &bytes, &mono, &bound],
+                    )
+                    .await
+                    .map_err(refused)?;
+                row.get::<_, i64>(0) == 1
+            } else if let Some((bytes, first, last)) = frame {
+                let n = c
+                    .client
+                    .execute(
+                        &c.append,
+                        &[
+                            &self.shard,
+                            &self.epoch,
+                            &(first as i64),
+                            &(last as i64),
+                            &bytes,
+                            &mono,
+                            &bound,
+                        ],
+                    )
+                    .await
+                    .map_err(refused)?;
+                n == 1
+            } else {
+                false
+            };
+            if done {
+                return Ok(());
+            }
+            // A bare fence check, or a write that was refused: fenced, or a clock fault?
+            let row = c
+                .client
+                .query_opt(&c.fence, &[&self.shard, &crate::clock::mono_ms()])
+                .await
+                .map_err(|e| WriteError::Failed(e.text()))?;
+            let Some(row) = row else { return Err(WriteError::Fenced) };
+            let (epoch, drift): (i64, f64) = (row.get(0), row.get(1));
+            if epoch != self.epoch {
+                return Err(WriteError::Fenced);
+            }
+            if drift > bound {
+                let why = format!(
+                    "refused: this server's lease clock ran {drift:.0} ms ahead of the database's \
+                     since it took the shard (bound {bound:.0} ms)"
+                );
+                if let Some(cluster) = self.app.upgrade().and_then(|a| a.cluster()) {
+                    cluster.clock_fault(&why);
+                }
+                return Err(WriteError::Failed(why));
+            }
+            if snapshot_or_frame {
+                // Refused although the epoch and the clock are fine now: treat as unknown.
+                return Err(WriteError::Failed("the write was refused; not acknowledged".into()));
+            }
+            Ok(())
+        })
+        .await;
+        match r {
+            Ok(r) => r,
+            Err(_) => {
+                self.pool.discard(slot, &c).await;
+                Err(WriteError::Failed(format!(
+                    "no answer from PostgreSQL within {} ms",
+                    limit.as_millis()
+                )))
+            }
         }
     }
 }
@@ -158,7 +407,7 @@ fn refused(e: tokio_postgres::Error) -> WriteError {
     if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
         WriteError::Fenced
     } else {
-        WriteError::Failed(e.to_string())
+        WriteError::Failed(e.text())
     }
 }
 
@@ -171,55 +420,57 @@ impl Writer for PgWriter {
             let Job::Rows { frame, snapshot } = job else {
                 return Err(WriteError::Failed("PostgreSQL was handed file operations".into()));
             };
-            let c = &self.conn;
-            self.trip();
-            if let Some((bytes, seq)) = snapshot {
-                // The snapshot includes every record of the frame too.
-                let row = c
-                    .client
-                    .query_one(&c.snapshot, &[&self.shard, &self.epoch, &(seq as i64), &bytes])
-                    .await
-                    .map_err(refused)?;
-                let n: i64 = row.get(0);
-                return if n == 1 { Ok(()) } else { Err(WriteError::Fenced) };
-            }
-            if let Some((bytes, first, last)) = frame {
-                let n = c
-                    .client
-                    .execute(
-                        &c.append,
-                        &[&self.shard, &self.epoch, &(first as i64), &(last as i64), &bytes],
-                    )
-                    .await
-                    .map_err(refused)?;
-                return if n == 1 { Ok(()) } else { Err(WriteError::Fenced) };
-            }
-            let rows = c
-                .client
-                .query(&c.fence, &[&self.shard, &self.epoch])
-                .await
-                .map_err(|e| WriteError::Failed(e.to_string()))?;
-            if rows.len() == 1 {
-                Ok(())
-            } else {
-                Err(WriteError::Fenced)
-            }
+            self.run(frame, snapshot).await
         })
     }
 }
 
-/// What the cluster knows of one shard this server owns.
-struct Owned {
+/// One shard's row as the last ownership round saw it.
+#[derive(Debug, Clone)]
+struct RowView {
     epoch: i64,
+    owner: Option<String>,
+    owner_url: Option<String>,
+    live: bool,
+    status: Option<String>,
+    quarantine: Option<String>,
+}
+
+fn row_view(r: &tokio_postgres::Row) -> (u64, RowView) {
+    (
+        r.get::<_, i64>(0) as u64,
+        RowView {
+            epoch: r.get(1),
+            owner: r.get(2),
+            owner_url: r.get(3),
+            live: r.get(4),
+            status: r.get(5),
+            quarantine: r.get(6),
+        },
+    )
 }
 
 struct State {
-    owned: BTreeMap<u64, Owned>,
-    /// Shards whose actor ended (fenced or failed): to re-acquire (with a new epoch) if the
-    /// row is still ours, or to forget.
-    lost: BTreeSet<u64>,
-    /// Owner URL of every shard with a live ownership lease, as of the last tick.
-    owners: BTreeMap<u64, String>,
+    /// Shards this server owns and serves, with their epochs.
+    owned: BTreeMap<u64, i64>,
+    /// Every shard's row, as of the last round.
+    view: BTreeMap<u64, RowView>,
+    /// Owners that did not answer a forward, until when they are skipped.
+    suspects: BTreeMap<String, Instant>,
+}
+
+/// The database as the ownership loop last found it.
+struct Db {
+    connected: bool,
+    error: Option<String>,
+}
+
+/// Why a takeover did not end with the shard served.
+enum TakeError {
+    /// The database failed (or timed out): try again.
+    Transient(String),
+    /// The stored state is refused: quarantine.
+    Damaged(String),
 }
 
 /// This server's part in a cluster of servers sharing one PostgreSQL.
@@ -228,43 +479,53 @@ pub struct Cluster {
     url: String,
     /// The name in ownership rows: unique to this process (a restarted server is a new owner).
     instance: String,
-    conns: Vec<Arc<Conn>>,
-    control: Mutex<Option<Arc<Client>>>,
+    pool: Arc<Pool>,
+    control: tokio::sync::Mutex<Option<Client>>,
     state: Mutex<State>,
+    db: Mutex<Db>,
+    guard: Mutex<Guard>,
     http: HttpClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
     stop: tokio::sync::watch::Sender<bool>,
     ticker: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-/// Connections for shard writes (statements are pipelined on each).
+/// Connections for shard writes.
 const WRITE_CONNS: usize = 4;
 
 impl Cluster {
-    /// Connects, creates the tables if needed, registers this server, and starts the
+    /// Connects, creates (or upgrades) the tables, registers this server, and starts the
     /// ownership loop (renew what it owns, take lapsed shards up to a fair share, forward).
+    /// Fails only if the database cannot be reached at start.
     pub async fn start(app: Arc<App>, url: &str) -> Result<Arc<Cluster>, String> {
-        let mut control = connect(url).await?;
-        let tx = control.transaction().await.map_err(|e| e.to_string())?;
-        tx.execute("SELECT pg_advisory_xact_lock(7420)", &[]).await.map_err(|e| e.to_string())?;
-        tx.batch_execute(SCHEMA).await.map_err(|e| format!("schema: {e}"))?;
-        tx.execute(
-            "INSERT INTO leasehold_cluster (id, shards) VALUES (1, $1) ON CONFLICT DO NOTHING",
-            &[&(app.config.shards as i64)],
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        let shards: i64 = tx
-            .query_one("SELECT shards FROM leasehold_cluster WHERE id = 1", &[])
+        let limit = Duration::from_millis(app.config.db_timeout_ms);
+        let mut control = within(limit * 3, "connecting to PostgreSQL", connect(url)).await?;
+        let shards = within(limit * 3, "creating the tables", async {
+            let tx = control.transaction().await.map_err(|e| e.text())?;
+            tx.execute("SELECT pg_advisory_xact_lock(7420)", &[])
+                .await
+                .map_err(|e| e.text())?;
+            tx.batch_execute(SCHEMA).await.map_err(|e| format!("schema: {}", e.text()))?;
+            tx.execute(
+                "INSERT INTO leasehold_cluster (id, shards) VALUES (1, $1) ON CONFLICT DO NOTHING",
+                &[&(app.config.shards as i64)],
+            )
             .await
-            .map_err(|e| e.to_string())?
-            .get(0);
-        tx.execute(
-            "INSERT INTO leasehold_shards (shard) SELECT generate_series(1, $1::bigint) ON CONFLICT DO NOTHING",
-            &[&shards],
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        tx.commit().await.map_err(|e| e.to_string())?;
+            .map_err(|e| e.text())?;
+            let shards: i64 = tx
+                .query_one("SELECT shards FROM leasehold_cluster WHERE id = 1", &[])
+                .await
+                .map_err(|e| e.text())?
+                .get(0);
+            tx.execute(
+                "INSERT INTO leasehold_shards (shard) SELECT generate_series(1, $1::bigint) ON CONFLICT DO NOTHING",
+                &[&shards],
+            )
+            .await
+            .map_err(|e| e.text())?;
+            tx.commit().await.map_err(|e| e.text())?;
+            Ok::<i64, String>(shards)
+        })
+        .await?;
         if shards as u64 != app.config.shards {
             tracing::info!(
                 cluster = shards,
@@ -273,25 +534,32 @@ impl Cluster {
             );
         }
         app.shard_count.store(shards as u64, Relaxed);
-        let mut conns = Vec::new();
-        for _ in 0..WRITE_CONNS {
-            conns.push(Arc::new(Conn::open(url).await?));
-        }
+        let pool = Arc::new(Pool {
+            url: url.to_string(),
+            timeout: limit,
+            slots: (0..WRITE_CONNS).map(|_| tokio::sync::Mutex::new(None)).collect(),
+        });
         let mut suffix = [0u8; 4];
         getrandom::fill(&mut suffix).map_err(|e| e.to_string())?;
         let instance = format!("{}#{:08x}", app.config.name, u32::from_le_bytes(suffix));
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let c = &app.config;
         let cluster = Arc::new(Cluster {
             app: Arc::downgrade(&app),
             url: url.to_string(),
             instance,
-            conns,
-            control: Mutex::new(Some(Arc::new(control))),
+            pool,
+            control: tokio::sync::Mutex::new(Some(control)),
             state: Mutex::new(State {
                 owned: BTreeMap::new(),
-                lost: BTreeSet::new(),
-                owners: BTreeMap::new(),
+                view: BTreeMap::new(),
+                suspects: BTreeMap::new(),
             }),
+            db: Mutex::new(Db { connected: true, error: None }),
+            guard: Mutex::new(Guard::new(
+                c.max_clock_offset_ms as f64,
+                c.max_clock_rate_ppm as f64,
+            )),
             http: HttpClient::builder(TokioExecutor::new()).build_http(),
             stop,
             ticker: Mutex::new(None),
@@ -299,7 +567,7 @@ impl Cluster {
         tracing::info!(instance = %cluster.instance, shards, "joined the cluster");
         let c = cluster.clone();
         let task = tokio::spawn(async move { c.ownership_loop(stop_rx).await });
-        *cluster.ticker.lock().unwrap() = Some(task);
+        *cluster.ticker.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
         Ok(cluster)
     }
 
@@ -307,27 +575,124 @@ impl Cluster {
         Duration::from_millis(self.app.upgrade().map_or(3000, |a| a.config.ownership_ms))
     }
 
+    fn limit(&self) -> Duration {
+        self.pool.timeout
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Told by the app when a shard's actor ended.
-    pub fn shard_ended(&self, id: u64) {
-        let mut s = self.lock();
-        if s.owned.remove(&id).is_some() {
-            s.lost.insert(id);
+    /// Told by the app when a shard's actor ended (a failed one is already recorded as failed
+    /// there, and is taken back by the ownership loop).
+    pub fn shard_ended(&self, id: u64, ended: &Ended) {
+        self.lock().owned.remove(&id);
+        if matches!(ended, Ended::Fenced) {
+            if let Some(app) = self.app.upgrade() {
+                app.clear_local(id);
+            }
         }
     }
 
-    async fn control(&self) -> Result<Arc<Client>, String> {
-        let cur = self.control.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Some(c) = cur {
-            if !c.is_closed() {
-                return Ok(c);
-            }
+    /// The database as `/readyz` shows it.
+    pub fn db_report(&self) -> DbReport {
+        let db = self.db.lock().unwrap_or_else(|p| p.into_inner());
+        DbReport { connected: db.connected, error: db.error.clone() }
+    }
+
+    /// The clock guard as `/readyz` shows it.
+    pub fn clock_report(&self) -> ClockReport {
+        self.guard.lock().unwrap_or_else(|p| p.into_inner()).report()
+    }
+
+    /// A write found this server's lease clock too far ahead of the database's: the guard
+    /// trips at once (the next round hands every shard back).
+    pub(crate) fn clock_fault(&self, why: &str) {
+        let mut g = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        if g.fault(why) {
+            tracing::error!(
+                reason = why,
+                "clock guard: a write found this server's clock beyond its bound; it hands its \
+                 shards back and serves nothing until the clock is back within bound"
+            );
         }
-        let c = Arc::new(connect(&self.url).await?);
-        *self.control.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
+    }
+
+    fn clock_ok(&self) -> bool {
+        self.guard.lock().unwrap_or_else(|p| p.into_inner()).ok()
+    }
+
+    /// Every shard as this server sees it (its own actors, its failures, and the rows as of
+    /// the last ownership round).
+    pub fn shard_reports(&self) -> Vec<ShardReport> {
+        let Some(app) = self.app.upgrade() else { return Vec::new() };
+        let me = app.config.advertise.clone();
+        let s = self.lock();
+        let now = Instant::now();
+        (1..=app.shard_count())
+            .map(|id| {
+                let row = s.view.get(&id);
+                let report = |state, owner: Option<String>, why: Option<String>, ok| ShardReport {
+                    shard: id,
+                    state,
+                    owner,
+                    epoch: row.map(|r| r.epoch),
+                    why,
+                    ok,
+                };
+                if let (Some(_), Some(&epoch)) = (app.shard(id), s.owned.get(&id)) {
+                    let mut r = report(ShardState::Served, Some(me.clone()), None, true);
+                    r.epoch = Some(epoch);
+                    return r;
+                }
+                if let Some(l) = app.local(id) {
+                    let owner = (l.state != ShardState::Quarantined).then(|| me.clone());
+                    return report(l.state, owner, Some(l.why), false);
+                }
+                let Some(row) = row else {
+                    return report(ShardState::Unowned, None, Some("not seen yet".into()), false);
+                };
+                if let Some(q) = &row.quarantine {
+                    return report(ShardState::Quarantined, None, Some(q.clone()), false);
+                }
+                if !row.live {
+                    let why = "no live owner: taken at the next ownership round".to_string();
+                    return report(ShardState::Unowned, None, Some(why), false);
+                }
+                if row.owner.as_deref() == Some(self.instance.as_str()) {
+                    let why = "owned here, not served yet".to_string();
+                    return report(ShardState::TakingOver, Some(me.clone()), Some(why), false);
+                }
+                if let Some(st) = &row.status {
+                    return report(
+                        ShardState::Failed,
+                        row.owner_url.clone(),
+                        Some(st.clone()),
+                        false,
+                    );
+                }
+                match &row.owner_url {
+                    Some(url) if s.suspects.get(url).is_some_and(|&t| t > now) => report(
+                        ShardState::Elsewhere,
+                        Some(url.clone()),
+                        Some("its owner did not answer a forward in time".into()),
+                        false,
+                    ),
+                    Some(url) => report(ShardState::Elsewhere, Some(url.clone()), None, true),
+                    None => report(ShardState::Unowned, None, Some("owner unknown".into()), false),
+                }
+            })
+            .collect()
+    }
+
+    /// The control connection, made again if it was lost. Returns whether it was re-made.
+    async fn control(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Client>>, String> {
+        let mut c = self.control.lock().await;
+        if c.as_ref().is_some_and(|c| !c.is_closed()) {
+            return Ok(c);
+        }
+        *c = None;
+        *c = Some(within(self.limit(), "connecting", connect(&self.url)).await?);
         Ok(c)
     }
 
@@ -335,50 +700,135 @@ impl Cluster {
         let period = self.ttl() / 3;
         let mut first = true;
         loop {
-            if let Err(e) = self.tick(first).await {
-                tracing::warn!(error = %e, "ownership round failed");
+            let r = self.tick(first).await;
+            let back = {
+                let mut db = self.db.lock().unwrap_or_else(|p| p.into_inner());
+                match &r {
+                    Ok(()) => {
+                        let back = !db.connected;
+                        if back {
+                            tracing::warn!("PostgreSQL answers again");
+                        }
+                        db.connected = true;
+                        db.error = None;
+                        back
+                    }
+                    Err(e) => {
+                        if db.connected {
+                            tracing::error!(error = %e, "PostgreSQL does not answer: shards are not served until it does");
+                        }
+                        db.connected = false;
+                        db.error = Some(e.clone());
+                        false
+                    }
+                }
+            };
+            if r.is_err() {
+                // Whatever state the control connection is in, make a new one next time.
+                *self.control.lock().await = None;
             }
-            first = false;
+            if r.is_ok() {
+                first = false;
+            }
+            if back {
+                // The store answers again: take failed shards back now, not after their backoff.
+                if let Some(app) = self.app.upgrade() {
+                    app.retry_failed_now();
+                }
+            }
+            let next =
+                self.next_retry().map_or(period, |d| d.clamp(Duration::from_millis(20), period));
             tokio::select! {
-                _ = tokio::time::sleep(period) => {}
+                _ = tokio::time::sleep(if back { Duration::ZERO } else { next }) => {}
                 _ = stop.changed() => return,
             }
         }
     }
 
-    /// One round: heartbeat, renew owned shards, learn owners, take lapsed shards up to a fair
-    /// share, give one away if above it.
+    /// The time until the next failed shard of ours is due, if any.
+    fn next_retry(&self) -> Option<Duration> {
+        let app = self.app.upgrade()?;
+        let now = Instant::now();
+        (1..=app.shard_count())
+            .filter_map(|id| app.local(id))
+            .filter(|l| l.state == ShardState::Failed)
+            .map(|l| l.retry_at.saturating_duration_since(now))
+            .min()
+    }
+
+    /// Measures the database's clock against ours and updates the guard.
+    async fn sample_clock(&self, db: &Client) -> Result<(), String> {
+        let wall =
+            || SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64() * 1e3;
+        let mono = || crate::clock::mono_ms();
+        // The round trip is measured on the lease clock itself, from before the first reading
+        // to after the last, so that any delay (a busy runtime, a descheduled thread) counts
+        // in the uncertainty.
+        let m0 = mono();
+        let w0 = wall();
+        let row = within(
+            self.limit(),
+            "reading the database's clock",
+            db.query_one("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8", &[]),
+        )
+        .await?;
+        let w1 = wall();
+        let m1 = mono();
+        let sample = Sample {
+            mono_ms: (m0 + m1) / 2.0,
+            wall_ms: (w0 + w1) / 2.0,
+            db_ms: row.get(0),
+            rtt_ms: m1 - m0,
+        };
+        let mut g = self.guard.lock().unwrap_or_else(|p| p.into_inner());
+        match g.observe(sample) {
+            Some(Verdict::Beyond) => tracing::error!(
+                reason = g.why().unwrap_or(""),
+                "clock guard: this server's clock is beyond its bound; it hands its shards back and \
+                 serves nothing until the clock is back within bound"
+            ),
+            Some(Verdict::Within) => {
+                tracing::warn!(report = ?g.report(), "clock guard: the clock is within bound; serving")
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One round: clock sample, heartbeat, renew owned shards, learn every row, publish
+    /// failures, take lapsed shards up to a fair share (and our failed ones back), give one
+    /// away if above it.
     async fn tick(&self, first: bool) -> Result<(), String> {
         let Some(app) = self.app.upgrade() else { return Ok(()) };
-        let db = self.control().await?;
+        let guard = self.control().await?;
+        let db = guard.as_ref().expect("connected");
         let ttl_ms = self.ttl().as_millis() as f64;
-        let e = |e: tokio_postgres::Error| e.to_string();
-        db.execute(
+        let limit = self.limit();
+        self.sample_clock(db).await?;
+        let clock_ok = self.clock_ok();
+        if !clock_ok {
+            return self.stand_down(&app, db).await;
+        }
+        within(limit, "heartbeat", db.execute(
             "INSERT INTO leasehold_servers (name, url, alive_until)
              VALUES ($1, $2, now() + make_interval(secs => $3::float8 / 1000))
              ON CONFLICT (name) DO UPDATE SET url = EXCLUDED.url, alive_until = EXCLUDED.alive_until",
             &[&self.instance, &app.config.advertise, &ttl_ms],
-        )
-        .await
-        .map_err(e)?;
-        // Renew every shard still ours; any missing is lost (another server took it).
-        let rows = db
-            .query(
-                "UPDATE leasehold_shards SET lease_until = now() + make_interval(secs => $2::float8 / 1000)
-                 WHERE owner = $1 RETURNING shard, epoch",
-                &[&self.instance, &ttl_ms],
-            )
-            .await
-            .map_err(e)?;
+        ))
+        .await?;
+        // Renew every shard still ours (served, or failed and waiting to be taken back); any
+        // missing is lost (another server took it).
+        let rows = within(limit, "renewing", db.query(
+            "UPDATE leasehold_shards SET lease_until = now() + make_interval(secs => $2::float8 / 1000)
+             WHERE owner = $1 RETURNING shard, epoch",
+            &[&self.instance, &ttl_ms],
+        ))
+        .await?;
         let renewed: BTreeMap<u64, i64> =
             rows.iter().map(|r| (r.get::<_, i64>(0) as u64, r.get(1))).collect();
         let gone: Vec<u64> = {
             let s = self.lock();
-            s.owned
-                .iter()
-                .filter(|(id, o)| renewed.get(id) != Some(&o.epoch))
-                .map(|(id, _)| *id)
-                .collect()
+            s.owned.iter().filter(|(id, e)| renewed.get(id) != Some(e)).map(|(id, _)| *id).collect()
         };
         for id in gone {
             tracing::warn!(shard = id, "ownership lost to another server");
@@ -387,82 +837,196 @@ impl Cluster {
                 h.stop().await;
             }
         }
-        let owners = db
-            .query(
-                "SELECT shard, owner_url FROM leasehold_shards WHERE lease_until > now() AND owner_url IS NOT NULL",
-                &[],
-            )
-            .await
-            .map_err(e)?;
-        let live: i64 = db
-            .query_one("SELECT count(*) FROM leasehold_servers WHERE alive_until > now()", &[])
-            .await
-            .map_err(e)?
-            .get(0);
-        {
-            let mut s = self.lock();
-            s.owners = owners.iter().map(|r| (r.get::<_, i64>(0) as u64, r.get(1))).collect();
+        // Failed shards of ours: say why in the row (every server's readiness shows it), or
+        // forget them if they are not ours any more.
+        let mut due = Vec::new();
+        for id in 1..=app.shard_count() {
+            let Some(l) = app.local(id) else { continue };
+            if l.state != ShardState::Failed {
+                continue;
+            }
+            if !renewed.contains_key(&id) {
+                app.clear_local(id);
+                continue;
+            }
+            within(limit, "publishing a failure", db.execute(
+                "UPDATE leasehold_shards SET status = $3 WHERE shard = $1 AND owner = $2 AND status IS DISTINCT FROM $3",
+                &[&(id as i64), &self.instance, &l.why],
+            ))
+            .await?;
+            if l.retry_at <= Instant::now() {
+                due.push(id as i64);
+            }
         }
+        let rows = within(limit, "reading the shards", db.query(
+            "SELECT shard, epoch, owner, owner_url, lease_until > now(), status, quarantine FROM leasehold_shards",
+            &[],
+        ))
+        .await?;
+        let live: i64 = within(
+            limit,
+            "counting servers",
+            db.query_one("SELECT count(*) FROM leasehold_servers WHERE alive_until > now()", &[]),
+        )
+        .await?
+        .get(0);
+        let view: BTreeMap<u64, RowView> = rows.iter().map(row_view).collect();
+        let open = view.values().filter(|r| r.quarantine.is_none()).count() as u64;
+        self.set_view(view);
         if first {
             // Let servers started together see each other before anyone takes shards.
             return Ok(());
         }
-        let shards = app.shard_count();
-        let fair = shards.div_ceil(live.max(1) as u64);
-        let (owned, lost): (u64, Vec<i64>) = {
-            let mut s = self.lock();
-            let lost = std::mem::take(&mut s.lost).into_iter().map(|x| x as i64).collect();
-            (s.owned.len() as u64, lost)
-        };
+        let fair = open.div_ceil(live.max(1) as u64);
+        // Served or failed, ours all the same.
+        let owned = renewed.len() as u64;
         let want = fair.saturating_sub(owned) as i64;
-        if want > 0 || !lost.is_empty() {
-            let rows = db
-                .query(
+        if want > 0 || !due.is_empty() {
+            let rows = within(
+                limit,
+                "taking shards",
+                db.query(
                     "UPDATE leasehold_shards s
-                     SET epoch = s.epoch + 1, owner = $1, owner_url = $2,
-                         lease_until = now() + make_interval(secs => $3::float8 / 1000)
-                     WHERE s.shard IN (
-                         SELECT shard FROM leasehold_shards
-                         WHERE lease_until < now() OR (owner = $1 AND shard = ANY($5::bigint[]))
-                         ORDER BY (owner = $1 AND shard = ANY($5::bigint[])) DESC, shard
-                         LIMIT greatest($4::bigint, cardinality($5::bigint[]))
-                         FOR UPDATE SKIP LOCKED)
-                     RETURNING s.shard, s.epoch",
-                    &[&self.instance, &app.config.advertise, &ttl_ms, &want, &lost],
-                )
-                .await
-                .map_err(e)?;
+                 SET epoch = s.epoch + 1, owner = $1, owner_url = $2, status = NULL,
+                     lease_until = now() + make_interval(secs => $3::float8 / 1000),
+                     clock_local = NULL, clock_db = NULL
+                 WHERE s.shard IN (
+                     SELECT shard FROM leasehold_shards
+                     WHERE quarantine IS NULL
+                       AND (lease_until < now() OR (owner = $1 AND shard = ANY($5::bigint[])))
+                     ORDER BY coalesce(owner = $1 AND shard = ANY($5::bigint[]), false) DESC, shard
+                     LIMIT greatest($4::bigint, cardinality($5::bigint[]))
+                     FOR UPDATE SKIP LOCKED)
+                 RETURNING s.shard, s.epoch, s.durable_seq",
+                    &[&self.instance, &app.config.advertise, &ttl_ms, &want, &due],
+                ),
+            )
+            .await?;
+            let mut broken: Option<String> = None;
             for r in rows {
-                let (id, epoch): (i64, i64) = (r.get(0), r.get(1));
+                let (id, epoch, durable): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
+                let id = id as u64;
+                if let Some(why) = &broken {
+                    // Ours now, but the database failed on an earlier one: retry it later.
+                    app.set_failed(id, ErrorKind::Open, format!("restore failed: {why}"));
+                    continue;
+                }
                 let started = Instant::now();
-                match self.take(&app, &db, id as u64, epoch).await {
-                    Ok(info) => tracing::info!(
+                app.set_taking_over(id, format!("restoring (epoch {epoch})"));
+                match self.take(&app, db, id, epoch, durable as u64).await {
+                    Ok((leases, replayed)) => tracing::info!(
                         shard = id,
                         epoch,
-                        leases = info.0,
-                        replayed = info.1,
+                        leases,
+                        replayed,
                         ms = started.elapsed().as_millis() as u64,
                         "shard acquired"
                     ),
-                    Err(err) => {
-                        tracing::error!(shard = id, epoch, error = %err, "could not restore shard");
-                        // Let it lapse so that someone (maybe us) tries again.
-                        let _ = db
-                            .execute(
-                                "UPDATE leasehold_shards SET lease_until = '-infinity' WHERE shard = $1 AND epoch = $2",
-                                &[&id, &epoch],
-                            )
-                            .await;
+                    Err(TakeError::Damaged(why)) => {
+                        if let Err(e) = self.quarantine(&app, db, id, epoch, why).await {
+                            broken = Some(e);
+                        }
+                    }
+                    Err(TakeError::Transient(why)) => {
+                        app.set_failed(id, ErrorKind::Open, format!("restore failed: {why}"));
+                        broken = Some(why);
                     }
                 }
             }
+            if let Some(why) = broken {
+                return Err(why);
+            }
         } else if owned > fair {
             // Above a fair share (a server joined): hand one shard over cleanly.
-            let pick = self.lock().owned.iter().next_back().map(|(id, o)| (*id, o.epoch));
+            let pick = self.lock().owned.iter().next_back().map(|(id, e)| (*id, *e));
             if let Some((id, epoch)) = pick {
-                self.give_up(&app, &db, id, epoch).await?;
+                self.give_up(&app, db, id, epoch).await?;
                 tracing::info!(shard = id, fair, "shard handed over (rebalance)");
             }
+        }
+        Ok(())
+    }
+
+    fn set_view(&self, view: BTreeMap<u64, RowView>) {
+        let mut s = self.lock();
+        // An owner that no longer owns anything, or whose hold has run out, is worth
+        // forwarding to again.
+        let now = Instant::now();
+        s.suspects.retain(|u, t| {
+            *t > now && view.values().any(|r| r.live && r.owner_url.as_deref() == Some(u.as_str()))
+        });
+        s.view = view;
+    }
+
+    /// The clock guard is not satisfied: serve nothing. Stops every shard (after writing what
+    /// it answered), lets every row this server owns lapse at once (served or failed), and
+    /// leaves the live servers, so that the others take the shards.
+    async fn stand_down(&self, app: &Arc<App>, db: &Client) -> Result<(), String> {
+        let limit = self.limit();
+        let owned: Vec<u64> = std::mem::take(&mut self.lock().owned).into_keys().collect();
+        for id in &owned {
+            tracing::error!(shard = id, "clock guard: handing the shard back");
+            if let Some(h) = app.remove(*id) {
+                h.stop().await;
+            }
+        }
+        for id in 1..=app.shard_count() {
+            if app.local(id).is_some_and(|l| l.state == ShardState::Failed) {
+                app.clear_local(id);
+            }
+        }
+        within(limit, "handing over", db.execute(
+            "UPDATE leasehold_shards SET owner = NULL, owner_url = NULL, status = NULL, lease_until = '-infinity'
+             WHERE owner = $1",
+            &[&self.instance],
+        ))
+        .await?;
+        within(
+            limit,
+            "leaving",
+            db.execute("DELETE FROM leasehold_servers WHERE name = $1", &[&self.instance]),
+        )
+        .await?;
+        let rows = within(limit, "reading the shards", db.query(
+            "SELECT shard, epoch, owner, owner_url, lease_until > now(), status, quarantine FROM leasehold_shards",
+            &[],
+        ))
+        .await?;
+        self.set_view(rows.iter().map(row_view).collect());
+        Ok(())
+    }
+
+    /// Marks shard `id` quarantined in its row (so that no server takes it), logs it at
+    /// ERROR, counts it.
+    async fn quarantine(
+        &self,
+        app: &Arc<App>,
+        db: &Client,
+        id: u64,
+        epoch: i64,
+        why: String,
+    ) -> Result<(), String> {
+        tracing::error!(
+            shard = id,
+            epoch,
+            reason = %why,
+            "shard quarantined: its stored state is refused; no server serves it until an \
+             operator repairs or restores it and releases it (leasehold-server quarantine \
+             inspect --store URL --shard N)"
+        );
+        app.set_quarantined(id, why.clone());
+        within(self.limit(), "quarantining", db.execute(
+            "UPDATE leasehold_shards SET quarantine = $3, quarantined_at = now(), quarantined_by = $4,
+                 owner = NULL, owner_url = NULL, status = NULL, lease_until = '-infinity'
+             WHERE shard = $1 AND epoch = $2",
+            &[&(id as i64), &epoch, &why, &self.instance],
+        ))
+        .await?;
+        // The row says it now, for every server; this server's view follows at the next round.
+        app.clear_local(id);
+        if let Some(r) = self.lock().view.get_mut(&id) {
+            r.quarantine = Some(why);
+            r.live = false;
         }
         Ok(())
     }
@@ -474,45 +1038,58 @@ impl Cluster {
         db: &Client,
         id: u64,
         epoch: i64,
-    ) -> Result<(usize, u64), String> {
-        let e = |e: tokio_postgres::Error| e.to_string();
-        let snap = db
-            .query_opt(
+        durable: u64,
+    ) -> Result<(usize, u64), TakeError> {
+        let transient = TakeError::Transient;
+        let damaged = TakeError::Damaged;
+        // Reading a long journal may take longer than one statement usually does.
+        let long = self.limit() * 10;
+        let snap = within(
+            long,
+            "reading the snapshot",
+            db.query_opt(
                 "SELECT seq, bytes FROM leasehold_snapshots WHERE shard = $1",
                 &[&(id as i64)],
-            )
-            .await
-            .map_err(e)?;
-        let conn = self.conns[(id as usize) % self.conns.len()].clone();
-        let writer =
-            PgWriter { conn: conn.clone(), shard: id as i64, epoch, app: Arc::downgrade(app) };
+            ),
+        )
+        .await
+        .map_err(transient)?;
+        let writer = PgWriter {
+            pool: self.pool.clone(),
+            shard: id as i64,
+            epoch,
+            app: Arc::downgrade(app),
+            drift_bound: app.config.max_clock_offset_ms as f64,
+        };
         let c = &app.config;
         let min_compact = c.store_config.min_compact_bytes;
         let (ll, planner, replayed): (LL, Planner, u64) = match snap {
             Some(row) => {
                 let seq: i64 = row.get(0);
                 let bytes: Vec<u8> = row.get(1);
-                let frames = db
-                    .query(
-                        "SELECT frame FROM leasehold_journal WHERE shard = $1 AND last_seq > $2 ORDER BY first_seq",
-                        &[&(id as i64), &seq],
-                    )
-                    .await
-                    .map_err(e)?;
+                let frames = within(long, "reading the journal", db.query(
+                    "SELECT frame FROM leasehold_journal WHERE shard = $1 AND last_seq > $2 ORDER BY first_seq",
+                    &[&(id as i64), &seq],
+                ))
+                .await
+                .map_err(transient)?;
                 let mut log = Vec::new();
                 for f in &frames {
                     log.extend_from_slice(f.get::<_, &[u8]>(0));
                 }
                 // Coordination is turned on before the journal is replayed, so that replay
                 // counts tokens and makes events exactly as the live landlord did.
-                let mut ll =
-                    LL::from_snapshot_bytes(&bytes, c.policy.build().map_err(|e| e.to_string())?)
-                        .map_err(|e| format!("restore: {e}"))?;
-                ll.enable_coordination(c.coord.core()).map_err(|e| format!("restore: {e}"))?;
-                let rec = ll.replay_segments(&[&log]).map_err(|e| format!("restore: {e}"))?;
-                ll.resume(now_ms());
+                let policy = c.policy.build().map_err(|e| transient(e.to_string()))?;
+                let restore = || -> leasehold::Result<(LL, leasehold::journal::Recovered)> {
+                    let mut ll = LL::from_snapshot_bytes(&bytes, policy)?;
+                    ll.enable_coordination(c.coord.core())?;
+                    let rec = ll.replay_segments(&[&log])?;
+                    ll.resume(now_ms());
+                    Ok((ll, rec))
+                };
+                let (ll, rec) = restore().map_err(|e| damaged(format!("restore refused: {e}")))?;
                 if let Some((_, _, why)) = rec.torn {
-                    return Err(format!("journal rows are damaged: {why}"));
+                    return Err(damaged(format!("journal rows are damaged: {why}")));
                 }
                 let planner = Planner::Rows {
                     log_bytes: log.len() as u64,
@@ -522,34 +1099,39 @@ impl Cluster {
                 (ll, planner, rec.replayed)
             }
             None => {
-                let n: i64 = db
-                    .query_one(
+                let n: i64 = within(
+                    long,
+                    "counting journal rows",
+                    db.query_one(
                         "SELECT count(*) FROM leasehold_journal WHERE shard = $1",
                         &[&(id as i64)],
-                    )
-                    .await
-                    .map_err(e)?
-                    .get(0);
+                    ),
+                )
+                .await
+                .map_err(transient)?
+                .get(0);
                 if n > 0 {
-                    return Err("journal rows without a snapshot".into());
+                    return Err(damaged(format!(
+                        "{n} journal rows but no snapshot (it holds the cookie seed)"
+                    )));
+                }
+                if durable > 0 {
+                    return Err(damaged(format!(
+                        "no snapshot and no journal rows, but record {durable} was durable"
+                    )));
                 }
                 // A new shard: its first snapshot (with its cookie seed) is written before
                 // anything is granted, so every later frame replays onto it.
                 let mut ll =
                     crate::files::new_landlord(id, &c.policy, c.grace_ms, c.limits, &c.coord)
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| transient(e.to_string()))?;
                 ll.resume(now_ms());
                 let mut bytes = Vec::new();
                 let seq = ll.snapshot_bytes(&mut bytes);
-                let mut w = PgWriter {
-                    conn: conn.clone(),
-                    shard: id as i64,
-                    epoch,
-                    app: Arc::downgrade(app),
-                };
-                w.write(Job::Rows { frame: None, snapshot: Some((bytes.clone(), seq)) })
+                writer
+                    .run(None, Some((bytes.clone(), seq)))
                     .await
-                    .map_err(|e| format!("first snapshot: {e:?}"))?;
+                    .map_err(|e| transient(format!("first snapshot: {e:?}")))?;
                 let planner = Planner::Rows {
                     log_bytes: 0,
                     snapshot_bytes: bytes.len() as u64,
@@ -558,21 +1140,42 @@ impl Cluster {
                 (ll, planner, 0)
             }
         };
-        let base = ll.journal_seq() as i64;
-        db.execute(
+        let last = ll.journal_seq();
+        if last < durable {
+            return Err(damaged(format!(
+                "records {}..={durable} are missing: the journal ends at record {last}, but record \
+                 {durable} was durable (a deleted journal row)",
+                last + 1
+            )));
+        }
+        within(self.limit(), "recording the takeover", db.execute(
             "INSERT INTO leasehold_takeovers (shard, epoch, owner, base_seq) VALUES ($1, $2, $3, $4)
              ON CONFLICT DO NOTHING",
-            &[&(id as i64), &epoch, &self.instance, &base],
+            &[&(id as i64), &epoch, &self.instance, &(last as i64)],
+        ))
+        .await
+        .map_err(transient)?;
+        // The clock baseline every write of this owner is checked against: the lease clock
+        // read just before this uncontended statement, and the database's clock as it runs.
+        within(
+            self.limit(),
+            "recording the clock baseline",
+            db.execute(
+                "UPDATE leasehold_shards SET clock_local = $3, clock_db = clock_timestamp()
+             WHERE shard = $1 AND epoch = $2",
+                &[&(id as i64), &epoch, &crate::clock::mono_ms()],
+            ),
         )
         .await
-        .map_err(e)?;
+        .map_err(transient)?;
         let leases = ll.len();
-        self.lock().owned.insert(id, Owned { epoch });
+        self.lock().owned.insert(id, epoch);
         let h = shard::spawn(
             id,
             ll,
             planner,
             writer,
+            app.shard_stats(id),
             app.coord_metrics.clone(),
             App::on_end(Arc::downgrade(app)),
         );
@@ -593,13 +1196,12 @@ impl Cluster {
         if let Some(h) = app.remove(id) {
             h.stop().await;
         }
-        db.execute(
-            "UPDATE leasehold_shards SET owner = NULL, owner_url = NULL, lease_until = '-infinity'
+        within(self.limit(), "handing over", db.execute(
+            "UPDATE leasehold_shards SET owner = NULL, owner_url = NULL, status = NULL, lease_until = '-infinity'
              WHERE shard = $1 AND epoch = $2",
             &[&(id as i64), &epoch],
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+        ))
+        .await?;
         Ok(())
     }
 
@@ -611,19 +1213,48 @@ impl Cluster {
             let _ = t.await;
         }
         let Some(app) = self.app.upgrade() else { return };
-        let Ok(db) = self.control().await else { return };
-        let owned: Vec<(u64, i64)> =
-            self.lock().owned.iter().map(|(id, o)| (*id, o.epoch)).collect();
+        let owned: Vec<(u64, i64)> = self.lock().owned.iter().map(|(a, b)| (*a, *b)).collect();
+        let Ok(guard) = self.control().await else {
+            for h in app.handles() {
+                h.stop().await;
+            }
+            return;
+        };
+        let db = guard.as_ref().expect("connected");
         for (id, epoch) in owned {
-            if let Err(e) = self.give_up(&app, &db, id, epoch).await {
+            if let Err(e) = self.give_up(&app, db, id, epoch).await {
                 tracing::warn!(shard = id, error = %e, "could not hand over");
             }
         }
-        let _ =
-            db.execute("DELETE FROM leasehold_servers WHERE name = $1", &[&self.instance]).await;
+        let _ = within(
+            self.limit(),
+            "leaving",
+            db.execute("DELETE FROM leasehold_servers WHERE name = $1", &[&self.instance]),
+        )
+        .await;
     }
 
-    /// Forwards a request to the owner of `shard`; `None` if no other server owns it now.
+    /// The URL of the server that owns `shard`, as this server last read it (`None`: unowned or
+    /// not known yet). For the admin endpoints' forwarding ([`crate::admin`]).
+    pub fn owner_url(&self, shard: u64) -> Option<String> {
+        self.lock().view.get(&shard).filter(|r| r.live).and_then(|r| r.owner_url.clone())
+    }
+
+    fn unavailable(&self, msg: String) -> Response {
+        let mut r = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            msg + "\n",
+        )
+            .into_response();
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        r
+    }
+
+    /// Forwards a request to the owner of `shard`; `None` if no other server owns it now. An
+    /// owner that does not answer within `--forward-timeout-ms` gets a 503 with `Retry-After`,
+    /// and is skipped (503 at once) until the next ownership round shows a change, or for at
+    /// least a second.
     pub async fn forward(
         &self,
         path: &str,
@@ -631,34 +1262,78 @@ impl Cluster {
         landlord: Option<u64>,
         enc: Encoding,
         body: Bytes,
-        timeout: Duration,
+        held: Duration,
     ) -> Option<Response> {
         let app = self.app.upgrade()?;
-        let owner = self.lock().owners.get(&shard).cloned()?;
+        let (owner, suspect) = {
+            let s = self.lock();
+            let row = s.view.get(&shard).filter(|r| r.live && r.quarantine.is_none())?;
+            let owner = row.owner_url.clone()?;
+            let suspect = s.suspects.get(&owner).is_some_and(|&t| t > Instant::now());
+            (owner, suspect)
+        };
         if owner == app.config.advertise {
             return None;
         }
-        let uri = format!("{owner}{path}?landlord={}", landlord.unwrap_or(shard));
+        // A request the owner may hold (an acquire that waits, a long poll) gets that long on
+        // top of the forward time-out.
+        let limit = Duration::from_millis(app.config.forward_timeout_ms) + held;
+        if suspect {
+            return Some(self.unavailable(format!(
+                "shard {shard}'s owner {owner} did not answer in time lately; try again shortly"
+            )));
+        }
+        let uri =
+            format!("{owner}{path}?landlord={}", leasehold::LandlordId(landlord.unwrap_or(shard)));
         let req = hyper::Request::post(uri)
             .header(header::CONTENT_TYPE, content_type(enc))
             .header(FORWARDED, "1")
             .body(Full::new(body))
             .ok()?;
-        let resp = tokio::time::timeout(timeout, self.http.request(req)).await.ok()?.ok()?;
+        let started = Instant::now();
+        let mark = |why: &str| {
+            app.stats.forward_timeouts.fetch_add(1, Relaxed);
+            let hold = self.ttl().max(Duration::from_secs(1));
+            self.lock().suspects.insert(owner.clone(), Instant::now() + hold);
+            tracing::warn!(shard, owner = %owner, why, "forward failed; skipping that owner for a moment");
+        };
+        let resp =
+            match tokio::time::timeout(limit, self.http.request(req)).await {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => {
+                    mark(&e.to_string());
+                    return Some(self.unavailable(format!(
+                        "shard {shard}'s owner {owner} cannot be reached: {e}"
+                    )));
+                }
+                Err(_) => {
+                    mark("timed out");
+                    return Some(self.unavailable(format!(
+                        "shard {shard}'s owner {owner} did not answer within {} ms",
+                        limit.as_millis()
+                    )));
+                }
+            };
         let status = resp.status();
         let ct = resp.headers().get(header::CONTENT_TYPE).cloned();
         let owner_hdr = resp.headers().get(crate::http::OWNER).cloned();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            return None;
-        }
-        let bytes = tokio::time::timeout(Duration::from_secs(5), resp.into_body().collect())
-            .await
-            .ok()?
-            .ok()?
-            .to_bytes();
+        let left = limit.saturating_sub(started.elapsed()).max(Duration::from_millis(50));
+        let bytes = match tokio::time::timeout(left, resp.into_body().collect()).await {
+            Ok(Ok(b)) => b.to_bytes(),
+            _ => {
+                mark("timed out");
+                return Some(self.unavailable(format!(
+                    "shard {shard}'s owner {owner} did not answer within {} ms",
+                    limit.as_millis()
+                )));
+            }
+        };
         let mut r = (status, bytes).into_response();
         if let Some(ct) = ct {
             r.headers_mut().insert(header::CONTENT_TYPE, ct);
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         let hint = owner_hdr.unwrap_or_else(|| {
             HeaderValue::from_str(&owner).unwrap_or(HeaderValue::from_static(""))

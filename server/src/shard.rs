@@ -49,12 +49,19 @@ pub enum Answer {
     Unavailable(String),
 }
 
+/// An operator's job on a shard's landlord (the admin endpoints, [`crate::admin`]): it runs in
+/// the actor at `now`, and its answer is released like a reply, once every record it wrote is
+/// durable (and, with PostgreSQL, once the shard's ownership is confirmed).
+pub type AdminJob = Box<dyn FnOnce(&mut LL, leasehold::Millis) -> serde_json::Value + Send>;
+
 /// A message to a shard's actor.
 pub enum Msg {
     /// A request to answer.
     Call(Request, oneshot::Sender<Answer>),
     /// A coordination request to answer (now, or when what it waits for happens).
     Coord(CoordRequest, oneshot::Sender<Answer>),
+    /// An admin job; `None` comes back if the shard could not make its answer durable.
+    Admin(AdminJob, oneshot::Sender<Option<serde_json::Value>>),
     /// Finish what is under way, write what is left, and stop; the landlord is handed back.
     Stop(oneshot::Sender<()>),
 }
@@ -63,7 +70,12 @@ pub enum Msg {
 #[derive(Debug)]
 pub enum Job {
     /// File operations of the embedded store, in order (append + sync, maybe a snapshot).
-    Files(Vec<FileOp>),
+    Files {
+        /// The operations.
+        ops: Vec<FileOp>,
+        /// The last record durable once they are done.
+        durable: u64,
+    },
     /// A journal frame (records `first..=last`) and/or a snapshot (bytes, last record it
     /// includes), for PostgreSQL; with neither, a fence check.
     Rows {
@@ -121,7 +133,8 @@ impl Planner {
                     ops.extend(store.compact(ll));
                     snap = true;
                 }
-                (!ops.is_empty()).then(|| (Job::Files(ops), store.committed(), snap))
+                let durable = store.committed();
+                (!ops.is_empty()).then_some((Job::Files { ops, durable }, durable, snap))
             }
             Planner::Rows { log_bytes, snapshot_bytes, min_compact_bytes } => {
                 let mut bytes = Vec::new();
@@ -186,6 +199,14 @@ impl ShardHandle {
         rx.await.unwrap_or_else(|_| Answer::Unavailable(format!("shard {} stopped", self.id)))
     }
 
+    /// Runs an admin job in the actor; its answer once durable, `None` if the shard cannot
+    /// answer (stopped, its store failed, fenced).
+    pub async fn admin(&self, job: AdminJob) -> Option<serde_json::Value> {
+        let (done, rx) = oneshot::channel();
+        self.tx.send(Msg::Admin(job, done)).await.ok()?;
+        rx.await.ok().flatten()
+    }
+
     /// Stops the shard after writing everything it answered; returns once it has stopped.
     pub async fn stop(&self) {
         let (done, rx) = oneshot::channel();
@@ -211,9 +232,9 @@ pub enum Ended {
     Failed(String),
 }
 
-struct Held {
-    done: oneshot::Sender<Answer>,
-    reply: Out,
+enum Held {
+    Reply { done: oneshot::Sender<Answer>, reply: Out },
+    Admin { done: oneshot::Sender<Option<serde_json::Value>>, out: serde_json::Value },
 }
 
 /// A reply waiting for the store.
@@ -238,20 +259,19 @@ struct Actor {
     coord_metrics: Arc<CoordMetrics>,
 }
 
-/// Starts a shard's actor and its writer. `on_end` is told why the actor ended.
+/// Starts a shard's actor and its writer, counting into `stats` (the shard's counters, which
+/// outlive one actor). `on_end` is told why the actor ended.
 pub fn spawn(
     id: u64,
     ll: LL,
     planner: Planner,
     writer: impl Writer,
+    stats: Arc<ShardStats>,
     coord_metrics: Arc<CoordMetrics>,
     on_end: impl FnOnce(u64, Ended) + Send + 'static,
 ) -> ShardHandle {
     let coord_stats = Arc::new(Mutex::new(ll.coord_stats()));
-    let stats = Arc::new(ShardStats::default());
-    stats.live.store(ll.len() as u64, Relaxed);
-    stats.journal_seq.store(ll.journal_seq(), Relaxed);
-    stats.durable_seq.store(ll.journal_seq(), Relaxed);
+    stats.restart(ll.len() as u64, ll.journal_seq());
     let (tx, rx) = mpsc::channel(8192);
     let (jobs, mut job_rx) = mpsc::channel::<(u64, Job)>(1);
     let (result_tx, results) = mpsc::channel(1);
@@ -329,6 +349,7 @@ impl Actor {
                         match m {
                             Msg::Call(req, done) => self.answer(req, done),
                             Msg::Coord(req, done) => self.answer_coord(req, done),
+                            Msg::Admin(job, done) => self.admin(job, done),
                             Msg::Stop(ack) => { stopping = Some(ack); break; }
                         }
                         n += 1;
@@ -369,7 +390,15 @@ impl Actor {
         if self.gate.is_empty() {
             self.stats.waiting_since_us.store(stamp_us(), Relaxed);
         }
-        self.gate.push(self.next_job, Held { done, reply });
+        self.gate.push(self.next_job, Held::Reply { done, reply });
+    }
+
+    fn admin(&mut self, job: AdminJob, done: oneshot::Sender<Option<serde_json::Value>>) {
+        let out = job(&mut self.ll, now_ms());
+        if self.gate.is_empty() {
+            self.stats.waiting_since_us.store(stamp_us(), Relaxed);
+        }
+        self.gate.push(self.next_job, Held::Admin { done, out });
     }
 
     fn answer_coord(&mut self, req: CoordRequest, done: oneshot::Sender<Answer>) {
@@ -451,8 +480,7 @@ impl Actor {
     fn finished(&mut self, n: u64) {
         let Some((m, started, durable, snap)) = self.in_flight.take() else { return };
         debug_assert_eq!(m, n);
-        self.stats.commits.fetch_add(1, Relaxed);
-        self.stats.commit_us.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        self.stats.wrote(started.elapsed().as_micros() as u64);
         self.stats.durable_seq.store(durable, Relaxed);
         if snap {
             self.stats.snapshots.fetch_add(1, Relaxed);
@@ -467,18 +495,21 @@ impl Actor {
 
     fn release(&mut self, n: u64) {
         let mut lost = Vec::new();
-        for Held { done, reply } in self.gate.release(n) {
-            match reply {
-                Out::Lease(reply) => {
+        for held in self.gate.release(n) {
+            match held {
+                Held::Reply { done, reply: Out::Lease(reply) } => {
                     count(&self.stats, &reply);
                     let _ = done.send(Answer::Reply(reply));
                 }
-                Out::Coord(reply) => {
+                Held::Reply { done, reply: Out::Coord(reply) } => {
                     self.stats.requests.fetch_add(1, Relaxed);
                     self.coord_metrics.count(&reply);
                     if let Err(Answer::Coord(reply)) = done.send(Answer::Coord(reply)) {
                         lost.push(reply);
                     }
+                }
+                Held::Admin { done, out } => {
+                    let _ = done.send(Some(out));
                 }
             }
         }
@@ -496,8 +527,15 @@ impl Actor {
             WriteError::Fenced => format!("shard {} is owned by another server now", self.id),
             WriteError::Failed(m) => format!("shard {}: store write failed: {m}", self.id),
         };
-        for Held { done, .. } in self.gate.release(u64::MAX) {
-            let _ = done.send(Answer::Unavailable(why.clone()));
+        for held in self.gate.release(u64::MAX) {
+            match held {
+                Held::Reply { done, .. } => {
+                    let _ = done.send(Answer::Unavailable(why.clone()));
+                }
+                Held::Admin { done, .. } => {
+                    let _ = done.send(None);
+                }
+            }
         }
         for (_, done) in self.waiting.drain() {
             let _ = done.send(Answer::Unavailable(why.clone()));
@@ -507,6 +545,9 @@ impl Actor {
             match m {
                 Msg::Call(_, done) | Msg::Coord(_, done) => {
                     let _ = done.send(Answer::Unavailable(why.clone()));
+                }
+                Msg::Admin(_, done) => {
+                    let _ = done.send(None);
                 }
                 Msg::Stop(ack) => {
                     let _ = ack.send(());

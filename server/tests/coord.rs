@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest, CoordRequestBody};
 use leasehold::coord::{EventKind, Events};
-use leasehold::{Cookie, Encoding, ErrorCode, LandlordId, Limits};
-use leasehold_examples::http::Cluster;
-use leasehold_examples::recipes::{Election, ElectionOptions, Lock, LockOptions, RecipeError};
+use leasehold::{Cookie, Encoding, ErrorCode, LandlordId, LeaseError, Limits};
+use leasehold_client::recipes::{Lock, LockOptions};
+use leasehold_client::{ClientError, Cluster, ClusterConfig, RenewalDriver};
 
 struct Server {
     child: Child,
@@ -74,23 +74,23 @@ impl Drop for Server {
     }
 }
 
-fn ask(
-    c: &mut Cluster,
-    landlord: Option<u64>,
-    body: CoordRequestBody,
-    wait: Duration,
-) -> CoordReply {
-    let req = CoordRequest { id: 1, body };
-    let bytes = c
-        .post_waiting(
-            "/coord",
-            landlord.map(LandlordId),
-            &req.encode(Encoding::Json),
-            Encoding::Json,
-            wait,
-        )
-        .unwrap();
-    CoordReply::decode(&bytes, Encoding::Json, &Limits::default()).unwrap()
+fn cluster(url: &str) -> Cluster {
+    Cluster::new(ClusterConfig::new([url]).encoding(Encoding::Json)).unwrap()
+}
+
+fn driver(url: &str) -> RenewalDriver {
+    RenewalDriver::start(cluster(url), Default::default()).unwrap().0
+}
+
+async fn ask(c: &Cluster, landlord: Option<u64>, body: CoordRequestBody) -> CoordReply {
+    c.send_coord(landlord.map(LandlordId), &CoordRequest { id: 1, body }).await.unwrap()
+}
+
+fn held(r: Result<Lock, ClientError>) -> String {
+    match r {
+        Err(ClientError::Lease(LeaseError::LeaseDenied(why))) => why,
+        other => panic!("{other:?}"),
+    }
 }
 
 fn acquire(resource: &str, ms: i64, wait: i64) -> CoordRequestBody {
@@ -109,37 +109,43 @@ fn events(r: &CoordReply) -> &Events {
     }
 }
 
-#[test]
-fn locks_deny_with_a_reason_wait_in_line_and_grow_their_tokens() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_deny_with_a_reason_wait_in_line_and_grow_their_tokens() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Server::start(tmp.path(), &["--shards", "3", "--exclusive-prefix", "locks/"]);
     let url = s.url();
-    let servers = [url.as_str()];
-    let a = Lock::acquire(&servers, "locks/db", &LockOptions::default()).unwrap();
-    assert!(a.is_held());
-    assert!(a.safe_for() > Duration::from_secs(8), "{:?}", a.safe_for());
-    match Lock::acquire(&servers, "locks/db", &LockOptions::default()) {
-        Err(RecipeError::Held(why)) => assert!(why.contains("free in at most"), "{why}"),
-        other => panic!("{other:?}"),
-    }
+    let d = driver(&url);
+    let a = d.lock("locks/db", &LockOptions::default()).await.unwrap();
+    assert!(a.is_held().await);
+    assert!(a.safe_for().await > Duration::from_secs(8), "{:?}", a.safe_for().await);
+    let why = held(d.lock("locks/db", &LockOptions::default()).await);
+    assert!(why.contains("free in at most"), "{why}");
+    // The same denial over HTTP is a 409 with the wire reply in the body.
+    let req = CoordRequest { id: 1, body: acquire("locks/db", 1000, 0) }.encode(Encoding::Json);
+    let (status, body) = post(s.addr, "/coord", &req);
+    assert_eq!(status, 409, "{body}");
+    let r = CoordReply::decode(body.as_bytes(), Encoding::Json, &Limits::default()).unwrap();
+    assert!(
+        matches!(r.body, CoordReplyBody::Error(ref e) if e.error_code() == Some(ErrorCode::LeaseDenied))
+    );
     // Another resource is another lock (maybe in another shard, with its own tokens).
-    let other = Lock::acquire(&servers, "locks/other", &LockOptions::default()).unwrap();
+    let other = d.lock("locks/other", &LockOptions::default()).await.unwrap();
     // A waiter gets it the moment the holder lets go.
     let waiter = {
-        let url = url.clone();
-        std::thread::spawn(move || {
+        let d = driver(&url);
+        tokio::spawn(async move {
             let opts =
                 LockOptions { wait: Some(Duration::from_secs(20)), ..LockOptions::default() };
             let t = Instant::now();
-            let l = Lock::acquire(&[url.as_str()], "locks/db", &opts).unwrap();
-            (l, t.elapsed())
+            let l = d.lock("locks/db", &opts).await.unwrap();
+            (l, t.elapsed(), d)
         })
     };
-    std::thread::sleep(Duration::from_millis(500));
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let released = Instant::now();
     let first = a.token();
-    a.release().unwrap();
-    let (b, waited) = waiter.join().unwrap();
+    a.release().await.unwrap();
+    let (b, waited, _waiter_driver) = waiter.await.unwrap();
     assert!(waited >= Duration::from_millis(400), "it waited {waited:?}");
     assert!(
         released.elapsed() < Duration::from_secs(3),
@@ -149,19 +155,21 @@ fn locks_deny_with_a_reason_wait_in_line_and_grow_their_tokens() {
     assert!(b.token() > first);
     assert!(s.metric("leasehold_acquire_waited_total") >= 1);
     assert!(s.metric("leasehold_fencing_token") >= 2);
-    // Dropping the lock releases it.
+    // Dropping the lock releases it (in the background, while its driver runs).
     drop(b);
-    let c = Lock::acquire(&servers, "locks/db", &LockOptions::default()).unwrap();
-    c.release().unwrap();
-    other.release().unwrap();
+    let opts = LockOptions { wait: Some(Duration::from_secs(5)), ..LockOptions::default() };
+    let c = d.lock("locks/db", &opts).await.unwrap();
+    c.release().await.unwrap();
+    other.release().await.unwrap();
 }
 
-#[test]
-fn a_waiter_that_goes_away_is_granted_nothing() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_goes_away_is_granted_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
     let url = s.url();
-    let a = Lock::acquire(&[url.as_str()], "locks/x", &LockOptions::default()).unwrap();
+    let d = driver(&url);
+    let a = d.lock("locks/x", &LockOptions::default()).await.unwrap();
     // A waiting acquire whose client hangs up.
     {
         let req =
@@ -174,31 +182,31 @@ fn a_waiter_that_goes_away_is_granted_nothing() {
         )
         .unwrap();
         sock.write_all(&req).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    std::thread::sleep(Duration::from_millis(600));
-    a.release().unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    a.release().await.unwrap();
     // Nobody holds it now: a lease granted to the hung-up waiter would block this for 60 s.
     let t = Instant::now();
     let opts = LockOptions { wait: Some(Duration::from_secs(5)), ..LockOptions::default() };
-    let b = Lock::acquire(&[url.as_str()], "locks/x", &opts).unwrap();
+    let b = d.lock("locks/x", &opts).await.unwrap();
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     assert_eq!(
         s.metric("leasehold_waits_abandoned_total")
             + s.metric("leasehold_acquired_undelivered_total"),
         1
     );
-    b.release().unwrap();
+    b.release().await.unwrap();
 }
 
-#[test]
-fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_tokens() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_tokens() {
     let tmp = tempfile::tempdir().unwrap();
     let args = ["--shards", "2", "--exclusive-prefix", "locks/", "--colocate", "locks/"];
     let s = Server::start(tmp.path(), &args);
-    let mut c = Cluster::from_urls(&[&s.url()], Duration::from_secs(2)).unwrap();
+    let c = cluster(&s.url());
     let w = ask(
-        &mut c,
+        &c,
         None,
         CoordRequestBody::Watch {
             resource: b"locks/".to_vec(),
@@ -207,8 +215,8 @@ fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_tokens
             duration: 60_000,
             handback: b"hb".to_vec(),
         },
-        Duration::ZERO,
-    );
+    )
+    .await;
     let landlord = w.landlord.0;
     let CoordReplyBody::Watching { cookie, event_id, sequence: 0, .. } = w.body else {
         panic!("{w:?}")
@@ -219,14 +227,17 @@ fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_tokens
         std::thread::spawn(move || {
             let (status, body) = get(
                 &url,
-                &format!("/watch?landlord={landlord}&cookie={cookie}&since=0&wait_ms=10000"),
+                &format!(
+                    "/watch?landlord={}&cookie={cookie}&since=0&wait_ms=10000",
+                    LandlordId(landlord)
+                ),
             );
             assert_eq!(status, 200, "{body}");
             CoordReply::decode(body.as_bytes(), Encoding::Json, &Limits::default()).unwrap()
         })
     };
-    std::thread::sleep(Duration::from_millis(300));
-    let granted = ask(&mut c, None, acquire("locks/a", 1_500, 0), Duration::ZERO);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let granted = ask(&c, None, acquire("locks/a", 1_500, 0)).await;
     let first = granted.acquired().unwrap();
     assert_eq!(granted.landlord.0, landlord, "locks/ is colocated with its watch");
     let polled = poller.join().unwrap();
@@ -236,44 +247,58 @@ fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_tokens
     // SIGKILL, restart on the same directory: the watch, its events and the tokens are back.
     s.kill();
     let s = Server::start(tmp.path(), &args);
-    let mut c = Cluster::from_urls(&[&s.url()], Duration::from_secs(2)).unwrap();
-    let poll = |c: &mut Cluster, since: u64, wait: i64| {
-        ask(
-            c,
-            Some(landlord),
-            CoordRequestBody::Poll { cookie, since, wait, max: 0 },
-            Duration::from_millis(wait as u64),
-        )
+    let c = cluster(&s.url());
+    let poll = |since: u64, wait: i64| {
+        let c = c.clone();
+        async move {
+            ask(&c, Some(landlord), CoordRequestBody::Poll { cookie, since, wait, max: 0 }).await
+        }
     };
-    let again = poll(&mut c, 0, 0);
+    let again = poll(0, 0).await;
     assert_eq!(events(&again).events, e.events);
     // The lease expires (its time counts from the restart): the watcher hears it, in order.
-    let r = poll(&mut c, 1, 5_000);
+    let r = poll(1, 5_000).await;
     let e2 = events(&r);
     assert_eq!(e2.events.len(), 1, "{e2:?}");
     assert_eq!(
         (e2.events[0].sequence, e2.events[0].kind, e2.events[0].token),
         (2, EventKind::Expired, first.token)
     );
-    let next = ask(&mut c, None, acquire("locks/a", 60_000, 0), Duration::ZERO).acquired().unwrap();
+    let next = ask(&c, None, acquire("locks/a", 60_000, 0)).await.acquired().unwrap();
     assert!(next.token > first.token);
-    assert_eq!(events(&poll(&mut c, 2, 0)).events[0].token, next.token);
+    assert_eq!(events(&poll(2, 0).await).events[0].token, next.token);
     // A number the watch never issued is refused; a cookie that is no watch is unknown.
-    let r = poll(&mut c, 99, 0);
+    let r = poll(99, 0).await;
     assert!(
         matches!(r.body, CoordReplyBody::Error(ref e) if e.error_code() == Some(ErrorCode::InvalidArgument))
     );
     let r = ask(
-        &mut c,
+        &c,
         Some(landlord),
         CoordRequestBody::Poll { cookie: Cookie(7), since: 0, wait: 0, max: 0 },
-        Duration::ZERO,
-    );
+    )
+    .await;
     assert!(
         matches!(r.body, CoordReplyBody::Error(ref e) if e.error_code() == Some(ErrorCode::UnknownLease))
     );
     assert!(s.metric("leasehold_polls_total") >= 3);
     assert_eq!(s.metric("leasehold_watches"), 1);
+}
+
+fn post(addr: SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
+    (status, body)
 }
 
 fn get(url: &str, path: &str) -> (u16, String) {
@@ -287,78 +312,63 @@ fn get(url: &str, path: &str) -> (u16, String) {
     (status, body)
 }
 
-#[test]
-fn an_election_has_one_leader_and_observers_follow_it() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_has_one_leader_and_observers_follow_it() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Server::start(tmp.path(), &["--shards", "2", "--exclusive-prefix", "elect/"]);
     let url = s.url();
-    let servers = [url.as_str()];
-    let opts = ElectionOptions::default();
-    let mut observer = Election::observe(&servers, "elect/db", &opts).unwrap();
+    let d = driver(&url);
+    let mut observer = d.observe("elect/db", 10_000).await.unwrap();
     assert_eq!(observer.leader(), None);
-    let a =
-        Election::campaign(&servers, "elect/db", b"node-a", Some(Duration::from_secs(5)), &opts)
-            .unwrap();
-    assert!(a.is_leader());
-    let seen = observer.next(Duration::from_secs(5)).unwrap().expect("a change");
+    let a = d.elect("elect/db", "node-a", 10_000, Some(Duration::from_secs(5))).await.unwrap();
+    assert!(a.is_leader().await);
+    let seen = observer.next(Duration::from_secs(5)).await.unwrap().expect("a change");
     assert_eq!(
         seen.as_ref().map(|l| (l.token, l.value.as_slice())),
         Some((a.token(), &b"node-a"[..]))
     );
     let b = {
-        let url = url.clone();
-        std::thread::spawn(move || {
-            Election::campaign(
-                &[url.as_str()],
-                "elect/db",
-                b"node-b",
-                None,
-                &ElectionOptions::default(),
-            )
-            .unwrap()
-        })
+        let d = driver(&url);
+        tokio::spawn(async move { d.elect("elect/db", "node-b", 10_000, None).await.unwrap() })
     };
-    std::thread::sleep(Duration::from_millis(300));
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let first = a.token();
-    a.resign().unwrap();
+    a.resign().await.unwrap();
     // The observer sees the old leader go and the new one come, in order.
     let mut changes = Vec::new();
     let t = Instant::now();
     while changes.last().is_none_or(|c: &Option<Vec<u8>>| c.is_none())
         && t.elapsed() < Duration::from_secs(10)
     {
-        if let Some(c) = observer.next(Duration::from_secs(5)).unwrap() {
+        if let Some(c) = observer.next(Duration::from_secs(5)).await.unwrap() {
             changes.push(c.map(|l| l.value));
         }
     }
     assert_eq!(changes.last().unwrap().as_deref(), Some(&b"node-b"[..]), "{changes:?}");
-    let b = b.join().unwrap();
+    let b = b.await.unwrap();
     assert!(b.token() > first);
     assert_eq!(observer.leader().unwrap().token, b.token());
-    b.resign().unwrap();
-    observer.close();
+    b.resign().await.unwrap();
+    observer.close().await;
 }
 
-#[test]
-fn routing_keeps_a_prefix_watch_in_one_shard_or_says_why_not() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routing_keeps_a_prefix_watch_in_one_shard_or_says_why_not() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Server::start(tmp.path(), &["--shards", "4", "--colocate", "svc/"]);
-    let mut c = Cluster::from_urls(&[&s.url()], Duration::from_secs(2)).unwrap();
-    let watch = |c: &mut Cluster, r: &str| {
-        ask(
-            c,
-            None,
-            CoordRequestBody::Watch {
-                resource: r.as_bytes().to_vec(),
-                prefix: true,
-                renewals: false,
-                duration: 10_000,
-                handback: vec![],
-            },
-            Duration::ZERO,
-        )
+    let c = cluster(&s.url());
+    let watch = |r: &str| {
+        let body = CoordRequestBody::Watch {
+            resource: r.as_bytes().to_vec(),
+            prefix: true,
+            renewals: false,
+            duration: 10_000,
+            handback: vec![],
+        };
+        let c = c.clone();
+        async move { ask(&c, None, body).await }
     };
-    let r = watch(&mut c, "x/");
+    let r = watch("x/").await;
     match r.body {
         CoordReplyBody::Error(e) => {
             assert_eq!(e.error_code(), Some(ErrorCode::InvalidArgument));
@@ -366,39 +376,35 @@ fn routing_keeps_a_prefix_watch_in_one_shard_or_says_why_not() {
         }
         b => panic!("{b:?}"),
     }
-    let w = watch(&mut c, "svc/web/");
+    let w = watch("svc/web/").await;
     let CoordReplyBody::Watching { cookie, .. } = w.body else { panic!("{w:?}") };
     // Plain grants under svc/ land in the watch's shard, whatever their names.
     for i in 0..8 {
         let req = leasehold::holder::grant_request(i, format!("svc/web/{i}").into_bytes(), 10_000);
-        let bytes = c.post(None, &req.encode(Encoding::Binary), Encoding::Binary).unwrap();
-        let reply = leasehold::Reply::decode(&bytes, Encoding::Binary, &Limits::default()).unwrap();
+        let reply = c.send(None, &req).await.unwrap();
         assert_eq!(reply.landlord, w.landlord);
     }
-    let r = ask(
-        &mut c,
-        Some(w.landlord.0),
-        CoordRequestBody::Poll { cookie, since: 0, wait: 0, max: 0 },
-        Duration::ZERO,
-    );
+    let r =
+        ask(&c, Some(w.landlord.0), CoordRequestBody::Poll { cookie, since: 0, wait: 0, max: 0 })
+            .await;
     assert_eq!(events(&r).events.len(), 8);
     assert!(events(&r).events.iter().all(|e| e.kind == EventKind::Granted));
 }
 
-#[test]
-fn a_fenced_file_refuses_a_holder_whose_lease_ended_while_it_was_paused() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_file_refuses_a_holder_whose_lease_ended_while_it_was_paused() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
     let url = s.url();
     let file = leasehold_examples::fenced::FencedFile::new(tmp.path().join("report.log"));
-    let mut c = Cluster::from_urls(&[&url], Duration::from_secs(2)).unwrap();
+    let c = cluster(&url);
     // A takes the lock with a short lease it will not renew (it is about to be paused).
-    let a = ask(&mut c, None, acquire("locks/report", 400, 0), Duration::ZERO).acquired().unwrap();
+    let a = ask(&c, None, acquire("locks/report", 400, 0)).await.acquired().unwrap();
     file.append(a.token, "a 1\n").unwrap().unwrap();
     // A is paused past its lease; B gets the lock and writes.
-    std::thread::sleep(Duration::from_millis(700));
+    tokio::time::sleep(Duration::from_millis(700)).await;
     let opts = LockOptions { wait: Some(Duration::from_secs(5)), ..LockOptions::default() };
-    let b = Lock::acquire(&[url.as_str()], "locks/report", &opts).unwrap();
+    let b = driver(&url).lock("locks/report", &opts).await.unwrap();
     assert!(b.token() > a.token);
     file.append(b.token(), "b 1\n").unwrap().unwrap();
     // A wakes up believing in its lock: the file refuses it.
@@ -408,7 +414,7 @@ fn a_fenced_file_refuses_a_holder_whose_lease_ended_while_it_was_paused() {
     let text = std::fs::read_to_string(tmp.path().join("report.log")).unwrap();
     assert_eq!(text, "a 1\nb 1\nb 2\n");
     assert_eq!(file.fence().unwrap().highest(), b.token());
-    b.release().unwrap();
+    b.release().await.unwrap();
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The real `leasehold-server` binary on loopback, with the embedded file store: keep-alive
-//! clients, both encodings, routing by `?landlord=`, limits, metrics, and a restart (after
-//! SIGKILL) on the same directory that keeps every lease.
+//! clients (`leasehold-client`), both encodings, routing by `?landlord=`, limits, metrics, and a
+//! restart (after SIGKILL) on the same directory that keeps every lease.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -13,7 +13,7 @@ use leasehold::wire::Outcome;
 use leasehold::{
     Cookie, Encoding, ErrorCode, LandlordId, Limits, Reply, ReplyBody, Request, RequestBody,
 };
-use leasehold_examples::http::{Client, Cluster};
+use leasehold_client::{Cluster, ClusterConfig};
 
 struct Server {
     child: Child,
@@ -72,9 +72,61 @@ impl Drop for Server {
     }
 }
 
-fn call(c: &mut Cluster, landlord: Option<u64>, req: &Request, enc: Encoding) -> Reply {
-    let body = c.post(landlord.map(LandlordId), &req.encode(enc), enc).unwrap();
-    Reply::decode(&body, enc, &Limits::default()).unwrap()
+fn cluster(addr: SocketAddr, enc: Encoding) -> Cluster {
+    let config = ClusterConfig::new([format!("http://{addr}")])
+        .encoding(enc)
+        .attempt_timeout(Duration::from_secs(5));
+    Cluster::new(config).unwrap()
+}
+
+/// One request through `leasehold-client` (a client per encoding, as a holder has one).
+fn call(c: &mut Clients, landlord: Option<u64>, req: &Request, enc: Encoding) -> Reply {
+    let cl = if enc == Encoding::Json { &c.json } else { &c.binary };
+    c.rt.block_on(cl.send(landlord.map(LandlordId), req)).unwrap()
+}
+
+struct Clients {
+    rt: tokio::runtime::Runtime,
+    json: Cluster,
+    binary: Cluster,
+}
+
+impl Clients {
+    fn new(addr: SocketAddr) -> Clients {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let _g = rt.enter();
+        Clients { json: cluster(addr, Encoding::Json), binary: cluster(addr, Encoding::Binary), rt }
+    }
+}
+
+/// A raw HTTP/1.1 request: the status, the headers (lower-case names) and the body.
+fn raw(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    ctype: &str,
+    body: &[u8],
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&out[..split]).to_string();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers, out[split + 4..].to_vec())
 }
 
 fn granted(r: &Reply) -> Cookie {
@@ -99,7 +151,7 @@ fn code(r: &Reply) -> Option<ErrorCode> {
 fn both_encodings_over_one_keep_alive_connection_with_routing_and_metrics() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Server::start(tmp.path(), &["--shards", "4"]);
-    let mut c = Cluster::new(&[s.addr], Duration::from_secs(5));
+    let mut c = Clients::new(s.addr);
     let mut held = Vec::new();
     for (i, enc) in [Encoding::Json, Encoding::Binary].into_iter().cycle().take(40).enumerate() {
         let r =
@@ -207,16 +259,9 @@ fn keep_alive_serves_many_requests_on_one_socket() {
         assert_eq!((r.id, r.landlord), (i, LandlordId(1)));
     }
     // A single-shard server takes renewals without `landlord` (clients of one landlord).
-    let mut c = Client::new(s.addr, Duration::from_secs(5));
-    let g = Reply::decode(
-        &c.post(&grant_request(1, b"x".to_vec(), 5_000).encode(Encoding::Binary), Encoding::Binary)
-            .unwrap(),
-        Encoding::Binary,
-        &Limits::default(),
-    )
-    .unwrap();
-    let r = c.post(&renew(granted(&g), 2).encode(Encoding::Binary), Encoding::Binary).unwrap();
-    let r = Reply::decode(&r, Encoding::Binary, &Limits::default()).unwrap();
+    let mut c = Clients::new(s.addr);
+    let g = call(&mut c, None, &grant_request(1, b"x".to_vec(), 5_000), Encoding::Binary);
+    let r = call(&mut c, None, &renew(granted(&g), 2), Encoding::Binary);
     assert!(matches!(r.body, ReplyBody::Renewed { .. }), "{r:?}");
 }
 
@@ -235,9 +280,9 @@ fn oversized_bodies_are_refused_from_their_length_alone() {
     let mut status = String::new();
     BufReader::new(&sock).read_line(&mut status).unwrap();
     assert!(status.starts_with("HTTP/1.1 413"), "{status:?}");
-    // A bad landlord parameter and an undecodable body get error replies, not a crash.
-    let mut c = Cluster::new(&[s.addr], Duration::from_secs(5));
-    let body = c.post(None, b"{not json", Encoding::Json).unwrap();
+    // An undecodable body gets an error reply (and a 400), not a crash.
+    let (status, _, body) = raw(s.addr, "POST", "/lease", "application/json", b"{not json");
+    assert_eq!(status, 400);
     let r = Reply::decode(&body, Encoding::Json, &Limits::default()).unwrap();
     assert_eq!(code(&r), Some(ErrorCode::Decode));
 }
@@ -246,7 +291,7 @@ fn oversized_bodies_are_refused_from_their_length_alone() {
 fn a_restart_after_sigkill_keeps_every_lease_and_every_cancel() {
     let tmp = tempfile::tempdir().unwrap();
     let s = Server::start(tmp.path(), &["--shards", "3"]);
-    let mut c = Cluster::new(&[s.addr], Duration::from_secs(5));
+    let mut c = Clients::new(s.addr);
     let mut held = Vec::new();
     for i in 0..120u64 {
         let enc = if i % 2 == 0 { Encoding::Json } else { Encoding::Binary };
@@ -266,7 +311,7 @@ fn a_restart_after_sigkill_keeps_every_lease_and_every_cancel() {
     }
     s.kill();
     let s = Server::start(tmp.path(), &["--shards", "3"]);
-    let mut c = Cluster::new(&[s.addr], Duration::from_secs(5));
+    let mut c = Clients::new(s.addr);
     assert_eq!(s.metric("leasehold_live_leases"), 120 - cancelled.len() as u64);
     for (i, &(l, cookie)) in held.iter().enumerate() {
         let r = call(&mut c, Some(l), &renew(cookie, i as u64), Encoding::Binary);
@@ -298,7 +343,7 @@ fn bad_flags_and_config_files_are_refused_clearly() {
     std::fs::write(&cfg, "shards = 2\nlisten = \"127.0.0.1:0\"\npolicy = { kind = \"bounded\", max = 5000, default = 2000 }\n")
         .unwrap();
     let s = Server::start(&tmp.path().join("data"), &["--config", cfg.to_str().unwrap()]);
-    let mut c = Cluster::new(&[s.addr], Duration::from_secs(5));
+    let mut c = Clients::new(s.addr);
     let r = call(&mut c, None, &grant_request(1, b"a".to_vec(), leasehold::ANY), Encoding::Json);
     assert!(matches!(r.body, ReplyBody::Granted { duration: 2000, .. }), "{r:?}");
     assert_eq!(s.metric("leasehold_shards_owned"), 2);

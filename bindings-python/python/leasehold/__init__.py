@@ -26,17 +26,6 @@ from ._errors import (
     UnknownLeaseError,
 )
 from ._native import (
-    ANNOUNCEMENT_MAX_BYTES,
-    Announcement,
-    DiscoveryEvent,
-    DiscoveryRegistration,
-    DiscoveryReply,
-    DiscoveryRequest,
-    DiscoveryService,
-    EventReply,
-    Registrar,
-    UnicastRequest,
-    UnicastResponse,
     ABSOLUTE,
     Admission,
     Confirm,
@@ -77,6 +66,22 @@ from ._native import (
     local_expiration,
 )
 from ._types import Duration, Encoding
+from ._data import Record
+from .discovery import (
+    ANNOUNCEMENT_MAX_BYTES,
+    Announcement,
+    Delivery,
+    DiscoveryEvent,
+    DiscoveryRegistration,
+    DiscoveryReply,
+    DiscoveryRequest,
+    DiscoveryService,
+    EventReply,
+    EventSource,
+    Registrar,
+    UnicastRequest,
+    UnicastResponse,
+)
 from . import aio, http, threaded  # noqa: E402  (submodules: drivers and the HTTP transport)
 
 
@@ -97,7 +102,10 @@ __all__ = [
     "ALL_GROUPS",
     "ANNOUNCEMENT_MAX_BYTES",
     "Announcement",
+    "Delivery",
     "DiscoveryEvent",
+    "EventSource",
+    "Record",
     "DiscoveryRegistration",
     "DiscoveryReply",
     "DiscoveryRequest",

@@ -15,16 +15,8 @@ from __future__ import annotations
 from typing import Callable, List, Optional, Protocol, Sequence, TypeVar, Union
 
 from ._errors import IndefiniteError, LeaseError
-from ._native import (
-    Announcement,
-    DiscoveryEvent,
-    DiscoveryService,
-    EventReply,
-    Reply,
-    Transmit,
-    UnicastRequest,
-    UnicastResponse,
-)
+from ._native import Reply, Transmit
+from .discovery import Announcement, Delivery, DiscoveryService, UnicastRequest, UnicastResponse
 from ._types import Encoding
 
 E = TypeVar("E", covariant=True)
@@ -117,27 +109,26 @@ def report_probe(
 
 def report_delivery(
     service: DiscoveryService,
-    event: DiscoveryEvent,
+    event: Delivery,
     clock: Clock,
     answer: Optional[object] = None,
     error: Optional[BaseException] = None,
 ) -> None:
     """Hands the outcome of delivering ``event`` back to the service: delivered (the deliverer
-    returned None), the listener's ``EventReply``, or the failure (a ``LeaseError`` as itself:
-    indefinite is retried, definite cancels the registration; any other exception is indefinite).
-    An answer about another event, or of another type, is an indefinite failure."""
+    returned None), the listener's event reply (its JSON object form, ``EventReply.received``),
+    or the failure (a ``LeaseError`` as itself: indefinite is retried, definite cancels the
+    registration; any other exception is indefinite). An answer about another event, or of
+    another type, is an indefinite failure."""
     now = clock()
     if error is None and answer is not None:
-        if not isinstance(answer, EventReply):
-            error = TypeError(f"a deliverer returns None or an EventReply, got {type(answer).__name__}")
-        elif (answer.event_id, answer.sequence) != (event.event_id, event.sequence):
-            error = IndefiniteError(
-                f"indefinite failure: answer for event {answer.event_id} #{answer.sequence}",
-                f"answer for event {answer.event_id} #{answer.sequence}",
-            )
+        if not isinstance(answer, dict):
+            error = TypeError(f"a deliverer returns None or an event reply (dict), got {type(answer).__name__}")
+        elif (answer.get("event_id"), answer.get("sequence")) != (str(event.event_id), str(event.sequence)):
+            about = f"answer for event {answer.get('event_id')} #{answer.get('sequence')}"
+            error = IndefiniteError(f"indefinite failure: {about}", about)
     if error is not None:
         service.delivery_failed(event.event_id, event.sequence, as_failure(error), now)
-    elif isinstance(answer, EventReply):
+    elif isinstance(answer, dict):
         service.handle_event_reply(answer, now)
     else:
         service.delivered(event.event_id, event.sequence, now)

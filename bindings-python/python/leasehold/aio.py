@@ -10,25 +10,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 from functools import partial
-from typing import Any, Awaitable, Callable, Generic, List, Optional, Sequence, Set, TypeVar, Union
+from typing import Any, Dict, Awaitable, Callable, Generic, List, Optional, Sequence, Set, TypeVar, Union
 
 from ._clock import monotonic_ms, wait_seconds
 from ._driving import ProbeResult, Renewer, due, report_delivery, report_probe, settle
+from .discovery import ANNOUNCEMENT_MAX_BYTES, Announcement, Delivery, DiscoveryService, Registrar, UnicastRequest
 from ._native import (
-    ANNOUNCEMENT_MAX_BYTES,
-    Announcement,
-    DiscoveryEvent,
-    DiscoveryService,
-    EventReply,
     Expired,
     Landlord,
     Lease,
     Policy,
-    Registrar,
     Reply,
     Request,
     Transmit,
-    UnicastRequest,
     lease_from_reply,
 )
 from ._types import Duration, Encoding
@@ -448,7 +442,7 @@ async def probe_tcp(request: UnicastRequest, timeout: float = 1.0) -> Announceme
 
 #: Carries an event to its listener (``event.listener``): returns None once delivered, or the
 #: listener's ``EventReply``; raises when it could not deliver. Plain or ``async``.
-Deliver = Callable[[DiscoveryEvent], Union[Optional[EventReply], Awaitable[Optional[EventReply]]]]
+Deliver = Callable[[Delivery], Union[Optional[Dict[str, Any]], Awaitable[Optional[Dict[str, Any]]]]]
 #: Unicast discovery of a locator: returns what answered there; raises when nothing did.
 Probe = Callable[[UnicastRequest], Union[ProbeResult, Awaitable[ProbeResult]]]
 
@@ -504,7 +498,7 @@ class DiscoveryDriver(_Worker):
         service = DiscoveryService.open(data_dir, id, clock(), **settings)
         return cls(service, deliver, probe=probe, clock=clock)
 
-    async def _send_event(self, event: DiscoveryEvent) -> None:
+    async def _send_event(self, event: Delivery) -> None:
         try:
             answer = await _maybe_await(self._deliver_event(event))
         except Exception as e:

@@ -20,7 +20,16 @@ from typing import Awaitable, Callable, Dict, List, Mapping, Optional, Sequence,
 from ._errors import IndefiniteError
 from ._types import Encoding
 
-__all__ = ["Cluster", "serve_threaded", "serve_asyncio", "post", "apost", "content_type", "encoding_of"]
+__all__ = [
+    "Cluster",
+    "serve_threaded",
+    "serve_asyncio",
+    "post",
+    "apost",
+    "content_type",
+    "encoding_of",
+    "landlord_query",
+]
 
 #: What a server calls for each request: (body, encoding) -> reply body.
 Handler = Callable[[bytes, Encoding], bytes]
@@ -34,6 +43,19 @@ MAX_BODY = 2 << 20
 def content_type(encoding: Encoding) -> str:
     """The Content-Type for an encoding."""
     return "application/json" if encoding == "json" else "application/octet-stream"
+
+
+def landlord_query(landlord: Union[int, str]) -> str:
+    """The query naming ``landlord``: ``landlord=`` and the id as the wire writes it, 16 hex
+    digits (landlord 16 is ``landlord=0000000000000010``). A ``leasehold-server`` refuses any
+    other form with a 400, so no renewal can reach the wrong shard."""
+    if isinstance(landlord, str):
+        if len(landlord) != 16 or any(c not in "0123456789abcdefABCDEF" for c in landlord):
+            raise ValueError(f"a landlord id is 16 hex digits, got {landlord!r}")
+        return f"landlord={landlord.lower()}"
+    if not 0 <= int(landlord) < 1 << 64:
+        raise ValueError(f"a landlord id is a 64-bit unsigned number, got {landlord!r}")
+    return f"landlord={int(landlord):016x}"
 
 
 def encoding_of(content_type_header: Optional[str]) -> Encoding:
@@ -172,14 +194,18 @@ class Cluster:
     ``leasehold-server`` cluster (docs/server-transports.md), tried in turn.
 
     Grants go to ``<server>/lease`` (a URL's own path, when it has one); renewals and cancels
-    (every request the renewal driver sends, which names its landlord) add ``?landlord=<id>``.
-    Within one send, a refused or reset connection, a time-out (``timeout`` seconds per
-    attempt: a paused server accepts connections but never answers) or any answer but 200
-    moves on to the next server, starting from the one that answered last, or from the owner
-    of the landlord's shard once a server named it (``X-Leasehold-Owner``). A ``307``/``308``
-    is followed with the same method and body. Only when every server failed does the send
-    raise :class:`~leasehold.IndefiniteError`, which the renewal manager retries until the
-    lease would expire; a transport failure is never reported as a definite error.
+    (every request the renewal driver sends, which names its landlord) add
+    ``?landlord=<16 hex digits>`` (:func:`landlord_query`). Any answer that carries a wire
+    reply (the request's content type and a body that decodes) is the landlord's definite
+    answer, whatever its status: a ``404`` unknown lease or a ``409`` denial is returned, not
+    retried elsewhere. Within one send, a refused or reset connection, a time-out (``timeout``
+    seconds per attempt: a paused server accepts connections but never answers), a 5xx (such
+    as ``503`` with ``Retry-After``) or any answer without a wire reply moves on to the next
+    server, starting from the one that answered last, or from the owner of the landlord's
+    shard once a server named it (``X-Leasehold-Owner``). A ``307``/``308`` is followed with
+    the same method and body. Only when every server failed does the send raise
+    :class:`~leasehold.IndefiniteError`, which the renewal manager retries until the lease
+    would expire; a transport failure is never reported as a definite error.
 
     ``send`` / ``asend`` fit ``obtain_lease``; ``transport`` / ``atransport`` fit the renewal
     drivers (both also take the URLs themselves and build one of these). Thread-safe.
@@ -202,7 +228,7 @@ class Cluster:
         path = u.path if u.path not in ("", "/") else LEASE_PATH
         query = [u.query] if u.query else []
         if landlord is not None:
-            query.append(f"landlord={int(landlord)}")
+            query.append(landlord_query(landlord))
         return path + ("?" + "&".join(query) if query else "")
 
     def _order(self, landlord: Optional[int]) -> List[int]:
@@ -230,13 +256,29 @@ class Cluster:
         return IndefiniteError(f"indefinite failure: {detail}", detail)
 
     def _settled(self, i: int, landlord: Optional[int], url: str, response: _Response, failures: List[str]) -> Optional[bytes]:
-        """The body of a 200 answer (remembering who answered); None, noted, for anything else."""
+        """The body of an answer that carries a wire reply (remembering who answered); None,
+        noted, for anything else."""
         status, headers, body = response
-        if status == 200:
+        if status == 200 or (400 <= status < 500 and self._is_wire_reply(headers, body)):
             self._answered(i, landlord, headers)
             return body
         failures.append(f"{url}: HTTP {status}")
         return None
+
+    def _is_wire_reply(self, headers: Dict[str, str], body: bytes) -> bool:
+        """Whether an error status carries the landlord's reply: the request's content type
+        and a body that decodes (a proxy's error page does not)."""
+        if encoding_of(headers.get("content-type")) != self.encoding or (
+            self.encoding == "binary" and not headers.get("content-type", "").startswith("application/octet-stream")
+        ):
+            return False
+        from ._native import Reply  # the native module; imported late so this module loads alone
+
+        try:
+            Reply.decode(body, self.encoding)
+        except Exception:
+            return False
+        return True
 
     def post(self, data: bytes, landlord: Optional[int] = None, *, headers: Optional[Mapping[str, str]] = None) -> bytes:
         """POSTs a message (for ``landlord``: a renewal or cancel; None: a grant) and returns

@@ -10,25 +10,19 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, Callable, Generic, List, Optional, Sequence, TypeVar, Union
+from typing import Any, Dict, Callable, Generic, List, Optional, Sequence, TypeVar, Union
 
 from ._clock import monotonic_ms, wait_seconds
 from ._driving import ProbeResult, Renewer, due, report_delivery, report_probe, settle
+from .discovery import ANNOUNCEMENT_MAX_BYTES, Announcement, Delivery, DiscoveryService, Registrar, UnicastRequest
 from ._native import (
-    ANNOUNCEMENT_MAX_BYTES,
-    Announcement,
-    DiscoveryEvent,
-    DiscoveryService,
-    EventReply,
     Expired,
     Landlord,
     Lease,
     Policy,
-    Registrar,
     Reply,
     Request,
     Transmit,
-    UnicastRequest,
     lease_from_reply,
 )
 from ._types import Duration, Encoding
@@ -401,7 +395,7 @@ def probe_tcp(request: UnicastRequest, timeout: float = 1.0) -> Announcement:
 
 #: Carries an event to its listener (``event.listener``): returns None once delivered, or the
 #: listener's ``EventReply``; raises when it could not deliver.
-Deliver = Callable[[DiscoveryEvent], Optional[EventReply]]
+Deliver = Callable[[Delivery], Optional[Dict[str, Any]]]
 #: Unicast discovery of a locator: returns what answered there; raises when nothing did.
 Probe = Callable[[UnicastRequest], ProbeResult]
 
@@ -453,7 +447,7 @@ class DiscoveryDriver(_Worker):
         service = DiscoveryService.open(data_dir, id, clock(), **settings)
         return cls(service, deliver, probe=probe, clock=clock, senders=senders, name=name)
 
-    def _send_event(self, event: DiscoveryEvent) -> None:
+    def _send_event(self, event: Delivery) -> None:
         try:
             answer = self._deliver_event(event)
         except Exception as e:

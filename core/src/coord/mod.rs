@@ -309,6 +309,22 @@ pub struct Acquired {
     pub waited: Duration,
 }
 
+impl Acquired {
+    /// The holder's lease: landlord `landlord`'s lease counted from `sent_at` (the holder's
+    /// clock when the request left) plus [`Acquired::waited`], less the clock drift allowed
+    /// ([`crate::holder::local_expiration`]), ready for a renewal manager.
+    pub fn lease(
+        &self,
+        landlord: crate::LandlordId,
+        sent_at: crate::Millis,
+        max_drift_ppm: u32,
+    ) -> crate::Lease {
+        let start = crate::time::expiration_after(sent_at, self.waited.max(0));
+        let expiration = crate::holder::local_expiration(start, self.duration, max_drift_ppm);
+        crate::Lease::new(landlord, self.cookie, expiration)
+    }
+}
+
 /// What [`crate::Landlord::acquire`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquire {

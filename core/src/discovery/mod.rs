@@ -158,6 +158,7 @@
 
 mod durable;
 mod handle;
+mod machine;
 mod snapshot;
 mod types;
 pub mod wire;
@@ -174,6 +175,7 @@ use crate::wire::{Encoding, Outcome, Reply, ReplyBody, Request, RequestBody, Wir
 
 pub use durable::BINARY_SNAPSHOT_VERSION;
 pub use handle::Registration;
+pub use machine::{Delivery, DiscoveryInput, DiscoveryOptions, DiscoveryOutput, Protocol};
 pub use snapshot::{DiscoverySnapshot, SNAPSHOT_VERSION};
 pub use types::{
     check_group, Announcement, DeliveryFailure, DiscoveryChange, Groups, Locator, Registrar,
@@ -272,7 +274,9 @@ impl DiscoveryConfig {
 /// What [`DiscoveryService::register`] gives: the registration, its lease and its event
 /// registration (Jini's `LookupDiscoveryRegistration` with `getLease` and
 /// `getEventRegistration`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Data form (serde): `{id, lease, event}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Registered {
     /// The registration's number inside the service.
     pub id: RegistrationId,

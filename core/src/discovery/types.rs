@@ -344,7 +344,10 @@ pub struct Registrar {
 /// every announcement of the registrar, across its restarts (for example epoch milliseconds at
 /// start plus a counter): an announcement with a number at or below the last one accepted from
 /// that registrar is stale (duplicated or reordered) and ignored.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Data form (serde): `{registrar, groups, locator, sequence, ttl}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Announcement {
     /// Who announces.
     pub registrar: RegistrarId,
@@ -360,6 +363,9 @@ pub struct Announcement {
 
 /// A unicast discovery the host should make: contact the lookup service at `locator` and
 /// report what it found with [`super::DiscoveryService::handle_unicast`], quoting `id`.
+///
+/// Data form (serde, written only): `{id, locator, host, port}` (host and port are the
+/// locator's, for hosts that open a socket).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnicastRequest {
     /// Quote it in the answer.
@@ -368,8 +374,23 @@ pub struct UnicastRequest {
     pub locator: Locator,
 }
 
+impl Serialize for UnicastRequest {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("UnicastRequest", 4)?;
+        st.serialize_field("id", &self.id)?;
+        st.serialize_field("locator", &self.locator)?;
+        st.serialize_field("host", self.locator.host())?;
+        st.serialize_field("port", &self.locator.port())?;
+        st.end()
+    }
+}
+
 /// What unicast discovery of a locator found: the lookup service there and its groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Data form (serde): `{registrar, groups}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UnicastResponse {
     /// The lookup service that answered.
     pub registrar: RegistrarId,
@@ -386,7 +407,11 @@ impl From<&Announcement> for UnicastResponse {
 }
 
 /// Why an event could not be delivered to a registration's listener (LD.3.1).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Data form (serde): `{kind: "indefinite", message}`, `{kind: "unknown_event"}`,
+/// `{kind: "bad_object", message}`, `{kind: "bad_invocation", message}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
 pub enum DeliveryFailure {
     /// A transport failure or time-out: the event is sent again later, until it is delivered or
     /// the registration's lease ends.

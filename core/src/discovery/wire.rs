@@ -322,7 +322,9 @@ impl EventReplyBody {
 
 /// `groups` must be given: `null` (all groups) or an array of names. A missing key is an error,
 /// not "all groups".
-fn required_groups<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Groups, D::Error> {
+pub(crate) fn required_groups<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Groups, D::Error> {
     struct V;
     impl<'de> Visitor<'de> for V {
         type Value = Groups;

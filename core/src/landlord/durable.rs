@@ -270,8 +270,7 @@ impl<R: Durable> Landlord<R> {
                 r.finish()?;
                 match self.live_slot(cookie) {
                     Ok(idx) => {
-                        self.unfile(idx);
-                        let res = self.release(idx);
+                        let res = self.vacate(idx);
                         if let Some(c) = self.coord.as_deref_mut() {
                             c.ended(cookie, &res, crate::coord::EventKind::Cancelled);
                         }

@@ -189,7 +189,7 @@ impl<R> Landlord<R> {
         let mut f = self.free;
         while f != NIL {
             free.push(f);
-            f = self.slots[f as usize].next;
+            f = self.slots[f as usize].mid;
         }
         free
     }
@@ -313,7 +313,7 @@ impl<R> Landlord<R> {
             }
         }
         for &f in free.iter().rev() {
-            ll.slots[f as usize].next = ll.free;
+            ll.slots[f as usize].mid = ll.free;
             ll.free = f;
         }
         ll.wheel = Wheel::new(min_key);

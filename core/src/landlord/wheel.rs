@@ -19,12 +19,10 @@ use std::collections::BTreeSet;
 
 /// No index (end of a list, empty list).
 pub(crate) const NIL: u32 = u32::MAX;
-/// `Links::list` of a free slab slot.
-pub(crate) const LIST_FREE: u16 = u16::MAX;
-/// `Links::list` of a live entry filed nowhere (it never expires).
-pub(crate) const LIST_NONE: u16 = u16::MAX - 1;
+/// `Links::list` of an entry filed nowhere.
+pub(crate) const LIST_NONE: u16 = 0x7ffe;
 /// `Links::list` of an entry in the side set (filed at or before `elapsed`).
-pub(crate) const LIST_EARLY: u16 = u16::MAX - 2;
+pub(crate) const LIST_EARLY: u16 = 0x7ffd;
 
 const BITS: u32 = 6;
 const WIDTH: usize = 1 << BITS;
@@ -162,7 +160,7 @@ impl Wheel {
             LIST_EARLY => {
                 self.early.remove(&(key, idx));
             }
-            LIST_NONE | LIST_FREE => {}
+            LIST_NONE => {}
             _ => {
                 let l = list as usize;
                 if prev == NIL {
@@ -216,6 +214,17 @@ impl Wheel {
         self.elapsed = due.start;
     }
 
+    /// The smallest key wheel list `list` can hold (for an occupied list; between calls, not
+    /// during a cascade). Every entry of a list is due at or after its start, so an entry whose
+    /// key moved later, or moved earlier but not before this, may stay where it is: the list is
+    /// taken before anything in it can be due, and each entry is then judged by its own key.
+    #[inline]
+    pub fn list_start(&self, list: u16) -> u64 {
+        let level = list as usize / WIDTH;
+        let d = (list as usize % WIDTH) as u64;
+        (self.elapsed & above(level)) | (d << (BITS as usize * level))
+    }
+
     /// The earliest occupied list.
     pub fn earliest(&self) -> Option<Due> {
         for level in 0..LEVELS {
@@ -223,14 +232,24 @@ impl Wheel {
             let mask =
                 if cur == WIDTH - 1 { 0 } else { self.occupied[level] & (!0u64 << (cur + 1)) };
             if mask != 0 {
-                let d = mask.trailing_zeros() as u64;
-                let shift = BITS as usize * level;
-                let start = (self.elapsed & above(level)) | (d << shift);
-                let end = start + ((1u64 << shift) - 1);
-                return Some(Due { list: (level * WIDTH) as u16 + d as u16, start, end });
+                let d = mask.trailing_zeros() as u16;
+                let list = (level * WIDTH) as u16 + d;
+                let start = self.list_start(list);
+                let end = start + ((1u64 << (BITS as usize * level)) - 1);
+                return Some(Due { list, start, end });
             }
         }
         None
+    }
+
+    /// Entries filed in wheel lists (not the side set).
+    pub fn filed(&self) -> usize {
+        self.filed
+    }
+
+    /// Entries in the side set.
+    pub fn early_len(&self) -> usize {
+        self.early.len()
     }
 
     /// Marks everything up to `t` processed (call only when nothing at or before `t` is left).

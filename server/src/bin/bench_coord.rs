@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest, CoordRequestBody};
 use leasehold::{Cookie, Encoding, LandlordId, Limits, Reply, ReplyBody, Request, RequestBody};
-use leasehold_examples::http::Cluster;
+use leasehold_examples::http::Client as Cluster;
 use serde_json::{json, Value};
 
 #[derive(Debug, Parser)]
@@ -74,13 +74,18 @@ fn b64(b: &[u8]) -> String {
 }
 
 fn client(url: &str) -> Cluster {
-    Cluster::from_urls(&[url], Duration::from_secs(60)).expect("a URL")
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(addr)
+        .ok()
+        .and_then(|mut a| a.next())
+        .expect("an http://host:port URL");
+    Cluster::new(addr, Duration::from_secs(60))
 }
 
 /// One JSON call to etcd's gateway.
 fn etcd(c: &mut Cluster, path: &str, body: Value) -> Value {
-    let b =
-        c.post_to(path, None, body.to_string().as_bytes(), Encoding::Json).expect("etcd answers");
+    let (_, b) =
+        c.post_to(path, body.to_string().as_bytes(), Encoding::Json).expect("etcd answers");
     serde_json::from_slice(&b).expect("JSON from etcd")
 }
 
@@ -89,27 +94,32 @@ fn etcd_lease(c: &mut Cluster, ttl: i64) -> String {
     r["ID"].as_str().map(str::to_string).unwrap_or_else(|| r["ID"].to_string())
 }
 
+/// `path`, with `?landlord=` when one is named.
+fn at(path: &str, landlord: Option<LandlordId>) -> String {
+    match landlord {
+        Some(l) => format!("{path}?landlord={l}"),
+        None => path.to_string(),
+    }
+}
+
+/// A coordination request; the wire reply comes back under any status (a denial is a 409).
 fn coord(
     c: &mut Cluster,
     landlord: Option<u64>,
     body: CoordRequestBody,
-    wait: Duration,
+    _wait: Duration,
 ) -> CoordReply {
-    let b = c
-        .post_waiting(
-            "/coord",
-            landlord.map(LandlordId),
-            &CoordRequest { id: 1, body }.encode(Encoding::Binary),
-            Encoding::Binary,
-            wait,
-        )
+    let req = CoordRequest { id: 1, body }.encode(Encoding::Binary);
+    let (_, b) = c
+        .post_to(&at("/coord", landlord.map(LandlordId)), &req, Encoding::Binary)
         .expect("leasehold answers");
     CoordReply::decode(&b, Encoding::Binary, &Limits::default()).expect("a reply")
 }
 
 fn lease(c: &mut Cluster, landlord: LandlordId, body: RequestBody) -> Reply {
-    let b = c
-        .post(Some(landlord), &Request { id: 2, body }.encode(Encoding::Binary), Encoding::Binary)
+    let req = Request { id: 2, body }.encode(Encoding::Binary);
+    let (_, b) = c
+        .post_to(&at("/lease", Some(landlord)), &req, Encoding::Binary)
         .expect("leasehold answers");
     Reply::decode(&b, Encoding::Binary, &Limits::default()).expect("a reply")
 }

@@ -21,14 +21,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest, CoordRequestBody};
-use leasehold::{
-    Cookie, Encoding, ErrorCode, LandlordId, Limits, Reply, ReplyBody, Request, RequestBody,
-};
-use leasehold_examples::http::Cluster;
-use leasehold_examples::recipes::{Lock, LockOptions, RecipeError};
+use leasehold::coord::wire::{CoordReplyBody, CoordRequest, CoordRequestBody};
+use leasehold::{Cookie, ErrorCode, LandlordId, LeaseError, ReplyBody, Request, RequestBody};
+use leasehold_client::recipes::LockOptions;
+use leasehold_client::{ClientError, Cluster, ClusterConfig, RenewalDriver};
 use serde_json::json;
-
 #[derive(Debug, Parser)]
 #[command(name = "leasehold-contend", about = "Contend for a fenced lock, or watch it")]
 struct Opts {
@@ -90,7 +87,11 @@ INSERT INTO fenced_log (writer, token) SELECT $2, $1 FROM u RETURNING id";
 
 fn main() -> ExitCode {
     let o = Opts::parse();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let db = match rt.block_on(connect(&o.pg)) {
         Ok(c) => c,
         Err(e) => {
@@ -108,10 +109,17 @@ fn main() -> ExitCode {
         };
     }
     let mut log = LineWriter::new(File::create(&o.log).expect("the log file"));
-    let servers: Vec<&str> = o.servers.iter().map(String::as_str).collect();
+    let config = ClusterConfig::new(o.servers.clone()).attempt_timeout(Duration::from_millis(500));
+    let cluster = match Cluster::new(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("leasehold-contend: --servers: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match o.role.as_str() {
-        "holder" => holder(&o, &servers, &rt, &db, &mut log),
-        "watcher" => watcher(&o, &servers, &mut log),
+        "holder" => rt.block_on(holder(&o, cluster, &db, &mut log)),
+        "watcher" => rt.block_on(watcher(&o, cluster, &mut log)),
         r => {
             eprintln!("leasehold-contend: --role holder or watcher, not {r}");
             return ExitCode::from(2);
@@ -132,68 +140,62 @@ fn ms(start: Instant) -> u64 {
     start.elapsed().as_millis() as u64
 }
 
-fn holder(
-    o: &Opts,
-    servers: &[&str],
-    rt: &tokio::runtime::Runtime,
-    db: &tokio_postgres::Client,
-    log: &mut impl Write,
-) {
+async fn holder(o: &Opts, cluster: Cluster, db: &tokio_postgres::Client, log: &mut impl Write) {
     let start = Instant::now();
     let end = start + Duration::from_millis(o.run_ms);
-    let write = rt.block_on(db.prepare(WRITE)).expect("prepare");
+    let write = db.prepare(WRITE).await.expect("prepare");
+    let (driver, _events) = RenewalDriver::start(cluster, Default::default()).expect("driver");
     let opts = LockOptions {
         lease_ms: o.lease_ms,
         wait: Some(Duration::from_secs(3)),
         holder: o.name.as_bytes().to_vec(),
-        timeout: Duration::from_millis(500),
-        ..LockOptions::default()
     };
     let mut line = |v: serde_json::Value| {
         let _ = writeln!(log, "{v}");
     };
     while Instant::now() < end {
-        let lock = match Lock::acquire(servers, &o.lock, &opts) {
+        let lock = match driver.lock(&o.lock, &opts).await {
             Ok(l) => l,
-            Err(RecipeError::Held(_)) => continue,
+            Err(ClientError::Lease(LeaseError::LeaseDenied(_))) => continue,
             Err(e) => {
                 line(json!({"at": ms(start), "acquire_failed": e.to_string()}));
-                std::thread::sleep(Duration::from_millis(100));
+                tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
         let token = lock.token();
         line(json!({"at": ms(start), "acquired": token, "landlord": lock.landlord().0,
-                    "safe_ms": lock.safe_for().as_millis() as u64}));
+                    "safe_ms": lock.safe_for().await.as_millis() as u64}));
         for _ in 0..o.writes {
-            if !o.careless && !lock.is_held() {
-                line(json!({"at": ms(start), "lost": token, "why": lock.lost()}));
+            if !o.careless && !lock.is_held().await {
+                line(json!({"at": ms(start), "lost": token}));
                 break;
             }
-            let r = rt.block_on(db.query(&write, &[&(token as i64), &o.name]));
+            let r = db.query(&write, &[&(token as i64), &o.name]).await;
             match r {
                 Ok(rows) if rows.len() == 1 => {
                     let id: i64 = rows[0].get(0);
                     line(json!({"at": ms(start), "write": token, "ok": true, "log_id": id}));
                 }
                 Ok(_) => {
-                    let highest: i64 = rt
-                        .block_on(
-                            db.query_one("SELECT token FROM fenced_register WHERE id = 1", &[]),
-                        )
+                    let highest: i64 = db
+                        .query_one("SELECT token FROM fenced_register WHERE id = 1", &[])
+                        .await
                         .map(|r| r.get(0))
                         .unwrap_or(-1);
-                    let _ = rt.block_on(db.execute(
-                        "INSERT INTO fenced_refused (writer, token, highest) VALUES ($1, $2, $3)",
-                        &[&o.name, &(token as i64), &highest],
-                    ));
+                    let _ = db
+                        .execute(
+                            "INSERT INTO fenced_refused (writer, token, highest) VALUES ($1, $2, $3)",
+                            &[&o.name, &(token as i64), &highest],
+                        )
+                        .await;
                     line(json!({"at": ms(start), "write": token, "ok": false, "highest": highest}));
                 }
                 Err(e) => line(json!({"at": ms(start), "write": token, "error": e.to_string()})),
             }
-            std::thread::sleep(Duration::from_millis(o.gap_ms));
+            tokio::time::sleep(Duration::from_millis(o.gap_ms)).await;
         }
-        match lock.release() {
+        match lock.release().await {
             Ok(()) => line(json!({"at": ms(start), "released": token})),
             Err(e) => line(json!({"at": ms(start), "release_failed": token, "why": e.to_string()})),
         }
@@ -201,82 +203,63 @@ fn holder(
     line(json!({"at": ms(start), "done": true}));
 }
 
-fn coord(
-    c: &mut Cluster,
-    landlord: Option<LandlordId>,
-    body: CoordRequestBody,
-    wait: Duration,
-) -> Option<CoordReply> {
-    let req = CoordRequest { id: 1, body };
-    let bytes = c
-        .post_waiting("/coord", landlord, &req.encode(Encoding::Binary), Encoding::Binary, wait)
-        .ok()?;
-    CoordReply::decode(&bytes, Encoding::Binary, &Limits::default()).ok()
+async fn register(o: &Opts, c: &Cluster) -> Option<(LandlordId, Cookie, u64, u64)> {
+    let body = CoordRequestBody::Watch {
+        resource: o.lock.as_bytes().to_vec(),
+        prefix: false,
+        renewals: false,
+        duration: 30_000,
+        handback: o.name.as_bytes().to_vec(),
+    };
+    let r = c.send_coord(None, &CoordRequest { id: 1, body }).await.ok()?;
+    match r.body {
+        CoordReplyBody::Watching { cookie, event_id, sequence, .. } => {
+            Some((r.landlord, cookie, event_id, sequence))
+        }
+        _ => None,
+    }
 }
 
-fn watcher(o: &Opts, servers: &[&str], log: &mut impl Write) {
+async fn watcher(o: &Opts, c: Cluster, log: &mut impl Write) {
     let start = Instant::now();
     let end = start + Duration::from_millis(o.run_ms);
-    let mut c = Cluster::from_urls(servers, Duration::from_millis(500)).expect("servers");
     let mut line = |v: serde_json::Value| {
         let _ = writeln!(log, "{v}");
     };
-    let register = |c: &mut Cluster| -> Option<(LandlordId, Cookie, u64)> {
-        let body = CoordRequestBody::Watch {
-            resource: o.lock.as_bytes().to_vec(),
-            prefix: false,
-            renewals: false,
-            duration: 30_000,
-            handback: o.name.as_bytes().to_vec(),
-        };
-        let r = coord(c, None, body, Duration::ZERO)?;
-        match r.body {
-            CoordReplyBody::Watching { cookie, event_id, .. } => {
-                Some((r.landlord, cookie, event_id))
-            }
-            _ => None,
-        }
-    };
-    let (mut landlord, mut cookie, mut event_id) = loop {
-        if let Some(w) = register(&mut c) {
+    let (mut landlord, mut cookie, mut event_id, mut last) = loop {
+        if let Some(w) = register(o, &c).await {
             break w;
         }
         if Instant::now() > end {
             return;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        tokio::time::sleep(Duration::from_millis(100)).await;
     };
     line(json!({"at": ms(start), "watching": event_id, "landlord": landlord.0}));
-    let mut last = 0u64;
     let mut renewed = Instant::now();
     // Watch a little past the holders' end, to see their last releases.
     let stop = end + Duration::from_secs(3);
     while Instant::now() < stop {
         if renewed.elapsed() > Duration::from_secs(5) {
             let req = Request { id: 2, body: RequestBody::Renew { cookie, duration: 30_000 } };
-            if let Ok(bytes) =
-                c.post(Some(landlord), &req.encode(Encoding::Binary), Encoding::Binary)
-            {
-                if let Ok(r) = Reply::decode(&bytes, Encoding::Binary, &Limits::default()) {
-                    match r.body {
-                        ReplyBody::Renewed { .. } => renewed = Instant::now(),
-                        ReplyBody::Error(e) if e.error_code() == Some(ErrorCode::UnknownLease) => {
-                            line(json!({"at": ms(start), "watch_lost": event_id}));
-                            if let Some(w) = register(&mut c) {
-                                (landlord, cookie, event_id) = w;
-                                last = 0;
-                                renewed = Instant::now();
-                                line(json!({"at": ms(start), "watching": event_id}));
-                            }
+            if let Ok(r) = c.send(Some(landlord), &req).await {
+                match r.body {
+                    ReplyBody::Renewed { .. } => renewed = Instant::now(),
+                    ReplyBody::Error(e) if e.error_code() == Some(ErrorCode::UnknownLease) => {
+                        line(json!({"at": ms(start), "watch_lost": event_id}));
+                        if let Some(w) = register(o, &c).await {
+                            (landlord, cookie, event_id, last) = w;
+                            renewed = Instant::now();
+                            line(json!({"at": ms(start), "watching": event_id}));
                         }
-                        _ => {}
                     }
+                    _ => {}
                 }
             }
         }
         let body = CoordRequestBody::Poll { cookie, since: last, wait: 2_000, max: 0 };
-        let Some(r) = coord(&mut c, Some(landlord), body, Duration::from_secs(2)) else {
-            std::thread::sleep(Duration::from_millis(50));
+        let Ok(r) = c.send_coord(Some(landlord), &CoordRequest { id: 3, body }).await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
         match r.body {
@@ -296,7 +279,7 @@ fn watcher(o: &Opts, servers: &[&str], log: &mut impl Write) {
             }
             CoordReplyBody::Error(e) => {
                 line(json!({"at": ms(start), "poll_error": e.message, "code": e.code}));
-                std::thread::sleep(Duration::from_millis(100));
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
             _ => {}
         }

@@ -1,0 +1,234 @@
+//! One JavaScript class per sans-I/O part, written once over the core's
+//! [`leasehold::machine::Machine`]: `machine_class!(It, CoreType, "It")` makes the
+//! `#[wasm_bindgen]` class with `constructor(options)`, `restore`, `snapshot`,
+//! `handle(input, now)` (every call of the part, as data), the timer, `pollTransmit`,
+//! `pollEvent`, and the store hooks the package's `StoreWriter` uses (`__openStore`, `durable`,
+//! `journalSeq`, `__commit`, `__compact`, `__storeStats`). `js/machine.js`'s `defineCalls`
+//! then names the calls on its prototype.
+//!
+//! No JavaScript runs while the state is borrowed: arguments are converted before the borrow,
+//! answers after it; a call that finds it borrowed throws `BusyError`.
+
+use leasehold::machine::{Machine, Stored};
+use wasm_bindgen::prelude::*;
+
+use crate::convert::{now_in, obj, set};
+use crate::data::from_js;
+use crate::landlord::random_seed;
+use crate::store::{self, files_in, store_config_in, Durability, OpenedJs};
+
+/// `now` from JavaScript; `undefined` is "no new time" (the part's time stays where it was).
+pub fn now_or_none(v: &JsValue) -> Result<i64, JsValue> {
+    if v.is_undefined() {
+        Ok(i64::MIN)
+    } else {
+        now_in(v)
+    }
+}
+
+/// A new part from its options (data); the seed from `crypto.getRandomValues` unless given.
+pub fn create<M: Machine>(options: &JsValue) -> Result<M, JsValue> {
+    crate::convert::js(M::create(from_js(options)?, random_seed()?))
+}
+
+/// A part rebuilt from `snapshot()` text at `now`.
+pub fn restore<M: Machine>(
+    options: &JsValue,
+    snapshot: &JsValue,
+    now: &JsValue,
+) -> Result<M, JsValue> {
+    let text = snapshot
+        .as_string()
+        .ok_or_else(|| crate::convert::type_error("snapshot must be a string"))?;
+    crate::convert::js(M::restore(from_js(options)?, &text, now_in(now)?))
+}
+
+/// Opens a part's store from its directory's files (see `crate::store::open`).
+pub fn open<M: Stored>(
+    files: &JsValue,
+    options: &JsValue,
+    config: &JsValue,
+    now: &JsValue,
+) -> Result<(M, Durability, JsValue, JsValue), JsValue> {
+    let seed_given = js_sys::Reflect::has(options, &"seed".into()).unwrap_or(false);
+    let (fresh, again) = (from_js::<M::Options>(options)?, from_js::<M::Options>(options)?);
+    let seed = random_seed()?;
+    let files = files_in(files)?;
+    let opened =
+        store::open(store_config_in(config)?, &files, now_in(now)?, seed_given, |snapshot| {
+            M::from_store(snapshot, fresh, seed)
+        });
+    drop(files);
+    let OpenedJs { mut state, durability, ops, recovery } = crate::convert::js(opened)?;
+    crate::convert::js(state.reconfigure(again))?;
+    Ok((state, durability, ops.into(), recovery))
+}
+
+/// `{service, ops, recovery}` of `__openStore`.
+pub fn opened(service: JsValue, ops: JsValue, recovery: JsValue) -> JsValue {
+    let o = obj();
+    set(&o, &"service".into(), &service);
+    set(&o, &"ops".into(), &ops);
+    set(&o, &"recovery".into(), &recovery);
+    o.into()
+}
+
+/// The class of a part: see the module docs.
+macro_rules! machine_class {
+    ($js:ident, $t:ty, $name:literal) => {
+        #[doc = concat!("The `", $name, "` part (see `js/machine.js` for the calls it names).")]
+        #[wasm_bindgen::prelude::wasm_bindgen]
+        pub struct $js {
+            inner: std::cell::RefCell<$t>,
+            durability: std::cell::RefCell<Option<$crate::store::Durability>>,
+        }
+
+        impl $js {
+            fn b(&self) -> Result<std::cell::RefMut<'_, $t>, wasm_bindgen::JsValue> {
+                self.inner.try_borrow_mut().map_err(|_| $crate::convert::busy_error($name))
+            }
+            fn wrap(inner: $t, durability: Option<$crate::store::Durability>) -> $js {
+                $js { inner: inner.into(), durability: durability.into() }
+            }
+            fn commit_with(
+                &self,
+                compact: bool,
+            ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let busy = || $crate::convert::busy_error($name);
+                let (ops, durable) = {
+                    let mut d = self.durability.try_borrow_mut().map_err(|_| busy())?;
+                    let d = d
+                        .as_mut()
+                        .ok_or_else(|| $crate::convert::type_error("not kept in a store"))?;
+                    let mut s = self.b()?;
+                    if compact {
+                        d.compact(&mut *s)
+                    } else {
+                        d.commit(&mut *s)
+                    }
+                };
+                Ok($crate::store::commit_out(ops, durable))
+            }
+        }
+
+        #[wasm_bindgen::prelude::wasm_bindgen]
+        impl $js {
+            /// A new part from its options (data, camelCase keys).
+            #[wasm_bindgen(constructor)]
+            pub fn new(options: wasm_bindgen::JsValue) -> Result<$js, wasm_bindgen::JsValue> {
+                Ok($js::wrap($crate::machine::create(&options)?, None))
+            }
+            /// Rebuilds a part from `snapshot()` text at `now` with its options.
+            pub fn restore(
+                options: wasm_bindgen::JsValue,
+                #[wasm_bindgen(unchecked_param_type = "string")] snapshot: wasm_bindgen::JsValue,
+                #[wasm_bindgen(unchecked_param_type = "number")] now: wasm_bindgen::JsValue,
+            ) -> Result<$js, wasm_bindgen::JsValue> {
+                Ok($js::wrap($crate::machine::restore(&options, &snapshot, &now)?, None))
+            }
+            /// Everything it holds, as JSON text (holds secrets: keep it like a key).
+            pub fn snapshot(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "number | undefined")]
+                now: wasm_bindgen::JsValue,
+            ) -> Result<String, wasm_bindgen::JsValue> {
+                let now = $crate::machine::now_or_none(&now)?;
+                Ok(leasehold::machine::Machine::snapshot(&mut *self.b()?, now))
+            }
+            /// Carries out one call (`{op, ...}`, data) and returns its answer (data).
+            pub fn handle(
+                &self,
+                input: wasm_bindgen::JsValue,
+                #[wasm_bindgen(unchecked_param_type = "number | undefined")]
+                now: wasm_bindgen::JsValue,
+            ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let input = $crate::data::from_js(&input)?;
+                let now = $crate::machine::now_or_none(&now)?;
+                let out = $crate::convert::js(leasehold::machine::Machine::handle(
+                    &mut *self.b()?,
+                    input,
+                    now,
+                ))?;
+                $crate::data::to_js(&out)
+            }
+            /// When to call `handleTimeout` next, or undefined.
+            #[wasm_bindgen(js_name = pollTimeout, unchecked_return_type = "number | undefined")]
+            pub fn poll_timeout(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let t = leasehold::machine::Machine::poll_timeout(&*self.b()?);
+                Ok(t.map($crate::convert::ms_out).unwrap_or(wasm_bindgen::JsValue::UNDEFINED))
+            }
+            /// Advances the part to `now`.
+            #[wasm_bindgen(js_name = handleTimeout)]
+            pub fn handle_timeout(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "number")] now: wasm_bindgen::JsValue,
+            ) -> Result<(), wasm_bindgen::JsValue> {
+                let now = $crate::convert::now_in(&now)?;
+                leasehold::machine::Machine::handle_timeout(&mut *self.b()?, now);
+                Ok(())
+            }
+            /// The next thing to send (data), or undefined.
+            #[wasm_bindgen(js_name = pollTransmit)]
+            pub fn poll_transmit(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "number")] now: wasm_bindgen::JsValue,
+            ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let now = $crate::convert::now_in(&now)?;
+                let t = leasehold::machine::Machine::poll_transmit(&mut *self.b()?, now);
+                t.map(|t| $crate::data::to_js(&t)).unwrap_or(Ok(wasm_bindgen::JsValue::UNDEFINED))
+            }
+            /// The next event to deliver (data), or undefined.
+            #[wasm_bindgen(js_name = pollEvent)]
+            pub fn poll_event(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "number")] now: wasm_bindgen::JsValue,
+            ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let now = $crate::convert::now_in(&now)?;
+                let e = leasehold::machine::Machine::poll_event(&mut *self.b()?, now);
+                e.map(|e| $crate::data::to_js(&e)).unwrap_or(Ok(wasm_bindgen::JsValue::UNDEFINED))
+            }
+            /// Opens the part's store from its files: `{service, ops, recovery}` (carry out `ops`).
+            #[wasm_bindgen(js_name = __openStore, skip_typescript)]
+            pub fn open_store(
+                files: wasm_bindgen::JsValue,
+                options: wasm_bindgen::JsValue,
+                config: wasm_bindgen::JsValue,
+                now: wasm_bindgen::JsValue,
+            ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let (state, d, ops, recovery) =
+                    $crate::machine::open::<$t>(&files, &options, &config, &now)?;
+                Ok($crate::machine::opened($js::wrap(state, Some(d)).into(), ops, recovery))
+            }
+            /// Whether it is kept in a store.
+            #[wasm_bindgen(getter)]
+            pub fn durable(&self) -> bool {
+                self.durability.try_borrow().map(|d| d.is_some()).unwrap_or(true)
+            }
+            /// The last journal record written (what anything handed out now depends on).
+            #[wasm_bindgen(getter, js_name = journalSeq)]
+            pub fn journal_seq(&self) -> Result<f64, wasm_bindgen::JsValue> {
+                Ok(leasehold::journal::Journaled::journal_seq(&*self.b()?) as f64)
+            }
+            /// The records since the last commit as file operations: `{ops, durable}`.
+            #[wasm_bindgen(js_name = __commit, skip_typescript)]
+            pub fn commit(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                self.commit_with(false)
+            }
+            /// As `__commit`, then a new snapshot.
+            #[wasm_bindgen(js_name = __compact, skip_typescript)]
+            pub fn compact(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                self.commit_with(true)
+            }
+            /// `{logBytes, snapshotBytes, committed}` of its store.
+            #[wasm_bindgen(js_name = __storeStats, skip_typescript)]
+            pub fn store_stats(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let d =
+                    self.durability.try_borrow().map_err(|_| $crate::convert::busy_error($name))?;
+                Ok(d.as_ref()
+                    .ok_or_else(|| $crate::convert::type_error("not kept in a store"))?
+                    .stats())
+            }
+        }
+    };
+}
+pub(crate) use machine_class;

@@ -1,0 +1,199 @@
+//! Every `leasehold` command, run as a process against a real server (`leasehold_server::run`
+//! on loopback with the embedded file store, in this test's process) and a real data
+//! directory. The PostgreSQL store commands run against a real PostgreSQL in
+//! `scripts/test-cli.sh`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use leasehold_server::config::{Config, Flags};
+use serde_json::Value;
+
+struct Server {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(data: &Path, shards: u64) -> Server {
+        let flags = Flags {
+            data: Some(data.to_path_buf()),
+            shards: Some(shards),
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..Default::default()
+        };
+        let config = Config::load(flags).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                leasehold_server::run(config, listener, async move {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+            });
+        });
+        let addr = addr_rx.recv().unwrap();
+        Server { url: format!("http://{addr}"), stop: Some(stop), thread: Some(thread) }
+    }
+
+    fn stop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn leasehold(servers: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD_SERVERS", servers)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs with `--output json`; the status code and the document.
+fn json(servers: &str, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["--output", "json"];
+    all.extend_from_slice(args);
+    let out = leasehold(servers, &all);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() || !out.stderr.is_empty(), "a failure says why on stderr");
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!("{args:?}: {e}: {text} / {}", String::from_utf8_lossy(&out.stderr))
+    });
+    (out.status.code().unwrap(), v)
+}
+
+fn ok(servers: &str, args: &[&str]) -> Value {
+    let (code, v) = json(servers, args);
+    assert_eq!(code, 0, "{args:?}: {v}");
+    v
+}
+
+#[test]
+fn every_lease_and_cluster_command_against_a_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut s = Server::start(&data, 4);
+    let u = s.url.clone();
+    // grant
+    let g = ok(&u, &["lease", "grant", "printer-3", "--duration-ms", "60000"]);
+    let (landlord, cookie) =
+        (g["landlord"].as_str().unwrap().to_string(), g["cookie"].as_str().unwrap().to_string());
+    assert_eq!(landlord.len(), 16);
+    assert_eq!(g["duration_ms"], "60000");
+    // renew (the landlord exactly as grant printed it)
+    let r = ok(&u, &["lease", "renew", &landlord, &cookie, "--duration-ms", "45000"]);
+    assert_eq!(r["duration_ms"], "45000");
+    // a landlord in another form is a usage error, before anything is sent
+    let (code, _) = json(&u, &["lease", "renew", "3", &cookie]);
+    assert_eq!(code, 2);
+    // get by cookie and by resource
+    let one = ok(&u, &["lease", "get", &landlord, &cookie]);
+    assert_eq!(one["resource_text"], "printer-3");
+    let left: i64 = one["expires_in_ms"].as_str().unwrap().parse().unwrap();
+    assert!(left > 40_000 && left <= 45_000, "{left}");
+    let by = ok(&u, &["lease", "get", "--resource", "printer-3"]);
+    assert_eq!(by["leases"][0]["cookie"], cookie.as_str());
+    // list, paged and by prefix; --all walks every page
+    let mut job_landlords = std::collections::BTreeMap::<String, usize>::new();
+    for i in 0..12 {
+        let g = ok(&u, &["lease", "grant", &format!("job/{i}")]);
+        *job_landlords.entry(g["landlord"].as_str().unwrap().to_string()).or_default() += 1;
+    }
+    let (busy, n) = job_landlords.iter().max_by_key(|x| x.1).map(|(l, n)| (l.clone(), *n)).unwrap();
+    let page = ok(&u, &["lease", "list", &busy, "--prefix", "job/", "--limit", "1"]);
+    assert_eq!(page["leases"].as_array().unwrap().len(), 1);
+    if n > 1 {
+        assert!(page["next"].is_string(), "{page}");
+    }
+    let all = ok(&u, &["lease", "list", &busy, "--prefix", "job/", "--limit", "1", "--all"]);
+    assert_eq!(all["leases"].as_array().unwrap().len(), n);
+    // the table form prints the same leases
+    let out = leasehold(&u, &["lease", "list", &busy, "--prefix", "job/", "--all"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("LANDLORD"), "{table}");
+    assert_eq!(table.lines().filter(|l| l.contains("job/")).count(), n);
+    // cancel, then it is unknown (a definite answer: exit 1)
+    ok(&u, &["lease", "cancel", &landlord, &cookie]);
+    let (code, v) = json(&u, &["lease", "renew", &landlord, &cookie]);
+    assert_eq!(code, 1, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("unknown_lease"), "{v}");
+    // revoke by cookie and by resource
+    let g = ok(&u, &["lease", "grant", "scanner", "--duration-ms", "forever"]);
+    let gone = ok(
+        &u,
+        &["lease", "revoke", g["landlord"].as_str().unwrap(), g["cookie"].as_str().unwrap()],
+    );
+    assert_eq!(gone["revoked"][0]["resource_text"], "scanner");
+    ok(&u, &["lease", "grant", "scanner"]);
+    ok(&u, &["lease", "grant", "scanner"]);
+    let gone = ok(&u, &["lease", "revoke", "--resource", "scanner"]);
+    assert_eq!(gone["revoked"].as_array().unwrap().len(), 2);
+    let (code, _) = json(&u, &["lease", "revoke", "--resource", "scanner"]);
+    assert_eq!(code, 1);
+    // cluster status: every shard served here, with leases and journal lag
+    let st = ok(&u, &["cluster", "status"]);
+    let shards = st["servers"][0]["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 4, "{st}");
+    let live: f64 = shards.iter().map(|x| x["live_leases"].as_f64().unwrap()).sum();
+    assert_eq!(live, 12.0);
+    // a server that is down: status says so; a lease command is an indefinite failure (3)
+    let dead = "http://127.0.0.1:1";
+    let st = ok(&format!("{u},{dead}"), &["cluster", "status"]);
+    assert_eq!(st["servers"][1]["up"], false);
+    let (code, _) = json(dead, &["lease", "grant", "x"]);
+    assert_eq!(code, 3);
+    // failover: a dead server first, then the live one
+    ok(&format!("{dead},{u}"), &["lease", "grant", "failover"]);
+
+    // Offline, on the same directory: inspect and dump beside the running server...
+    let d = data.to_str().unwrap();
+    let inspect = ok(&u, &["store", "inspect", "--data", d]);
+    assert_eq!(inspect.as_array().unwrap().len(), 4);
+    let dump = ok(&u, &["store", "dump", "--data", d]);
+    assert_eq!(dump.as_array().unwrap().len(), 13, "{dump}");
+    // ...compact is refused while the server holds the directories...
+    let (code, v) = json(&u, &["store", "compact", "--data", d]);
+    assert_eq!(code, 1, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("stop it first"), "{v}");
+    s.stop();
+    // ...and works once it is stopped; verify then finds every lease again.
+    let c = ok(&u, &["store", "compact", "--data", d]);
+    assert_eq!(c.as_array().unwrap().len(), 4);
+    let v = ok(&u, &["store", "verify", "--data", d]);
+    let leases: u64 = v.as_array().unwrap().iter().map(|x| x["leases"].as_u64().unwrap()).sum();
+    assert_eq!(leases, 13);
+    assert!(v.as_array().unwrap().iter().all(|x| x["ok"] == true));
+    // A damaged store is refused by verify (exit 1), as a server would refuse it.
+    let shard = data.join("shard-1");
+    std::fs::write(shard.join("snapshot"), b"not a snapshot").unwrap();
+    let (code, v) = json(&u, &["store", "verify", "--data", d]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v[0]["ok"], false, "{v}");
+    assert!(v[0]["error"].as_str().unwrap().contains("snapshot"), "{v}");
+    assert_eq!(v[1]["ok"], true, "{v}");
+    // completions
+    let out = leasehold(&u, &["completions", "bash"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("leasehold"));
+}
