@@ -38,7 +38,9 @@ use std::time::Duration as StdDuration;
 use hyper_util::client::legacy::connect::{Connect, HttpConnector};
 use leasehold::coord::wire::{CoordReplyBody, CoordRequest, CoordRequestBody};
 use leasehold::coord::{EventKind, Holder};
-use leasehold::{Cookie, Duration, ErrorCode, LandlordId, Lease, LeaseError, Millis, FOREVER};
+use leasehold::{
+    Cookie, Duration, ErrorCode, LandlordId, Lease, LeaseError, Millis, Request, FOREVER,
+};
 
 use crate::driver::RenewalDriver;
 use crate::error::ClientError;
@@ -243,12 +245,28 @@ impl<C: Connect + Clone + Send + Sync + 'static> Lock<C> {
 
     /// Releases the lock: stops renewing and cancels the lease (so the next waiter gets it at
     /// once). A lease already lost or gone is not an error.
+    ///
+    /// The driver stops renewing it first; then the cancel is sent (with failover) and its
+    /// answer awaited, so that when this returns `Ok` the landlord has ended the lease (and
+    /// handed the resource to the next in line). A process may exit right after.
     pub async fn release(mut self) -> Result<(), ClientError> {
         self.released = true;
-        match self.driver.cancel(self.lease).await {
-            Ok(()) => Ok(()),
-            Err(ClientError::Lease(e)) if e.code() == ErrorCode::UnknownLease => Ok(()),
-            Err(e) => Err(e),
+        // Not managed any more (lost, or removed before): nothing to stop renewing.
+        let _ = self.driver.remove(self.lease).await;
+        let request = Request {
+            id: next_id(),
+            body: leasehold::RequestBody::Cancel { cookie: self.lease.cookie() },
+        };
+        let reply = self.driver.cluster().send(Some(self.lease.landlord()), &request).await?;
+        match reply.body {
+            leasehold::ReplyBody::Cancelled => Ok(()),
+            leasehold::ReplyBody::Error(e) if e.error_code() == Some(ErrorCode::UnknownLease) => {
+                Ok(())
+            }
+            leasehold::ReplyBody::Error(e) => Err(ClientError::Lease(e.to_error())),
+            other => Err(ClientError::Lease(LeaseError::Decode(format!(
+                "expected cancelled, got {other:?}"
+            )))),
         }
     }
 }
