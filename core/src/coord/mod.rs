@@ -86,6 +86,7 @@
 //! ```
 
 pub mod fence;
+pub mod machine;
 pub mod wire;
 
 use serde::{Deserialize, Serialize};
@@ -96,6 +97,7 @@ use crate::lease::Cookie;
 use crate::time::Duration;
 
 pub use fence::{Fence, Fenced};
+pub use machine::{FenceCheck, FenceInput, FenceOptions, FenceOutput};
 pub use wire::{CoordReply, CoordReplyBody, CoordRequest, CoordRequestBody};
 
 /// Events kept per watch by default ([`CoordConfig::history`]).
