@@ -409,6 +409,12 @@ typedef struct leasehold_discovery_service leasehold_discovery_service;
 typedef struct leasehold_event_table leasehold_event_table;
 
 /**
+ * A fence (opaque): the highest token accepted so far. Not for use by two threads at once
+ * (put it under the lock that guards the resource). Free with `leasehold_fence_free`.
+ */
+typedef struct leasehold_fence leasehold_fence;
+
+/**
  * The receiver side of events (opaque): the last sequence number seen per event id, and gap
  * detection. Free with `leasehold_gap_tracker_free`.
  */
@@ -2785,6 +2791,54 @@ enum leasehold_status leasehold_event_table_restore(const char *json,
                                                     size_t len,
                                                     uint64_t jump,
                                                     struct leasehold_event_table **out);
+
+/**
+ * A fence that has accepted tokens up to `highest` (0 for a new resource; else the value kept
+ * with the resource's data, so that a restart never accepts an older token again).
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_fence_new(uint64_t highest, struct leasehold_fence **out);
+
+/**
+ * Checks `token`: at least the highest accepted, it is accepted (and becomes the highest) and
+ * the call returns OK; older, the call returns `LEASEHOLD_STATUS_LEASE_DENIED` with a message
+ * naming both tokens, and nothing changes. `highest` (may be NULL) receives the highest token
+ * after the check either way.
+ *
+ * # Safety
+ * `fence` is NULL or a live fence; `highest` is NULL or writable.
+ */
+enum leasehold_status leasehold_fence_check(const struct leasehold_fence *fence,
+                                            uint64_t token,
+                                            uint64_t *highest);
+
+/**
+ * Whether `token` would be accepted now (nothing changes).
+ *
+ * # Safety
+ * `fence` is NULL or a live fence; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_fence_admits(const struct leasehold_fence *fence,
+                                             uint64_t token,
+                                             bool *out);
+
+/**
+ * The highest token accepted so far (keep it with the resource's data).
+ *
+ * # Safety
+ * `fence` is NULL or a live fence; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_fence_highest(const struct leasehold_fence *fence, uint64_t *out);
+
+/**
+ * Frees a fence. NULL is ignored.
+ *
+ * # Safety
+ * `fence` is NULL or a fence not freed before.
+ */
+void leasehold_fence_free(struct leasehold_fence *fence);
 
 /**
  * The holder's lease from a landlord's reply to a grant request it sent at `sent_at` (holder's

@@ -2,11 +2,11 @@
 # Runs every test of every language. Each part lives in scripts/test-<part>.sh and installs
 # what it needs itself, so this works on a fresh machine with only the stock toolchain.
 # Usage: scripts/test-all.sh [part ...]
-#   parts: rust demo sim vopr c python wasm interop discovery server security faults api docs; default: all
+#   parts: rust demo sim vopr c python wasm interop discovery server security coord faults api docs; default: all
 set -euo pipefail
 cd "$(dirname "$0")/.."
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(rust demo sim vopr c python wasm interop discovery server security faults api docs)
+[ ${#parts[@]} -gt 0 ] || parts=(rust demo sim vopr c python wasm interop discovery server security coord faults api docs)
 failed=()
 for p in "${parts[@]}"; do
   script="scripts/test-$p.sh"

@@ -16,6 +16,7 @@ pub mod discovery;
 pub mod discovery_wire;
 pub mod error;
 pub mod event;
+pub mod fence;
 pub mod handle;
 pub mod holder;
 pub mod landlord;

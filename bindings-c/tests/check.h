@@ -64,5 +64,6 @@ void test_store_crash(void);
 void test_store_vector(const char *dir);
 void test_discovery(void);
 void test_vectors(const char *dir);
+void test_fence(const char *dir);
 
 #endif

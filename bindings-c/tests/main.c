@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
     test_discovery();
     test_store_vector(argc > 1 ? argv[1] : "core/tests/vectors");
     test_vectors(argc > 1 ? argv[1] : "core/tests/vectors");
+    test_fence(argc > 1 ? argv[1] : "core/tests/vectors");
     printf("tests: %d passed, %d failed\n", check_passed, check_failed);
     return check_failed == 0 ? 0 : 1;
 }

@@ -160,6 +160,8 @@ fn dispatch<'py>(
         "DiscoveryReply" => message::<dw::DiscoveryReply>(py, data, from, to, limits),
         "DiscoveryEvent" => message::<leasehold::RemoteDiscoveryEvent>(py, data, from, to, limits),
         "EventReply" => message::<dw::EventReply>(py, data, from, to, limits),
+        "CoordRequest" => message::<leasehold::coord::CoordRequest>(py, data, from, to, limits),
+        "CoordReply" => message::<leasehold::coord::CoordReply>(py, data, from, to, limits),
         other => Err(PyTypeError::new_err(format!("no message kind {other:?}"))),
     }
 }

@@ -4,6 +4,7 @@
 //! classes of `leasehold._errors`, and back. Every rule of leasing stays in the core.
 
 mod convert;
+mod coord;
 mod data;
 mod discovery;
 mod errors;
@@ -66,6 +67,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(discovery::announcement_encode, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::announcement_decode, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::normalize, m)?)?;
+    m.add_class::<coord::PyFenceMachine>()?;
     m.add_function(wrap_pyfunction!(data::encode_message, m)?)?;
     m.add_function(wrap_pyfunction!(data::decode_message, m)?)?;
     Ok(())

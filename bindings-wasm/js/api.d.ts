@@ -316,6 +316,8 @@ export declare class LandlordDriver implements Disposable {
 export type Transport = (
   body: Uint8Array | string,
   landlord: string | undefined,
+  /** `endpoint: 'coord'`: a coordination message (js/coord.js); `wait`: ms a server may hold it. */
+  options?: { endpoint?: 'lease' | 'coord'; wait?: number },
 ) => Promise<Uint8Array | ArrayBuffer | string>;
 
 /**
@@ -389,3 +391,9 @@ export declare class RenewalDriver<
 
 /** @internal Called by the package entry once the module is instantiated. */
 export declare function __install(exports?: unknown, platform?: unknown): void;
+
+export {
+  Fence, FencedError, lock, elect, observe, encodeCoordRequest, decodeCoordRequest, encodeCoordReply, decodeCoordReply,
+  type Lock, type LockOptions, type Leader, type Observer, type CoordRequest, type CoordReply, type CoordEvent,
+  type CoordHolder, type Token,
+} from './coord.js';

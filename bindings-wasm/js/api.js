@@ -45,6 +45,10 @@ export const {
 } = wasm;
 
 export {
+  Fence, FencedError, lock, elect, observe, encodeCoordRequest, decodeCoordRequest, encodeCoordReply, decodeCoordReply,
+} from './coord.js';
+
+export {
   DiscoveryDriver, ALL_GROUPS, NO_GROUPS, encodeDiscoveryRequest, decodeDiscoveryRequest, encodeDiscoveryReply,
   decodeDiscoveryReply, encodeDiscoveryEvent, decodeDiscoveryEvent, encodeEventReply, decodeEventReply,
   discoveryEventFromBytes,
@@ -784,15 +788,20 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
   let current = 0;
   const owners = new Map(); // landlord (16 hex digits) -> index of the server that owns it
   const indexOf = (origin) => list.findIndex((u) => u.origin === origin);
-  return async (body, landlord) => {
+  // `endpoint: 'coord'` sends a coordination message to `/coord` beside the lease endpoint (its
+  // reply is a CoordReply); `wait` ms (how long a server may hold it: an acquire that waits, a
+  // long poll) add to the attempt's time-out.
+  return async (body, landlord, { endpoint = 'lease', wait = 0 } = {}) => {
     const query = landlord === undefined || landlord === null ? '' : landlordQuery(landlord);
+    const isReply = endpoint === 'lease' ? (b) => decodeReply(b, encoding) : (b) => wasm.__decodeMessage('CoordReply', b, encoding);
     const first = owners.get(landlord) ?? current;
     const failures = [];
     for (let k = 0; k < list.length; k++) {
       const i = (first + k) % list.length;
       const url = new URL(list[i]);
+      if (endpoint !== 'lease') url.pathname = url.pathname.replace(/\/[^/]*$/, `/${endpoint}`);
       if (query) url.search = url.search ? `${url.search}&${query}` : query;
-      const t = timeoutSignal(timeout);
+      const t = timeoutSignal(timeout + wait);
       try {
         const res = await f(url, {
           method: 'POST', body, redirect: 'follow', signal: t.signal,
@@ -807,7 +816,7 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
           // if it is one (a proxy's page is not).
           const bytes = new Uint8Array(await res.arrayBuffer());
           try {
-            decodeReply(bytes, encoding);
+            isReply(bytes);
             reply = bytes;
           } catch {
             failures.push(`${url.origin}: HTTP ${res.status} without a wire reply`);

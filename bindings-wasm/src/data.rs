@@ -168,6 +168,8 @@ fn dispatch(
         "DiscoveryReply" => message::<dw::DiscoveryReply>(data, from, to, limits),
         "DiscoveryEvent" => message::<leasehold::RemoteDiscoveryEvent>(data, from, to, limits),
         "EventReply" => message::<dw::EventReply>(data, from, to, limits),
+        "CoordRequest" => message::<leasehold::coord::CoordRequest>(data, from, to, limits),
+        "CoordReply" => message::<leasehold::coord::CoordReply>(data, from, to, limits),
         other => Err(type_error(format!("no message kind {other:?}"))),
     }
 }

@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 
 pub mod alloc;
 pub mod convert;
+pub mod coord;
 pub mod data;
 pub mod discovery;
 pub mod holder;

@@ -33,7 +33,8 @@ use hyper::{Method, StatusCode, Uri};
 use hyper_util::client::legacy::connect::{Connect, HttpConnector};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use leasehold::{Encoding, LandlordId, Limits, Reply, Request};
+use leasehold::coord::wire::{CoordReply, CoordRequest, CoordRequestBody};
+use leasehold::{Encoding, LandlordId, LeaseError, Limits, Reply, Request};
 
 use crate::error::ClientError;
 
@@ -123,6 +124,8 @@ struct Server {
     origin: String,
     /// The lease endpoint's path (`/lease` by default).
     lease_path: String,
+    /// The coordination endpoint's path: `/coord` beside the lease endpoint.
+    coord_path: String,
 }
 
 fn parse_server(url: &str) -> Result<Server, ClientError> {
@@ -138,8 +141,15 @@ fn parse_server(url: &str) -> Result<Server, ClientError> {
         "" | "/" => "/lease".to_string(),
         p => p.to_string(),
     };
-    Ok(Server { origin: format!("{scheme}://{authority}"), lease_path })
+    let coord_path = match lease_path.strip_suffix("/lease") {
+        Some(base) => format!("{base}/coord"),
+        None => "/coord".to_string(),
+    };
+    Ok(Server { origin: format!("{scheme}://{authority}"), lease_path, coord_path })
 }
+
+/// A reply decoder: [`Reply::decode`] or [`CoordReply::decode`].
+type Decoder<T> = dyn Fn(&[u8], Encoding, &Limits) -> Result<T, LeaseError> + Sync;
 
 /// What came back from one attempt.
 struct Answer {
@@ -275,7 +285,31 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         landlord: Option<LandlordId>,
         request: &Request,
     ) -> Result<(Reply, Answered), ClientError> {
-        self.round(landlord, request).await.map_err(|(e, _)| e)
+        let body = Bytes::from(request.encode(self.inner.config.encoding));
+        self.round(landlord, false, body, Duration::ZERO, &Reply::decode).await.map_err(|(e, _)| e)
+    }
+
+    /// Sends a coordination request (`POST /coord`: acquire, watch, poll, holders) and returns
+    /// the landlord's reply, which may be an error reply (a definite answer), with failover as
+    /// [`Cluster::send`]. `landlord` `None` lets the server route it by its resource (an
+    /// acquire, a watch); a poll names the watch's landlord. A request the server may hold (an
+    /// acquire that waits, a long poll) gets its wait on top of each attempt's time-out.
+    pub async fn send_coord(
+        &self,
+        landlord: Option<LandlordId>,
+        request: &CoordRequest,
+    ) -> Result<CoordReply, ClientError> {
+        let held = match &request.body {
+            CoordRequestBody::Acquire { wait, .. } | CoordRequestBody::Poll { wait, .. } => {
+                Duration::from_millis((*wait).max(0) as u64)
+            }
+            _ => Duration::ZERO,
+        };
+        let body = Bytes::from(request.encode(self.inner.config.encoding));
+        self.round(landlord, true, body, held, &CoordReply::decode)
+            .await
+            .map(|(r, _)| r)
+            .map_err(|(e, _)| e)
     }
 
     /// Like [`Cluster::send_traced`], but when no server gives a reply, waits a moment (the
@@ -291,7 +325,9 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         deadline: tokio::time::Instant,
     ) -> Result<(Reply, Answered), ClientError> {
         loop {
-            let (e, retry_after) = match self.round(landlord, request).await {
+            let body = Bytes::from(request.encode(self.inner.config.encoding));
+            let round = self.round(landlord, false, body, Duration::ZERO, &Reply::decode);
+            let (e, retry_after) = match round.await {
                 Ok(r) => return Ok(r),
                 Err(x) => x,
             };
@@ -306,13 +342,16 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
     }
 
     /// One round over the servers; on failure, the error and any `Retry-After` a server gave.
-    async fn round(
+    /// `coord`: to the coordination endpoint; `held`: how long the server may hold the request
+    /// (added to each attempt's time-out); `decode`: the reply's decoder.
+    async fn round<T>(
         &self,
         landlord: Option<LandlordId>,
-        request: &Request,
-    ) -> Result<(Reply, Answered), (ClientError, Option<Duration>)> {
-        let enc = self.inner.config.encoding;
-        let body = Bytes::from(request.encode(enc));
+        coord: bool,
+        body: Bytes,
+        held: Duration,
+        decode: &Decoder<T>,
+    ) -> Result<(T, Answered), (ClientError, Option<Duration>)> {
         let n = self.inner.servers.len();
         let first = {
             let s = self.state();
@@ -323,30 +362,32 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         for k in 0..n {
             let i = (first + k) % n;
             let server = &self.inner.servers[i];
+            let path = if coord { &server.coord_path } else { &server.lease_path };
             let mut target = match landlord {
-                Some(l) => format!("{}{}?{}", server.origin, server.lease_path, landlord_query(l)),
-                None => format!("{}{}", server.origin, server.lease_path),
+                Some(l) => format!("{}{path}?{}", server.origin, landlord_query(l)),
+                None => format!("{}{path}", server.origin),
             };
             let mut origin = server.origin.clone();
             let mut redirected = false;
             loop {
-                let answer = match self.exchange(Method::POST, &target, Some(body.clone())).await {
-                    Ok(a) => a,
-                    Err(why) => {
-                        failures.push(format!("{target}: {why}"));
-                        // A server that does not answer is no owner to start with next time.
-                        let mut s = self.state();
-                        if let Some(l) = landlord {
-                            if s.owner_of.get(&l) == Some(&i) {
-                                s.owner_of.remove(&l);
+                let answer =
+                    match self.exchange(Method::POST, &target, Some(body.clone()), held).await {
+                        Ok(a) => a,
+                        Err(why) => {
+                            failures.push(format!("{target}: {why}"));
+                            // A server that does not answer is no owner to start with next time.
+                            let mut s = self.state();
+                            if let Some(l) = landlord {
+                                if s.owner_of.get(&l) == Some(&i) {
+                                    s.owner_of.remove(&l);
+                                }
                             }
+                            if s.current == i {
+                                s.current = (i + 1) % n;
+                            }
+                            break;
                         }
-                        if s.current == i {
-                            s.current = (i + 1) % n;
-                        }
-                        break;
-                    }
-                };
+                    };
                 if matches!(answer.status.as_u16(), 307 | 308) && !redirected {
                     if let Some(to) = answer.location.clone() {
                         redirected = true;
@@ -355,7 +396,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
                         continue;
                     }
                 }
-                match self.wire_reply(&answer) {
+                match self.wire_reply(&answer, decode) {
                     Ok(reply) => {
                         let mut s = self.state();
                         s.current = i;
@@ -380,7 +421,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
 
     /// The reply an answer carries, if it carries one: a wire content type and a body that
     /// decodes. A 5xx never does (the server could not answer; the next one may).
-    fn wire_reply(&self, a: &Answer) -> Result<Reply, String> {
+    fn wire_reply<T>(&self, a: &Answer, decode: &Decoder<T>) -> Result<T, String> {
         let enc = self.inner.config.encoding;
         if a.status.is_server_error() || a.status.is_informational() {
             return Err(format!("HTTP {}{}", a.status.as_u16(), snippet(a)));
@@ -389,7 +430,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         if !ct.trim().to_ascii_lowercase().starts_with(content_type(enc)) {
             return Err(format!("HTTP {} with no wire reply{}", a.status.as_u16(), snippet(a)));
         }
-        Reply::decode(&a.body, enc, &self.inner.config.limits)
+        decode(&a.body, enc, &self.inner.config.limits)
             .map_err(|e| format!("HTTP {} with an undecodable reply: {e}", a.status.as_u16()))
     }
 
@@ -403,6 +444,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         method: Method,
         url: &str,
         body: Option<Bytes>,
+        held: Duration,
     ) -> Result<Answer, String> {
         let mut req = hyper::Request::builder().method(method).uri(url);
         let headers = req.headers_mut().expect("a fresh builder");
@@ -416,7 +458,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         let req = req
             .body(Full::new(body.unwrap_or_default()))
             .map_err(|e| format!("bad request: {e}"))?;
-        let timeout = self.inner.config.attempt_timeout;
+        let timeout = self.inner.config.attempt_timeout + held;
         let exchange = async {
             let resp = self.inner.http.request(req).await.map_err(|e| describe(&e))?;
             let (parts, body) = resp.into_parts();
@@ -462,7 +504,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         for k in 0..n {
             let i = (first + k) % n;
             let url = format!("{}{path}", self.inner.servers[i].origin);
-            match self.exchange(method.clone(), &url, body.clone()).await {
+            match self.exchange(method.clone(), &url, body.clone(), Duration::ZERO).await {
                 Ok(a) if !a.status.is_server_error() => return Ok((a.status, a.body)),
                 Ok(a) => failures.push(format!("{url}: HTTP {}{}", a.status.as_u16(), snippet(&a))),
                 Err(why) => failures.push(format!("{url}: {why}")),
@@ -484,7 +526,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
             .get(index)
             .ok_or_else(|| ClientError::Config(format!("no server {index}")))?;
         let url = format!("{}{path}", server.origin);
-        self.exchange(Method::GET, &url, None)
+        self.exchange(Method::GET, &url, None, Duration::ZERO)
             .await
             .map(|a| (a.status, a.body))
             .map_err(|why| ClientError::Unavailable(format!("{url}: {why}")))

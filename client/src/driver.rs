@@ -87,6 +87,11 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
         now_since(self.origin)
     }
 
+    /// The clock drift its leases allow for, in ppm (the manager's `max_clock_drift_ppm`).
+    pub fn max_clock_drift_ppm(&self) -> u32 {
+        self.drift_ppm
+    }
+
     /// The cluster it sends through.
     pub fn cluster(&self) -> &Cluster<C> {
         &self.cluster

@@ -11,6 +11,8 @@
 //! - [`RenewalDriver`]: the core's [`leasehold::RenewalManager`] run by a tokio task on tokio's
 //!   timers: grant, renew for a while or until a time, cancel, remove, events on a channel,
 //!   close.
+//! - [`recipes`]: locks with fencing tokens and leader election ([`RenewalDriver::lock`],
+//!   [`RenewalDriver::elect`], [`RenewalDriver::observe`]) on `POST /coord`.
 //! - [`admin`]: typed calls of the admin endpoints (list a landlord's leases, look up by
 //!   resource, revoke).
 //!
@@ -52,6 +54,7 @@ pub mod admin;
 pub mod cluster;
 pub mod driver;
 pub mod error;
+pub mod recipes;
 pub mod tls;
 
 pub use cluster::{content_type, landlord_query, Answered, Cluster, ClusterConfig, OWNER_HEADER};

@@ -66,8 +66,11 @@
 //! snapshots ([`Landlord::snapshot_bytes`]); [`Landlord::recover`] rebuilds it from both. The
 //! same rule holds there: time spent down does not count (see [`Landlord::resume`]).
 
+mod coord;
 mod durable;
+mod exclusive;
 mod state;
+mod watch;
 mod wheel;
 
 use std::collections::VecDeque;
@@ -83,8 +86,10 @@ use crate::time::{self, Duration, Millis, ANY, FOREVER};
 use crate::wire::{Encoding, Limits, Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
 
 pub use crate::journal::Recovered;
+pub use coord::{CoordSnapshot, CoordinatedSnapshot, SnapshotInfo, SnapshotWatch};
 pub use state::{
-    LandlordSnapshot, RngState, SnapshotLease, String128, BINARY_SNAPSHOT_VERSION, SNAPSHOT_VERSION,
+    LandlordSnapshot, RngState, SnapshotLease, String128, BINARY_SNAPSHOT_VERSION,
+    BINARY_SNAPSHOT_VERSION_COORD, SNAPSHOT_VERSION,
 };
 use wheel::{key_of, time_of, Links, Node, Wheel, LIST_EARLY, LIST_NONE, NIL};
 
@@ -264,6 +269,9 @@ pub struct Landlord<R = Vec<u8>> {
     /// Added to the host's `now` to give the landlord's clock (non-zero after a resume).
     offset: Millis,
     journal: Option<Box<durable::Journal<R>>>,
+    /// Tokens, exclusive resources, watches, waiting requests ([`crate::coord`]); `None`
+    /// until [`Landlord::enable_coordination`].
+    coord: Option<Box<coord::Coord<R>>>,
 }
 
 impl<R> Landlord<R> {
@@ -289,6 +297,7 @@ impl<R> Landlord<R> {
             clock: Millis::MIN,
             offset: 0,
             journal: None,
+            coord: None,
         }
     }
 
@@ -494,6 +503,9 @@ impl<R> Landlord<R> {
                 self.slots.len()
             )));
         }
+        if self.coord.is_some() {
+            self.coord_check_grant(&resource)?;
+        }
         let ctx = PolicyContext { now, live: self.live };
         let duration = limit(requested, (*self.policy).grant(requested, &ctx)?);
         let (cookie, expiration) = self.place(resource, duration);
@@ -576,6 +588,9 @@ impl<R> Landlord<R> {
             let r = self.slots[idx as usize].resource.as_ref().expect("just placed");
             j.grant(self.clock, cookie, duration, r);
         }
+        if let Some(c) = self.coord.as_deref_mut() {
+            c.placed(cookie, self.slots[idx as usize].resource.as_ref().expect("placed"), duration);
+        }
         (cookie, expiration)
     }
 
@@ -599,10 +614,10 @@ impl<R> Landlord<R> {
         // The hot path of a busy landlord, written out: one slot, read and written once.
         let (hi, mid, idx) = split(cookie);
         let Some(s) = self.slots.get_mut(idx as usize) else {
-            return Err(LeaseError::UnknownLease);
+            return self.renew_unheld(cookie, requested);
         };
         if s.hi != hi || s.mid != mid || s.is_free() {
-            return Err(LeaseError::UnknownLease);
+            return self.renew_unheld(cookie, requested);
         }
         let old = s.expiration;
         if !(old == FOREVER || now <= time::expiration_after(old, self.config.grace.max(0))) {
@@ -621,7 +636,22 @@ impl<R> Landlord<R> {
         if let Some(j) = self.journal.as_deref_mut() {
             j.renew(now, cookie, duration);
         }
+        if let Some(c) = self.coord.as_deref_mut() {
+            c.renewed(cookie, self.slots[idx as usize].resource.as_ref().expect("held"), duration);
+        }
         Ok(duration)
+    }
+
+    /// A renewal of a cookie that names no lease in a slot: a watch registration's lease when
+    /// coordination is on, else unknown.
+    #[cold]
+    #[inline(never)]
+    fn renew_unheld(&mut self, cookie: Cookie, requested: Duration) -> Result<Duration> {
+        if self.coord.is_some() {
+            self.renew_watch(cookie, requested, LeaseError::UnknownLease)
+        } else {
+            Err(LeaseError::UnknownLease)
+        }
     }
 
     /// Sets a held lease's expiration to `duration` from the landlord's time.
@@ -658,7 +688,12 @@ impl<R> Landlord<R> {
         if let Some(j) = self.journal.as_deref_mut() {
             j.cancel(self.clock, cookie);
         }
-        Ok(self.vacate(idx))
+        let r = self.vacate(idx);
+        if let Some(c) = self.coord.as_deref_mut() {
+            c.ended(cookie, &r, crate::coord::EventKind::Cancelled);
+            self.serve_freed();
+        }
+        Ok(r)
     }
 
     /// Renews many leases; one result per lease, in order. One failure never aborts the batch.
@@ -750,6 +785,10 @@ impl<R> Landlord<R> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let t = match (t, self.coord_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         t.map(|t| self.to_host(t))
     }
 
@@ -770,6 +809,9 @@ impl<R> Landlord<R> {
             {
                 j.clock_record(self.clock);
             }
+        }
+        if self.coord.is_some() {
+            self.coord_timeout();
         }
     }
 
@@ -868,7 +910,11 @@ impl<R> Landlord<R> {
             (s.hi, s.mid, s.expiration)
         };
         let resource = self.release(idx);
-        self.expired.push_back(Expired { cookie: cookie_of(hi, mid, idx), expiration, resource });
+        let cookie = cookie_of(hi, mid, idx);
+        if let Some(c) = self.coord.as_deref_mut() {
+            c.ended(cookie, &resource, crate::coord::EventKind::Expired);
+        }
+        self.expired.push_back(Expired { cookie, expiration, resource });
     }
 
     /// The next expired lease found by [`Landlord::handle_timeout`] (expiration on the host's
@@ -934,13 +980,22 @@ impl<R: From<Vec<u8>>> Landlord<R> {
                 Ok(d) => ReplyBody::Renewed { duration: d },
                 Err(e) => ReplyBody::Error(WireError::from(&e)),
             },
-            RequestBody::Cancel { cookie } => match self.cancel(*cookie, now) {
-                Ok(_) => ReplyBody::Cancelled,
+            RequestBody::Cancel { cookie } => match self.cancel_any(*cookie, now) {
+                Ok(()) => ReplyBody::Cancelled,
                 Err(e) => ReplyBody::Error(WireError::from(&e)),
             },
             RequestBody::RenewAll { items } => ReplyBody::RenewedAll {
                 results: self.renew_all(items, now).into_iter().map(Outcome::from).collect(),
             },
+            RequestBody::CancelAll { cookies } if self.coord.is_some() => {
+                self.tick(now);
+                ReplyBody::CancelledAll {
+                    results: cookies
+                        .iter()
+                        .map(|&c| Outcome::from(self.cancel_any(c, now)))
+                        .collect(),
+                }
+            }
             RequestBody::CancelAll { cookies } => ReplyBody::CancelledAll {
                 results: self
                     .cancel_all(cookies, now)
@@ -950,6 +1005,17 @@ impl<R: From<Vec<u8>>> Landlord<R> {
             },
         };
         Reply { id: request.id, landlord: self.config.id, body }
+    }
+
+    /// Cancels a lease, or a watch registration by its lease's cookie.
+    fn cancel_any(&mut self, cookie: Cookie, now: Millis) -> Result<()> {
+        match self.cancel(cookie, now) {
+            Ok(_) => Ok(()),
+            Err(LeaseError::UnknownLease) if self.is_watch(cookie) => {
+                self.cancel_watch(cookie, now)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Decodes a request, answers it, and encodes the reply in the same encoding. An undecodable

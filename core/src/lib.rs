@@ -11,6 +11,8 @@
 //! - [`simnet`]: a virtual-time network to drive landlords and holders in tests and simulations.
 //! - [`Landlord`]: the grantor, with expiry, batching, snapshot and the [`wire`] protocol.
 //! - [`event`]: event registrations, sequence numbers, gaps and handbacks.
+//! - [`coord`]: leases to coordinate with: exclusive resources and pools, fencing tokens and
+//!   the resource's [`Fence`], watches that resume from a sequence number.
 //! - [`service`]: the lease renewal service: leased renewal sets, warnings and failure events.
 //! - [`discovery`]: the lookup discovery service: leased registrations, discovered and
 //!   discarded events, announcements and unicast discovery driven by the host.
@@ -23,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod codec;
+pub mod coord;
 pub mod discovery;
 pub mod error;
 pub mod event;
@@ -40,6 +43,7 @@ pub mod store;
 pub mod time;
 pub mod wire;
 
+pub use coord::{Acquire, Acquired, CoordConfig, Fence, Fenced, Selector, Ticket};
 pub use discovery::{
     DiscoveryConfig, DiscoveryService, Groups, Locator, RegistrarId, RegistrationId,
     RemoteDiscoveryEvent,

@@ -116,6 +116,8 @@ message!(crate::discovery::wire::DiscoveryRequest, "DiscoveryRequest");
 message!(crate::discovery::wire::DiscoveryReply, "DiscoveryReply");
 message!(crate::discovery::RemoteDiscoveryEvent, "DiscoveryEvent");
 message!(crate::discovery::wire::EventReply, "EventReply");
+message!(crate::coord::wire::CoordRequest, "CoordRequest");
+message!(crate::coord::wire::CoordReply, "CoordReply");
 
 /// Limits in settings: each one given replaces the default.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize)]

@@ -7,6 +7,8 @@
 
 use std::path::PathBuf;
 
+#[path = "vectors_gen/coord.rs"]
+mod coord;
 #[path = "vectors_gen/discovery.rs"]
 mod discovery;
 
@@ -951,6 +953,7 @@ fn vectors_are_up_to_date() {
         ("errors.json", error_vectors()),
         ("store.json", store_vectors()),
         ("discovery.json", discovery::vectors()),
+        ("coord.json", coord::vectors()),
     ];
     let regen = std::env::var_os("LEASEHOLD_REGEN_VECTORS").is_some();
     let mut stale = vec![];

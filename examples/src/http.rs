@@ -206,6 +206,15 @@ impl Client {
         Client { addr, conn: None, timeout }
     }
 
+    /// Changes how long a request may take (connect, send, read).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+        if let Some(c) = &self.conn {
+            let _ = c.get_ref().set_read_timeout(Some(timeout));
+            let _ = c.get_ref().set_write_timeout(Some(timeout));
+        }
+    }
+
     /// Posts one message to `/lease` and returns the reply body. Any failure (refused, reset,
     /// time-out, non-200) is an error the caller reports to the core as an indefinite failure.
     pub fn post(&mut self, body: &[u8], encoding: Encoding) -> io::Result<Vec<u8>> {
@@ -214,6 +223,23 @@ impl Client {
             self.conn = None;
         }
         r
+    }
+
+    /// Posts `body` to `path` (path and query) and returns the answer's status and body,
+    /// whatever the status (for a bench that speaks to other servers too).
+    pub fn post_to(
+        &mut self,
+        path: &str,
+        body: &[u8],
+        encoding: Encoding,
+    ) -> io::Result<(u16, Vec<u8>)> {
+        let r = self.exchange(path, body, encoding);
+        if r.is_err() {
+            self.conn = None;
+        }
+        let m = r?;
+        let status = m.first_line.split_whitespace().nth(1).and_then(|s| s.parse().ok());
+        Ok((status.unwrap_or(0), m.body))
     }
 
     fn try_post(&mut self, body: &[u8], encoding: Encoding) -> io::Result<Vec<u8>> {

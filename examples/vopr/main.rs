@@ -14,6 +14,9 @@
 //! - (c) no lease comes back once its landlord said it was gone;
 //! - (d) event sequence numbers strictly increase per registration (and handbacks come back);
 //! - (e) in the liveness phase (faults stopped), a holder that keeps renewing keeps its lease;
+//! - coordination (when the seed turns it on): never two leases of an exclusive resource at a
+//!   landlord, tokens that only grow, careful lock holders never fenced, watchers that see every
+//!   event in order or are told what they missed (see `coord.rs`);
 //!
 //! and also that no landlord honours another's cookie, that restore refuses inconsistent
 //! snapshots, and that a landlord restored from a commit taken at its crash answers exactly as
@@ -21,6 +24,7 @@
 //!
 //! A failure prints its seed, the world, and the last steps; `--seed S` replays it exactly.
 
+mod coord;
 mod discovery;
 mod durable;
 mod nodes;

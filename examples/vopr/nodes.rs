@@ -111,6 +111,16 @@ faults! {
     unreachable: "unreachable reports",
     /// Events whose listener answered with a failure.
     event_failures: "event delivery failures",
+    /// Locks acquired by coordination clients (acquired replies received).
+    locks: "locks acquired",
+    /// Writes to fenced resources by lock holders.
+    fenced_writes: "fenced writes",
+    /// Of those, writes the fence refused (a holder whose lease had ended).
+    fence_refusals: "refused by the fence",
+    /// Watch events received by coordination clients.
+    watch_events: "watch events",
+    /// Polls that were told events were missed.
+    watch_missed: "watch gaps reported",
 }
 
 /// What a landlord promised in a reply: the lease `cookie` is honoured until `expiration`
@@ -151,6 +161,8 @@ pub enum Check {
     Restore,
     /// A rule of the lookup discovery service (LD) broken.
     Discovery,
+    /// A rule of coordination broken (exclusivity, tokens, fences, watches).
+    Coord,
     /// The code under test panicked.
     Panic,
 }
@@ -168,6 +180,7 @@ impl Check {
             Check::Twin => "restore twin",
             Check::Restore => "restore check",
             Check::Discovery => "discovery",
+            Check::Coord => "coordination",
             Check::Panic => "panic",
         }
     }
@@ -228,6 +241,8 @@ pub struct Ctx {
     pub newly_acked: Vec<(LandlordId, Cookie)>,
     /// The books of the discovery checks.
     pub disco: crate::discovery::DiscoBooks,
+    /// The books of the coordination checks.
+    pub coord: crate::coord::CoordBooks,
 }
 
 impl Ctx {
@@ -256,6 +271,7 @@ impl Ctx {
             touched_landlords: Vec::new(),
             newly_acked: Vec::new(),
             disco: Default::default(),
+            coord: Default::default(),
         }
     }
 
@@ -402,7 +418,9 @@ pub fn describe(m: &Message) -> String {
             };
             format!("reply #{} from {} {what}", r.id, r.landlord)
         }
-        Message::Bytes(b) => crate::discovery::describe(b),
+        Message::Bytes(b) => {
+            crate::coord::describe(b).unwrap_or_else(|| crate::discovery::describe(b))
+        }
     }
 }
 
@@ -760,6 +778,10 @@ pub struct LandlordHost {
     twin_diff: BTreeMap<(Cookie, Millis), i32>,
     /// Recoveries that rebuilt exactly the landlord that crashed (compared with its twin).
     pub twins: u64,
+    /// Whether the landlord runs coordination ([`crate::coord::config`]).
+    pub coord_on: bool,
+    /// Requesters of coordination requests held waiting, by ticket: (node, request id).
+    waiters: BTreeMap<leasehold::coord::Ticket, (NodeId, u64)>,
     ctx: Shared,
 }
 
@@ -776,6 +798,7 @@ impl LandlordHost {
         dup: f64,
         sync_commit: f64,
         commit_delay: Millis,
+        coord_on: bool,
         ctx: Shared,
     ) -> LandlordHost {
         let mut h = LandlordHost {
@@ -796,6 +819,8 @@ impl LandlordHost {
             rel: Releaser::new(rng, dup, sync_commit, commit_delay),
             twin_diff: BTreeMap::new(),
             twins: 0,
+            coord_on,
+            waiters: BTreeMap::new(),
             ctx,
         };
         let now = clock.local(0);
@@ -809,13 +834,22 @@ impl LandlordHost {
     fn open(&mut self, now: Millis, at_once: bool) -> Result<leasehold::Landlord<Vec<u8>>> {
         let policy = self.policy.build().expect("valid policy");
         let config = self.config.clone();
-        let (mut ll, _) = self.disk.open(now, at_once, |snapshot| match snapshot {
-            Some(bytes) => leasehold::Landlord::from_snapshot_bytes(bytes, policy),
-            None => {
-                let mut ll = leasehold::Landlord::new(config, policy);
-                ll.enable_journal();
-                Ok(ll)
+        let coord = self.coord_on;
+        // Coordination is on before the journal is replayed (replay counts tokens and makes
+        // events as the live landlord did).
+        let (mut ll, _) = self.disk.open(now, at_once, |snapshot| {
+            let mut ll = match snapshot {
+                Some(bytes) => leasehold::Landlord::from_snapshot_bytes(bytes, policy)?,
+                None => {
+                    let mut ll = leasehold::Landlord::new(config, policy);
+                    ll.enable_journal();
+                    ll
+                }
+            };
+            if coord {
+                ll.enable_coordination(crate::coord::config())?;
             }
+            Ok(ll)
         })?;
         // Rebuilt, not resumed: its time is its own (the host's clock plays no part yet).
         let own = ll.now();
@@ -920,6 +954,10 @@ impl LandlordHost {
     /// Crashes the host, at a moment of its disk's work.
     pub fn crash(&mut self, at: CrashAt, now: Millis) {
         let Some(mut ll) = self.ll.take() else { return };
+        // Requests held waiting die with the host (their requesters' connections with it).
+        for t in std::mem::take(&mut self.waiters).into_keys() {
+            ll.abandon(t);
+        }
         match at {
             CrashAt::Now => {}
             CrashAt::AfterCommit => {
@@ -992,6 +1030,140 @@ impl LandlordHost {
         }
     }
 
+    /// A coordination request: answered now (held until durable) or later.
+    fn handle_coord(&mut self, from: NodeId, bytes: &[u8], now: Millis) {
+        use leasehold::coord::wire::CoordRequest;
+        use leasehold::coord::Handled;
+        let id = self.id;
+        let Ok(req) = CoordRequest::decode(bytes, Encoding::Binary, &self.config.limits) else {
+            return;
+        };
+        self.ctx.borrow_mut().touched_landlords.push(id);
+        let tn = self.twin_now(now);
+        let Some(ll) = &mut self.ll else {
+            self.ctx.borrow_mut().trace(|| format!("landlord {id} is down: drops request"));
+            return;
+        };
+        let handled = ll.handle_coord(&req, now);
+        if let Some(tw) = &mut self.twin {
+            let twin = tw.handle_coord(&req, tn);
+            let same = match (&handled, &twin) {
+                (Handled::Now(a), Handled::Now(b)) => {
+                    a.encode(Encoding::Binary) == b.encode(Encoding::Binary)
+                }
+                (Handled::Later(_), Handled::Later(_)) => true,
+                _ => false,
+            };
+            if !same {
+                let msg = format!(
+                    "after a restore landlord {id} handles a coordination request as {handled:?};                      the landlord that never crashed as {twin:?}"
+                );
+                self.ctx.borrow_mut().fail(Check::Twin, msg);
+            }
+        }
+        {
+            let q = Message::Bytes(bytes.to_vec());
+            self.ctx.borrow_mut().trace(|| {
+                format!("landlord {id} (local {now}) node {from} {} -> {handled:?}", describe(&q))
+            });
+        }
+        // Answers the landlord gave while it handled this request (an acquire that swept a
+        // lapsed holder first served the waiters queued before it) come before its own answer:
+        // they were made first (their tokens are lower).
+        self.deferred(now);
+        match handled {
+            Handled::Now(reply) => self.hold_coord(from, reply, now),
+            Handled::Later(t) => {
+                self.waiters.insert(t, (from, req.id));
+            }
+        }
+        self.settle(now, false);
+    }
+
+    /// Answers that the landlord gives later (a resource let go, a wait that ran out, an
+    /// event for a long poll), held like any reply; the twin must give the same.
+    fn deferred(&mut self, now: Millis) {
+        let Some(ll) = &mut self.ll else { return };
+        let mut out = Vec::new();
+        while let Some((t, reply)) = ll.poll_deferred() {
+            out.push((t, reply));
+        }
+        if let Some(tw) = &mut self.twin {
+            let mut twin = Vec::new();
+            while let Some((_, reply)) = tw.poll_deferred() {
+                twin.push(reply.encode(Encoding::Binary));
+            }
+            let ours: Vec<Vec<u8>> = out.iter().map(|(_, r)| r.encode(Encoding::Binary)).collect();
+            if ours != twin {
+                let msg = format!(
+                    "after a restore landlord {} answers {} held requests; the landlord that never                      crashed {} (or other answers)",
+                    self.id,
+                    ours.len(),
+                    twin.len()
+                );
+                self.ctx.borrow_mut().fail(Check::Twin, msg);
+            }
+        }
+        for (t, reply) in out {
+            if let Some((to, _)) = self.waiters.remove(&t) {
+                self.hold_coord(to, reply, now);
+            }
+        }
+    }
+
+    /// Holds a coordination reply until durable, with what it tells the books.
+    fn hold_coord(&mut self, to: NodeId, reply: leasehold::coord::CoordReply, now: Millis) {
+        use leasehold::coord::wire::CoordReplyBody;
+        let mut effects = Vec::new();
+        let mut changed = false;
+        let lid = self.id;
+        if let CoordReplyBody::Acquired { cookie, duration, token, .. } = &reply.body {
+            let op = self.meta.bump(*cookie);
+            changed = true;
+            effects.push(Effect::Promise(Promise {
+                cookie: *cookie,
+                expiration: leasehold::time::expiration_after(now, (*duration).max(0)),
+                op,
+                until_real: None,
+                made: 0,
+            }));
+            {
+                let mut c = self.ctx.borrow_mut();
+                let v = c.issued.entry(*cookie).or_default();
+                if !v.contains(&lid) {
+                    v.push(lid);
+                }
+            }
+            let token = *token;
+            effects.push(Effect::Hook(Box::new(move |c: &mut Ctx| {
+                let last = c.coord.last_token.entry(lid).or_insert(0);
+                if token <= *last {
+                    let l = *last;
+                    c.fail(
+                        Check::Coord,
+                        format!("landlord {lid} handed out token {token} after token {l}"),
+                    );
+                } else {
+                    *last = token;
+                }
+            })));
+        }
+        let id = reply.id;
+        self.hold(Held {
+            out: Some(Outgoing {
+                to: Address::Node(to),
+                message: Message::Bytes(reply.encode(Encoding::Binary)),
+            }),
+            to,
+            id,
+            effects,
+            clock: None,
+        });
+        if changed {
+            self.note_meta();
+        }
+    }
+
     /// Whether nothing waits to be written and the disk is idle.
     pub fn disk_idle(&self) -> bool {
         self.ll.as_ref().is_none_or(|ll| !self.disk.pending(ll))
@@ -1037,6 +1209,7 @@ impl Actor for LandlordHost {
                 tw.handle_timeout(tn);
             }
             self.take_expired(now);
+            self.deferred(now);
         }
         self.settle(now, synced);
     }
@@ -1046,6 +1219,10 @@ impl Actor for LandlordHost {
     }
 
     fn handle_message(&mut self, from: NodeId, message: Message, now: Millis) {
+        if let Message::Bytes(b) = &message {
+            self.handle_coord(from, b, now);
+            return;
+        }
         let Message::Request(req) = message else { return };
         let id = self.id;
         self.ctx.borrow_mut().touched_landlords.push(id);
@@ -1055,6 +1232,8 @@ impl Actor for LandlordHost {
             return;
         };
         self.rel.note_request(from, req.id, &self.ctx);
+        // A watch's lease is no lease of the table: the lease checks do not apply to it.
+        let watch = named(&req).iter().any(|c| ll.is_watch(*c));
         let reply = ll.handle_request(&req, now);
         if let Some(tw) = &mut self.twin {
             let twin_reply = tw.handle_request(&req, tn);
@@ -1069,7 +1248,8 @@ impl Actor for LandlordHost {
                 self.ctx.borrow_mut().fail(Check::Twin, msg);
             }
         }
-        let (effects, changed) = effects(&req, &reply, &mut self.meta, now);
+        let (effects, changed) =
+            if watch { (Vec::new(), false) } else { effects(&req, &reply, &mut self.meta, now) };
         if let ReplyBody::Granted { cookie, .. } = &reply.body {
             let mut c = self.ctx.borrow_mut();
             let v = c.issued.entry(*cookie).or_default();
@@ -1097,6 +1277,8 @@ impl Actor for LandlordHost {
         if changed {
             self.note_meta();
         }
+        // A cancel may have let a waiter have its resource.
+        self.deferred(now);
         self.settle(now, false);
     }
 

@@ -21,6 +21,7 @@ use leasehold::{
 use rand_chacha::ChaCha12Rng;
 use rand_core::{RngCore, SeedableRng};
 
+use crate::coord::CoordClient;
 use crate::discovery::{
     ghost_locator, locator_of, DiscoClient, DiscoveryHost, RegistrarNode, GROUPS,
 };
@@ -118,6 +119,8 @@ struct Opts {
     ttl_factor: i64,
     event_fail: f64,
     event_unknown: f64,
+    /// Coordination: landlords run it and this many clients contend and watch (0: off).
+    lockers: usize,
 }
 
 impl Opts {
@@ -175,6 +178,7 @@ impl Opts {
             ttl_factor: range(rng, 2, 4),
             event_fail: if on(rng, 0.5) { 0.0 } else { unit(rng) * 0.3 },
             event_unknown: if on(rng, 0.7) { 0.0 } else { unit(rng) * 0.02 },
+            lockers: if on(rng, 0.5) { range(rng, 1, 3) as usize } else { 0 },
         }
     }
 
@@ -208,7 +212,7 @@ impl Opts {
             " discovery no |".into()
         };
         format!(
-            "landlords {}{} holders {} service {} |{disco} latency {} ms jitter {} ms loss {:.3} dup {:.3} \
+            "landlords {}{} holders {} service {} | coordination clients {} |{disco} latency {} ms jitter {} ms loss {:.3} dup {:.3} \
              | drift {} ppm grace {} ms expiry budget {} timer lag {} ms leases <= {} ms | faults every ~{} ms: {} \
              | commit sync {:.2} delay <= {} ms{} | disk: segments {} B, compaction > {} B, \
              sync <= {} ms | safety {} ms, settle {} ms, liveness {} ms",
@@ -216,6 +220,7 @@ impl Opts {
             if self.same_seed { " (two share a seed)" } else { "" },
             self.holders,
             if self.service { "yes" } else { "no" },
+            self.lockers,
             self.latency,
             self.jitter,
             self.loss,
@@ -273,6 +278,8 @@ struct World {
     discovery: Option<NodeId>,
     registrars: Vec<NodeId>,
     holders: Vec<NodeId>,
+    /// Coordination clients (lock contenders and watchers).
+    lockers: Vec<NodeId>,
     adversary: NodeId,
     by_id: BTreeMap<LandlordId, NodeId>,
     /// The longest term a landlord grants, where its policy caps it below the leases' bound.
@@ -380,6 +387,11 @@ fn run_inner(seed: u64, cfg: &RunConfig) -> Outcome {
         faults: {
             let mut f = c.faults;
             f.lost = w.net.stats().lost + w.net.stats().partitioned;
+            f.locks = c.coord.acquired;
+            f.fenced_writes = c.coord.writes;
+            f.fence_refusals = c.coord.fenced;
+            f.watch_events = c.coord.events;
+            f.watch_missed = c.coord.missed;
             for &n in &w.landlords {
                 let h = w.net.node::<LandlordHost>(n).expect("landlord");
                 let d = h.disk.stats;
@@ -459,6 +471,7 @@ impl World {
                 opts.dup,
                 opts.sync_commit,
                 opts.commit_delay,
+                opts.lockers > 0,
                 ctx.clone(),
             );
             host.timer_lag = opts.timer_lag;
@@ -577,6 +590,25 @@ impl World {
                 registrars.push(node);
             }
         }
+        let mut lockers = Vec::new();
+        let ids: Vec<LandlordId> =
+            by_id.iter().filter(|(_, n)| landlords.contains(n)).map(|(id, _)| *id).collect();
+        for k in 0..opts.lockers {
+            let node = net.nodes_len();
+            let c = clock(&mut rng);
+            let careless = k % 2 == 1;
+            let client = CoordClient::new(
+                node,
+                c,
+                ids.clone(),
+                careless,
+                opts.ppm,
+                ChaCha12Rng::seed_from_u64(rng.next_u64()),
+                ctx.clone(),
+            );
+            net.add_node(Box::new(client), c);
+            lockers.push(node);
+        }
         let adversary = net.nodes_len();
         net.add_node(Box::new(Adversary::new(adversary, ctx.clone())), Clock::exact());
         ctx.borrow_mut().adversary = adversary;
@@ -590,6 +622,7 @@ impl World {
             discovery: discovery.map(|d| d.0),
             registrars,
             holders,
+            lockers,
             adversary,
             by_id,
             caps,
@@ -763,6 +796,7 @@ impl World {
     fn clock_step(&mut self) {
         let mut nodes = self.servers();
         nodes.extend(&self.holders);
+        nodes.extend(&self.lockers);
         let Some(n) = self.pick(&nodes) else { return };
         let size = [10, 1_000, 30_000][range(&mut self.rng, 0, 2) as usize];
         let mut delta = range(&mut self.rng, 1, size);
@@ -805,6 +839,8 @@ impl World {
         } else if let Some(h) = self.net.node_mut::<HolderHost>(n) {
             h.clock = c;
         } else if let Some(h) = self.net.node_mut::<DiscoveryHost>(n) {
+            h.clock = c;
+        } else if let Some(h) = self.net.node_mut::<CoordClient>(n) {
             h.clock = c;
         }
     }
@@ -1622,6 +1658,7 @@ impl World {
     }
 
     fn final_check(&mut self) {
+        self.final_coord();
         let healthy = self.ctx.borrow().healthy.clone();
         for (node, l, c) in healthy {
             let Some(h) = self.net.node::<HolderHost>(node) else { continue };
@@ -1634,6 +1671,48 @@ impl World {
                         "holder {node} no longer holds lease {c} of {l}, and was never told why"
                     ),
                 );
+            }
+        }
+    }
+
+    /// At the end, each watcher takes the events it has not yet seen straight from its
+    /// landlord: then what it believes is held must be what the landlord holds.
+    fn final_coord(&mut self) {
+        let now = self.net.now();
+        for &n in &self.lockers.clone() {
+            let Some(client) = self.net.node_mut::<CoordClient>(n) else { continue };
+            client.active = false;
+            let Some(mut w) = client.watch.clone() else { continue };
+            let Some(&ln) = self.by_id.get(&w.landlord) else { continue };
+            let lnow = self.local(ln);
+            let Some(h) = self.net.node_mut::<LandlordHost>(ln) else { continue };
+            let Some(ll) = &mut h.ll else { continue };
+            let e = match ll.poll_events(w.cookie, w.last, 0, lnow) {
+                Ok(e) => e,
+                Err(_) => continue, // the watch ran out at the end
+            };
+            let truth: BTreeMap<Vec<u8>, BTreeSet<u64>> =
+                ll.holders(&w.selector).into_iter().fold(BTreeMap::new(), |mut m, h| {
+                    m.entry(h.resource).or_default().insert(h.token);
+                    m
+                });
+            let lid = w.landlord;
+            let result = w.apply(&e).and_then(|()| {
+                let believed = w.believed();
+                if believed == truth {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "at the end it believes {believed:?} held, the landlord holds {truth:?}"
+                    ))
+                }
+            });
+            if let Err(m) = result {
+                let _ = now;
+                self.ctx
+                    .borrow_mut()
+                    .fail(Check::Coord, format!("watcher {n} of landlord {lid}: {m}"));
+                return;
             }
         }
     }
@@ -1948,6 +2027,45 @@ impl World {
                         return;
                     }
                 }
+            }
+        }
+        self.check_coord(full, &lids);
+    }
+
+    /// Coordination: never two leases of an exclusive resource at a landlord; a careful lock
+    /// holder never fenced (unless a clock step the protocol cannot see excuses it).
+    fn check_coord(&mut self, full: bool, lids: &[LandlordId]) {
+        if self.lockers.is_empty() {
+            return;
+        }
+        for &ln in &self.landlords {
+            let Some(h) = self.net.node::<LandlordHost>(ln) else { continue };
+            if !(full || lids.contains(&h.id)) {
+                continue;
+            }
+            let Some(ll) = &h.ll else { continue };
+            let mut held: BTreeMap<&[u8], usize> = BTreeMap::new();
+            for (_, _, r) in ll.iter() {
+                if crate::coord::exclusive(r) {
+                    *held.entry(r.as_slice()).or_default() += 1;
+                }
+            }
+            if let Some((r, n)) = held.iter().find(|(_, &n)| n > 1) {
+                let msg = format!(
+                    "landlord {} holds {n} leases of the exclusive resource {}",
+                    h.id,
+                    String::from_utf8_lossy(r)
+                );
+                self.ctx.borrow_mut().fail(Check::Coord, msg);
+                return;
+            }
+        }
+        let fenced = std::mem::take(&mut self.ctx.borrow_mut().coord.careful_fenced);
+        for (node, lid, sent, what) in fenced {
+            let ln = self.by_id[&lid];
+            if !self.tainted(node, ln, sent) {
+                self.ctx.borrow_mut().fail(Check::Coord, what);
+                return;
             }
         }
     }

@@ -64,5 +64,31 @@ refused = [
 ]
 for m in refused:
     check(not req.is_valid(m), f"refused message validates: {m}")
+# The coordination messages (POST /coord) against the vectors every binding reads.
+import os
+
+coord_path = os.path.join(os.path.dirname(vectors), "coord.json")
+if os.path.exists(coord_path):
+    cv = json.load(open(coord_path, encoding="utf-8"))
+    creq, crep = validator("CoordRequest"), validator("CoordReply")
+    for m in cv["requests"]:
+        errors = list(creq.iter_errors(json.loads(m["json"])))
+        check(not errors, f"coord request vector {m['name']}: {[str(e) for e in errors][:2]}")
+    for m in cv["replies"]:
+        errors = list(crep.iter_errors(json.loads(m["json"])))
+        check(not errors, f"coord reply vector {m['name']}: {[str(e) for e in errors][:2]}")
+    for m in cv["decode"]:
+        if m.get("encoding") != "json" or m.get("text") is None:
+            continue
+        schema = creq if m["kind"] == "request" else crep
+        try:
+            parsed = json.loads(m["text"])
+        except (ValueError, RecursionError):
+            continue
+        if "message" in m:
+            errors = list(schema.iter_errors(parsed))
+            check(not errors, f"coord accepted spelling {m['name']}: {[str(e) for e in errors][:2]}")
+        elif "limits" not in m:
+            check(not schema.is_valid(parsed), f"the codec refuses {m['name']}, the schema accepts it")
 print(f"openapi vs vectors: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -22,6 +22,7 @@ use axum::extract::{Request as HttpRequest, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use leasehold::coord::wire::{CoordRequest, CoordRequestBody};
 use leasehold::wire::WireError;
 use leasehold::{Encoding, ErrorCode, LandlordId, Reply, ReplyBody, Request, RequestBody};
 
@@ -41,12 +42,15 @@ enum Need {
     Op(Op),
     /// `/lease`: an identity, or a forwarding server's proof (checked with the body).
     Lease,
+    /// `/coord`: as `/lease`, its refusals in the coordination reply's form.
+    Coord,
 }
 
 fn need(path: &str) -> Need {
     match path {
         "/livez" | "/openapi.json" => Need::Nothing,
         "/lease" => Need::Lease,
+        "/coord" => Need::Coord,
         "/readyz" | "/healthz" | "/metrics" => Need::Op(Op::Metrics),
         p if p.starts_with("/admin/") || p == "/admin" => Need::Op(Op::Admin),
         p if p.starts_with("/watch") => Need::Op(Op::Watch),
@@ -72,7 +76,9 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
     if matches!(need, Need::Nothing) {
         return next.run(req).await;
     }
-    if matches!(need, Need::Lease) && req.headers().contains_key(crate::http::FORWARDED) {
+    if matches!(need, Need::Lease | Need::Coord)
+        && req.headers().contains_key(crate::http::FORWARDED)
+    {
         // The handler checks the proof against the body.
         return next.run(req).await;
     }
@@ -84,6 +90,9 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
             app.stats.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return match need {
                 Need::Lease => refused_wire(&r, crate::http::encoding_of(req.headers())),
+                Need::Coord => {
+                    crate::coord::refused(&r, 0, crate::http::encoding_of(req.headers()))
+                }
                 _ => text(r.status(), r.message()),
             };
         }
@@ -163,6 +172,39 @@ pub fn authorize(who: &Identity, request: &mut Request) -> Result<bool, Refused>
     })
 }
 
+/// Checks a coordination request against `who`: an acquire is a grant (the operation, the
+/// resource's prefix, the longest lease), a watch, poll or holders query needs `watch` and,
+/// for what it selects, one of the identity's prefixes. `Ok(true)` when the request was changed.
+pub fn authorize_coord(who: &Identity, request: &mut CoordRequest) -> Result<bool, Refused> {
+    let (op, selected) = match &request.body {
+        CoordRequestBody::Acquire { resource, .. } => (Op::Grant, Some(resource)),
+        CoordRequestBody::Watch { resource, .. } | CoordRequestBody::Holders { resource, .. } => {
+            (Op::Watch, Some(resource))
+        }
+        CoordRequestBody::Poll { .. } => (Op::Watch, None),
+    };
+    if !who.may(op) {
+        return Err(Refused::NotAllowed(format!("identity {:?} may not {}", who.name, op.name())));
+    }
+    if let Some(resource) = selected {
+        if !who.may_lease(resource) {
+            return Err(Refused::NotAllowed(format!(
+                "identity {:?} may {} only resources starting with {}",
+                who.name,
+                op.name(),
+                who.prefixes.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(" or ")
+            )));
+        }
+    }
+    let Some(max) = who.max_lease_ms else { return Ok(false) };
+    Ok(match &mut request.body {
+        CoordRequestBody::Acquire { duration, .. } | CoordRequestBody::Watch { duration, .. } => {
+            cut(duration, max)
+        }
+        _ => false,
+    })
+}
+
 /// A grant's place in its identity's quota, held until the landlord answers.
 pub struct Reserved {
     count: Arc<tokio::sync::Mutex<Count>>,
@@ -181,7 +223,7 @@ impl Reserved {
 
 /// A quota that is full.
 pub struct Full {
-    message: String,
+    pub(crate) message: String,
 }
 
 impl Full {
@@ -217,16 +259,16 @@ async fn scan(h: &ShardHandle, who: &Identity) -> Option<usize> {
     v.as_u64().map(|n| n as usize)
 }
 
-/// Takes a place in `who`'s quota for a grant to `shard` (nothing to take for other requests
-/// or identities without `max_leases`); [`Full`] when there is none.
+/// Takes a place in `who`'s quota for a grant to `shard` (`grant`: the request is one; nothing
+/// to take for other requests or identities without `max_leases`); [`Full`] when there is none.
 pub async fn reserve(
     app: &App,
     h: &ShardHandle,
     who: &Identity,
     shard: u64,
-    request: &Request,
+    grant: bool,
 ) -> Result<Option<Reserved>, Full> {
-    let (Some(max), RequestBody::Grant { .. }) = (who.max_leases, &request.body) else {
+    let (Some(max), true) = (who.max_leases, grant) else {
         return Ok(None);
     };
     let count = app.auth.count(&who.name, shard);

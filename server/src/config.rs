@@ -49,6 +49,14 @@ pub struct Flags {
     /// Log format: text or json (default text). Levels come from RUST_LOG (default info).
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<String>,
+    /// Every resource under this prefix is exclusive (may be given several times; adds to
+    /// `coordination.exclusive_prefixes` of the config file).
+    #[arg(long = "exclusive-prefix", value_name = "PREFIX")]
+    pub exclusive_prefix: Vec<String>,
+    /// Every resource under this prefix lives in one shard, so that watches on the prefix see
+    /// them all (may be given several times; adds to `coordination.colocate`).
+    #[arg(long, value_name = "PREFIX")]
+    pub colocate: Vec<String>,
     /// PostgreSQL: the clock guard's bound on this host's clock offset from the database's,
     /// in ms (default 500). Beyond it the server hands its shards back and is not ready.
     #[arg(long, value_name = "MS")]
@@ -191,6 +199,8 @@ pub struct FileConfig {
     /// File store: the log is compacted into a snapshot once it is larger than both this, in
     /// bytes, and the snapshot (default 4 MiB).
     min_compact_bytes: Option<u64>,
+    /// Exclusive resources, pools, colocated prefixes, watch limits.
+    coordination: Option<crate::coord::CoordSettings>,
     max_clock_offset_ms: Option<u64>,
     max_clock_rate_ppm: Option<u64>,
     forward_timeout_ms: Option<u64>,
@@ -250,6 +260,8 @@ pub struct Config {
     pub ownership_ms: u64,
     /// json or text logs.
     pub json_logs: bool,
+    /// Coordination: exclusive resources, pools, colocated prefixes.
+    pub coord: crate::coord::CoordSettings,
     /// The clock guard's offset bound, ms (PostgreSQL).
     pub max_clock_offset_ms: u64,
     /// The clock guard's rate bound, ppm (PostgreSQL).
@@ -318,6 +330,10 @@ impl Config {
             Some("json") => true,
             Some(other) => return Err(format!("--log-format is text or json, got {other:?}")),
         };
+        let mut coord = file.coordination.unwrap_or_default();
+        coord.exclusive_prefixes.extend(flags.exclusive_prefix);
+        coord.colocate.extend(flags.colocate);
+        coord.validate()?;
         let max_clock_offset_ms =
             flags.max_clock_offset_ms.or(file.max_clock_offset_ms).unwrap_or(500);
         if !(1..=60_000).contains(&max_clock_offset_ms) {
@@ -368,6 +384,7 @@ impl Config {
             ownership_ms,
             json_logs,
             security,
+            coord,
         })
     }
 }

@@ -40,6 +40,7 @@ use leasehold::{LandlordConfig, LandlordId, PolicySpec};
 use leasehold_store::Dir;
 
 use crate::clock::now_ms;
+use crate::coord::CoordSettings;
 use crate::health::ShardState;
 use crate::metrics::ErrorKind;
 use crate::quarantine;
@@ -141,12 +142,42 @@ pub fn new_landlord(
     policy: &PolicySpec,
     grace: i64,
     limits: leasehold::Limits,
+    coord: &CoordSettings,
 ) -> leasehold::Result<LL> {
     let mut config = LandlordConfig::new(LandlordId(id), fresh_seed()).with_grace(grace);
     config.limits = limits;
     let mut ll = LL::new(config, policy.build()?);
     ll.enable_journal();
+    ll.enable_coordination(coord.core())?;
     Ok(ll)
+}
+
+/// The file in a data directory that records how many shards it was made with.
+pub const SHARDS_FILE: &str = "shards";
+
+/// Refuses a data directory made with another number of shards: resources would move to other
+/// landlords, where an exclusive resource could be granted twice (one lease in its old shard,
+/// one in its new) and fencing tokens could go back (each landlord counts its own). Records
+/// the number in a new directory (or one made before the number was recorded).
+pub fn check_shard_count(data: &Path, shards: u64) -> Result<(), String> {
+    let path = data.join(SHARDS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(n) if n == shards => Ok(()),
+            Ok(n) => Err(format!(
+                "{} was made with {n} shards, not {shards}: changing the number of shards moves \
+                 resources to other landlords (an exclusive resource could be granted twice, a \
+                 fencing token could go back); start with --shards {n}",
+                data.display()
+            )),
+            Err(_) => Err(format!("{}: not a number of shards: {text:?}", path.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::write(&path, format!("{shards}\n"))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
 }
 
 /// What opening a shard's directory found.
@@ -190,6 +221,7 @@ impl std::fmt::Display for OpenError {
 /// resumes the landlord's time. With `rewrite`, it then writes a new snapshot of what it read
 /// and drops the log (after a failed write: see the module docs). Blocking: call it from a
 /// blocking thread or before serving.
+#[allow(clippy::too_many_arguments)]
 pub fn open_shard(
     data: &Path,
     id: u64,
@@ -197,6 +229,7 @@ pub fn open_shard(
     grace: i64,
     limits: leasehold::Limits,
     config: StoreConfig,
+    coord: &CoordSettings,
     rewrite: bool,
 ) -> Result<OpenedShard, OpenError> {
     let path = shard_dir(data, id);
@@ -222,8 +255,14 @@ pub fn open_shard(
     let tip = files.iter().find(|(n, _)| n == TIP_FILE).and_then(|(_, b)| read_tip(b));
     let Opened { state: mut ll, mut store, ops, recovered, created } =
         Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
-            Some(bytes) => LL::from_snapshot_bytes(bytes, policy.build()?),
-            None => new_landlord(id, policy, grace, limits),
+            // Coordination is on before the journal is replayed (replay counts tokens and
+            // makes events as the live landlord did).
+            Some(bytes) => {
+                let mut ll = LL::from_snapshot_bytes(bytes, policy.build()?)?;
+                ll.enable_coordination(coord.core())?;
+                Ok(ll)
+            }
+            None => new_landlord(id, policy, grace, limits, coord),
         })
         .map_err(|e| damaged(e.to_string()))?;
     if ll.id() != LandlordId(id) {
@@ -265,7 +304,7 @@ async fn open_and_serve(
 ) -> Result<(), OpenError> {
     let (dir, c) = (data.to_path_buf(), app.config.clone());
     let opened = tokio::task::spawn_blocking(move || {
-        open_shard(&dir, id, &c.policy, c.grace_ms, c.limits, c.store_config, rewrite)
+        open_shard(&dir, id, &c.policy, c.grace_ms, c.limits, c.store_config, &c.coord, rewrite)
     })
     .await
     .map_err(|e| OpenError::Io(format!("opening thread: {e}")))?;
@@ -286,6 +325,7 @@ async fn open_and_serve(
                 opened.planner,
                 opened.writer,
                 app.shard_stats(id),
+                app.coord_metrics.clone(),
                 App::on_end(Arc::downgrade(app)),
             );
             app.insert(h);
@@ -320,6 +360,7 @@ fn quarantine_shard(app: &App, data: &Path, id: u64, why: String) {
 /// [`supervise`]. A directory in use by another process stops the server.
 pub(crate) async fn open_all(app: &Arc<App>, data: &Path) -> Result<(), String> {
     std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
+    check_shard_count(data, app.config.shards)?;
     for id in 1..=app.config.shards {
         if let Some(q) = quarantine::files_marker(data, id) {
             tracing::error!(shard = id, reason = %q.reason, "shard is quarantined (marker found); not served");

@@ -71,6 +71,8 @@ pub const OWNER: &str = "x-leasehold-owner";
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/lease", post(lease))
+        .route("/coord", post(crate::coord::coord))
+        .route("/watch", get(crate::coord::watch))
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .route("/healthz", get(healthz))
@@ -165,7 +167,7 @@ async fn lease(
     let shards = app.shard_count();
     let shard = match (named, &request.body) {
         (Some(id), _) => id,
-        (None, RequestBody::Grant { resource, .. }) => pick_shard(resource, shards),
+        (None, RequestBody::Grant { resource, .. }) => app.config.coord.shard_of(resource, shards),
         (None, _) if shards == 1 => 1,
         (None, _) => {
             let e = LeaseError::InvalidArgument(format!(
@@ -199,7 +201,15 @@ async fn lease(
         Some(h) => {
             // An identity's quota (its live leases under its prefixes, in this landlord).
             let quota = match &caller {
-                Some(who) => match crate::access::reserve(&app, &h, who, shard, &request).await {
+                Some(who) => match crate::access::reserve(
+                    &app,
+                    &h,
+                    who,
+                    shard,
+                    matches!(request.body, RequestBody::Grant { .. }),
+                )
+                .await
+                {
                     Ok(q) => q,
                     Err(r) => return r.reply(request.id, shard, enc),
                 },
@@ -215,6 +225,7 @@ async fn lease(
                     let reply = crate::reply::explain(reply, cookie);
                     return crate::reply::wire(&reply, enc, Some(&app.config.advertise));
                 }
+                Answer::Coord(_) => "a coordination answer to a landlord request".to_string(),
                 Answer::Unavailable(why) => why,
             }
         }

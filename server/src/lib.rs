@@ -13,7 +13,9 @@
 //! - [`health`]: liveness and readiness (`/livez`, `/readyz`);
 //! - [`http`]: routes, encodings, routing to shards, forwarding;
 //! - [`security`], [`listener`], [`tls`], [`auth`]: limits by default, bounded connections,
-//!   TLS and mTLS, identities with permissions and quotas (`docs/security.md`).
+//!   TLS and mTLS, identities with permissions and quotas (`docs/security.md`);
+//! - [`coord`]: coordination over HTTP (acquire with a wait, watches by long polling),
+//!   routing that keeps exclusive resources, pools and watched prefixes in one shard;
 #![deny(missing_docs)]
 
 pub mod access;
@@ -21,6 +23,7 @@ pub mod admin;
 pub mod auth;
 pub mod clock;
 pub mod config;
+pub mod coord;
 pub mod files;
 pub mod guard;
 pub mod health;
@@ -83,6 +86,8 @@ pub struct App {
     /// Server-wide counters.
     pub stats: ServerStats,
     cluster: Mutex<Option<Arc<pg::Cluster>>>,
+    /// Coordination counters.
+    pub coord_metrics: Arc<coord::CoordMetrics>,
     /// PostgreSQL mode, before the cluster is joined: why not yet.
     pending_db: Mutex<Option<String>>,
     /// Per shard: failures in a row, and when the last one was.
@@ -111,6 +116,7 @@ impl App {
             shard_count,
             stats: ServerStats::default(),
             cluster: Mutex::new(None),
+            coord_metrics: Arc::new(coord::CoordMetrics::default()),
             pending_db: Mutex::new(None),
             streaks: Mutex::new(BTreeMap::new()),
             auth,
@@ -362,8 +368,14 @@ impl App {
             }
             StoreKind::Files(_) => None,
         };
+        let coord: Vec<_> = self
+            .handles()
+            .iter()
+            .map(|h| (h.id, *h.coord_stats.lock().unwrap_or_else(|p| p.into_inner())))
+            .collect();
         let mut out = metrics::render(&shards, &self.stats, pg.as_ref());
         self.conns.render(&mut out);
+        self.coord_metrics.render(&mut out, &coord);
         out
     }
 
@@ -423,8 +435,25 @@ impl App {
         body: Bytes,
         identity: Option<&str>,
     ) -> Option<Response> {
+        self.forward_to("/lease", shard, landlord, enc, body, identity, std::time::Duration::ZERO)
+            .await
+    }
+
+    /// Forwards a request for `path` (`/lease`, `/coord`) to the owner of `shard`, waiting up
+    /// to `--forward-timeout-ms` plus `held` (the time the owner may hold the request: an
+    /// acquire's wait, a long poll's) for its answer; `None` if there is nowhere to send it.
+    pub async fn forward_to(
+        &self,
+        path: &str,
+        shard: u64,
+        landlord: Option<u64>,
+        enc: Encoding,
+        body: Bytes,
+        identity: Option<&str>,
+        held: std::time::Duration,
+    ) -> Option<Response> {
         let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
-        let r = cluster.forward(shard, landlord, enc, body, identity).await;
+        let r = cluster.forward(path, shard, landlord, enc, body, identity, held).await;
         if r.is_some() {
             self.stats.forwarded.fetch_add(1, Relaxed);
         }

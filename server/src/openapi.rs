@@ -13,6 +13,8 @@ use std::sync::{Arc, OnceLock};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest, CoordRequestBody};
+use leasehold::coord::{EventKind, Events, Holder, LeaseEvent, Missed};
 use leasehold::holder::grant_request;
 use leasehold::wire::{Outcome, WireError};
 use leasehold::{
@@ -36,6 +38,163 @@ fn enc_req(r: &Request) -> Value {
 
 fn enc_reply(r: &Reply) -> Value {
     serde_json::from_slice(&r.encode(Encoding::Json)).expect("the codec writes JSON")
+}
+
+fn enc_coord_req(r: &CoordRequest) -> Value {
+    serde_json::from_slice(&r.encode(Encoding::Json)).expect("the codec writes JSON")
+}
+
+fn enc_coord_reply(r: &CoordReply) -> Value {
+    serde_json::from_slice(&r.encode(Encoding::Json)).expect("the codec writes JSON")
+}
+
+/// Example coordination requests: (name, summary, message).
+pub fn coord_request_examples() -> Vec<(&'static str, &'static str, CoordRequest)> {
+    let q = |id, body| CoordRequest { id, body };
+    vec![
+        (
+            "acquire",
+            "the lock \"locks/db\" for 10 s, waiting up to 5 s if it is held",
+            q(
+                1,
+                CoordRequestBody::Acquire {
+                    resource: b"locks/db".to_vec(),
+                    duration: 10_000,
+                    wait: 5_000,
+                    holder: b"node-1".to_vec(),
+                },
+            ),
+        ),
+        (
+            "watch",
+            "a watch on every resource under \"locks/\" for 30 s",
+            q(
+                2,
+                CoordRequestBody::Watch {
+                    resource: b"locks/".to_vec(),
+                    prefix: true,
+                    renewals: false,
+                    duration: 30_000,
+                    handback: b"mine".to_vec(),
+                },
+            ),
+        ),
+        (
+            "poll",
+            "a watch's events after number 41, waiting up to 25 s for one",
+            q(3, CoordRequestBody::Poll { cookie: COOKIE, since: 41, wait: 25_000, max: 100 }),
+        ),
+        (
+            "holders",
+            "who holds the exclusive resources under \"locks/\"",
+            q(4, CoordRequestBody::Holders { resource: b"locks/".to_vec(), prefix: true }),
+        ),
+    ]
+}
+
+/// Example coordination replies: (name, status, summary, message).
+pub fn coord_reply_examples() -> Vec<(&'static str, u16, &'static str, CoordReply)> {
+    let l = LandlordId(16);
+    let r = |id, body| CoordReply { id, landlord: l, body };
+    let holder = Holder {
+        resource: b"locks/db".to_vec(),
+        token: 7,
+        holder: b"node-1".to_vec(),
+        remaining: 8_000,
+    };
+    let event = |sequence, kind, duration| LeaseEvent {
+        sequence,
+        kind,
+        resource: b"locks/db".to_vec(),
+        token: 7,
+        holder: b"node-1".to_vec(),
+        duration,
+    };
+    let coord_err = |e: LeaseError, message: &str| {
+        let mut w = WireError::from(&e);
+        w.message = message.to_string();
+        CoordReplyBody::Error(w)
+    };
+    vec![
+        (
+            "acquired",
+            200,
+            "granted for 10 s with fencing token 7, after waiting 1.5 s",
+            r(1, CoordReplyBody::Acquired {
+                cookie: COOKIE,
+                duration: 10_000,
+                token: 7,
+                resource: b"locks/db".to_vec(),
+                waited: 1_500,
+            }),
+        ),
+        (
+            "watching",
+            200,
+            "watching, with what is held now",
+            r(2, CoordReplyBody::Watching {
+                cookie: COOKIE,
+                duration: 30_000,
+                event_id: 4,
+                sequence: 0,
+                current: vec![holder.clone()],
+            }),
+        ),
+        (
+            "events",
+            200,
+            "a grant and its end",
+            r(3, CoordReplyBody::Events(Events {
+                event_id: 4,
+                handback: b"mine".to_vec(),
+                last: 43,
+                missed: None,
+                current: None,
+                events: vec![
+                    event(42, EventKind::Granted, 10_000),
+                    event(43, EventKind::Cancelled, 0),
+                ],
+            })),
+        ),
+        (
+            "events_missed",
+            200,
+            "events 42 to 2000 are no longer kept: what is held now instead",
+            r(3, CoordReplyBody::Events(Events {
+                event_id: 4,
+                handback: Vec::new(),
+                last: 2_000,
+                missed: Some(Missed { from: 42, to: 2_000 }),
+                current: Some(vec![holder.clone()]),
+                events: Vec::new(),
+            })),
+        ),
+        ("holders", 200, "one holder", r(4, CoordReplyBody::Holders { holders: vec![holder] })),
+        (
+            "held",
+            409,
+            "the resource is held and the wait ran out (or none was asked)",
+            r(1, coord_err(
+                LeaseError::LeaseDenied(String::new()),
+                "\"locks/db\" is held by another lease: free in at most 6000 ms (unless its holder renews)",
+            )),
+        ),
+        (
+            "unknown_watch",
+            404,
+            "the watch is unknown (it ran out, or was cancelled)",
+            r(3, coord_err(LeaseError::UnknownLease, "")),
+        ),
+        (
+            "bad_since",
+            400,
+            "a sequence number the watch never issued",
+            r(3, coord_err(
+                LeaseError::InvalidArgument(String::new()),
+                "since 99 is after the watch's last event 45",
+            )),
+        ),
+    ]
 }
 
 const COOKIE: Cookie = Cookie(0x2f6b_03c4_9a1e_77d0_51b8_e23a_c4f0_9d16);
@@ -208,6 +367,45 @@ fn schemas() -> Value {
             ]}}})),
             op("error", &["code", "message"], json!({ "code": { "type": "integer", "format": "int32" }, "message": { "type": "string" } }))
         ]},
+        "CoordRequest": {
+            "description": "A coordination request (POST /coord), JSON form version 1 (core/src/coord/wire.rs).",
+            "type": "object", "additionalProperties": false, "required": ["v", "id", "body"],
+            "properties": { "v": { "const": 1 }, "id": r("DecU64"), "body": r("CoordRequestBody") },
+            "examples": coord_request_examples().iter().map(|(_, _, m)| enc_coord_req(m)).collect::<Vec<_>>()
+        },
+        "CoordRequestBody": { "oneOf": [
+            op("acquire", &["resource", "duration", "wait", "holder"], json!({ "resource": r("HexBytes"), "duration": r("Duration"),
+                "wait": { "description": "How long to wait (ms) if the resource is held; 0: answer at once.", "$ref": "#/components/schemas/Dec64" },
+                "holder": { "description": "A label watchers see.", "$ref": "#/components/schemas/HexBytes" } })),
+            op("watch", &["resource", "prefix", "renewals", "duration", "handback"], json!({ "resource": r("HexBytes"), "prefix": { "type": "boolean" },
+                "renewals": { "type": "boolean" }, "duration": r("Duration"), "handback": r("HexBytes") })),
+            op("poll", &["cookie", "since", "wait", "max"], json!({ "cookie": r("Cookie"), "since": r("DecU64"),
+                "wait": r("Dec64"), "max": { "type": "integer", "minimum": 0, "maximum": 4294967295u64 } })),
+            op("holders", &["resource", "prefix"], json!({ "resource": r("HexBytes"), "prefix": { "type": "boolean" } }))
+        ]},
+        "CoordReply": {
+            "description": "A coordination reply, JSON form version 1.",
+            "type": "object", "additionalProperties": false, "required": ["v", "id", "landlord", "body"],
+            "properties": { "v": { "const": 1 }, "id": r("DecU64"), "landlord": r("LandlordId"), "body": r("CoordReplyBody") },
+            "examples": coord_reply_examples().iter().map(|(_, _, _, m)| enc_coord_reply(m)).collect::<Vec<_>>()
+        },
+        "Holder": obj(&["resource", "token", "holder", "remaining"], json!({ "resource": r("HexBytes"), "token": r("DecU64"),
+            "holder": r("HexBytes"), "remaining": r("Dec64") })),
+        "LeaseEvent": obj(&["sequence", "kind", "resource", "token", "holder", "duration"], json!({ "sequence": r("DecU64"),
+            "kind": { "type": "string", "enum": ["granted", "renewed", "cancelled", "expired"] },
+            "resource": r("HexBytes"), "token": r("DecU64"), "holder": r("HexBytes"), "duration": r("Dec64") })),
+        "CoordReplyBody": { "oneOf": [
+            op("acquired", &["cookie", "duration", "token", "resource", "waited"], json!({ "cookie": r("Cookie"), "duration": r("Duration"),
+                "token": { "description": "The fencing token.", "$ref": "#/components/schemas/DecU64" }, "resource": r("HexBytes"), "waited": r("Dec64") })),
+            op("watching", &["cookie", "duration", "event_id", "sequence", "current"], json!({ "cookie": r("Cookie"), "duration": r("Duration"),
+                "event_id": r("DecU64"), "sequence": r("DecU64"), "current": { "type": "array", "items": r("Holder") } })),
+            op("events", &["event_id", "handback", "last", "events"], json!({ "event_id": r("DecU64"), "handback": r("HexBytes"), "last": r("DecU64"),
+                "missed": obj(&["from", "to"], json!({ "from": r("DecU64"), "to": r("DecU64") })),
+                "current": { "type": "array", "items": r("Holder") },
+                "events": { "type": "array", "items": r("LeaseEvent") } })),
+            op("holders", &["holders"], json!({ "holders": { "type": "array", "items": r("Holder") } })),
+            op("error", &["code", "message"], json!({ "code": { "type": "integer", "format": "int32" }, "message": { "type": "string" } }))
+        ]},
         "AdminLease": obj(&["landlord", "cookie", "resource", "expires_in_ms"], json!({
             "landlord": r("LandlordId"), "cookie": r("Cookie"), "resource": r("HexBytes"),
             "resource_text": { "type": "string", "description": "The resource as text, when it is UTF-8." },
@@ -272,6 +470,39 @@ fn wire_response(status: u16, description: &str) -> Value {
     })
 }
 
+fn coord_response(status: u16, description: &str) -> Value {
+    let examples: serde_json::Map<String, Value> = coord_reply_examples()
+        .into_iter()
+        .filter(|(_, s, _, _)| *s == status)
+        .map(|(name, _, summary, m)| {
+            (name.to_string(), json!({ "summary": summary, "value": enc_coord_reply(&m) }))
+        })
+        .collect();
+    let mut content =
+        json!({ "application/json": { "schema": { "$ref": "#/components/schemas/CoordReply" } } });
+    if !examples.is_empty() {
+        content["application/json"]["examples"] = Value::Object(examples);
+    }
+    content["application/octet-stream"] =
+        json!({ "schema": { "type": "string", "format": "binary" } });
+    json!({
+        "description": description,
+        "headers": { "X-Leasehold-Owner": { "description": "The URL of the server that owns the shard that answered.", "schema": { "type": "string" } } },
+        "content": content
+    })
+}
+
+fn coord_responses() -> Value {
+    json!({
+        "200": coord_response(200, "The landlord's answer: acquired (with its fencing token), watching, events, holders."),
+        "400": coord_response(400, "An error reply: the body does not decode (code 5), or a bad argument (code 4): a landlord id in another form, a prefix watch outside a colocated prefix, a sequence number the watch never issued."),
+        "404": coord_response(404, "An error reply: the watch is unknown (it ran out or was cancelled), or the landlord is not one of the cluster's (code 1)."),
+        "409": coord_response(409, "An error reply: the resource is held (code 2) and the wait ran out, or none was asked; the message says until when at most."),
+        "413": coord_response(413, "An error reply: the body is over the size limit (code 5)."),
+        "503": unavailable()
+    })
+}
+
 fn admin_json(description: &str, schema: &str) -> Value {
     json!({ "description": description, "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } } })
 }
@@ -302,6 +533,12 @@ pub fn document() -> Value {
         .into_iter()
         .map(|(name, summary, m)| {
             (name.to_string(), json!({ "summary": summary, "value": enc_req(&m) }))
+        })
+        .collect();
+    let coord_req_examples: serde_json::Map<String, Value> = coord_request_examples()
+        .into_iter()
+        .map(|(name, summary, m)| {
+            (name.to_string(), json!({ "summary": summary, "value": enc_coord_req(&m) }))
         })
         .collect();
     let page_example = LeasePage {
@@ -350,6 +587,29 @@ pub fn document() -> Value {
                     "413": wire_response(413, "An error reply: the body is over the size limit (code 5)."),
                     "503": unavailable()
                 }
+            }},
+            "/coord": { "post": {
+                "operationId": "coord",
+                "summary": "Coordination: acquire an exclusive resource (waiting for it, first come first served) and get its fencing token; watch a resource or a prefix; poll a watch's events (a long poll); list holders.",
+                "description": "One coordination message in (JSON or binary by Content-Type), one reply out in the same encoding, with the statuses of POST /lease. An acquire or a poll may be held up to its `wait` (at most the server's longest wait). Polls name the watch's landlord (`?landlord=`, as the watching reply says). Renew and cancel a watch or an acquired lease with POST /lease, like any lease.",
+                "parameters": [param("landlord", "query", r("LandlordId"), "The landlord to ask, 16 hex digits (any other form: 400). A poll names its watch's; an acquire or a watch without it goes to the shard its resource is routed to.", false)],
+                "requestBody": { "required": true, "content": {
+                    "application/json": { "schema": r("CoordRequest"), "examples": coord_req_examples },
+                    "application/octet-stream": { "schema": { "type": "string", "format": "binary" } }
+                }},
+                "responses": coord_responses()
+            }},
+            "/watch": { "get": {
+                "operationId": "watch",
+                "summary": "A watch's events after `since`, as JSON (the events reply of a poll), waiting up to `wait_ms` for one: long polling for clients with only GET.",
+                "parameters": [
+                    param("cookie", "query", r("Cookie"), "The watch's cookie (its watching reply's).", true),
+                    param("since", "query", json!({ "type": "integer", "minimum": 0 }), "The last event number seen (default 0).", false),
+                    param("landlord", "query", r("LandlordId"), "The watch's landlord, 16 hex digits.", false),
+                    param("wait_ms", "query", json!({ "type": "integer", "minimum": 0, "maximum": 600000 }), "How long to wait for an event, ms (default 25000; cut to the server's longest wait).", false),
+                    param("max", "query", json!({ "type": "integer", "minimum": 0, "maximum": 4294967295u64 }), "At most this many events (0: no limit).", false)
+                ],
+                "responses": coord_responses()
             }},
             "/livez": { "get": { "operationId": "livez", "summary": "Whether the process answers at all (restart it if not).", "responses": {
                 "200": text_response("The process runs.") } } },
@@ -452,6 +712,24 @@ mod tests {
             ops("ReplyBody"),
             ["granted", "renewed", "cancelled", "renewed_all", "cancelled_all", "error"]
         );
+        for ex in schemas["CoordRequest"]["examples"].as_array().unwrap() {
+            let text = serde_json::to_vec(ex).unwrap();
+            let m = CoordRequest::decode(&text, Encoding::Json, &limits).unwrap();
+            assert_eq!(enc_coord_req(&m), *ex);
+        }
+        let post = &doc["paths"]["/coord"]["post"];
+        for (status, resp) in post["responses"].as_object().unwrap() {
+            let Some(examples) = resp["content"]["application/json"]["examples"].as_object() else {
+                continue;
+            };
+            for (name, ex) in examples {
+                let text = serde_json::to_vec(&ex["value"]).unwrap();
+                let reply = CoordReply::decode(&text, Encoding::Json, &limits).unwrap();
+                assert_eq!(status, &crate::coord::status_of(&reply).as_u16().to_string(), "{name}");
+            }
+        }
+        assert_eq!(ops("CoordRequestBody"), ["acquire", "watch", "poll", "holders"]);
+        assert_eq!(ops("CoordReplyBody"), ["acquired", "watching", "events", "holders", "error"]);
         for (_, _, m) in request_examples() {
             let v = enc_req(&m);
             assert!(ops("RequestBody").contains(&v["body"]["op"].as_str().unwrap().to_string()));

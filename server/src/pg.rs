@@ -1258,9 +1258,17 @@ impl Cluster {
                 for f in &frames {
                     log.extend_from_slice(f.get::<_, &[u8]>(0));
                 }
+                // Coordination is turned on before the journal is replayed, so that replay
+                // counts tokens and makes events exactly as the live landlord did.
                 let policy = c.policy.build().map_err(|e| transient(e.to_string()))?;
-                let (ll, rec) = LL::recover(&bytes, &[&log], policy, now_ms())
-                    .map_err(|e| damaged(format!("restore refused: {e}")))?;
+                let restore = || -> leasehold::Result<(LL, leasehold::journal::Recovered)> {
+                    let mut ll = LL::from_snapshot_bytes(&bytes, policy)?;
+                    ll.enable_coordination(c.coord.core())?;
+                    let rec = ll.replay_segments(&[&log])?;
+                    ll.resume(now_ms());
+                    Ok((ll, rec))
+                };
+                let (ll, rec) = restore().map_err(|e| damaged(format!("restore refused: {e}")))?;
                 if let Some((_, _, why)) = rec.torn {
                     return Err(damaged(format!("journal rows are damaged: {why}")));
                 }
@@ -1295,8 +1303,9 @@ impl Cluster {
                 }
                 // A new shard: its first snapshot (with its cookie seed) is written before
                 // anything is granted, so every later frame replays onto it.
-                let mut ll = crate::files::new_landlord(id, &c.policy, c.grace_ms, c.limits)
-                    .map_err(|e| transient(e.to_string()))?;
+                let mut ll =
+                    crate::files::new_landlord(id, &c.policy, c.grace_ms, c.limits, &c.coord)
+                        .map_err(|e| transient(e.to_string()))?;
                 ll.resume(now_ms());
                 let mut bytes = Vec::new();
                 let seq = ll.snapshot_bytes(&mut bytes);
@@ -1348,6 +1357,7 @@ impl Cluster {
             planner,
             writer,
             app.shard_stats(id),
+            app.coord_metrics.clone(),
             App::on_end(Arc::downgrade(app)),
         );
         app.insert(h);
@@ -1443,11 +1453,13 @@ impl Cluster {
     /// least a second.
     pub async fn forward(
         &self,
+        path: &str,
         shard: u64,
         landlord: Option<u64>,
         enc: Encoding,
         body: Bytes,
         identity: Option<&str>,
+        held: Duration,
     ) -> Option<Response> {
         let app = self.app.upgrade()?;
         let (owner, suspect) = {
@@ -1460,7 +1472,9 @@ impl Cluster {
         if owner == app.config.advertise {
             return None;
         }
-        let limit = Duration::from_millis(app.config.forward_timeout_ms);
+        // A request the owner may hold (an acquire that waits, a long poll) gets that long on
+        // top of the forward time-out.
+        let limit = Duration::from_millis(app.config.forward_timeout_ms) + held;
         if suspect {
             return Some(self.unavailable(format!(
                 "shard {shard}'s owner {owner} did not answer in time lately; try again shortly"
@@ -1469,7 +1483,7 @@ impl Cluster {
         let query = format!("landlord={}", leasehold::LandlordId(landlord.unwrap_or(shard)));
         // Proof that a server sent it, with the identity of the client that spoke.
         let proof = app.auth.sign(identity, &query, &body).unwrap_or_else(|| "1".into());
-        let uri = format!("{owner}/lease?{query}");
+        let uri = format!("{owner}{path}?{query}");
         let req = hyper::Request::post(uri)
             .header(header::CONTENT_TYPE, content_type(enc))
             .header(FORWARDED, proof)

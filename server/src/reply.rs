@@ -61,13 +61,18 @@ pub fn one_param(pairs: &[(String, String)], name: &str) -> Result<Option<String
 /// The status of an answer carrying `reply`.
 pub fn status_of(reply: &Reply) -> StatusCode {
     match &reply.body {
-        ReplyBody::Error(e) => match e.error_code() {
-            Some(ErrorCode::Decode | ErrorCode::InvalidArgument) => StatusCode::BAD_REQUEST,
-            Some(ErrorCode::UnknownLease) => StatusCode::NOT_FOUND,
-            Some(ErrorCode::LeaseDenied) => StatusCode::CONFLICT,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        },
+        ReplyBody::Error(e) => status_of_error(e),
         _ => StatusCode::OK,
+    }
+}
+
+/// The status of an answer carrying error reply `e` (also `POST /coord`'s).
+pub fn status_of_error(e: &WireError) -> StatusCode {
+    match e.error_code() {
+        Some(ErrorCode::Decode | ErrorCode::InvalidArgument) => StatusCode::BAD_REQUEST,
+        Some(ErrorCode::UnknownLease) => StatusCode::NOT_FOUND,
+        Some(ErrorCode::LeaseDenied) => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

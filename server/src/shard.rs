@@ -16,16 +16,21 @@
 //! check* that confirms this server still owns the shard, so that a deposed owner can never
 //! answer from stale state (say "unknown lease" about a lease its successor granted).
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest};
+use leasehold::coord::{CoordStats, Handled, Ticket};
 use leasehold::journal::Gate;
 use leasehold::store::{FileOp, Store};
 use leasehold::{Landlord, Reply, ReplyBody, Request};
 use tokio::sync::{mpsc, oneshot};
+
+use crate::coord::CoordMetrics;
 
 use crate::clock::{instant_of, now_ms};
 use crate::metrics::{stamp_us, ShardStats};
@@ -38,6 +43,8 @@ pub type LL = Landlord<Vec<u8>>;
 pub enum Answer {
     /// The landlord's reply, durable.
     Reply(Reply),
+    /// The landlord's answer to a coordination request, durable.
+    Coord(CoordReply),
     /// The shard cannot answer here (not owned any more, or its store failed): try elsewhere.
     Unavailable(String),
 }
@@ -51,6 +58,8 @@ pub type AdminJob = Box<dyn FnOnce(&mut LL, leasehold::Millis) -> serde_json::Va
 pub enum Msg {
     /// A request to answer.
     Call(Request, oneshot::Sender<Answer>),
+    /// A coordination request to answer (now, or when what it waits for happens).
+    Coord(CoordRequest, oneshot::Sender<Answer>),
     /// An admin job; `None` comes back if the shard could not make its answer durable.
     Admin(AdminJob, oneshot::Sender<Option<serde_json::Value>>),
     /// Finish what is under way, write what is left, and stop; the landlord is handed back.
@@ -166,6 +175,8 @@ pub struct ShardHandle {
     tx: mpsc::Sender<Msg>,
     /// Its counters.
     pub stats: Arc<ShardStats>,
+    /// Its coordination gauges (as of its last batch).
+    pub coord_stats: Arc<Mutex<CoordStats>>,
 }
 
 impl ShardHandle {
@@ -173,6 +184,16 @@ impl ShardHandle {
     pub async fn call(&self, req: Request) -> Answer {
         let (done, rx) = oneshot::channel();
         if self.tx.send(Msg::Call(req, done)).await.is_err() {
+            return Answer::Unavailable(format!("shard {} stopped", self.id));
+        }
+        rx.await.unwrap_or_else(|_| Answer::Unavailable(format!("shard {} stopped", self.id)))
+    }
+
+    /// Asks the shard to answer a coordination request; the answer comes once it is durable
+    /// (after the request's wait, if it waits).
+    pub async fn coord(&self, req: CoordRequest) -> Answer {
+        let (done, rx) = oneshot::channel();
+        if self.tx.send(Msg::Coord(req, done)).await.is_err() {
             return Answer::Unavailable(format!("shard {} stopped", self.id));
         }
         rx.await.unwrap_or_else(|_| Answer::Unavailable(format!("shard {} stopped", self.id)))
@@ -212,8 +233,14 @@ pub enum Ended {
 }
 
 enum Held {
-    Reply { done: oneshot::Sender<Answer>, reply: Reply },
+    Reply { done: oneshot::Sender<Answer>, reply: Out },
     Admin { done: oneshot::Sender<Option<serde_json::Value>>, out: serde_json::Value },
+}
+
+/// A reply waiting for the store.
+enum Out {
+    Lease(Reply),
+    Coord(CoordReply),
 }
 
 struct Actor {
@@ -226,6 +253,10 @@ struct Actor {
     next_job: u64,
     in_flight: Option<(u64, Instant, u64, bool)>,
     stats: Arc<ShardStats>,
+    /// Requesters of coordination requests held waiting, by ticket.
+    waiting: HashMap<Ticket, oneshot::Sender<Answer>>,
+    coord_stats: Arc<Mutex<CoordStats>>,
+    coord_metrics: Arc<CoordMetrics>,
 }
 
 /// Starts a shard's actor and its writer, counting into `stats` (the shard's counters, which
@@ -236,8 +267,10 @@ pub fn spawn(
     planner: Planner,
     writer: impl Writer,
     stats: Arc<ShardStats>,
+    coord_metrics: Arc<CoordMetrics>,
     on_end: impl FnOnce(u64, Ended) + Send + 'static,
 ) -> ShardHandle {
+    let coord_stats = Arc::new(Mutex::new(ll.coord_stats()));
     stats.restart(ll.len() as u64, ll.journal_seq());
     let (tx, rx) = mpsc::channel(8192);
     let (jobs, mut job_rx) = mpsc::channel::<(u64, Job)>(1);
@@ -261,13 +294,19 @@ pub fn spawn(
         next_job: 1,
         in_flight: None,
         stats: stats.clone(),
+        waiting: HashMap::new(),
+        coord_stats: coord_stats.clone(),
+        coord_metrics,
     };
     tokio::spawn(async move {
         let ended = actor.run(rx).await;
         on_end(id, ended);
     });
-    ShardHandle { id, tx, stats }
+    ShardHandle { id, tx, stats, coord_stats }
 }
+
+/// How often the actor looks for waiting requesters that went away.
+const ABANDON_SCAN: Duration = Duration::from_millis(200);
 
 /// Most requests answered before the actor looks at its writer and timers again.
 const DRAIN: usize = 4096;
@@ -288,7 +327,11 @@ impl Actor {
                     stopping = Some(ack);
                 }
             }
-            let deadline = self.ll.poll_timeout().map(instant_of);
+            let mut deadline = self.ll.poll_timeout().map(instant_of);
+            if !self.waiting.is_empty() {
+                let scan = Instant::now() + ABANDON_SCAN;
+                deadline = Some(deadline.map_or(scan, |d| d.min(scan)));
+            }
             tokio::select! {
                 biased;
                 r = self.results.recv(), if self.in_flight.is_some() => {
@@ -305,6 +348,7 @@ impl Actor {
                     while let Some(m) = next.take() {
                         match m {
                             Msg::Call(req, done) => self.answer(req, done),
+                            Msg::Coord(req, done) => self.answer_coord(req, done),
                             Msg::Admin(job, done) => self.admin(job, done),
                             Msg::Stop(ack) => { stopping = Some(ack); break; }
                         }
@@ -313,10 +357,12 @@ impl Actor {
                             next = rx.try_recv().ok();
                         }
                     }
+                    self.deferred();
                     self.stats.live.store(self.ll.len() as u64, Relaxed);
                     self.stats.journal_seq.store(self.ll.journal_seq(), Relaxed);
                 }
                 _ = sleep_until(deadline) => {
+                    self.abandoned();
                     self.ll.handle_timeout(now_ms());
                     let mut n = 0;
                     while self.ll.poll_expired().is_some() {
@@ -326,6 +372,7 @@ impl Actor {
                         self.stats.expiries.fetch_add(n, Relaxed);
                         tracing::debug!(shard = self.id, expired = n, "leases expired");
                     }
+                    self.deferred();
                     self.stats.live.store(self.ll.len() as u64, Relaxed);
                     self.stats.journal_seq.store(self.ll.journal_seq(), Relaxed);
                 }
@@ -335,6 +382,11 @@ impl Actor {
 
     fn answer(&mut self, req: Request, done: oneshot::Sender<Answer>) {
         let reply = self.ll.handle_request(&req, now_ms());
+        self.hold(done, Out::Lease(reply));
+    }
+
+    /// Holds a reply until the next write has finished.
+    fn hold(&mut self, done: oneshot::Sender<Answer>, reply: Out) {
         if self.gate.is_empty() {
             self.stats.waiting_since_us.store(stamp_us(), Relaxed);
         }
@@ -347,6 +399,56 @@ impl Actor {
             self.stats.waiting_since_us.store(stamp_us(), Relaxed);
         }
         self.gate.push(self.next_job, Held::Admin { done, out });
+    }
+
+    fn answer_coord(&mut self, req: CoordRequest, done: oneshot::Sender<Answer>) {
+        match self.ll.handle_coord(&req, now_ms()) {
+            Handled::Now(reply) => self.hold(done, Out::Coord(reply)),
+            Handled::Later(t) => {
+                if matches!(req.body, leasehold::coord::CoordRequestBody::Acquire { .. }) {
+                    self.coord_metrics.waited.fetch_add(1, Relaxed);
+                }
+                self.waiting.insert(t, done);
+            }
+        }
+    }
+
+    /// Answers given later by the landlord (a resource let go, a wait that ran out, an event
+    /// for a long poll) join the replies waiting for the next write.
+    fn deferred(&mut self) {
+        while let Some((t, reply)) = self.ll.poll_deferred() {
+            match self.waiting.remove(&t) {
+                Some(done) => self.hold(done, Out::Coord(reply)),
+                None => self.undeliverable(&reply),
+            }
+        }
+        if let Ok(mut s) = self.coord_stats.lock() {
+            *s = self.ll.coord_stats();
+        }
+    }
+
+    /// Requesters that went away stop waiting (a lease must not be granted to no one).
+    fn abandoned(&mut self) {
+        let gone: Vec<Ticket> =
+            self.waiting.iter().filter(|(_, d)| d.is_closed()).map(|(t, _)| *t).collect();
+        for t in gone {
+            self.waiting.remove(&t);
+            self.ll.abandon(t);
+            self.coord_metrics.abandoned.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// A lease acquired for a requester that is gone is cancelled at once, so that the
+    /// resource does not sit idle until the lease runs out.
+    fn undeliverable(&mut self, reply: &CoordReply) {
+        if let CoordReplyBody::Acquired { cookie, .. } = reply.body {
+            let _ = self.ll.cancel(cookie, now_ms());
+            self.coord_metrics.undelivered.fetch_add(1, Relaxed);
+            tracing::debug!(
+                shard = self.id,
+                "a lease acquired for a requester that went away was cancelled"
+            );
+        }
     }
 
     /// Starts the next write, or releases what waits if nothing needs writing.
@@ -392,20 +494,30 @@ impl Actor {
     }
 
     fn release(&mut self, n: u64) {
-        let stats = &self.stats;
+        let mut lost = Vec::new();
         for held in self.gate.release(n) {
             match held {
-                Held::Reply { done, reply } => {
-                    count(stats, &reply);
+                Held::Reply { done, reply: Out::Lease(reply) } => {
+                    count(&self.stats, &reply);
                     let _ = done.send(Answer::Reply(reply));
+                }
+                Held::Reply { done, reply: Out::Coord(reply) } => {
+                    self.stats.requests.fetch_add(1, Relaxed);
+                    self.coord_metrics.count(&reply);
+                    if let Err(Answer::Coord(reply)) = done.send(Answer::Coord(reply)) {
+                        lost.push(reply);
+                    }
                 }
                 Held::Admin { done, out } => {
                     let _ = done.send(Some(out));
                 }
             }
         }
+        for reply in lost {
+            self.undeliverable(&reply);
+        }
         if self.gate.is_empty() {
-            stats.waiting_since_us.store(0, Relaxed);
+            self.stats.waiting_since_us.store(0, Relaxed);
         }
     }
 
@@ -425,10 +537,13 @@ impl Actor {
                 }
             }
         }
+        for (_, done) in self.waiting.drain() {
+            let _ = done.send(Answer::Unavailable(why.clone()));
+        }
         rx.close();
         while let Ok(m) = rx.try_recv() {
             match m {
-                Msg::Call(_, done) => {
+                Msg::Call(_, done) | Msg::Coord(_, done) => {
                     let _ = done.send(Answer::Unavailable(why.clone()));
                 }
                 Msg::Admin(_, done) => {

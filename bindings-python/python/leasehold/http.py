@@ -250,9 +250,11 @@ class Cluster:
         self._current = 0
         self._owner: Dict[int, int] = {}
 
-    def _target(self, i: int, landlord: Optional[int]) -> str:
+    def _target(self, i: int, landlord: Optional[int], endpoint: str = "lease") -> str:
         u = self._servers[i]
         path = u.path if u.path not in ("", "/") else LEASE_PATH
+        if endpoint != "lease":  # beside the lease endpoint: /x/lease -> /x/coord
+            path = path.rsplit("/", 1)[0] + "/" + endpoint
         query = [u.query] if u.query else []
         if landlord is not None:
             query.append(landlord_query(landlord))
@@ -282,71 +284,99 @@ class Cluster:
         detail = "every server failed: " + "; ".join(failures)
         return IndefiniteError(f"indefinite failure: {detail}", detail)
 
-    def _settled(self, i: int, landlord: Optional[int], url: str, response: _Response, failures: List[str]) -> Optional[bytes]:
-        """The body of an answer that carries a wire reply (remembering who answered); None,
-        noted, for anything else."""
+    def _settled(
+        self, i: int, landlord: Optional[int], url: str, response: _Response, failures: List[str], kind: str = "Reply"
+    ) -> Optional[bytes]:
+        """The body of an answer that carries a wire reply of ``kind`` (remembering who
+        answered); None, noted, for anything else."""
         status, headers, body = response
-        if status == 200 or (400 <= status < 500 and self._is_wire_reply(headers, body)):
+        if status == 200 or (400 <= status < 500 and self._is_wire_reply(headers, body, kind)):
             self._answered(i, landlord, headers)
             return body
         failures.append(f"{url}: HTTP {status}")
         return None
 
-    def _is_wire_reply(self, headers: Dict[str, str], body: bytes) -> bool:
+    def _is_wire_reply(self, headers: Dict[str, str], body: bytes, kind: str = "Reply") -> bool:
         """Whether an error status carries the landlord's reply: the request's content type
         and a body that decodes (a proxy's error page does not)."""
         if encoding_of(headers.get("content-type")) != self.encoding or (
             self.encoding == "binary" and not headers.get("content-type", "").startswith("application/octet-stream")
         ):
             return False
-        from ._native import Reply  # the native module; imported late so this module loads alone
+        from ._native import Reply, decode_message  # imported late so this module loads alone
 
         try:
-            Reply.decode(body, self.encoding)
+            if kind == "Reply":
+                Reply.decode(body, self.encoding)
+            else:
+                decode_message(kind, body, self.encoding)
         except Exception:
             return False
         return True
 
-    def post(self, data: bytes, landlord: Optional[int] = None, *, headers: Optional[Mapping[str, str]] = None) -> bytes:
+    def post(
+        self,
+        data: bytes,
+        landlord: Optional[int] = None,
+        *,
+        headers: Optional[Mapping[str, str]] = None,
+        endpoint: str = "lease",
+        kind: str = "Reply",
+        wait: float = 0.0,
+    ) -> bytes:
         """POSTs a message (for ``landlord``: a renewal or cancel; None: a grant) and returns
         the reply body; raises ``IndefiniteError`` once every server failed. ``headers`` are
         sent as well (e.g. the ``leasehold-listener`` of a discovery registration; a header
-        with a line break raises ``ValueError`` before anything is sent)."""
+        with a line break raises ``ValueError`` before anything is sent). ``endpoint``
+        ``"coord"`` sends a coordination message (``kind`` ``"CoordReply"`` comes back) to
+        ``/coord`` beside the lease endpoint; ``wait`` seconds (how long the server may hold
+        it: an acquire that waits, a long poll) are added to each attempt's time-out."""
         headers = {**self._headers, **_extra_headers(headers)}
         failures: List[str] = []
+        timeout = self.timeout + wait
         for i in self._order(landlord):
-            u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
+            u, target, url = self._servers[i], self._target(i, landlord, endpoint), self.urls[i]
             try:
-                response = _exchange(u, target, data, self.encoding, self.timeout, headers, self._ssl)
+                response = _exchange(u, target, data, self.encoding, timeout, headers, self._ssl)
                 for _ in range(MAX_REDIRECTS):
                     if (hop := _redirect(url, response)) is None:
                         break
                     u, target, url = hop
-                    response = _exchange(u, target, data, self.encoding, self.timeout, headers, self._ssl)
+                    response = _exchange(u, target, data, self.encoding, timeout, headers, self._ssl)
             except (OSError, http.client.HTTPException, ValueError) as e:
                 failures.append(f"{url}: {e!r}")
                 continue
-            if (body := self._settled(i, landlord, url, response, failures)) is not None:
+            if (body := self._settled(i, landlord, url, response, failures, kind)) is not None:
                 return body
         raise self._failed(failures)
 
-    async def apost(self, data: bytes, landlord: Optional[int] = None, *, headers: Optional[Mapping[str, str]] = None) -> bytes:
+    async def apost(
+        self,
+        data: bytes,
+        landlord: Optional[int] = None,
+        *,
+        headers: Optional[Mapping[str, str]] = None,
+        endpoint: str = "lease",
+        kind: str = "Reply",
+        wait: float = 0.0,
+    ) -> bytes:
         """As :meth:`post`, with asyncio streams (TLS for https://)."""
         headers = {**self._headers, **_extra_headers(headers)}
         failures: List[str] = []
+        timeout = self.timeout + wait
         for i in self._order(landlord):
-            u, target, url = self._servers[i], self._target(i, landlord), self.urls[i]
+            u, target, url = self._servers[i], self._target(i, landlord, endpoint), self.urls[i]
             try:
-                response = await _aexchange(u, target, data, self.encoding, self.timeout, headers, self._ssl)
+                response = await _aexchange(u, target, data, self.encoding, timeout, headers, self._ssl)
                 for _ in range(MAX_REDIRECTS):
                     if (hop := _redirect(url, response)) is None:
                         break
                     u, target, url = hop
-                    response = await _aexchange(u, target, data, self.encoding, self.timeout, headers, self._ssl)
+                    response = await _aexchange(u, target, data, self.encoding, timeout, headers, self._ssl)
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
                 failures.append(f"{url}: {e!r}")
                 continue
-            if (body := self._settled(i, landlord, url, response, failures)) is not None:
+            if (body := self._settled(i, landlord, url, response, failures, kind)) is not None:
                 return body
         raise self._failed(failures)
 

@@ -11,6 +11,7 @@
 //! | 4    | sweep     | dt, count                              | exactly `count` leases must be due   |
 //! | 5    | clock     | dt                                     | time moves on                        |
 //! | 6    | delivered | count (u32)                            | that many expired leases handed out  |
+//! | 7-10 | coordination | see `landlord::coord`               | tokens, labels, watches              |
 //!
 //! Records carry outcomes, not requests, so replay never consults the policy; it re-runs the
 //! same state changes (slot reuse, cookie generator, canonical expiry order) and checks that
@@ -89,6 +90,12 @@ impl<R> Journal<R> {
     pub(super) fn sweep(&mut self, now: Millis, count: u64) {
         let b = self.head(SWEEP, now);
         put_varint(b, count);
+        self.pending.end();
+    }
+
+    /// A record of `kind` at landlord time `now` whose body (after `dt`) `body` writes.
+    pub(super) fn coord_record(&mut self, kind: u8, now: Millis, body: impl FnOnce(&mut Vec<u8>)) {
+        body(self.head(kind, now));
         self.pending.end();
     }
 
@@ -243,19 +250,36 @@ impl<R: Durable> Landlord<R> {
                 let cookie = Cookie(r.u128()?);
                 let d = duration(&mut r)?;
                 r.finish()?;
-                let idx = self.live_slot(cookie).map_err(|_| {
-                    r.error(format!("renewal of lease {cookie}, which is not held"))
-                })?;
-                self.extend(idx, d);
+                match self.live_slot(cookie) {
+                    Ok(idx) => {
+                        self.extend(idx, d);
+                        if let Some(c) = self.coord.as_deref_mut() {
+                            let res = self.slots[idx as usize].resource.as_ref().expect("held");
+                            c.renewed(cookie, res, d);
+                        }
+                    }
+                    Err(_) if self.replay_renew_watch(cookie, d) => {}
+                    Err(_) => {
+                        return Err(r.error(format!("renewal of lease {cookie}, which is not held")))
+                    }
+                }
             }
             CANCEL => {
                 self.replay_time(j, &mut r)?;
                 let cookie = Cookie(r.u128()?);
                 r.finish()?;
-                let idx = self
-                    .live_slot(cookie)
-                    .map_err(|_| r.error(format!("cancel of lease {cookie}, which is not held")))?;
-                self.vacate(idx);
+                match self.live_slot(cookie) {
+                    Ok(idx) => {
+                        let res = self.vacate(idx);
+                        if let Some(c) = self.coord.as_deref_mut() {
+                            c.ended(cookie, &res, crate::coord::EventKind::Cancelled);
+                        }
+                    }
+                    Err(_) if self.replay_cancel_watch(cookie) => {}
+                    Err(_) => {
+                        return Err(r.error(format!("cancel of lease {cookie}, which is not held")))
+                    }
+                }
             }
             SWEEP => {
                 self.replay_time(j, &mut r)?;
@@ -280,6 +304,13 @@ impl<R: Durable> Landlord<R> {
                     )));
                 }
                 self.expired.drain(..count as usize);
+            }
+            k @ (super::coord::COORD_ON
+            | super::coord::HOLDER
+            | super::coord::WATCH
+            | super::coord::WATCH_SWEEP) => {
+                self.replay_time(j, &mut r)?;
+                self.apply_coord(k, &mut r)?;
             }
             k => return Err(r.error(format!("unknown record kind {k}"))),
         }

@@ -20,6 +20,10 @@
 //! ```
 //!
 //! A lease costs 25 bytes plus its resource (plus 4 per free slot).
+//!
+//! Version 2 is version 1 followed by the coordination section (tokens, labels, watches; see
+//! `landlord::coord`); it is written only by a landlord with coordination on, so a landlord
+//! without it writes exactly the bytes of version 1. Both are read.
 
 use std::collections::HashSet;
 
@@ -42,8 +46,13 @@ use rand_chacha::ChaCha12Rng;
 /// version 1 snapshots (leasehold 0.1.0) are refused.
 pub const SNAPSHOT_VERSION: u32 = 2;
 
-/// Version of the binary snapshot body written by this build (and the only one it reads).
+/// Version of the binary snapshot body written by this build without coordination (with
+/// coordination on it writes [`BINARY_SNAPSHOT_VERSION_COORD`]); it reads both.
 pub const BINARY_SNAPSHOT_VERSION: u16 = 1;
+
+/// Version of the binary snapshot body of a landlord with coordination on: version 1 and a
+/// coordination section.
+pub const BINARY_SNAPSHOT_VERSION_COORD: u16 = 2;
 
 /// The position of the cookie generator in a [`LandlordSnapshot`] (its key is the config's seed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -380,7 +389,14 @@ impl<R: Durable> Landlord<R> {
         for e in &self.expired {
             lease(&mut body, e.cookie, e.expiration, &e.resource);
         }
-        write_snapshot(out, KIND_LANDLORD, BINARY_SNAPSHOT_VERSION, seq, &body);
+        let version = match self.coord.as_deref() {
+            Some(c) => {
+                c.write_binary(&mut body);
+                BINARY_SNAPSHOT_VERSION_COORD
+            }
+            None => BINARY_SNAPSHOT_VERSION,
+        };
+        write_snapshot(out, KIND_LANDLORD, version, seq, &body);
         seq
     }
 
@@ -396,9 +412,11 @@ impl<R: Durable> Landlord<R> {
         if snap.kind != KIND_LANDLORD {
             return Err(bad(format!("snapshot of kind {}, not a landlord's", snap.kind)));
         }
-        if snap.version != BINARY_SNAPSHOT_VERSION {
+        if snap.version != BINARY_SNAPSHOT_VERSION && snap.version != BINARY_SNAPSHOT_VERSION_COORD
+        {
             return Err(bad(format!(
-                "binary version {}, this build reads version {BINARY_SNAPSHOT_VERSION}",
+                "binary version {}, this build reads versions {BINARY_SNAPSHOT_VERSION} and \
+                 {BINARY_SNAPSHOT_VERSION_COORD}",
                 snap.version
             )));
         }
@@ -447,9 +465,19 @@ impl<R: Durable> Landlord<R> {
         };
         let leases = leases_of(&mut r)?;
         let expired = leases_of(&mut r)?;
+        let coord = if snap.version == BINARY_SNAPSHOT_VERSION_COORD {
+            Some(super::coord::Coord::<R>::read_binary(&mut r)?)
+        } else {
+            None
+        };
         r.finish()?;
         let state = State { config, clock, journal_clock, rng, slots, free, leases, expired };
         let mut ll = Landlord::from_state(state, Box::new(policy))?;
+        if let Some(c) = coord {
+            ll.install_coord(c, R::encode, R::decode, false)?;
+            let config = crate::coord::CoordConfig::new();
+            ll.configure_coord(config);
+        }
         ll.set_journal(snap.seq, journal_clock);
         Ok(ll)
     }

@@ -1,0 +1,434 @@
+//! Coordination on the real `leasehold-server` binary (embedded file store): locks with waits,
+//! reasons and tokens (through the recipes), waiters that go away, watches by long polling that
+//! resume across a SIGKILL and restart, elections, routing, and the shard-count guard.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest, CoordRequestBody};
+use leasehold::coord::{EventKind, Events};
+use leasehold::{Cookie, Encoding, ErrorCode, LandlordId, LeaseError, Limits};
+use leasehold_client::recipes::{Lock, LockOptions};
+use leasehold_client::{ClientError, Cluster, ClusterConfig, RenewalDriver};
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(dir: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold-server"))
+            .arg("--data")
+            .arg(dir)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start leasehold-server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().rsplit(' ').next().unwrap().to_string();
+        let addr = url.trim_start_matches("http://").parse().unwrap_or_else(|_| panic!("{line:?}"));
+        Server { child, addr }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let body = out.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
+        (status, body)
+    }
+
+    fn metric(&self, name: &str) -> u64 {
+        let (_, text) = self.get("/metrics");
+        text.lines()
+            .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+            .filter(|l| l[name.len()..].starts_with(['{', ' ']))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
+            .sum()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cluster(url: &str) -> Cluster {
+    Cluster::new(ClusterConfig::new([url]).encoding(Encoding::Json)).unwrap()
+}
+
+fn driver(url: &str) -> RenewalDriver {
+    RenewalDriver::start(cluster(url), Default::default()).unwrap().0
+}
+
+async fn ask(c: &Cluster, landlord: Option<u64>, body: CoordRequestBody) -> CoordReply {
+    c.send_coord(landlord.map(LandlordId), &CoordRequest { id: 1, body }).await.unwrap()
+}
+
+fn held(r: Result<Lock, ClientError>) -> String {
+    match r {
+        Err(ClientError::Lease(LeaseError::LeaseDenied(why))) => why,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn acquire(resource: &str, ms: i64, wait: i64) -> CoordRequestBody {
+    CoordRequestBody::Acquire {
+        resource: resource.as_bytes().to_vec(),
+        duration: ms,
+        wait,
+        holder: b"test".to_vec(),
+    }
+}
+
+fn events(r: &CoordReply) -> &Events {
+    match &r.body {
+        CoordReplyBody::Events(e) => e,
+        b => panic!("not events: {b:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_deny_with_a_reason_wait_in_line_and_grow_their_tokens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--shards", "3", "--exclusive-prefix", "locks/"]);
+    let url = s.url();
+    let d = driver(&url);
+    let a = d.lock("locks/db", &LockOptions::default()).await.unwrap();
+    assert!(a.is_held().await);
+    assert!(a.safe_for().await > Duration::from_secs(8), "{:?}", a.safe_for().await);
+    let why = held(d.lock("locks/db", &LockOptions::default()).await);
+    assert!(why.contains("free in at most"), "{why}");
+    // The same denial over HTTP is a 409 with the wire reply in the body.
+    let req = CoordRequest { id: 1, body: acquire("locks/db", 1000, 0) }.encode(Encoding::Json);
+    let (status, body) = post(s.addr, "/coord", &req);
+    assert_eq!(status, 409, "{body}");
+    let r = CoordReply::decode(body.as_bytes(), Encoding::Json, &Limits::default()).unwrap();
+    assert!(
+        matches!(r.body, CoordReplyBody::Error(ref e) if e.error_code() == Some(ErrorCode::LeaseDenied))
+    );
+    // Another resource is another lock (maybe in another shard, with its own tokens).
+    let other = d.lock("locks/other", &LockOptions::default()).await.unwrap();
+    // A waiter gets it the moment the holder lets go.
+    let waiter = {
+        let d = driver(&url);
+        tokio::spawn(async move {
+            let opts =
+                LockOptions { wait: Some(Duration::from_secs(20)), ..LockOptions::default() };
+            let t = Instant::now();
+            let l = d.lock("locks/db", &opts).await.unwrap();
+            (l, t.elapsed(), d)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let released = Instant::now();
+    let first = a.token();
+    a.release().await.unwrap();
+    let (b, waited, _waiter_driver) = waiter.await.unwrap();
+    assert!(waited >= Duration::from_millis(400), "it waited {waited:?}");
+    assert!(
+        released.elapsed() < Duration::from_secs(3),
+        "granted {:?} after the release",
+        released.elapsed()
+    );
+    assert!(b.token() > first);
+    assert!(s.metric("leasehold_acquire_waited_total") >= 1);
+    assert!(s.metric("leasehold_fencing_token") >= 2);
+    // Dropping the lock releases it (in the background, while its driver runs).
+    drop(b);
+    let opts = LockOptions { wait: Some(Duration::from_secs(5)), ..LockOptions::default() };
+    let c = d.lock("locks/db", &opts).await.unwrap();
+    c.release().await.unwrap();
+    other.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_goes_away_is_granted_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let url = s.url();
+    let d = driver(&url);
+    let a = d.lock("locks/x", &LockOptions::default()).await.unwrap();
+    // A waiting acquire whose client hangs up.
+    {
+        let req =
+            CoordRequest { id: 1, body: acquire("locks/x", 60_000, 30_000) }.encode(Encoding::Json);
+        let mut sock = TcpStream::connect(s.addr).unwrap();
+        write!(
+            sock,
+            "POST /coord HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            req.len()
+        )
+        .unwrap();
+        sock.write_all(&req).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    a.release().await.unwrap();
+    // Nobody holds it now: a lease granted to the hung-up waiter would block this for 60 s.
+    let t = Instant::now();
+    let opts = LockOptions { wait: Some(Duration::from_secs(5)), ..LockOptions::default() };
+    let b = d.lock("locks/x", &opts).await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(
+        s.metric("leasehold_waits_abandoned_total")
+            + s.metric("leasehold_acquired_undelivered_total"),
+        1
+    );
+    b.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_tokens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["--shards", "2", "--exclusive-prefix", "locks/", "--colocate", "locks/"];
+    let s = Server::start(tmp.path(), &args);
+    let c = cluster(&s.url());
+    let w = ask(
+        &c,
+        None,
+        CoordRequestBody::Watch {
+            resource: b"locks/".to_vec(),
+            prefix: true,
+            renewals: false,
+            duration: 60_000,
+            handback: b"hb".to_vec(),
+        },
+    )
+    .await;
+    let landlord = w.landlord.0;
+    let CoordReplyBody::Watching { cookie, event_id, sequence: 0, .. } = w.body else {
+        panic!("{w:?}")
+    };
+    // A long poll answered by the grant it waited for.
+    let poller = {
+        let url = s.url();
+        std::thread::spawn(move || {
+            let (status, body) = get(
+                &url,
+                &format!(
+                    "/watch?landlord={}&cookie={cookie}&since=0&wait_ms=10000",
+                    LandlordId(landlord)
+                ),
+            );
+            assert_eq!(status, 200, "{body}");
+            CoordReply::decode(body.as_bytes(), Encoding::Json, &Limits::default()).unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let granted = ask(&c, None, acquire("locks/a", 1_500, 0)).await;
+    let first = granted.acquired().unwrap();
+    assert_eq!(granted.landlord.0, landlord, "locks/ is colocated with its watch");
+    let polled = poller.join().unwrap();
+    let e = events(&polled);
+    assert_eq!((e.event_id, e.handback.as_slice(), e.last), (event_id, &b"hb"[..], 1));
+    assert_eq!((e.events[0].kind, e.events[0].token), (EventKind::Granted, first.token));
+    // SIGKILL, restart on the same directory: the watch, its events and the tokens are back.
+    s.kill();
+    let s = Server::start(tmp.path(), &args);
+    let c = cluster(&s.url());
+    let poll = |since: u64, wait: i64| {
+        let c = c.clone();
+        async move {
+            ask(&c, Some(landlord), CoordRequestBody::Poll { cookie, since, wait, max: 0 }).await
+        }
+    };
+    let again = poll(0, 0).await;
+    assert_eq!(events(&again).events, e.events);
+    // The lease expires (its time counts from the restart): the watcher hears it, in order.
+    let r = poll(1, 5_000).await;
+    let e2 = events(&r);
+    assert_eq!(e2.events.len(), 1, "{e2:?}");
+    assert_eq!(
+        (e2.events[0].sequence, e2.events[0].kind, e2.events[0].token),
+        (2, EventKind::Expired, first.token)
+    );
+    let next = ask(&c, None, acquire("locks/a", 60_000, 0)).await.acquired().unwrap();
+    assert!(next.token > first.token);
+    assert_eq!(events(&poll(2, 0).await).events[0].token, next.token);
+    // A number the watch never issued is refused; a cookie that is no watch is unknown.
+    let r = poll(99, 0).await;
+    assert!(
+        matches!(r.body, CoordReplyBody::Error(ref e) if e.error_code() == Some(ErrorCode::InvalidArgument))
+    );
+    let r = ask(
+        &c,
+        Some(landlord),
+        CoordRequestBody::Poll { cookie: Cookie(7), since: 0, wait: 0, max: 0 },
+    )
+    .await;
+    assert!(
+        matches!(r.body, CoordReplyBody::Error(ref e) if e.error_code() == Some(ErrorCode::UnknownLease))
+    );
+    assert!(s.metric("leasehold_polls_total") >= 3);
+    assert_eq!(s.metric("leasehold_watches"), 1);
+}
+
+fn post(addr: SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn get(url: &str, path: &str) -> (u16, String) {
+    let addr: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_election_has_one_leader_and_observers_follow_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--shards", "2", "--exclusive-prefix", "elect/"]);
+    let url = s.url();
+    let d = driver(&url);
+    let mut observer = d.observe("elect/db", 10_000).await.unwrap();
+    assert_eq!(observer.leader(), None);
+    let a = d.elect("elect/db", "node-a", 10_000, Some(Duration::from_secs(5))).await.unwrap();
+    assert!(a.is_leader().await);
+    let seen = observer.next(Duration::from_secs(5)).await.unwrap().expect("a change");
+    assert_eq!(
+        seen.as_ref().map(|l| (l.token, l.value.as_slice())),
+        Some((a.token(), &b"node-a"[..]))
+    );
+    let b = {
+        let d = driver(&url);
+        tokio::spawn(async move { d.elect("elect/db", "node-b", 10_000, None).await.unwrap() })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let first = a.token();
+    a.resign().await.unwrap();
+    // The observer sees the old leader go and the new one come, in order.
+    let mut changes = Vec::new();
+    let t = Instant::now();
+    while changes.last().is_none_or(|c: &Option<Vec<u8>>| c.is_none())
+        && t.elapsed() < Duration::from_secs(10)
+    {
+        if let Some(c) = observer.next(Duration::from_secs(5)).await.unwrap() {
+            changes.push(c.map(|l| l.value));
+        }
+    }
+    assert_eq!(changes.last().unwrap().as_deref(), Some(&b"node-b"[..]), "{changes:?}");
+    let b = b.await.unwrap();
+    assert!(b.token() > first);
+    assert_eq!(observer.leader().unwrap().token, b.token());
+    b.resign().await.unwrap();
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routing_keeps_a_prefix_watch_in_one_shard_or_says_why_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--shards", "4", "--colocate", "svc/"]);
+    let c = cluster(&s.url());
+    let watch = |r: &str| {
+        let body = CoordRequestBody::Watch {
+            resource: r.as_bytes().to_vec(),
+            prefix: true,
+            renewals: false,
+            duration: 10_000,
+            handback: vec![],
+        };
+        let c = c.clone();
+        async move { ask(&c, None, body).await }
+    };
+    let r = watch("x/").await;
+    match r.body {
+        CoordReplyBody::Error(e) => {
+            assert_eq!(e.error_code(), Some(ErrorCode::InvalidArgument));
+            assert!(e.message.contains("colocate"), "{}", e.message);
+        }
+        b => panic!("{b:?}"),
+    }
+    let w = watch("svc/web/").await;
+    let CoordReplyBody::Watching { cookie, .. } = w.body else { panic!("{w:?}") };
+    // Plain grants under svc/ land in the watch's shard, whatever their names.
+    for i in 0..8 {
+        let req = leasehold::holder::grant_request(i, format!("svc/web/{i}").into_bytes(), 10_000);
+        let reply = c.send(None, &req).await.unwrap();
+        assert_eq!(reply.landlord, w.landlord);
+    }
+    let r =
+        ask(&c, Some(w.landlord.0), CoordRequestBody::Poll { cookie, since: 0, wait: 0, max: 0 })
+            .await;
+    assert_eq!(events(&r).events.len(), 8);
+    assert!(events(&r).events.iter().all(|e| e.kind == EventKind::Granted));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_file_refuses_a_holder_whose_lease_ended_while_it_was_paused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let url = s.url();
+    let file = leasehold_examples::fenced::FencedFile::new(tmp.path().join("report.log"));
+    let c = cluster(&url);
+    // A takes the lock with a short lease it will not renew (it is about to be paused).
+    let a = ask(&c, None, acquire("locks/report", 400, 0)).await.acquired().unwrap();
+    file.append(a.token, "a 1\n").unwrap().unwrap();
+    // A is paused past its lease; B gets the lock and writes.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let opts = LockOptions { wait: Some(Duration::from_secs(5)), ..LockOptions::default() };
+    let b = driver(&url).lock("locks/report", &opts).await.unwrap();
+    assert!(b.token() > a.token);
+    file.append(b.token(), "b 1\n").unwrap().unwrap();
+    // A wakes up believing in its lock: the file refuses it.
+    let refused = file.append(a.token, "a 2\n").unwrap().unwrap_err();
+    assert_eq!((refused.token, refused.highest), (a.token, b.token()));
+    file.append(b.token(), "b 2\n").unwrap().unwrap();
+    let text = std::fs::read_to_string(tmp.path().join("report.log")).unwrap();
+    assert_eq!(text, "a 1\nb 1\nb 2\n");
+    assert_eq!(file.fence().unwrap().highest(), b.token());
+    b.release().await.unwrap();
+}
+
+#[test]
+fn a_store_is_never_opened_with_another_number_of_shards() {
+    let tmp = tempfile::tempdir().unwrap();
+    Server::start(tmp.path(), &["--shards", "2"]).kill();
+    let out = Command::new(env!("CARGO_BIN_EXE_leasehold-server"))
+        .arg("--data")
+        .arg(tmp.path())
+        .args(["--listen", "127.0.0.1:0", "--shards", "3"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("was made with 2 shards, not 3"), "{err}");
+    Server::start(tmp.path(), &["--shards", "2"]).kill();
+}
