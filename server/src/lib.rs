@@ -442,6 +442,7 @@ impl App {
     /// Forwards a request for `path` (`/lease`, `/coord`) to the owner of `shard`, waiting up
     /// to `--forward-timeout-ms` plus `held` (the time the owner may hold the request: an
     /// acquire's wait, a long poll's) for its answer; `None` if there is nowhere to send it.
+    #[allow(clippy::too_many_arguments)] // what a forward carries, each distinct
     pub async fn forward_to(
         &self,
         path: &str,

@@ -1451,6 +1451,7 @@ impl Cluster {
     /// owner that does not answer within `--forward-timeout-ms` gets a 503 with `Retry-After`,
     /// and is skipped (503 at once) until the next ownership round shows a change, or for at
     /// least a second.
+    #[allow(clippy::too_many_arguments)] // what a forward carries, each distinct
     pub async fn forward(
         &self,
         path: &str,
