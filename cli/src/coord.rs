@@ -642,6 +642,13 @@ pub async fn watch<C: Connect + Clone + Send + Sync + 'static>(
         w = register(&driver, &selector, prefix, renewals, lease_ms, &lines) => w?,
         _ = signals.recv() => return Ok(Outcome::Exit(0)),
     };
+    eprintln!(
+        "leasehold: watching {}{} at landlord {} (events after {}) until Ctrl-C",
+        if prefix { "every resource under " } else { "" },
+        leasehold::coord::show(&selector),
+        w.lease.landlord(),
+        w.last
+    );
     let mut unavailable = false;
     loop {
         let poll = CoordRequest {
