@@ -171,7 +171,6 @@ pub async fn lock<C: Connect + Clone + Send + Sync + 'static>(
 }
 
 /// `leasehold elect NAME --value V [--wait-ms N] [--duration-ms N] [-- COMMAND ...]`.
-#[allow(clippy::too_many_arguments)]
 pub async fn elect<C: Connect + Clone + Send + Sync + 'static>(
     c: Cluster<C>,
     name: String,
@@ -234,7 +233,11 @@ pub async fn elect<C: Connect + Clone + Send + Sync + 'static>(
 fn held_fail(name: &str, e: ClientError) -> Fail {
     match e {
         ClientError::Lease(LeaseError::LeaseDenied(why)) => {
-            Fail::No(format!("{name:?} not acquired: {why}"))
+            if why.contains(&format!("{name:?}")) {
+                Fail::No(format!("not acquired: {why}"))
+            } else {
+                Fail::No(format!("{name:?} not acquired: {why}"))
+            }
         }
         e => client_fail(e),
     }
@@ -381,7 +384,6 @@ fn exit_code(status: std::process::ExitStatus) -> u8 {
 }
 
 /// Prints what is held, then runs the command (or holds until SIGINT/SIGTERM), then releases.
-#[allow(clippy::too_many_arguments)]
 async fn hold_and_run<C: Connect + Clone + Send + Sync + 'static>(
     driver: &RenewalDriver<C>,
     events: mpsc::UnboundedReceiver<RenewalEvent>,

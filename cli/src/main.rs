@@ -124,7 +124,7 @@ struct Access {
 
 #[derive(Debug, Subcommand)]
 enum Top {
-    /// Grant, renew, cancel, look up, list and revoke leases.
+    /// Grant, renew, cancel, watch, look up, list and revoke leases.
     #[command(subcommand)]
     Lease(LeaseCmd),
     /// Takes a lock (an exclusive resource) with a fencing token; runs a command while it is
