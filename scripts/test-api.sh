@@ -143,6 +143,12 @@ for _ in $(seq 1 100); do
   n=$(pg_sql "SELECT count(*) FROM leasehold_shards WHERE lease_until > now()" 2>/dev/null || echo 0)
   [ "$n" = 4 ] && break; sleep 0.1
 done
+# Each server takes its share (2 of 4) before the CLI runs: a share moving later answers 503 for
+# a moment (the CLI's --retry-ms rides that out, but the test should not depend on it).
+for _ in $(seq 1 100); do
+  n=$(pg_sql "SELECT count(*) FROM (SELECT owner_url FROM leasehold_shards WHERE lease_until > now() GROUP BY owner_url HAVING count(*) = 2) t" 2>/dev/null || echo 0)
+  [ "$n" = 2 ] && break; sleep 0.1
+done
 # Owned is not yet served (an owner restores first): wait for both servers' /readyz, which is 200
 # once every shard is served by someone.
 for u in "$U1" "$U2"; do
