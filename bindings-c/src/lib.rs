@@ -12,14 +12,13 @@
 //! converts the answer.
 
 pub mod common;
-pub mod discovery;
-pub mod discovery_wire;
 pub mod error;
 pub mod event;
 pub mod handle;
 pub mod holder;
 pub mod landlord;
 pub mod lease;
+pub mod machine;
 pub mod policy;
 pub mod sansio;
 pub mod service;
@@ -42,12 +41,9 @@ fn threading_contract() {
     movable::<service::leasehold_renewal_service>();
     movable::<event::leasehold_gap_tracker>();
     movable::<event::leasehold_event_table>();
-    movable::<discovery::leasehold_discovery_config>();
-    movable::<discovery::leasehold_discovery_service>();
+    movable::<machine::leasehold_machine>();
     shareable::<store::leasehold_shared_landlord>();
     shareable::<policy::leasehold_policy>();
     shareable::<wire::leasehold_request>();
     shareable::<wire::leasehold_reply>();
-    shareable::<discovery_wire::leasehold_discovery_request>();
-    shareable::<discovery_wire::leasehold_discovery_reply>();
 }
