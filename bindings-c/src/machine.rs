@@ -38,11 +38,11 @@ pub(crate) trait Part: Send {
     fn name(&self) -> &'static str;
     fn journal(&self) -> &dyn Journal;
     fn journal_mut(&mut self) -> &mut dyn Journal;
-    fn handle(&mut self, input: &[u8], now: Millis) -> Res<Value>;
+    fn handle(&mut self, input: &[u8], now: Millis) -> Res<String>;
     fn poll_timeout(&self) -> Option<Millis>;
     fn handle_timeout(&mut self, now: Millis);
-    fn poll_transmit(&mut self, now: Millis) -> Res<Option<Value>>;
-    fn poll_event(&mut self, now: Millis) -> Res<Option<Value>>;
+    fn poll_transmit(&mut self, now: Millis) -> Res<Option<String>>;
+    fn poll_event(&mut self, now: Millis) -> Res<Option<String>>;
     fn snapshot(&mut self, now: Millis) -> String;
     fn reconfigure(&mut self, options: Value) -> Res;
     fn held(&self) -> usize;
@@ -53,8 +53,8 @@ fn form(what: &str, e: serde_json::Error) -> Fail {
     Fail::invalid(format!("{what}: {e}"))
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> Res<Value> {
-    serde_json::to_value(v).map_err(|e| Fail::invalid(format!("writing the answer: {e}")))
+fn to_json<T: serde::Serialize>(v: &T) -> Res<String> {
+    serde_json::to_string(v).map_err(|e| Fail::invalid(format!("writing the answer: {e}")))
 }
 
 /// [`Journaled`] without its snapshot kind: the object-safe part.
@@ -94,9 +94,9 @@ impl<M: Stored + Send> Part for M {
     fn journal_mut(&mut self) -> &mut dyn Journal {
         self
     }
-    fn handle(&mut self, input: &[u8], now: Millis) -> Res<Value> {
+    fn handle(&mut self, input: &[u8], now: Millis) -> Res<String> {
         let input = serde_json::from_slice(input).map_err(|e| form("input", e))?;
-        to_value(&Machine::handle(self, input, now)?)
+        to_json(&Machine::handle(self, input, now)?)
     }
     fn poll_timeout(&self) -> Option<Millis> {
         Machine::poll_timeout(self)
@@ -104,11 +104,11 @@ impl<M: Stored + Send> Part for M {
     fn handle_timeout(&mut self, now: Millis) {
         Machine::handle_timeout(self, now)
     }
-    fn poll_transmit(&mut self, now: Millis) -> Res<Option<Value>> {
-        Machine::poll_transmit(self, now).map(|t| to_value(&t)).transpose()
+    fn poll_transmit(&mut self, now: Millis) -> Res<Option<String>> {
+        Machine::poll_transmit(self, now).map(|t| to_json(&t)).transpose()
     }
-    fn poll_event(&mut self, now: Millis) -> Res<Option<Value>> {
-        Machine::poll_event(self, now).map(|e| to_value(&e)).transpose()
+    fn poll_event(&mut self, now: Millis) -> Res<Option<String>> {
+        Machine::poll_event(self, now).map(|e| to_json(&e)).transpose()
     }
     fn snapshot(&mut self, now: Millis) -> String {
         Machine::snapshot(self, now)
@@ -333,8 +333,8 @@ pub unsafe extern "C" fn leasehold_machine_kind(
 ///
 /// # Safety
 /// `out` is writable.
-unsafe fn give_json(v: &Value, out: Out<*mut c_char>) -> Res {
-    unsafe { out.write(c_string(v.to_string())?) };
+unsafe fn give_json(v: String, out: Out<*mut c_char>) -> Res {
+    unsafe { out.write(c_string(v)?) };
     Ok(())
 }
 
@@ -367,7 +367,7 @@ pub unsafe extern "C" fn leasehold_machine_handle(
         }
         let input = unsafe { text(input, input_len, "input") }?.as_bytes();
         let v = unsafe { write(machine, |s| s.part.0.handle(input, now)) }?;
-        unsafe { give_json(&v, out) }
+        unsafe { give_json(v, out) }
     })
 }
 
@@ -407,9 +407,9 @@ pub unsafe extern "C" fn leasehold_machine_serve(
         });
         let input = serde_json::to_vec(&input).map_err(|e| form("input", e))?;
         let v = unsafe { write(machine, |s| s.part.0.handle(&input, now)) }?;
-        let bytes = match serde_json::from_value::<Vec<u8>>(v.clone()) {
+        let bytes = match serde_json::from_str::<Vec<u8>>(&v) {
             Ok(b) => b,
-            Err(_) => v.to_string().into_bytes(),
+            Err(_) => v.into_bytes(),
         };
         unsafe { give_bytes(bytes, d, n) };
         Ok(())
@@ -459,12 +459,12 @@ unsafe fn poll_json(
     machine: *mut Mach,
     out_found: *mut bool,
     out_json: *mut *mut c_char,
-    f: impl FnOnce(&mut dyn Part) -> Res<Option<Value>>,
+    f: impl FnOnce(&mut dyn Part) -> Res<Option<String>>,
 ) -> leasehold_status {
     guard(|| {
         let out = Maybe::new(out_found, "out_found", out_json, "out_json")?;
         let v = unsafe { write(machine, |s| f(&mut *s.part.0)) }?;
-        let text = v.map(|v| c_string(v.to_string())).transpose()?;
+        let text = v.map(c_string).transpose()?;
         unsafe { out.write(text) };
         Ok(())
     })
