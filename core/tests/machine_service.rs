@@ -70,6 +70,8 @@ fn a_set_renews_its_lease_through_data_and_reports_failure_as_an_event() {
             .unwrap();
     assert_eq!(r["source"]["object"], json!(1));
     assert_eq!(call(&mut s, json!({"op": "registrations", "set": 1}), 0).unwrap(), json!([r]));
+    let stats = call(&mut s, json!({"op": "stats"}), 0).unwrap();
+    assert_eq!(stats["leases_renewed"], json!(0));
 
     // The renewal goes out as bytes; the landlord's reply comes back as bytes.
     let due = Machine::poll_timeout(&s).unwrap();

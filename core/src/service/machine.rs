@@ -161,6 +161,8 @@ pub enum ServiceInput {
         /// The set.
         set: SetId,
     },
+    /// The renewal counters of the service's renewal manager ([`crate::holder::RenewalStats`]).
+    Stats,
     /// A request about set leases, encoded: answers the encoded reply
     /// ([`RenewalService::handle_bytes`]).
     Serve {
@@ -225,6 +227,8 @@ pub enum ServiceOutput {
     Id(LandlordId),
     /// A lease policy.
     Policy(PolicySpec),
+    /// Renewal counters.
+    Stats(crate::holder::RenewalStats),
     /// An encoded reply.
     Bytes(#[serde(with = "machine::bytes")] Vec<u8>),
 }
@@ -390,6 +394,7 @@ impl Machine for RenewalService {
             }
             I::UnknownEvent { event_id } => O::Flag(self.unknown_event(event_id)),
             I::Registrations { set } => O::Registrations(self.registrations(set, now)?),
+            I::Stats => O::Stats(self.manager().stats()),
             I::Serve { message, encoding } => O::Bytes(self.handle_bytes(&message, encoding, now)),
             I::Reply { message, encoding } => {
                 self.handle_reply(&Reply::decode(&message, encoding, &REPLY_LIMITS)?, now);
@@ -408,7 +413,7 @@ impl Machine for RenewalService {
 
     fn leaves(input: &ServiceInput) -> bool {
         use ServiceInput as I;
-        !matches!(input, I::Id | I::SetPolicy | I::Reply { .. } | I::Failure { .. })
+        !matches!(input, I::Id | I::SetPolicy | I::Stats | I::Reply { .. } | I::Failure { .. })
     }
 
     fn poll_timeout(&self) -> Option<Millis> {
