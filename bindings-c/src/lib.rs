@@ -21,7 +21,6 @@ pub mod lease;
 pub mod machine;
 pub mod policy;
 pub mod sansio;
-pub mod service;
 pub mod store;
 pub mod wire;
 
@@ -37,8 +36,6 @@ fn threading_contract() {
     movable::<landlord::leasehold_landlord_config>();
     movable::<holder::leasehold_lease_map>();
     movable::<holder::leasehold_renewal_manager>();
-    movable::<service::leasehold_service_config>();
-    movable::<service::leasehold_renewal_service>();
     movable::<event::leasehold_gap_tracker>();
     movable::<event::leasehold_event_table>();
     movable::<machine::leasehold_machine>();

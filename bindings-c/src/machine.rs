@@ -20,6 +20,7 @@ use leasehold_core::discovery::wire::{DiscoveryReply, DiscoveryRequest, EventRep
 use leasehold_core::discovery::{Announcement, DiscoveryService, RemoteDiscoveryEvent};
 use leasehold_core::journal::{Journaled, Recovered};
 use leasehold_core::machine::{self, Machine, Message, Stored};
+use leasehold_core::service::RenewalService;
 use leasehold_core::store::StoreConfig;
 use leasehold_core::{Encoding, LeaseError, Limits, Millis, Reply, Request};
 use serde_json::Value;
@@ -33,11 +34,11 @@ use crate::store::{self, leasehold_recovery, leasehold_store_file, leasehold_sto
 // ---------- one object-safe face for every part ----------
 
 /// What the generic layer needs of a part, object-safe: the [`Machine`] calls with their data
-/// converted to and from JSON, and the journal of a [`Stored`] part.
+/// converted to and from JSON, and the journal of a [`Stored`] part (none in memory).
 pub(crate) trait Part: Send {
     fn name(&self) -> &'static str;
-    fn journal(&self) -> &dyn Journal;
-    fn journal_mut(&mut self) -> &mut dyn Journal;
+    fn journal(&self) -> Option<&dyn Journal>;
+    fn journal_mut(&mut self) -> Option<&mut dyn Journal>;
     fn handle(&mut self, input: &[u8], now: Millis) -> Res<String>;
     fn poll_timeout(&self) -> Option<Millis>;
     fn handle_timeout(&mut self, now: Millis);
@@ -84,41 +85,98 @@ impl<J: Journaled> Journal for J {
     }
 }
 
-impl<M: Stored + Send> Part for M {
-    fn name(&self) -> &'static str {
-        M::NAME
+/// A core part as the generic layer holds it: [`Durable`] for a [`Stored`] part (it may be kept
+/// in a store), [`InMemory`] for any other [`Machine`].
+pub(crate) trait Held: Send {
+    type M: Machine;
+    fn m(&self) -> &Self::M;
+    fn m_mut(&mut self) -> &mut Self::M;
+    fn journal(&self) -> Option<&dyn Journal> {
+        None
     }
-    fn journal(&self) -> &dyn Journal {
-        self
+    fn journal_mut(&mut self) -> Option<&mut dyn Journal> {
+        None
     }
-    fn journal_mut(&mut self) -> &mut dyn Journal {
-        self
+    fn reconfigure(&mut self, _options: Value) -> Res {
+        Ok(())
     }
-    fn handle(&mut self, input: &[u8], now: Millis) -> Res<String> {
-        let input = serde_json::from_slice(input).map_err(|e| form("input", e))?;
-        to_json(&Machine::handle(self, input, now)?)
+    fn held(&self) -> usize {
+        0
     }
-    fn poll_timeout(&self) -> Option<Millis> {
-        Machine::poll_timeout(self)
+}
+
+/// A [`Stored`] part.
+pub(crate) struct Durable<M>(M);
+/// A part with no store form.
+pub(crate) struct InMemory<M>(M);
+
+impl<M: Stored + Send> Held for Durable<M> {
+    type M = M;
+    fn m(&self) -> &M {
+        &self.0
     }
-    fn handle_timeout(&mut self, now: Millis) {
-        Machine::handle_timeout(self, now)
+    fn m_mut(&mut self) -> &mut M {
+        &mut self.0
     }
-    fn poll_transmit(&mut self, now: Millis) -> Res<Option<String>> {
-        Machine::poll_transmit(self, now).map(|t| to_json(&t)).transpose()
+    fn journal(&self) -> Option<&dyn Journal> {
+        Some(&self.0)
     }
-    fn poll_event(&mut self, now: Millis) -> Res<Option<String>> {
-        Machine::poll_event(self, now).map(|e| to_json(&e)).transpose()
-    }
-    fn snapshot(&mut self, now: Millis) -> String {
-        Machine::snapshot(self, now)
+    fn journal_mut(&mut self) -> Option<&mut dyn Journal> {
+        Some(&mut self.0)
     }
     fn reconfigure(&mut self, options: Value) -> Res {
         let o = serde_json::from_value(options).map_err(|e| form("options", e))?;
-        Ok(Stored::reconfigure(self, o)?)
+        Ok(Stored::reconfigure(&mut self.0, o)?)
     }
     fn held(&self) -> usize {
-        Stored::held(self)
+        Stored::held(&self.0)
+    }
+}
+
+impl<M: Machine + Send> Held for InMemory<M> {
+    type M = M;
+    fn m(&self) -> &M {
+        &self.0
+    }
+    fn m_mut(&mut self) -> &mut M {
+        &mut self.0
+    }
+}
+
+impl<H: Held> Part for H {
+    fn name(&self) -> &'static str {
+        H::M::NAME
+    }
+    fn journal(&self) -> Option<&dyn Journal> {
+        Held::journal(self)
+    }
+    fn journal_mut(&mut self) -> Option<&mut dyn Journal> {
+        Held::journal_mut(self)
+    }
+    fn handle(&mut self, input: &[u8], now: Millis) -> Res<String> {
+        let input = serde_json::from_slice(input).map_err(|e| form("input", e))?;
+        to_json(&self.m_mut().handle(input, now)?)
+    }
+    fn poll_timeout(&self) -> Option<Millis> {
+        self.m().poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Millis) {
+        self.m_mut().handle_timeout(now)
+    }
+    fn poll_transmit(&mut self, now: Millis) -> Res<Option<String>> {
+        self.m_mut().poll_transmit(now).map(|t| to_json(&t)).transpose()
+    }
+    fn poll_event(&mut self, now: Millis) -> Res<Option<String>> {
+        self.m_mut().poll_event(now).map(|e| to_json(&e)).transpose()
+    }
+    fn snapshot(&mut self, now: Millis) -> String {
+        self.m_mut().snapshot(now)
+    }
+    fn reconfigure(&mut self, options: Value) -> Res {
+        Held::reconfigure(self, options)
+    }
+    fn held(&self) -> usize {
+        Held::held(self)
     }
 }
 
@@ -126,22 +184,29 @@ impl<M: Stored + Send> Part for M {
 /// `KIND` is unused: the part's own snapshot bytes carry its kind.
 pub(crate) struct Boxed(Box<dyn Part>);
 
+impl Boxed {
+    /// The journal of a part kept in a store (only a [`Stored`] part is: see [`Kind`]).
+    fn journal(&mut self) -> &mut dyn Journal {
+        self.0.journal_mut().expect("only a stored part is kept in a store")
+    }
+}
+
 impl Journaled for Boxed {
     const KIND: u16 = 0;
     fn journal_seq(&self) -> u64 {
-        self.0.journal().seq()
+        self.0.journal().map_or(0, |j| j.seq())
     }
     fn take_journal(&mut self, out: &mut Vec<u8>) -> Option<std::ops::Range<u64>> {
-        self.0.journal_mut().take(out)
+        self.0.journal_mut()?.take(out)
     }
     fn snapshot_bytes(&mut self, out: &mut Vec<u8>) -> u64 {
-        self.0.journal_mut().snapshot_bytes(out)
+        self.journal().snapshot_bytes(out)
     }
     fn replay_segments(&mut self, segments: &[&[u8]]) -> leasehold_core::Result<Recovered> {
-        self.0.journal_mut().replay(segments)
+        self.journal().replay(segments)
     }
     fn resume(&mut self, now: Millis) {
-        self.0.journal_mut().resume(now)
+        self.journal().resume(now)
     }
 }
 
@@ -156,7 +221,8 @@ struct Kind {
     c_name: &'static CStr,
     create: fn(Value, [u8; 32]) -> Res<Box<dyn Part>>,
     restore: fn(Value, &str, Millis) -> Res<Box<dyn Part>>,
-    from_store: FromStore,
+    /// `None` for a part with no store form.
+    from_store: Option<FromStore>,
 }
 
 fn options<M: Machine>(o: Value) -> Res<M::Options> {
@@ -168,19 +234,32 @@ impl Kind {
         Kind {
             name: M::NAME,
             c_name,
-            create: |o, seed| Ok(Box::new(M::create(options::<M>(o)?, seed)?)),
-            restore: |o, snap, now| Ok(Box::new(M::restore(options::<M>(o)?, snap, now)?)),
-            from_store: |snap, o, seed| {
+            create: |o, seed| Ok(Box::new(Durable(M::create(options::<M>(o)?, seed)?))),
+            restore: |o, s, now| Ok(Box::new(Durable(M::restore(options::<M>(o)?, s, now)?))),
+            from_store: Some(|snap, o, seed| {
                 let o = serde_json::from_value(o)
                     .map_err(|e| LeaseError::InvalidArgument(format!("options: {e}")))?;
-                Ok(Box::new(M::from_store(snap, o, seed)?))
-            },
+                Ok(Box::new(Durable(M::from_store(snap, o, seed)?)))
+            }),
+        }
+    }
+
+    const fn in_memory<M: Machine + Send + 'static>(c_name: &'static CStr) -> Kind {
+        Kind {
+            name: M::NAME,
+            c_name,
+            create: |o, seed| Ok(Box::new(InMemory(M::create(options::<M>(o)?, seed)?))),
+            restore: |o, s, now| Ok(Box::new(InMemory(M::restore(options::<M>(o)?, s, now)?))),
+            from_store: None,
         }
     }
 }
 
 /// Every kind of part a `leasehold_machine` can be: one line per part.
-const KINDS: &[Kind] = &[Kind::of::<DiscoveryService>(c"DiscoveryService")];
+const KINDS: &[Kind] = &[
+    Kind::of::<DiscoveryService>(c"DiscoveryService"),
+    Kind::in_memory::<RenewalService>(c"RenewalService"),
+];
 
 /// The kind named by the NUL-terminated `kind`.
 ///
@@ -371,21 +450,25 @@ pub unsafe extern "C" fn leasehold_machine_handle(
     })
 }
 
-/// Answers one wire message of `protocol` (NUL-terminated: `"lease"` for the lease protocol,
-/// `"discovery"` for the discovery protocol, `"event_reply"` for a listener's answer to an
-/// event) in `encoding` at `now`: `*out_data` (`*out_len` bytes, `leasehold_bytes_free`) is the
-/// reply in the same encoding (a request that does not decode gets an error reply); a message
-/// that answers no message (`event_reply`) gives its JSON answer (`true` or `false`). The
-/// same as `leasehold_machine_handle` with `{"op": "serve", ...}`, without spelling the bytes
-/// as JSON.
+/// Hands one wire message (`len` bytes in `encoding`) to the part at `now` with the input
+/// `{"op": op, "protocol": protocol, "message": <the bytes>, "encoding": ...}` (`op`
+/// NUL-terminated; `protocol` NUL-terminated, or NULL for a part whose input has none), without
+/// spelling the bytes as JSON. `*out_data` (`*out_len` bytes, `leasehold_bytes_free`) is the
+/// answer: the reply's bytes, in the same encoding, when the input answers a message; else its
+/// JSON text (`null`, `true`, ...). A discovery service serves with op `"serve"` and protocol
+/// `"lease"`, `"discovery"` (a request that does not decode gets an error reply) or
+/// `"event_reply"` (a listener's answer: `true` when a report was awaited); a renewal service
+/// with op `"serve"` (requests about set leases) and `"reply"` (a client lease landlord's reply),
+/// protocol NULL.
 ///
 /// # Safety
-/// `machine` is NULL or live; `protocol` is NULL or NUL-terminated; `message` is NULL or points
-/// to `len` bytes; the outputs are NULL or writable.
+/// `machine` is NULL or live; `op` is NULL or NUL-terminated; `protocol` is NULL or
+/// NUL-terminated; `message` is NULL or points to `len` bytes; the outputs are NULL or writable.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn leasehold_machine_serve(
     machine: *mut leasehold_machine,
+    op: *const c_char,
     protocol: *const c_char,
     message: *const u8,
     len: usize,
@@ -396,15 +479,16 @@ pub unsafe extern "C" fn leasehold_machine_serve(
 ) -> leasehold_status {
     guard(|| {
         let (d, n) = (Out::new(out_data, "out_data")?, Out::new(out_len, "out_len")?);
-        if protocol.is_null() {
-            return Err(null("protocol"));
+        if op.is_null() {
+            return Err(null("op"));
         }
-        let protocol = unsafe { CStr::from_ptr(protocol) }.to_string_lossy();
+        let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy();
         let enc = encoding(encoding_)?;
         let message = unsafe { slice(message, len, "message") }?;
-        let input = serde_json::json!({
-            "op": "serve", "protocol": protocol, "message": message, "encoding": enc,
-        });
+        let mut input = serde_json::json!({"op": text(op), "message": message, "encoding": enc});
+        if !protocol.is_null() {
+            input["protocol"] = Value::from(text(protocol));
+        }
         let input = serde_json::to_vec(&input).map_err(|e| form("input", e))?;
         let v = unsafe { write(machine, |s| s.part.0.handle(&input, now)) }?;
         let bytes = match serde_json::from_str::<Vec<u8>>(&v) {
@@ -574,20 +658,23 @@ unsafe fn open_args(
     options_len: usize,
     seed: *const u8,
     seed_len: usize,
-) -> Res<(&'static Kind, Value, StoreConfig, [u8; 32])> {
+) -> Res<(FromStore, Value, StoreConfig, [u8; 32])> {
     let k = unsafe { kind_arg(kind) }?;
+    let k = k.from_store.ok_or_else(|| {
+        Fail::invalid(format!("a {} is not kept in a store: make it with _new", k.name))
+    })?;
     let (o, c) = store_settings(unsafe { json_arg(options, options_len, "options") }?)?;
     Ok((k, o, c, unsafe { seed_arg(seed, seed_len) }?))
 }
 
 /// The store's builder for a kind.
 fn builder(
-    k: &'static Kind,
+    k: FromStore,
     o: &Value,
     seed: [u8; 32],
 ) -> impl FnOnce(Option<&[u8]>) -> leasehold_core::Result<Boxed> {
     let o = o.clone();
-    move |snap| (k.from_store)(snap, o, seed).map(Boxed)
+    move |snap| k(snap, o, seed).map(Boxed)
 }
 
 /// Opens a durable part of kind `kind` kept in the directory `path` (`path_len` bytes),

@@ -415,7 +415,7 @@ static uint8_t *serve(leasehold_machine *m, const char *protocol, const uint8_t 
                       size_t *out_n) {
     uint8_t *out = NULL;
     *out_n = 0;
-    OK(leasehold_machine_serve(m, protocol, b, n, enc, now, &out, out_n));
+    OK(leasehold_machine_serve(m, "serve", protocol, b, n, enc, now, &out, out_n));
     return out;
 }
 
@@ -466,7 +466,7 @@ static void test_delivery(void) {
     CHECK(!event_reply(m, reply, LEASEHOLD_ENCODING_BINARY, 66000)); /* answered already */
     uint8_t *out = NULL;
     size_t on = 0;
-    FAILS(LEASEHOLD_STATUS_DECODE, leasehold_machine_serve(m, "event_reply", (const uint8_t *)"{", 1,
+    FAILS(LEASEHOLD_STATUS_DECODE, leasehold_machine_serve(m, "serve", "event_reply", (const uint8_t *)"{", 1,
                                                            LEASEHOLD_ENCODING_JSON, 66000, &out, &on));
     /* An unknown-event answer cancels the registration (LD.3.1). */
     announce(m, 2, "[\"a\"]", "h:2", 1, 600000, 67000);
@@ -653,14 +653,16 @@ static void test_client(void) {
     uint8_t *out = NULL;
     size_t n = 0;
     FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT,
-          leasehold_machine_serve(m, "nothing", (const uint8_t *)"{}", 2, LEASEHOLD_ENCODING_JSON, 0, &out, &n));
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_machine_serve(m, "lease", (const uint8_t *)"{}", 2, 9, 0, &out, &n));
+          leasehold_machine_serve(m, "serve", "nothing", (const uint8_t *)"{}", 2, LEASEHOLD_ENCODING_JSON, 0, &out, &n));
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_machine_serve(m, "serve", "lease", (const uint8_t *)"{}", 2, 9, 0, &out, &n));
     FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT,
-          leasehold_machine_serve(m, NULL, (const uint8_t *)"{}", 2, LEASEHOLD_ENCODING_JSON, 0, &out, &n));
+          leasehold_machine_serve(m, NULL, "lease", (const uint8_t *)"{}", 2, LEASEHOLD_ENCODING_JSON, 0, &out, &n));
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, /* a discovery service's serve names its protocol */
+          leasehold_machine_serve(m, "serve", NULL, (const uint8_t *)"{}", 2, LEASEHOLD_ENCODING_JSON, 0, &out, &n));
     FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT,
-          leasehold_machine_serve(m, "lease", NULL, 2, LEASEHOLD_ENCODING_JSON, 0, &out, &n));
+          leasehold_machine_serve(m, "serve", "lease", NULL, 2, LEASEHOLD_ENCODING_JSON, 0, &out, &n));
     FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT,
-          leasehold_machine_serve(m, "lease", (const uint8_t *)"{}", 2, LEASEHOLD_ENCODING_JSON, 0, NULL, &n));
+          leasehold_machine_serve(m, "serve", "lease", (const uint8_t *)"{}", 2, LEASEHOLD_ENCODING_JSON, 0, NULL, &n));
     CHECK(out == NULL);
     leasehold_machine_free(m);
 }
@@ -954,7 +956,7 @@ static void test_discovery_hostile(void) {
         const char *protocols[] = {"lease", "discovery", "event_reply"};
         uint8_t *rep = NULL;
         size_t rn = 0;
-        leasehold_status st = leasehold_machine_serve(m, protocols[i % 3], buf, len, LEASEHOLD_ENCODING_BINARY, i, &rep,
+        leasehold_status st = leasehold_machine_serve(m, "serve", protocols[i % 3], buf, len, LEASEHOLD_ENCODING_BINARY, i, &rep,
                                                       &rn);
         answered += st == LEASEHOLD_STATUS_OK || st == LEASEHOLD_STATUS_DECODE;
         leasehold_bytes_free(rep, rn);
