@@ -65,6 +65,7 @@ pub(crate) mod bin;
 pub mod grant;
 mod manager;
 mod map;
+mod options;
 mod renewer;
 mod rtt;
 
@@ -74,5 +75,6 @@ pub use manager::{
     MANAGER_SNAPSHOT_VERSION,
 };
 pub use map::LeaseMap;
+pub use options::ManagerOptions;
 pub use renewer::Renewer;
 pub use rtt::{RttEstimator, CLOCK_GRANULARITY};
