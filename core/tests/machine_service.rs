@@ -56,6 +56,8 @@ fn a_set_renews_its_lease_through_data_and_reports_failure_as_an_event() {
     assert_eq!(set, json!(1));
     assert_eq!(created["lease"]["landlord"], json!("0000000000000009"));
     assert_eq!(call(&mut s, json!({"op": "sets"}), 0).unwrap(), json!([1]));
+    let policy = call(&mut s, json!({"op": "set_policy"}), 0).unwrap();
+    assert_eq!(policy, json!({"kind": "bounded", "max": 7_200_000, "default": 3_600_000}));
     let of = call(&mut s, json!({"op": "set_of", "lease": created["lease"]}), 0).unwrap();
     assert_eq!(of, set);
     let add = json!({"op": "add", "set": 1, "lease": client, "membership_duration": 5000,

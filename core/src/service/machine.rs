@@ -74,6 +74,8 @@ impl ServiceOptions {
 pub enum ServiceInput {
     /// The landlord id of the set leases.
     Id,
+    /// How set leases are granted, as configured.
+    SetPolicy,
     /// [`RenewalService::create_set`].
     CreateSet {
         /// Requested set lease duration.
@@ -191,7 +193,7 @@ pub enum ServiceInput {
 }
 
 /// What a [`ServiceInput`] answers (data form, untagged).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ServiceOutput {
     /// Nothing to answer (`null`).
@@ -221,6 +223,8 @@ pub enum ServiceOutput {
     Registrations(Vec<EventRegistration>),
     /// A landlord id.
     Id(LandlordId),
+    /// A lease policy.
+    Policy(PolicySpec),
     /// An encoded reply.
     Bytes(#[serde(with = "machine::bytes")] Vec<u8>),
 }
@@ -355,6 +359,7 @@ impl Machine for RenewalService {
         use ServiceOutput as O;
         Ok(match input {
             I::Id => O::Id(self.id()),
+            I::SetPolicy => O::Policy(self.config().set_policy.clone()),
             I::CreateSet { lease_duration } => {
                 let (set, lease) = self.create_set(lease_duration, now)?;
                 O::Created { set, lease }
@@ -403,7 +408,7 @@ impl Machine for RenewalService {
 
     fn leaves(input: &ServiceInput) -> bool {
         use ServiceInput as I;
-        !matches!(input, I::Id | I::Reply { .. } | I::Failure { .. })
+        !matches!(input, I::Id | I::SetPolicy | I::Reply { .. } | I::Failure { .. })
     }
 
     fn poll_timeout(&self) -> Option<Millis> {
