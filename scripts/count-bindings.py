@@ -40,7 +40,7 @@ EXTENSIONS = (".rs", ".py", ".js")
 COMPONENTS: List[Tuple[str, str]] = [
     ("discovery", r"discovery"),
     ("inverted", r"inverted"),
-    ("renewal service", r"/service\.rs$"),
+    ("renewal service", r"/service\.(rs|js)$"),
     ("holder/renewal manager", r"/holder\.rs$"),
     ("store/journal", r"store|/landlord/store\.rs$"),
     ("landlord", r"/landlord\.rs$|/alloc\.rs$"),
