@@ -41,7 +41,7 @@ COMPONENTS: List[Tuple[str, str]] = [
     ("discovery", r"discovery"),
     ("inverted", r"inverted"),
     ("renewal service", r"/service\.(rs|js)$"),
-    ("holder/renewal manager", r"/holder\.rs$"),
+    ("holder/renewal manager", r"/holder\.(rs|js)$"),
     ("store/journal", r"store|/landlord/store\.rs$"),
     ("landlord", r"/landlord\.rs$|/alloc\.rs$"),
     ("browser tabs", r"/tabs"),

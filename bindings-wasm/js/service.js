@@ -3,14 +3,11 @@
 // is the core's; this file only names the calls and gives leases, events and messages the
 // package's forms (Lease objects, Error subclasses, request and reply objects).
 
-import { RenewalService, Lease, encodeRequest, decodeRequest, encodeReply, decodeReply } from './leasehold_wasm.js';
+import { RenewalService, encodeRequest, decodeReply } from './leasehold_wasm.js';
 import { defineCalls, orUndefined } from './machine.js';
-import { makeError } from './errors.js';
+import { lease, leaseIn, camel, eventOut, defineRenewals } from './holder.js';
 
-const lease = (l) => (l == null ? undefined : new Lease(l.landlord, l.cookie, l.expiration));
 const registration = (r) => ({ ...r, lease: lease(r.lease) });
-const camel = (s) => s.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
-const leaseIn = (l) => (l instanceof Lease ? { landlord: l.landlord, cookie: l.cookie, expiration: l.expiration } : l);
 
 defineCalls(RenewalService, {
   createSet: ['leaseDuration'], sets: ['-'], setLease: ['set'], setOf: ['lease'],
@@ -25,8 +22,9 @@ defineCalls(RenewalService, {
   clearRenewalFailureListener: orUndefined, registrations: (rs) => rs.map(registration),
 }, { lease: leaseIn });
 
+defineRenewals(RenewalService);
 const P = RenewalService.prototype;
-const { pollTransmit, pollEvent } = P;
+const { pollEvent } = P;
 Object.defineProperty(P, 'id', { configurable: true, get() { return this.handle({ op: 'id' }); } });
 Object.defineProperty(P, 'setPolicy', {
   configurable: true,
@@ -39,28 +37,10 @@ Object.assign(P, {
   handleRequest(request, now) {
     return decodeReply(this.handleBytes(encodeRequest(request), now));
   },
-  handleReply(reply, now) {
-    this.handle({ op: 'reply', message: encodeReply(reply), encoding: 'binary' }, now);
-  },
-  handleFailure(id, error, now) {
-    const message = typeof error?.message === 'string' ? error.message : typeof error === 'string' ? error : 'transport failure';
-    const code = Number.isInteger(error?.code) ? error.code : undefined;
-    this.handle({ op: 'failure', id, code, message }, now);
-  },
-  /** The next renewal request for a client lease's landlord, `{landlord, request}`, or undefined. */
-  pollTransmit(now) {
-    const t = pollTransmit.call(this, now);
-    return t && { landlord: t.landlord, request: decodeRequest(t.request) };
-  },
   /** The next set event for a listener, or undefined (the service's events do not depend on `now`). */
   pollEvent(now = 0) {
     const e = pollEvent.call(this, now);
-    if (e === undefined) return e;
-    const { type, lease: l, error, ...rest } = e.kind;
-    const kind = { type: camel(type), ...rest };
-    if (l) kind.lease = lease(l);
-    if (error) kind.error = makeError('lease', error.code, error.message);
-    return { ...e, kind };
+    return e && { ...e, kind: eventOut(e.kind) };
   },
   set(id) {
     return new RenewalSet(this, id);
