@@ -94,44 +94,6 @@ declare module './leasehold_wasm.js' {
      */
     cancelBatch(cookies: Uint32Array, now: number, out?: Float64Array): unknown[];
   }
-  interface RenewalManager {
-    /** Its settings. */
-    readonly config: import('./leasehold_wasm.js').RenewalManagerOptions;
-    /** Number of leases it holds. */
-    readonly size: number;
-    /** Its counters. */
-    readonly stats: import('./leasehold_wasm.js').RenewalStats;
-    /** Keeps `lease` for `duration` ms from now, renewing it for `renewDuration` ms at a time. */
-    renewFor(lease: L, duration: number, renewDuration: number, now: number): void;
-    /** Keeps `lease` until `desiredExpiration` (FOREVER allowed). */
-    renewUntil(lease: L, desiredExpiration: number, renewDuration: number, now: number): void;
-    /** Stops renewing `lease` (not cancelled); returns the manager's copy. */
-    remove(lease: L): L;
-    /** Stops renewing `lease` and cancels it with its landlord. */
-    cancel(lease: L, now: number): void;
-    /** The desired expiration of `lease`. */
-    expiration(lease: L): number;
-    /** Changes the desired expiration of `lease`. */
-    setExpiration(lease: L, desiredExpiration: number, now: number): void;
-    /** The manager's copy of `lease` (with its current expiration), or undefined. */
-    lease(lease: L): L | undefined;
-    /** The renewal duration of `lease`. */
-    renewDuration(lease: L): number;
-    /** When `lease` is next renewed, or undefined. */
-    nextRenewal(lease: L): number | undefined;
-    /** The round-trip estimate of `landlord`, or undefined. */
-    rtt(landlord: string | number | bigint): import('./leasehold_wasm.js').RttEstimate | undefined;
-    /** The leases it holds. */
-    leases(): L[];
-    /** The next renewal request for a landlord, or undefined. */
-    pollTransmit(now: number): import('./leasehold_wasm.js').Transmit | undefined;
-    /** A landlord's reply, received at `now`. */
-    handleReply(reply: import('./leasehold_wasm.js').Reply, now: number): void;
-    /** Request `id` failed in transport (indefinite unless `error` carries a definite code). */
-    handleFailure(id: number | bigint, error: unknown, now: number): void;
-    /** The next event, or undefined. */
-    pollEvent(now?: number): import('./leasehold_wasm.js').RenewalEvent | undefined;
-  }
   interface RenewalService {
     /** A handle on one set. */
     set(id: number): RenewalSet;

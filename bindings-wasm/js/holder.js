@@ -1,10 +1,10 @@
-// The renewal manager (Jini `LeaseRenewalManager`): the calls of the wasm class `RenewalManager`
-// (made by `machine_class!`), named from a table (see js/machine.js), and what it shares with the
-// renewal service: leases as Lease objects, renewal requests and replies in their object form,
-// errors as Error subclasses. Every rule is the core's.
+// What a renewal part on the generic layer (the renewal service; see js/service.js) needs in the
+// package's forms: leases as Lease objects, renewal requests and replies in their object form,
+// errors as Error subclasses. The RenewalManager stays a typed wasm class (src/holder.rs): its
+// calls are the holder's hot path, and through `handle` they cost 30 to 250 times more
+// (bench/manager.mjs; docs/bindings.md, "Phase B in JavaScript").
 
-import { RenewalManager, Lease, encodeReply, decodeRequest } from './leasehold_wasm.js';
-import { defineCalls, orUndefined } from './machine.js';
+import { Lease, encodeReply, decodeRequest } from './leasehold_wasm.js';
 import { makeError } from './errors.js';
 
 /** A lease from its data form (undefined for none). */
@@ -44,23 +44,3 @@ export function defineRenewals(Class) {
     },
   });
 }
-
-defineCalls(RenewalManager, {
-  renewFor: ['lease', 'duration', 'renewDuration'], renewUntil: ['lease', 'desiredExpiration', 'renewDuration'],
-  remove: ['-', 'lease'], cancel: ['lease'], expiration: ['-', 'lease'], setExpiration: ['lease', 'desiredExpiration'],
-  lease: ['-', 'lease'], renewDuration: ['-', 'lease'], nextRenewal: ['-', 'lease'], rtt: ['-', 'landlord'],
-  leases: ['-'],
-}, {
-  renewFor: orUndefined, renewUntil: orUndefined, remove: lease, cancel: orUndefined, setExpiration: orUndefined,
-  lease, nextRenewal: orUndefined, rtt: orUndefined, leases: (ls) => ls.map(lease),
-}, { lease: leaseIn });
-defineRenewals(RenewalManager);
-for (const name of ['size', 'stats', 'config']) {
-  Object.defineProperty(RenewalManager.prototype, name, { configurable: true, get() { return this.handle({ op: name }); } });
-}
-const { pollEvent } = RenewalManager.prototype;
-/** The next event (`renewed`, `desiredExpirationReached`, `renewalFailed`), or undefined (not a matter of `now`). */
-RenewalManager.prototype.pollEvent = function (now = 0) {
-  const e = pollEvent.call(this, now);
-  return e && eventOut(e);
-};

@@ -1,16 +1,17 @@
-//! The holder side: `LeaseMap`, the grant helpers, and `RenewalManager` on the generic layer
-//! (`machine_class!`; `js/holder.js` names its calls).
+//! The holder side: `LeaseMap`, `RenewalManager` and the grant helpers.
 
 use std::cell::{RefCell, RefMut};
 
-use js_sys::Array;
-use leasehold::holder::{self, LeaseMap as CoreLeaseMap, RenewalManager as CoreManager};
+use js_sys::{Array, Object};
+use leasehold::holder::{
+    self, LeaseMap as CoreLeaseMap, RenewalEvent, RenewalManager as CoreManager,
+    RenewalManagerConfig, RttEstimator,
+};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
 use crate::lease::Lease;
-use crate::machine::machine_class;
-use crate::wire::{id_in, reply_in, request_out};
+use crate::wire::{id_in, id_out, reply_in, request_out};
 
 /// Leases of one landlord, each with the duration to renew it for, renewed or cancelled in one
 /// message (Jini `LeaseMap`). Failed leases are removed and reported in a `LeaseMapError`.
@@ -189,4 +190,360 @@ pub fn lease_from_reply(
     Ok(Lease::wrap(js(holder::lease_from_reply_with_drift(&reply, sent, ppm))?))
 }
 
-machine_class!(RenewalManager, CoreManager, "RenewalManager", plain);
+pub(crate) fn config_in(v: &JsValue) -> Result<RenewalManagerConfig, JsValue> {
+    let mut c = RenewalManagerConfig::default();
+    if v.is_undefined() || v.is_null() {
+        return Ok(c);
+    }
+    if !v.is_object() {
+        return Err(type_error("RenewalManager options must be an object"));
+    }
+    let ms = |key: &str, field: &mut i64| -> Result<(), JsValue> {
+        let x = get(v, key)?;
+        if !x.is_undefined() {
+            *field = ms_in(&x, key)?;
+        }
+        Ok(())
+    };
+    ms("batchWindow", &mut c.batch_window)?;
+    ms("initialRtt", &mut c.initial_rtt)?;
+    ms("minRto", &mut c.min_rto)?;
+    ms("maxRto", &mut c.max_rto)?;
+    ms("maxRetryInterval", &mut c.max_retry_interval)?;
+    let count = |key: &str| -> Result<Option<u64>, JsValue> {
+        let x = get(v, key)?;
+        if x.is_undefined() {
+            Ok(None)
+        } else {
+            u64_in(&x, key).map(Some)
+        }
+    };
+    let u32_of = |key: &str, n: u64| {
+        u32::try_from(n).map_err(|_| range_error(format!("{key} must fit in 32 bits, got {n}")))
+    };
+    if let Some(n) = count("maxBatch")? {
+        c.max_batch = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = count("attempts")? {
+        c.attempts = u32_of("attempts", n)?;
+    }
+    if let Some(n) = count("renewDivisor")? {
+        c.renew_divisor = u32_of("renewDivisor", n)?;
+    }
+    if let Some(n) = count("maxClockDriftPpm")? {
+        c.max_clock_drift_ppm = u32_of("maxClockDriftPpm", n)?;
+    }
+    let first = get(v, "firstRequestId")?;
+    if !first.is_undefined() {
+        c.first_request_id = id_in(&first)?;
+    }
+    let rep = get(v, "reportRenewals")?;
+    if !rep.is_undefined() {
+        c.report_renewals =
+            rep.as_bool().ok_or_else(|| type_error("reportRenewals must be a boolean"))?;
+    }
+    Ok(c)
+}
+
+fn config_out(c: &RenewalManagerConfig) -> JsValue {
+    let o = obj();
+    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
+    s("batchWindow", ms_out(c.batch_window));
+    s("maxBatch", (c.max_batch as f64).into());
+    s("initialRtt", ms_out(c.initial_rtt));
+    s("minRto", ms_out(c.min_rto));
+    s("maxRto", ms_out(c.max_rto));
+    s("attempts", c.attempts.into());
+    s("renewDivisor", c.renew_divisor.into());
+    s("maxRetryInterval", ms_out(c.max_retry_interval));
+    s("maxClockDriftPpm", c.max_clock_drift_ppm.into());
+    s("firstRequestId", id_out(c.first_request_id));
+    s("reportRenewals", c.report_renewals.into());
+    o.into()
+}
+
+fn rtt_out(r: &RttEstimator) -> JsValue {
+    let o = obj();
+    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
+    s("srtt", ms_out(r.srtt()));
+    s("rttvar", ms_out(r.rttvar()));
+    s("rto", ms_out(r.rto()));
+    s("requestTimeout", ms_out(r.request_timeout()));
+    s("samples", (r.samples() as f64).into());
+    o.into()
+}
+
+fn event_out(e: RenewalEvent) -> JsValue {
+    let o: Object = obj();
+    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
+    match e {
+        RenewalEvent::RenewalFailed { lease, desired_expiration, error } => {
+            s("type", "renewalFailed".into());
+            s("lease", Lease::wrap(lease).into());
+            s("desiredExpiration", ms_out(desired_expiration));
+            s("error", error.as_ref().map(lease_error).unwrap_or(JsValue::UNDEFINED));
+        }
+        RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => {
+            s("type", "desiredExpirationReached".into());
+            s("lease", Lease::wrap(lease).into());
+            s("desiredExpiration", ms_out(desired_expiration));
+        }
+        RenewalEvent::Renewed { lease } => {
+            s("type", "renewed".into());
+            s("lease", Lease::wrap(lease).into());
+        }
+    }
+    o.into()
+}
+
+/// Renews leases until their desired expirations, sans-I/O (Jini `LeaseRenewalManager`).
+///
+/// The host (or `RenewalDriver`) runs the loop: call `handleTimeout(now)` when `pollTimeout()`
+/// says, send each `pollTransmit(now)` request to its landlord, give replies to
+/// `handleReply(reply, now)` (or a failed send to `handleFailure(id, error, now)`), and deliver
+/// `pollEvent()`s. After any call, drain `pollTransmit` and `pollEvent`.
+#[wasm_bindgen]
+pub struct RenewalManager {
+    inner: RefCell<CoreManager>,
+}
+
+impl RenewalManager {
+    /// The manager's state; arguments are converted before this is taken, and no JavaScript
+    /// runs while it is held (see `Landlord`).
+    fn b(&self) -> Result<RefMut<'_, CoreManager>, JsValue> {
+        self.inner.try_borrow_mut().map_err(|_| busy_error("RenewalManager"))
+    }
+}
+
+#[wasm_bindgen]
+impl RenewalManager {
+    /// A manager. `options` (all optional): `{batchWindow, maxBatch, initialRtt, minRto, maxRto,
+    /// attempts, renewDivisor, maxRetryInterval, maxClockDriftPpm, firstRequestId,
+    /// reportRenewals}`; settings out of range throw `InvalidArgumentError`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "RenewalManagerOptions | undefined")]
+        options: JsValue,
+    ) -> Result<RenewalManager, JsValue> {
+        Ok(RenewalManager { inner: RefCell::new(js(CoreManager::try_new(config_in(&options)?))?) })
+    }
+
+    /// The settings in force.
+    #[wasm_bindgen(getter, unchecked_return_type = "RenewalManagerOptions")]
+    pub fn config(&self) -> Result<JsValue, JsValue> {
+        Ok(config_out(self.b()?.config()))
+    }
+
+    /// Renews `lease` until `duration` ms from `now` (`Infinity` = forever), asking for
+    /// `renewDuration` each time.
+    #[wasm_bindgen(js_name = renewFor)]
+    pub fn renew_for(
+        &self,
+        lease: &Lease,
+        #[wasm_bindgen(unchecked_param_type = "number")] duration: JsValue,
+        #[wasm_bindgen(js_name = renewDuration, unchecked_param_type = "number")]
+        renew_duration: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let d = ms_in(&duration, "duration")?;
+        let rd = ms_in(&renew_duration, "renewDuration")?;
+        js(self.b()?.renew_for(lease.inner, d, rd, now_in(&now)?))
+    }
+
+    /// Renews `lease` until `desiredExpiration` (holder's clock; `Infinity` = forever), asking
+    /// for `renewDuration` each time (positive, `FOREVER`, or `ANY` with a FOREVER desire).
+    #[wasm_bindgen(js_name = renewUntil)]
+    pub fn renew_until(
+        &self,
+        lease: &Lease,
+        #[wasm_bindgen(js_name = desiredExpiration, unchecked_param_type = "number")]
+        desired: JsValue,
+        #[wasm_bindgen(js_name = renewDuration, unchecked_param_type = "number")]
+        renew_duration: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let d = ms_in(&desired, "desiredExpiration")?;
+        let rd = ms_in(&renew_duration, "renewDuration")?;
+        js(self.b()?.renew_until(lease.inner, d, rd, now_in(&now)?))
+    }
+
+    /// Stops managing `lease` (it is not cancelled); returns the manager's copy.
+    pub fn remove(&self, lease: &Lease) -> Result<Lease, JsValue> {
+        Ok(Lease::wrap(js(self.b()?.remove(&lease.inner))?))
+    }
+
+    /// Stops managing `lease` and queues a cancel request for it.
+    pub fn cancel(
+        &self,
+        lease: &Lease,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        js(self.b()?.cancel(&lease.inner, now_in(&now)?))
+    }
+
+    /// The desired expiration of `lease`.
+    #[wasm_bindgen(unchecked_return_type = "number")]
+    pub fn expiration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
+        Ok(ms_out(js(self.b()?.expiration(&lease.inner))?))
+    }
+
+    /// Sets the desired expiration of `lease`.
+    #[wasm_bindgen(js_name = setExpiration)]
+    pub fn set_expiration(
+        &self,
+        lease: &Lease,
+        #[wasm_bindgen(js_name = desiredExpiration, unchecked_param_type = "number")]
+        desired: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let d = ms_in(&desired, "desiredExpiration")?;
+        js(self.b()?.set_expiration(&lease.inner, d, now_in(&now)?))
+    }
+
+    /// The manager's copy of `lease` (current actual expiration), or undefined.
+    pub fn lease(&self, lease: &Lease) -> Result<Option<Lease>, JsValue> {
+        Ok(self.b()?.lease(&lease.inner).map(Lease::wrap))
+    }
+
+    /// The renew duration of `lease`.
+    #[wasm_bindgen(js_name = renewDuration, unchecked_return_type = "number")]
+    pub fn renew_duration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
+        Ok(ms_out(js(self.b()?.renew_duration(&lease.inner))?))
+    }
+
+    /// When `lease` will next be sent for renewal, or undefined.
+    #[wasm_bindgen(js_name = nextRenewal, unchecked_return_type = "number | undefined")]
+    pub fn next_renewal(&self, lease: &Lease) -> Result<JsValue, JsValue> {
+        Ok(self.b()?.next_renewal(&lease.inner).map(ms_out).unwrap_or(JsValue::UNDEFINED))
+    }
+
+    /// The round-trip estimate for `landlord`: `{srtt, rttvar, rto, requestTimeout, samples}`.
+    #[wasm_bindgen(unchecked_return_type = "RttEstimate | undefined")]
+    pub fn rtt(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string | number | bigint")] landlord: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        Ok(self.b()?.rtt(landlord_in(&landlord)?).map(rtt_out).unwrap_or(JsValue::UNDEFINED))
+    }
+
+    /// Number of leases managed.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> Result<usize, JsValue> {
+        Ok(self.b()?.len())
+    }
+
+    /// The leases managed, with their current actual expirations.
+    pub fn leases(&self) -> Result<Vec<Lease>, JsValue> {
+        Ok(self.b()?.leases().map(|l| Lease::wrap(*l)).collect())
+    }
+
+    /// Counters (requestsSent, renewRequests, cancelRequests, leasesRenewed, failures,
+    /// desiredReached, indefiniteFailures, timeouts, leasesCancelled, repliesIgnored).
+    #[wasm_bindgen(getter, unchecked_return_type = "RenewalStats")]
+    pub fn stats(&self) -> Result<JsValue, JsValue> {
+        Ok({
+            let st = self.b()?.stats();
+            let o = obj();
+            let s = |k: &str, v: u64| set(&o, &k.into(), &(v as f64).into());
+            s("requestsSent", st.requests_sent);
+            s("renewRequests", st.renew_requests);
+            s("cancelRequests", st.cancel_requests);
+            s("leasesRenewed", st.leases_renewed);
+            s("failures", st.failures);
+            s("desiredReached", st.desired_reached);
+            s("indefiniteFailures", st.indefinite_failures);
+            s("timeouts", st.timeouts);
+            s("leasesCancelled", st.leases_cancelled);
+            s("repliesIgnored", st.replies_ignored);
+            o.into()
+        })
+    }
+
+    /// When to call `handleTimeout` next (ms), or undefined.
+    #[wasm_bindgen(js_name = pollTimeout, unchecked_return_type = "number | undefined")]
+    pub fn poll_timeout(&self) -> Result<JsValue, JsValue> {
+        Ok(self.b()?.poll_timeout().map(ms_out).unwrap_or(JsValue::UNDEFINED))
+    }
+
+    /// Advances to `now`.
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        self.b()?.handle_timeout(now_in(&now)?);
+        Ok(())
+    }
+
+    /// The next request to send, `{landlord, request}` (object form), stamped with `now` as its
+    /// send time; or undefined.
+    #[wasm_bindgen(js_name = pollTransmit, unchecked_return_type = "Transmit | undefined")]
+    pub fn poll_transmit(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let now = now_in(&now)?;
+        Ok(match self.b()?.poll_transmit(now) {
+            Some(t) => {
+                let o = obj();
+                set(&o, &"landlord".into(), &t.landlord.to_string().into());
+                set(&o, &"request".into(), &request_out(&t.request));
+                o.into()
+            }
+            None => JsValue::UNDEFINED,
+        })
+    }
+
+    /// Takes a landlord's reply (object form) received at `now`.
+    #[wasm_bindgen(js_name = handleReply)]
+    pub fn handle_reply(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Reply")] reply: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let reply = reply_in(&reply)?;
+        self.b()?.handle_reply(&reply, now_in(&now)?);
+        Ok(())
+    }
+
+    /// Reports that request `id` could not be sent or answered (an indefinite failure unless
+    /// `error` is a definite `LeaseError`); `message` describes it.
+    #[wasm_bindgen(js_name = handleFailure)]
+    pub fn handle_failure(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] error: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    ) -> Result<(), JsValue> {
+        let id = id_in(&id)?;
+        let now = now_in(&now)?;
+        let failure = failure_in(&error); // may run getters: before the borrow
+        self.b()?.handle_failure(id, failure, now);
+        Ok(())
+    }
+
+    /// The next event, or undefined: `{type: "renewed", lease}`,
+    /// `{type: "desiredExpirationReached", lease, desiredExpiration}` or
+    /// `{type: "renewalFailed", lease, desiredExpiration, error}`.
+    #[wasm_bindgen(js_name = pollEvent, unchecked_return_type = "RenewalEvent | undefined")]
+    pub fn poll_event(&self) -> Result<JsValue, JsValue> {
+        Ok(self.b()?.poll_event().map(event_out).unwrap_or(JsValue::UNDEFINED))
+    }
+}
+
+/// A failure reported by JavaScript: an error with a leasehold `code` keeps it; anything else
+/// (a network error, a time-out) is indefinite.
+pub fn failure_in(e: &JsValue) -> leasehold::LeaseError {
+    let message = js_sys::Reflect::get(e, &"message".into())
+        .ok()
+        .and_then(|m| m.as_string())
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| "transport failure".into());
+    let code = js_sys::Reflect::get(e, &"code".into()).ok().and_then(|c| c.as_f64());
+    match code {
+        Some(c) if c.fract() == 0.0 && (1.0..=6.0).contains(&c) => {
+            leasehold::LeaseError::from_code(c as i32, &message)
+        }
+        _ => leasehold::LeaseError::Indefinite(message),
+    }
+}
