@@ -63,6 +63,7 @@
 
 pub(crate) mod bin;
 pub mod grant;
+pub mod machine;
 mod manager;
 mod map;
 mod options;

@@ -15,7 +15,7 @@ use crate::lease::{LandlordId, Lease};
 use crate::machine::{self, LimitsOptions, Machine};
 use crate::policy::PolicySpec;
 use crate::time::{Duration, Millis};
-use crate::wire::{Encoding, Limits, Reply};
+use crate::wire::{Encoding, Reply};
 
 /// A renewal service's settings (data form); each one not given keeps the default of
 /// [`RenewalServiceConfig::new`]. Unknown names are refused.
@@ -332,11 +332,6 @@ impl From<super::SetEvent> for SetEventData {
     }
 }
 
-/// Replies from client lease landlords are read without the service's own message limits
-/// (those bound what it serves, not what it hears back from the landlords it renews with).
-const REPLY_LIMITS: Limits =
-    Limits { max_message_bytes: usize::MAX, max_batch: usize::MAX, max_resource_bytes: usize::MAX };
-
 impl Machine for RenewalService {
     const NAME: &'static str = "RenewalService";
     type Options = ServiceOptions;
@@ -397,15 +392,14 @@ impl Machine for RenewalService {
             I::Stats => O::Stats(self.manager().stats()),
             I::Serve { message, encoding } => O::Bytes(self.handle_bytes(&message, encoding, now)),
             I::Reply { message, encoding } => {
-                self.handle_reply(&Reply::decode(&message, encoding, &REPLY_LIMITS)?, now);
+                self.handle_reply(
+                    &Reply::decode(&message, encoding, &crate::holder::machine::REPLY_LIMITS)?,
+                    now,
+                );
                 O::Done
             }
             I::Failure { id, code, message } => {
-                let error = match code {
-                    Some(c @ 1..=6) => LeaseError::from_code(c, &message),
-                    _ => LeaseError::Indefinite(message),
-                };
-                self.handle_failure(id, error, now);
+                self.handle_failure(id, crate::holder::machine::failure(code, message), now);
                 O::Done
             }
         })
