@@ -334,3 +334,53 @@ fn dispatch<'py>(
         other => Err(PyTypeError::new_err(format!("no message kind {other:?}"))),
     }
 }
+
+/// `value` read as the core value `kind` and written back, checked and in the core's normal
+/// form; `json="to"` writes it as its JSON text instead, `json="from"` reads `value` as JSON
+/// text (a bad text raises `DecodeError`).
+#[pyfunction]
+#[pyo3(signature = (kind, value, json = None))]
+pub fn normalize<'py>(
+    py: Python<'py>,
+    kind: &str,
+    value: &Bound<'_, PyAny>,
+    json: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    use leasehold::discovery::{Announcement, Registrar, UnicastResponse};
+    use leasehold::inverted::{Admission, Confirm, Poll};
+    match kind {
+        "Announcement" => value_as::<Announcement>(py, value, json),
+        "UnicastResponse" => value_as::<UnicastResponse>(py, value, json),
+        "Registrar" => value_as::<Registrar>(py, value, json),
+        "Poll" => value_as::<Poll>(py, value, json),
+        "Admission" => value_as::<Admission>(py, value, json),
+        "Confirm" => value_as::<Confirm>(py, value, json),
+        other => Err(PyTypeError::new_err(format!("no value kind {other:?}"))),
+    }
+}
+
+fn value_as<'py, T: Serialize + DeserializeOwned>(
+    py: Python<'py>,
+    value: &Bound<'_, PyAny>,
+    json: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let bad = |e: String| errors::to_py(py, &LeaseError::Decode(e));
+    match json {
+        None => to_py(py, &from_py::<T>(value)?),
+        Some("to") => {
+            let text =
+                serde_json::to_string(&from_py::<T>(value)?).map_err(|e| bad(e.to_string()))?;
+            Ok(PyString::new(py, &text).into_any())
+        }
+        Some("from") => {
+            let text = crate::convert::text_arg(value, "text")?;
+            if text.len() > 4096 {
+                return Err(bad("the JSON text is too long".into()));
+            }
+            to_py(py, &serde_json::from_str::<T>(&text).map_err(|e| bad(format!("JSON: {e}")))?)
+        }
+        Some(other) => {
+            Err(PyTypeError::new_err(format!("json is \"to\" or \"from\", not {other:?}")))
+        }
+    }
+}

@@ -93,9 +93,9 @@ class Record(Dict[str, Any]):
 def record(name: str, fields: Dict[str, Any]) -> Any:
     """The record for Rust type ``name``, its fields checked against the declared ones (called by
     the native module for the first value of each name; it then makes that class's records)."""
-    cls = _KINDS.get(name) or type(name, (Record,), {"__slots__": (), "__module__": __name__, "__annotations__": dict.fromkeys(fields, "Any")})
+    cls: Type[Record] = _KINDS.get(name) or type(name, (Record,), {"__slots__": (), "__module__": __name__, "__annotations__": dict.fromkeys(fields, "Any")})
     if cls._fields and tuple(fields) != cls._fields:
         raise TypeError(f"{name}: the core sends {tuple(fields)}, leasehold declares {cls._fields}")
-    r = dict.__new__(cls)
+    r: Record = dict.__new__(cls)
     dict.update(r, fields)
     return r
