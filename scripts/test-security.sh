@@ -176,6 +176,12 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 expect "both ready" 200 "$(curl -s -o /dev/null -w '%{http_code}' "$METRICS_pa/readyz")"
+# Ready is every shard served by someone; wait until each server owns its share, so that a
+# grant through a reaches b's shards.
+for _ in $(seq 100); do
+  [ "$(pg_sql "SELECT count(DISTINCT owner_url) FROM leasehold_shards WHERE lease_until > now()" 2>/dev/null)" = 2 ] && break
+  sleep 0.2
+done
 CC="authorization: Bearer $(cat "$T/cc.tok")"
 okc=0
 for i in $(seq 40); do

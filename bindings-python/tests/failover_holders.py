@@ -101,8 +101,16 @@ class RecordingCluster(Cluster):
         super().__init__(*args, **kwargs)
         self._last = threading.local()
 
-    def _settled(self, i, landlord, url, response, failures):  # type: ignore[no-untyped-def]
-        body = super()._settled(i, landlord, url, response, failures)
+    def _settled(
+        self,
+        i: int,
+        landlord: Optional[int],
+        url: str,
+        response: Tuple[int, Dict[str, str], bytes],
+        failures: List[str],
+        kind: str = "Reply",
+    ) -> Optional[bytes]:
+        body = super()._settled(i, landlord, url, response, failures, kind)
         if body is not None:
             self._last.answered = (url, response[1].get("x-leasehold-owner"))
         return body

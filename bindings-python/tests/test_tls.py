@@ -13,7 +13,7 @@ import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Tuple, cast
 
 import pytest
 
@@ -45,8 +45,9 @@ class TlsServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                peer = self.connection.getpeercert()  # type: ignore[attr-defined]
-                names = [v for k, v in (peer or {}).get("subjectAltName", ()) if k == "DNS"]
+                peer = cast(ssl.SSLSocket, self.connection).getpeercert() or {}
+                alt = cast(Tuple[Tuple[str, str], ...], peer.get("subjectAltName", ()))
+                names = [v for k, v in alt if k == "DNS"]
                 auth = self.headers.get("Authorization", "")
                 me.seen.append((auth, ",".join(names)))
                 if auth == f"Bearer {TOKEN}" or "worker.example" in names:

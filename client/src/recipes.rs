@@ -1,6 +1,6 @@
 //! Lock and leader election on a `leasehold-server` cluster: the recipes of leases people
 //! coordinate with, on the [`RenewalDriver`] (the core's renewal manager on tokio) and the
-//! [`Cluster`] transport.
+//! [`Cluster`](crate::Cluster) transport.
 //!
 //! - [`RenewalDriver::lock`] acquires an exclusive resource (optionally waiting for it, first
 //!   come first served at its landlord), hands the lease to the driver to keep renewed, and

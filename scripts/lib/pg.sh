@@ -163,6 +163,9 @@ max_wal_senders = 5
 hot_standby = on
 synchronous_commit = on
 wal_keep_size = '256MB'
+# Crash recovery syncs the data directory's file system once instead of fsyncing each file
+# (seconds less of recovery after a kill on a loaded machine).
+recovery_init_sync_method = syncfs
 CONF
   {
     echo "host all all ${PG_HBA_NET:-127.0.0.1/32} trust"
