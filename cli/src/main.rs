@@ -5,6 +5,9 @@
 //! leasehold lease renew 0000000000000003 <cookie> --duration-ms 30000
 //! leasehold lease list 0000000000000003 --prefix job/
 //! leasehold lease revoke --resource printer-3
+//! leasehold lease watch locks/ --prefix
+//! leasehold lock locks/report --wait-ms 60000 -- ./make-report.sh
+//! leasehold elect leader --value "$(hostname)" -- ./serve.sh
 //! leasehold cluster status
 //! leasehold store verify --data ./data
 //! leasehold completions bash > /etc/bash_completion.d/leasehold
@@ -13,11 +16,23 @@
 //! Servers come from `--servers` or `LEASEHOLD_SERVERS` (comma-separated URLs; default
 //! `http://127.0.0.1:7420`). Landlord ids are 16 hex digits and cookies 32, exactly as the
 //! wire writes them (and as every command prints them). `--output json` prints one JSON
-//! document for scripts. Exit status: 0 done; 1 the landlord said no (unknown lease, denied)
-//! or a store was refused; 2 bad usage; 3 no server answered.
+//! document for scripts (`lease watch`, `lock` and `elect`: one per line, as they happen).
+//! Exit status: 0 done; 1 the landlord said no (unknown lease, denied, a lock held past the
+//! wait or lost) or the server refused the caller, or a store was refused; 2 bad usage
+//! (including an unreadable certificate or key); 3 no server answered. `lock` and `elect`
+//! with a command exit with the command's status (128 + N if a signal N ended it, 127 if it
+//! could not be started).
 //!
-//! `lease watch`, `lock` and `elect` come with watches and exclusive leases (issue 25).
+//! A secured server: `--token` (or `LEASEHOLD_TOKEN`, better: a command line is visible to
+//! the machine's other users) goes as `Authorization: Bearer` with every request, admin calls
+//! and `cluster status` included, and is never printed; `https://` URLs are checked against
+//! `--cacert` (or the system's CAs), and `--cert`/`--key` present a client certificate
+//! (mTLS).
+//!
+//! `lock` and `elect` are the recipes of `leasehold_client::recipes` (see [`coord`]); the
+//! server must make the name exclusive (`--exclusive-prefix`), which they check.
 
+mod coord;
 mod out;
 mod store;
 
@@ -26,12 +41,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use hyper_util::client::legacy::connect::Connect;
 use leasehold::holder::grant_request;
 use leasehold::{
-    Cookie, Encoding, LandlordId, Reply, ReplyBody, Request, RequestBody, ANY, FOREVER,
+    Cookie, Encoding, ErrorCode, LandlordId, Reply, ReplyBody, Request, RequestBody, ANY, FOREVER,
 };
 use leasehold_client::admin::{hex, AdminLease, LeasePage, Revoked};
-use leasehold_client::{ClientError, Cluster, ClusterConfig};
+use leasehold_client::{ClientError, Cluster, ClusterConfig, TlsOptions};
 use serde_json::{json, Value};
 
 use crate::out::{ms, Output, Shown};
@@ -58,15 +74,110 @@ struct Cli {
     /// Time-out of one attempt at one server, ms.
     #[arg(long, global = true, default_value_t = 2000)]
     timeout_ms: u64,
+    /// How long `lease grant`, `renew` and `cancel` keep trying while no server answers (a
+    /// shard being taken over answers 503 for a moment; each round waits the Retry-After a
+    /// server asked for), ms; 0: one round over the servers.
+    #[arg(long, global = true, default_value_t = 5000)]
+    retry_ms: u64,
+    #[command(flatten)]
+    access: Access,
     #[command(subcommand)]
     command: Top,
 }
 
+/// A secret that never shows in a `Debug` (nor anywhere else this program prints).
+#[derive(Clone)]
+struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Secret, String> {
+        Ok(Secret(s.trim().to_string()))
+    }
+}
+
+/// How to reach a secured server: a token, TLS, a client certificate.
+#[derive(Debug, clap::Args)]
+struct Access {
+    /// A bearer token (`leasehold-server token add` prints it), sent with every request; never
+    /// printed. Prefer the environment: a command line is visible to other users.
+    #[arg(
+        long,
+        global = true,
+        env = "LEASEHOLD_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    token: Option<Secret>,
+    /// CA certificates (PEM) that https:// servers must chain to (default: the system's).
+    #[arg(long, global = true, env = "LEASEHOLD_CACERT", value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// A client certificate chain (PEM) for servers that ask for one (mTLS); its key in --key,
+    /// or in the same file.
+    #[arg(long, global = true, env = "LEASEHOLD_CERT", value_name = "FILE")]
+    cert: Option<PathBuf>,
+    /// The private key (PEM) of --cert.
+    #[arg(long, global = true, env = "LEASEHOLD_KEY", value_name = "FILE")]
+    key: Option<PathBuf>,
+}
+
 #[derive(Debug, Subcommand)]
 enum Top {
-    /// Grant, renew, cancel, look up, list and revoke leases.
+    /// Grant, renew, cancel, watch, look up, list and revoke leases.
     #[command(subcommand)]
     Lease(LeaseCmd),
+    /// Takes a lock (an exclusive resource) with a fencing token; runs a command while it is
+    /// held, or holds it until Ctrl-C.
+    #[command(after_help = LOCK_HELP)]
+    Lock {
+        /// The lock: a resource the server makes exclusive (its --exclusive-prefix).
+        name: String,
+        /// How long to wait if it is held, ms (0: fail at once; default: as long as it takes).
+        #[arg(long)]
+        wait_ms: Option<u64>,
+        /// The lease, ms: renewed while held; how long the lock outlives this process if it
+        /// dies without releasing it.
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(i64).range(1..))]
+        duration_ms: i64,
+        /// A label watchers see with the lock's events (default: this process and host).
+        #[arg(long)]
+        holder: Option<String>,
+        /// If the lock is lost, the command gets SIGTERM, and SIGKILL this many ms later.
+        #[arg(long, default_value_t = 5_000)]
+        kill_after_ms: u64,
+        /// The command to run while the lock is held, and its arguments (after --).
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Campaigns for leadership of a name; runs a command while leading, or leads until
+    /// Ctrl-C.
+    #[command(after_help = ELECT_HELP)]
+    Elect {
+        /// The election: a resource the server makes exclusive.
+        name: String,
+        /// What this candidate is known by (observers and `lease watch` see it).
+        #[arg(long)]
+        value: String,
+        /// How long to campaign, ms (0: lead now or fail; default: as long as it takes).
+        #[arg(long)]
+        wait_ms: Option<u64>,
+        /// The leader's lease, ms: renewed while leading; how long leadership outlives this
+        /// process if it dies without resigning.
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(i64).range(1..))]
+        duration_ms: i64,
+        /// If leadership is lost, the command gets SIGTERM, and SIGKILL this many ms later.
+        #[arg(long, default_value_t = 5_000)]
+        kill_after_ms: u64,
+        /// The command to run while leading, and its arguments (after --).
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// What each server serves: readiness, shards, owners, epochs, leases, journal lag.
     #[command(subcommand)]
     Cluster(ClusterCmd),
@@ -79,6 +190,34 @@ enum Top {
         shell: clap_complete::Shell,
     },
 }
+
+const LOCK_HELP: &str = "\
+The server must make NAME exclusive (leasehold-server --exclusive-prefix locks/): otherwise every
+grant of it succeeds and no lock excludes anyone, so `lock` checks it and refuses.
+
+The command runs with, in its environment:
+  LEASEHOLD_FENCING_TOKEN   the lock's token: pass it with every write to the protected resource,
+                            which refuses any token lower than the highest it has seen
+  LEASEHOLD_LOCK_COOKIE     the lease's cookie, LEASEHOLD_LOCK_LANDLORD its landlord
+  LEASEHOLD_LOCK_RESOURCE   what is held
+The lock is released when the command ends, and `lock` exits with the command's status. If the
+lock is lost (its lease could not be renewed), the command gets SIGTERM; `lock` then exits 1.
+SIGTERM to `lock` is passed on to the command. Without a command, `lock` prints the token and
+holds the lock until Ctrl-C.
+
+Examples:
+  leasehold lock locks/report --wait-ms 60000 -- ./make-report.sh
+  leasehold --output json lock locks/db          # {\"token\":\"7\",...}, held until Ctrl-C";
+
+const ELECT_HELP: &str = "\
+Candidates wait in line, first come first served; the leader's lease is renewed while it leads.
+The command runs with LEASEHOLD_FENCING_TOKEN (greater for every later leader), as for `lock`;
+leadership ends (the next candidate leads at once) when the command ends, and `elect` exits
+with the command's status. Lost leadership: SIGTERM to the command, exit 1.
+
+Examples:
+  leasehold elect scheduler --value \"$(hostname)\" -- ./run-scheduler.sh
+  leasehold lease watch scheduler                  # who leads, as it changes";
 
 /// A resource: text, or hex with `--hex`.
 #[derive(Debug, clap::Args)]
@@ -148,6 +287,24 @@ enum LeaseCmd {
         #[command(flatten)]
         r: ResourceArg,
     },
+    /// Prints the events of a resource (or of every resource under a prefix) as they happen:
+    /// granted, cancelled, expired (and renewed, with --renewals), until Ctrl-C.
+    Watch {
+        /// The resource, or the prefix with --prefix.
+        resource: String,
+        /// Every resource starting with RESOURCE (on a server of one shard, or inside one of
+        /// its --colocate prefixes).
+        #[arg(long)]
+        prefix: bool,
+        /// Renewals are events too.
+        #[arg(long)]
+        renewals: bool,
+        /// The watch's own lease, ms (renewed while this runs).
+        #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(i64).range(1..))]
+        duration_ms: i64,
+        #[command(flatten)]
+        r: ResourceArg,
+    },
     /// Revokes a lease, or every lease on a resource (admin; durable before it answers).
     Revoke {
         /// The lease's landlord (with --resource: where to look instead of the resource's shard).
@@ -206,14 +363,50 @@ enum Fail {
 impl From<ClientError> for Fail {
     fn from(e: ClientError) -> Fail {
         match e {
-            ClientError::Unavailable(m) => Fail::Unavailable(m),
+            ClientError::Unavailable(m) => Fail::Unavailable(unavailable_message(m)),
             ClientError::Config(m) => Fail::Usage(m),
+            ClientError::Refused(m) => Fail::No(refused_message(&m)),
+            ClientError::Http { status: status @ (401 | 403), message } => {
+                Fail::No(refused_message(&format!("HTTP {status}: {message}")))
+            }
             e => Fail::No(e.to_string()),
         }
     }
 }
 
+/// The server refused the caller (401, 403): what it said, and, when no credential came,
+/// where one goes.
+fn refused_message(why: &str) -> String {
+    let hint = if why.contains("unauthorized") {
+        " (a token goes in --token or LEASEHOLD_TOKEN, a client certificate in --cert and --key)"
+    } else {
+        ""
+    };
+    format!("the server refused: {why}{hint}")
+}
+
+/// No server answered: what each said, and, when TLS refused a server's certificate, why that
+/// may be.
+fn unavailable_message(why: String) -> String {
+    if why.contains("invalid peer certificate") {
+        format!(
+            "{why} (the server's certificate must chain to a CA of --cacert, or of the \
+             system's bundle without it, and name the host of its URL)"
+        )
+    } else {
+        why
+    }
+}
+
 type Done = Result<Shown, Fail>;
+
+/// How a command ended well.
+enum Outcome {
+    /// A result to print.
+    Show(Shown),
+    /// Printed already (`lock`, `elect`, `lease watch`): exit with this status.
+    Exit(u8),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -224,10 +417,11 @@ fn main() -> ExitCode {
             Err(e) => Err(Fail::Unavailable(format!("cannot start the runtime: {e}"))),
         };
     match result {
-        Ok(shown) => {
+        Ok(Outcome::Show(shown)) => {
             shown.print(output);
             ExitCode::SUCCESS
         }
+        Ok(Outcome::Exit(code)) => ExitCode::from(code),
         Err(Fail::Refused(shown, msg)) => {
             shown.print(output);
             eprintln!("leasehold: {msg}");
@@ -249,7 +443,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Done {
+async fn run(cli: Cli) -> Result<Outcome, Fail> {
     match cli.command {
         Top::Completions { shell } => {
             clap_complete::generate(
@@ -260,17 +454,117 @@ async fn run(cli: Cli) -> Done {
             );
             std::process::exit(0);
         }
-        Top::Store(cmd) => store_cmd(cmd).await,
-        Top::Lease(cmd) => lease_cmd(&cluster(&cli.servers, cli.timeout_ms)?, cmd).await,
-        Top::Cluster(ClusterCmd::Status) => status(&cluster(&cli.servers, cli.timeout_ms)?).await,
+        Top::Store(cmd) => store_cmd(cmd).await.map(Outcome::Show),
+        command => {
+            let (config, tls) = connection(&cli.servers, cli.timeout_ms, &cli.access)?;
+            match tls {
+                Some(tls) => {
+                    served(Cluster::with_tls(config, &tls)?, command, cli.output, cli.retry_ms)
+                        .await
+                }
+                None => served(Cluster::new(config)?, command, cli.output, cli.retry_ms).await,
+            }
+        }
     }
 }
 
-fn cluster(servers: &[String], timeout_ms: u64) -> Result<Cluster, Fail> {
-    let config = ClusterConfig::new(servers.iter().cloned())
+/// The commands that talk to servers, on a cluster over plain TCP or TLS.
+async fn served<C: Connect + Clone + Send + Sync + 'static>(
+    c: Cluster<C>,
+    command: Top,
+    output: Output,
+    retry_ms: u64,
+) -> Result<Outcome, Fail> {
+    match command {
+        Top::Lease(LeaseCmd::Watch { resource, prefix, renewals, duration_ms, r }) => {
+            let selector = resource_arg(&resource, &r)?;
+            coord::watch(c, selector, prefix, renewals, duration_ms, output).await
+        }
+        Top::Lease(cmd) => lease_cmd(&c, cmd, retry_ms).await.map(Outcome::Show),
+        Top::Cluster(ClusterCmd::Status) => status(&c).await.map(Outcome::Show),
+        Top::Lock { name, wait_ms, duration_ms, holder, kill_after_ms, command } => {
+            let holder = holder.unwrap_or_else(default_holder);
+            let hold =
+                coord::HoldArgs { command, kill_after: Duration::from_millis(kill_after_ms) };
+            coord::lock(c, name, wait_ms, duration_ms, holder, hold, output).await
+        }
+        Top::Elect { name, value, wait_ms, duration_ms, kill_after_ms, command } => {
+            let hold =
+                coord::HoldArgs { command, kill_after: Duration::from_millis(kill_after_ms) };
+            coord::elect(c, name, value, wait_ms, duration_ms, hold, output).await
+        }
+        Top::Store(_) | Top::Completions { .. } => unreachable!("served without a cluster"),
+    }
+}
+
+/// `leasehold:PID@HOST`: who holds a lock, for watchers.
+fn default_holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    format!("leasehold:{}@{host}", std::process::id())
+}
+
+/// That a file given for `flag` can be read: a clear usage error before any TLS library says
+/// less.
+fn readable(flag: &str, path: &std::path::Path) -> Result<(), Fail> {
+    std::fs::File::open(path)
+        .map(drop)
+        .map_err(|e| Fail::Usage(format!("{flag} {}: cannot read it: {e}", path.display())))
+}
+
+/// The cluster's settings and, for `https://` servers or a certificate given, its TLS.
+fn connection(
+    servers: &[String],
+    timeout_ms: u64,
+    access: &Access,
+) -> Result<(ClusterConfig, Option<TlsOptions>), Fail> {
+    let mut config = ClusterConfig::new(servers.iter().cloned())
         .encoding(Encoding::Json)
         .attempt_timeout(Duration::from_millis(timeout_ms.max(1)));
-    Ok(Cluster::new(config)?)
+    if let Some(Secret(token)) = &access.token {
+        if token.is_empty() {
+            return Err(Fail::Usage("--token (or LEASEHOLD_TOKEN) is empty".into()));
+        }
+        config = config.bearer_token(token).map_err(|_| {
+            Fail::Usage("--token: not a token (it has characters a header cannot carry)".into())
+        })?;
+        if let Some(u) = servers.iter().find(|u| u.trim().starts_with("http://")) {
+            eprintln!("leasehold: warning: the token goes to {u} unencrypted (not https://)");
+        }
+    }
+    if access.key.is_some() && access.cert.is_none() {
+        return Err(Fail::Usage(
+            "--key needs --cert: the client certificate the key belongs to".into(),
+        ));
+    }
+    let https = servers.iter().any(|u| u.trim().starts_with("https://"));
+    if !https && access.cacert.is_none() && access.cert.is_none() {
+        return Ok((config, None));
+    }
+    let mut tls = TlsOptions::new();
+    if let Some(ca) = &access.cacert {
+        readable("--cacert", ca)?;
+        tls = tls.ca_file(ca);
+    } else if !std::path::Path::new(leasehold_client::tls::SYSTEM_CA_BUNDLE).exists() {
+        return Err(Fail::Usage(format!(
+            "https:// needs the CAs to check the servers against: --cacert FILE (there is no \
+             system bundle at {})",
+            leasehold_client::tls::SYSTEM_CA_BUNDLE
+        )));
+    }
+    if let Some(cert) = &access.cert {
+        readable("--cert", cert)?;
+        let key = access.key.as_ref().unwrap_or(cert);
+        readable("--key", key)?;
+        tls = tls.client_cert(cert, key);
+    }
+    // The files' contents (PEM, a key that matches) are checked here, before anything is sent.
+    tls.client_config().map_err(|e| match e {
+        ClientError::Config(m) => Fail::Usage(format!("--cacert, --cert or --key: {m}")),
+        e => Fail::Usage(e.to_string()),
+    })?;
+    Ok((config, Some(tls)))
 }
 
 fn landlord_arg(s: &str) -> Result<LandlordId, Fail> {
@@ -312,6 +606,12 @@ fn request_id() -> u64 {
 /// The landlord's answer, or its error as a failure.
 fn answered(reply: Reply) -> Result<Reply, Fail> {
     match &reply.body {
+        // Landlord 0: the server refused the caller before any landlord saw the request.
+        ReplyBody::Error(e)
+            if reply.landlord.0 == 0 && e.error_code() == Some(ErrorCode::LeaseDenied) =>
+        {
+            Err(Fail::No(refused_message(&e.message)))
+        }
         ReplyBody::Error(e) => {
             let name = e.error_code().map_or("error", |c| c.name());
             Err(Fail::No(format!("landlord {} answered {name}: {}", reply.landlord, e.message)))
@@ -354,12 +654,21 @@ fn revoked_shown(r: &Revoked) -> Shown {
     }
 }
 
-async fn lease_cmd(c: &Cluster, cmd: LeaseCmd) -> Done {
+async fn lease_cmd<C: Connect + Clone + Send + Sync + 'static>(
+    c: &Cluster<C>,
+    cmd: LeaseCmd,
+    retry_ms: u64,
+) -> Done {
+    // One round over the servers, then more until the deadline while none gives a reply.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(retry_ms);
+    let send = |landlord: Option<LandlordId>, req: Request| async move {
+        c.send_until(landlord, &req, deadline).await.map(|(r, _)| r)
+    };
     match cmd {
         LeaseCmd::Grant { resource, duration_ms, r } => {
             let resource = resource_arg(&resource, &r)?;
             let req = grant_request(request_id(), resource, duration_arg(&duration_ms)?);
-            let reply = answered(c.send(None, &req).await?)?;
+            let reply = answered(send(None, req).await?)?;
             let ReplyBody::Granted { cookie, duration } = reply.body else {
                 return Err(Fail::No(format!("unexpected answer: {reply:?}")));
             };
@@ -376,7 +685,7 @@ async fn lease_cmd(c: &Cluster, cmd: LeaseCmd) -> Done {
                 id: request_id(),
                 body: RequestBody::Renew { cookie, duration: duration_arg(&duration_ms)? },
             };
-            let reply = answered(c.send(Some(landlord), &req).await?)?;
+            let reply = answered(send(Some(landlord), req).await?)?;
             let ReplyBody::Renewed { duration } = reply.body else {
                 return Err(Fail::No(format!("unexpected answer: {reply:?}")));
             };
@@ -390,7 +699,7 @@ async fn lease_cmd(c: &Cluster, cmd: LeaseCmd) -> Done {
         LeaseCmd::Cancel { landlord, cookie } => {
             let (landlord, cookie) = (landlord_arg(&landlord)?, cookie_arg(&cookie)?);
             let req = Request { id: request_id(), body: RequestBody::Cancel { cookie } };
-            answered(c.send(Some(landlord), &req).await?)?;
+            answered(send(Some(landlord), req).await?)?;
             Ok(Shown {
                 headers: vec!["LANDLORD", "COOKIE", "STATE"],
                 rows: vec![vec![landlord.to_string(), cookie.to_string(), "cancelled".into()]],
@@ -440,6 +749,7 @@ async fn lease_cmd(c: &Cluster, cmd: LeaseCmd) -> Done {
             let page = LeasePage { landlord, leases, next: after };
             Ok(page_shown(&page, note))
         }
+        LeaseCmd::Watch { .. } => unreachable!("`served` runs watches"),
         LeaseCmd::Revoke { landlord, cookie, resource, r } => {
             let landlord = landlord.as_deref().map(landlord_arg).transpose()?;
             match (resource, landlord, cookie) {
@@ -478,7 +788,7 @@ fn samples(text: &str, name: &str) -> Vec<(Option<u64>, f64)> {
         .collect()
 }
 
-async fn status(c: &Cluster) -> Done {
+async fn status<C: Connect + Clone + Send + Sync + 'static>(c: &Cluster<C>) -> Done {
     let mut rows = Vec::new();
     let mut servers = Vec::new();
     for (i, origin) in c.origins().into_iter().enumerate() {
@@ -541,7 +851,12 @@ async fn status(c: &Cluster) -> Done {
                 }
             }
         }
-        let ready_text = if code == 200 { "ready" } else { "not ready" };
+        let ready_text = match code {
+            200 => "ready",
+            // The caller's identity may not read /readyz and /metrics (permission `metrics`).
+            401 | 403 => "refused",
+            _ => "not ready",
+        };
         let mut js = Vec::new();
         for (id, state, owner, epoch) in &shards {
             let (l, lr, ls) = (get(&live, *id), get(&lag_r, *id), get(&lag_s, *id));
@@ -576,6 +891,17 @@ async fn status(c: &Cluster) -> Done {
         servers.push(json!({ "server": origin, "up": true, "ready": code == 200, "status": code, "readyz": readyz, "shards": js }));
     }
     let down = servers.iter().filter(|s| s["up"] == false).count();
+    let refused = servers.iter().filter(|s| s["status"] == 401 || s["status"] == 403).count();
+    let mut notes = Vec::new();
+    if down > 0 {
+        notes.push(format!("{down} server(s) did not answer"));
+    }
+    if refused > 0 {
+        notes.push(format!(
+            "{refused} server(s) refused /readyz and /metrics: a token with the `metrics` \
+             permission sees them"
+        ));
+    }
     Ok(Shown {
         headers: vec![
             "SERVER",
@@ -589,7 +915,7 @@ async fn status(c: &Cluster) -> Done {
         ],
         rows,
         json: json!({ "servers": servers }),
-        note: (down > 0).then(|| format!("{down} server(s) did not answer")),
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
     })
 }
 

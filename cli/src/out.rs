@@ -58,6 +58,17 @@ impl Shown {
     }
 }
 
+impl Shown {
+    /// As [`Shown::print`], but JSON on one line (for what prints and then goes on: `lock`,
+    /// `elect`, whose output a script reads line by line).
+    pub fn print_line(&self, output: Output) {
+        match output {
+            Output::Json => println!("{}", self.json),
+            Output::Table => self.print(output),
+        }
+    }
+}
+
 /// Milliseconds as people read them (FOREVER as "forever").
 pub fn ms(v: i64) -> String {
     if v == leasehold::FOREVER {

@@ -17,10 +17,16 @@ struct Server {
 
 impl Server {
     fn start(data: &Path, shards: u64) -> Server {
+        Server::start_with(data, shards, Vec::new())
+    }
+
+    /// A server whose resources under `exclusive` prefixes are exclusive.
+    fn start_with(data: &Path, shards: u64, exclusive: Vec<String>) -> Server {
         let flags = Flags {
             data: Some(data.to_path_buf()),
             shards: Some(shards),
             listen: Some("127.0.0.1:0".parse().unwrap()),
+            exclusive_prefix: exclusive,
             ..Default::default()
         };
         let config = Config::load(flags).unwrap();
@@ -196,4 +202,41 @@ fn every_lease_and_cluster_command_against_a_server() {
     let out = leasehold(&u, &["completions", "bash"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("leasehold"));
+}
+
+#[test]
+fn lock_runs_a_command_with_its_token_and_refuses_what_is_not_exclusive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start_with(&tmp.path().join("data"), 2, vec!["locks/".into()]);
+    let u = s.url.clone();
+    // The command gets the token and the cookie; its exit status is the CLI's.
+    let script = "echo $LEASEHOLD_FENCING_TOKEN ${#LEASEHOLD_LOCK_COOKIE}; exit 5";
+    let out = leasehold(&u, &["lock", "locks/a", "--", "sh", "-c", script]);
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let first: u64 = words[0].parse().unwrap();
+    assert_eq!(words[1], "32", "{text}");
+    // Released when the command ended: the next holder gets it at once, with a greater token.
+    let out = leasehold(&u, &["lock", "locks/a", "--wait-ms", "0", "--", "sh", "-c", script]);
+    assert_eq!(out.status.code(), Some(5));
+    let second: u64 =
+        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().parse().unwrap();
+    assert!(second > first, "{second} after {first}");
+    // A resource outside the exclusive prefixes is no lock: refused (1), and it says why.
+    let out = leasehold(&u, &["lock", "shared/a", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--exclusive-prefix"));
+    // A command that cannot start: 127, as a shell says it, and the lock is released.
+    let out = leasehold(&u, &["lock", "locks/b", "--", "/no/such/command"]);
+    assert_eq!(out.status.code(), Some(127));
+    let out = leasehold(&u, &["lock", "locks/b", "--wait-ms", "0", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // TLS settings that cannot work are usage errors, before anything is sent.
+    let out = leasehold(&u, &["--key", "/etc/hostname", "lease", "grant", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--key needs --cert"));
+    let out = leasehold("https://127.0.0.1:1", &["--cacert", "/no/ca.pem", "lease", "grant", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/ca.pem: cannot read it"));
 }

@@ -20,6 +20,12 @@ pub enum ClientError {
         /// The body, as text.
         message: String,
     },
+    /// The server refused the caller before any landlord saw the request: no credential, an
+    /// unknown one, or an operation or resource the caller's identity may not use (HTTP 401 or
+    /// 403, a wire error from landlord `0`). Definite: waiting or asking again cannot change
+    /// it. What the recipes ([`crate::recipes`]) return for such a refusal.
+    #[error("refused by the server: {0}")]
+    Refused(String),
     /// A bad setting (URL, header, time-out).
     #[error("bad client setting: {0}")]
     Config(String),
@@ -48,6 +54,7 @@ impl ClientError {
             ClientError::Http { status, message } => {
                 LeaseError::Decode(format!("HTTP {status}: {message}"))
             }
+            ClientError::Refused(m) => LeaseError::LeaseDenied(m.clone()),
             ClientError::Config(m) => LeaseError::InvalidArgument(m.clone()),
             ClientError::Closed => LeaseError::Indefinite("the renewal driver is closed".into()),
         }

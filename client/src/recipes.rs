@@ -100,7 +100,9 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
     /// answers it retries until the wait is over.
     ///
     /// Held by someone else (no wait, or the wait ran out): [`ClientError::Lease`] with
-    /// [`LeaseError::LeaseDenied`] (its message says who holds it until when, if known).
+    /// [`LeaseError::LeaseDenied`] (its message says who holds it until when, if known). The
+    /// server refusing the caller (no or a wrong token, a prefix its identity lacks):
+    /// [`ClientError::Refused`], at once, whatever the wait.
     pub async fn lock(
         &self,
         name: impl AsRef<[u8]>,
@@ -119,6 +121,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
                     holder: opts.holder.clone(),
                 },
             };
+            let asked = tokio::time::Instant::now();
             let reply = match self.cluster().send_coord(None, &request).await {
                 Ok(r) => r,
                 Err(ClientError::Unavailable(why)) => {
@@ -144,9 +147,23 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
                     self.renew_for(lease, FOREVER, opts.lease_ms).await?;
                     return Ok(lock);
                 }
+                // Landlord 0: the server refused the caller (no or unknown credential, an
+                // operation or prefix its identity lacks) before any landlord saw the request.
+                // Asking again cannot change that: say so at once instead of asking until the
+                // wait is over.
+                Err(LeaseError::LeaseDenied(why)) if reply.landlord == LandlordId(0) => {
+                    return Err(ClientError::Refused(why))
+                }
                 // The server's wait ran out before ours (it holds at most its own longest
-                // wait, and we ask for at most MOST_HELD): ask again.
-                Err(LeaseError::LeaseDenied(_)) if tokio::time::Instant::now() < deadline => {}
+                // wait, and we ask for at most MOST_HELD): ask again. A denial that came back
+                // well before the wait asked for (too many waiters, a quota) is asked again
+                // after a pause, not in a tight loop.
+                Err(LeaseError::LeaseDenied(_)) if tokio::time::Instant::now() < deadline => {
+                    if asked.elapsed() < left.min(MOST_HELD) / 2 {
+                        let pause = deadline.saturating_duration_since(tokio::time::Instant::now());
+                        tokio::time::sleep(pause.min(StdDuration::from_millis(100))).await;
+                    }
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -154,7 +171,8 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
 
     /// Campaigns for `name` with `value` (what observers see): waits, first come first served
     /// among the candidates, until this process leads or `give_up` has passed (`None`:
-    /// campaigns for ever). The leader's lease is `lease_ms` long, kept renewed.
+    /// campaigns for ever). The leader's lease is `lease_ms` long, kept renewed. The server
+    /// refusing the caller ends the campaign at once ([`ClientError::Refused`]).
     pub async fn elect(
         &self,
         name: impl AsRef<[u8]>,
