@@ -9,7 +9,8 @@
 //! is `undefined` are dropped: absent). Maps come out as `Map`s and are never renamed (their
 //! keys are data). Numbers stay exact: 64-bit integers come out as numbers when they are safe
 //! integers, as `BigInt`s otherwise, and `i64::MAX` (`FOREVER`) as `Infinity`; going in,
-//! `Infinity` is `FOREVER`. Enum tags (`op`, `kind`) are values and keep the core's snake_case.
+//! `Infinity` is `FOREVER`. Enum tags (`op`, `kind`) are values and keep the core's snake_case
+//! (a `kind` given in camelCase is read as its snake_case name).
 
 use js_sys::{Array, BigInt, Map, Object, Reflect, Uint8Array, JSON};
 use leasehold::machine::Message;
@@ -88,6 +89,11 @@ fn rekey(v: &JsValue, to_camel: bool, value: fn(JsValue) -> JsValue) -> JsValue 
             continue;
         }
         let k = rename(&k.as_string().unwrap_or_default(), to_camel);
+        // A tag written in JavaScript's case (`kind: "resourceAware"`) is read as the core's.
+        let x = match x.as_string() {
+            Some(tag) if !to_camel && k == "kind" => rename(&tag, false).into(),
+            _ => x,
+        };
         let _ = Reflect::set(&o, &k.into(), &value(x));
     }
     o.into()

@@ -127,6 +127,7 @@
 
 mod durable;
 mod handle;
+pub mod machine;
 mod set;
 mod snapshot;
 
