@@ -125,6 +125,17 @@ def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
                 s, op = post_shard(a.url, k)
                 if s != 200 or op != "error":
                     unserved.append({"shard": k, "status": s, "op": op})
+            # A shard handed over in the instant between /readyz and the probe answers again
+            # within a moment (a holder retries); one that still does not after 1 s is a lie.
+            grace = now_ms() + 1000
+            while unserved and now_ms() < grace:
+                time.sleep(0.1)
+                still = []
+                for u in unserved:
+                    s, op = post_shard(a.url, u["shard"])
+                    if s != 200 or op != "error":
+                        still.append({"shard": u["shard"], "status": s, "op": op})
+                unserved = still
             again, body2 = get(a.url, "/readyz", timeout=0.5)
             if not unserved or again == 200:
                 claimed = parse(body)
