@@ -15,8 +15,11 @@ binding, in the namespace the servers are reached from). Each subcommand prints 
   "statuses", "served": bool, "unserved": [...], "healthz_early": n, "changed": n}``:
   ``healthz_early`` counts polls where ``/healthz`` said 200 while ``/readyz``, asked before
   and after it, did not.
-- ``not-ready URL --limit-ms L``: polls until ``/readyz`` answers anything but 200 (503, or no
-  answer); ``{"ms", "status", "body"}``.
+- ``not-ready URL --limit-ms L [--grants N]``: polls until ``/readyz`` answers anything but 200
+  (503, or no answer); ``{"ms", "status", "body", "grants"}``. With ``--grants``, each poll also
+  sends N grants of distinct 400-byte resources (2 s leases, never renewed), so that the
+  stores must write: a full disk is only found out by a write, and the holders' own renewals
+  may be too few to need a new page of the file system within the limit on a loaded machine.
 - ``readyz URL``: ``{"status", "body"}`` (the body parsed when it is JSON).
 - ``metric URL NAME``: ``{"values": {labels: value}}`` of one metric from ``/metrics``.
 - ``shard URL K``: one renewal of a made-up cookie sent to that server alone for landlord K:
@@ -153,14 +156,33 @@ def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
         time.sleep(0.02)
 
 
+def post_grant(url: str, i: int, timeout: float = 0.5) -> int:
+    u = urllib.parse.urlsplit(url)
+    c = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
+    body = Request.grant(i, b"fault/fill/%08d/" % i + b"x" * 384, 2000).encode("binary")
+    try:
+        c.request("POST", "/lease", body=body, headers={"Content-Type": "application/octet-stream"})
+        r = c.getresponse()
+        r.read()
+        return r.status
+    except (OSError, http.client.HTTPException):
+        return 0
+    finally:
+        c.close()
+
+
 def cmd_not_ready(a: argparse.Namespace) -> Dict[str, Any]:
     t0 = now_ms()
+    sent: Dict[str, int] = {}
     while True:
         status, body = get(a.url, "/readyz", timeout=0.5)
         if status != 200:
-            return {"ms": round(now_ms() - t0), "status": status, "body": parse(body)}
+            return {"ms": round(now_ms() - t0), "status": status, "body": parse(body), "grants": sent}
         if now_ms() - t0 > a.limit_ms:
-            return {"ms": -1, "status": status, "body": parse(body)}
+            return {"ms": -1, "status": status, "body": parse(body), "grants": sent}
+        for _ in range(a.grants):
+            k = str(post_grant(a.url, sum(sent.values())))
+            sent[k] = sent.get(k, 0) + 1
         time.sleep(0.05)
 
 
@@ -205,6 +227,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("not-ready")
     p.add_argument("url")
     p.add_argument("--limit-ms", type=int, default=30000)
+    p.add_argument("--grants", type=int, default=0, help="grants to send with each poll")
     p = sub.add_parser("readyz")
     p.add_argument("url")
     p = sub.add_parser("metric")
