@@ -70,6 +70,9 @@ struct Opts {
     /// Where to log (JSON lines).
     #[arg(long, default_value = "/dev/null")]
     log: String,
+    /// Stop (a holder: after its turn; a watcher: at once) once this file exists.
+    #[arg(long)]
+    stop_file: Option<String>,
     /// Where the register listens (`--role register`).
     #[arg(long, default_value = "127.0.0.1:7600")]
     listen: String,
@@ -153,6 +156,11 @@ async fn connect(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Er
     Ok(client)
 }
 
+/// Whether `--stop-file` exists.
+fn stopped(o: &Opts) -> bool {
+    o.stop_file.as_deref().is_some_and(|f| std::path::Path::new(f).exists())
+}
+
 fn ms(start: Instant) -> u64 {
     start.elapsed().as_millis() as u64
 }
@@ -170,7 +178,7 @@ async fn holder(o: &Opts, cluster: Cluster, db: &tokio_postgres::Client, log: &m
     let mut line = |v: serde_json::Value| {
         let _ = writeln!(log, "{v}");
     };
-    while Instant::now() < end {
+    while Instant::now() < end && !stopped(o) {
         let lock = match driver.lock(&o.lock, &opts).await {
             Ok(l) => l,
             Err(ClientError::Lease(LeaseError::LeaseDenied(_))) => continue,
@@ -303,9 +311,10 @@ async fn watcher(o: &Opts, c: Cluster, log: &mut impl Write) {
     };
     line(json!({"at": ms(start), "watching": event_id, "landlord": landlord.0}));
     let mut renewed = Instant::now();
-    // Watch a little past the holders' end, to see their last releases.
+    // Watch a little past the holders' end, to see their last releases (or until the stop
+    // file exists: scripts/test-coord.sh makes the watchers' once every holder has exited).
     let stop = end + Duration::from_secs(3);
-    while Instant::now() < stop {
+    while Instant::now() < stop && !stopped(o) {
         if renewed.elapsed() > Duration::from_secs(5) {
             let req = Request { id: 2, body: RequestBody::Renew { cookie, duration: 30_000 } };
             if let Ok(r) = c.send(Some(landlord), &req).await {
