@@ -39,7 +39,7 @@ pub(crate) trait Part: Send {
     fn name(&self) -> &'static str;
     fn journal(&self) -> Option<&dyn Journal>;
     fn journal_mut(&mut self) -> Option<&mut dyn Journal>;
-    fn handle(&mut self, input: &[u8], now: Millis) -> Res<String>;
+    fn handle(&mut self, input: &str, now: Millis) -> Res<String>;
     fn poll_timeout(&self) -> Option<Millis>;
     fn handle_timeout(&mut self, now: Millis);
     fn poll_transmit(&mut self, now: Millis) -> Res<Option<String>>;
@@ -54,8 +54,14 @@ fn form(what: &str, e: serde_json::Error) -> Fail {
     Fail::invalid(format!("{what}: {e}"))
 }
 
+/// `v` as JSON text with room for the NUL that `c_string` adds (no reallocation there).
 fn to_json<T: serde::Serialize>(v: &T) -> Res<String> {
-    serde_json::to_string(v).map_err(|e| Fail::invalid(format!("writing the answer: {e}")))
+    let mut buf = Vec::with_capacity(128);
+    serde_json::to_writer(&mut buf, v)
+        .map_err(|e| Fail::invalid(format!("writing the answer: {e}")))?;
+    buf.reserve_exact(1);
+    // SAFETY: serde_json writes UTF-8 only (its own `to_string` relies on the same).
+    Ok(unsafe { String::from_utf8_unchecked(buf) })
 }
 
 /// [`Journaled`] without its snapshot kind: the object-safe part.
@@ -153,8 +159,9 @@ impl<H: Held> Part for H {
     fn journal_mut(&mut self) -> Option<&mut dyn Journal> {
         Held::journal_mut(self)
     }
-    fn handle(&mut self, input: &[u8], now: Millis) -> Res<String> {
-        let input = serde_json::from_slice(input).map_err(|e| form("input", e))?;
+    fn handle(&mut self, input: &str, now: Millis) -> Res<String> {
+        // From `str`: the text is checked as UTF-8 once, by the caller.
+        let input = serde_json::from_str(input).map_err(|e| form("input", e))?;
         to_json(&self.m_mut().handle(input, now)?)
     }
     fn poll_timeout(&self) -> Option<Millis> {
@@ -444,7 +451,7 @@ pub unsafe extern "C" fn leasehold_machine_handle(
         if input.is_null() {
             return Err(null("input"));
         }
-        let input = unsafe { text(input, input_len, "input") }?.as_bytes();
+        let input = unsafe { text(input, input_len, "input") }?;
         let v = unsafe { write(machine, |s| s.part.0.handle(input, now)) }?;
         unsafe { give_json(v, out) }
     })
@@ -489,7 +496,7 @@ pub unsafe extern "C" fn leasehold_machine_serve(
         if !protocol.is_null() {
             input["protocol"] = Value::from(text(protocol));
         }
-        let input = serde_json::to_vec(&input).map_err(|e| form("input", e))?;
+        let input = serde_json::to_string(&input).map_err(|e| form("input", e))?;
         let v = unsafe { write(machine, |s| s.part.0.handle(&input, now)) }?;
         let bytes = match serde_json::from_str::<Vec<u8>>(&v) {
             Ok(b) => b,

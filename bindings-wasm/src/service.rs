@@ -5,11 +5,14 @@
 
 use std::cell::{RefCell, RefMut};
 
-use leasehold::service::RenewalService as CoreService;
+use leasehold::machine::Machine;
+use leasehold::service::machine::{ServiceInput, ServiceOutput};
+use leasehold::service::{RenewalService as CoreService, SetId};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
-use crate::machine::machine_class;
+use crate::lease::Lease;
+use crate::machine::{machine_class, now_or_none};
 use crate::wire::{error_reply, id_in, id_out};
 
 machine_class!(RenewalService, CoreService, "RenewalService", plain);
@@ -34,6 +37,60 @@ impl RenewalService {
         Ok(match wire_in(&bytes, max, "request")? {
             Ok(b) => self.b()?.handle_bytes(&b, enc, now),
             Err(e) => error_reply(id, &e, enc),
+        })
+    }
+}
+
+/// A whole JavaScript number (checked in `js/service.js`: a safe integer, or `Infinity` for
+/// FOREVER) as the core's integer.
+fn whole(x: f64) -> i64 {
+    if x == f64::INFINITY {
+        i64::MAX
+    } else {
+        x as i64
+    }
+}
+
+/// A `Lease` object as the core reads its data form (which carries no serial format).
+fn lease_data(l: &Lease) -> leasehold::Lease {
+    leasehold::Lease::new(l.inner.landlord(), l.inner.cookie(), l.inner.expiration())
+}
+
+/// The typed doors of the hot calls: `add` and `remove` with a `Lease` object and whole numbers
+/// build the same `ServiceInput` the data form reads and go through the same
+/// `Machine::handle`, without writing and reading the input as data (`js/service.js` takes
+/// them only for such arguments; anything else goes through `handle` and its checks).
+#[wasm_bindgen]
+impl RenewalService {
+    #[wasm_bindgen(js_name = __add, skip_typescript)]
+    pub fn add_typed(
+        &self,
+        set: f64,
+        lease: &Lease,
+        membership: f64,
+        renew: f64,
+        now: JsValue,
+    ) -> Result<(), JsValue> {
+        let input = ServiceInput::Add {
+            set: SetId(whole(set) as u64),
+            lease: lease_data(lease),
+            membership_duration: whole(membership),
+            renew_duration: whole(renew),
+        };
+        let now = now_or_none(&now)?;
+        js(self.b()?.handle(input, now)).map(|_| ())
+    }
+
+    #[wasm_bindgen(js_name = __remove, skip_typescript)]
+    pub fn remove_typed(&self, set: f64, lease: &Lease, now: JsValue) -> Result<JsValue, JsValue> {
+        let input =
+            ServiceInput::Remove { set: SetId(whole(set) as u64), lease: lease_data(lease) };
+        let now = now_or_none(&now)?;
+        let out = js(self.b()?.handle(input, now))?;
+        Ok(match out {
+            ServiceOutput::Lease(Some(l)) => Lease::wrap(l).into(),
+            ServiceOutput::Lease(None) => JsValue::UNDEFINED,
+            other => crate::data::to_js(&other)?,
         })
     }
 }
