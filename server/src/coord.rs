@@ -307,6 +307,25 @@ fn encoded_with(
     enc: Encoding,
     owner: Option<&str>,
 ) -> Response {
+    let explained;
+    let reply = match &reply.body {
+        // The core's "unknown lease" has no message (as for `POST /lease`, see
+        // [`crate::reply::explain`]): say what it can mean.
+        CoordReplyBody::Error(e)
+            if e.error_code() == Some(leasehold::ErrorCode::UnknownLease)
+                && e.message.is_empty() =>
+        {
+            let mut e = e.clone();
+            e.message = format!(
+                "the lease or watch is unknown to landlord {}: never granted there, cancelled, \
+                 revoked, or expired",
+                reply.landlord
+            );
+            explained = CoordReply { body: CoordReplyBody::Error(e), ..reply.clone() };
+            &explained
+        }
+        _ => reply,
+    };
     let mut r =
         (status, [(header::CONTENT_TYPE, content_type(enc))], reply.encode(enc)).into_response();
     if let Some(o) = owner.and_then(|o| HeaderValue::from_str(o).ok()) {
