@@ -192,9 +192,12 @@ def judge(ls: Lease) -> List[Violation]:
         elif not lost_seen and (stopped is None or s_u < stopped) and not cancelled_before:
             lost_seen = True
             out.append(Violation("lost", e_u, ls, f"a lease its holder kept renewing is unknown {s_u - promise:.0f} ms after its promise (landlord {ls.landlord})"))
-        # Anything acknowledged for it after this is a lease come back.
+        # Anything acknowledged for it by a request sent after this answer arrived is a lease
+        # come back. A request sent while this one was under way may have been handled first
+        # (a holder's send retries for up to 2 s: a probe of 1 ms sent meanwhile, acknowledged,
+        # then this one's retry answered "unknown"): either order is possible, not judged.
         for a in acks[i:]:
-            if a[0] > s_u:
+            if a[0] > e_u:
                 out.append(Violation("back", a[1], ls, f"renewed {a[0] - e_u:.0f} ms after a server called it unknown (landlord {ls.landlord})"))
                 break
     for c_s, c_e in ls.cancel_acks:
