@@ -56,26 +56,30 @@ def get(url: str, path: str, timeout: float = 1.0) -> Tuple[int, bytes]:
         c.close()
 
 
-def post_shard(url: str, k: int, timeout: float = 1.0) -> Tuple[int, Optional[str]]:
+def post_wire(url: str, path: str, request: Request, timeout: float) -> Tuple[int, str, bytes]:
+    """POSTs one wire request (binary); the status, the Content-Type and the body."""
     u = urllib.parse.urlsplit(url)
     c = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
-    body = Request.renew(k, COOKIE, 1).encode("binary")
     try:
-        c.request("POST", f"/lease?landlord={k:016x}", body=body, headers={"Content-Type": "application/octet-stream"})
+        c.request("POST", path, body=request.encode("binary"), headers={"Content-Type": "application/octet-stream"})
         r = c.getresponse()
-        data = r.read()
+        return r.status, r.getheader("Content-Type") or "", r.read()
+    finally:
+        c.close()
+
+
+def post_shard(url: str, k: int, timeout: float = 1.0) -> Tuple[int, Optional[str]]:
+    try:
+        status, ctype, data = post_wire(url, f"/lease?landlord={k:016x}", Request.renew(k, COOKIE, 1), timeout)
         # A wire reply comes with the status that says what it is (404 for "unknown lease", 409,
         # 400): any of them means the shard answered. 503 (not served, plain text) and any
         # answer without a wire reply mean it did not.
-        wire = (r.getheader("Content-Type") or "").startswith("application/octet-stream")
-        if r.status >= 500 or not wire:
-            return r.status, None
+        if status >= 500 or not ctype.startswith("application/octet-stream"):
+            return status, None
         reply = Reply.decode(data, "binary")
         return 200, reply.op if reply.landlord == k else f"landlord {reply.landlord}"
     except (OSError, http.client.HTTPException, ValueError) as e:
         return 0, repr(e)
-    finally:
-        c.close()
 
 
 def parse(body: bytes) -> Any:
@@ -157,18 +161,10 @@ def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
 
 
 def post_grant(url: str, i: int, timeout: float = 0.5) -> int:
-    u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
-    body = Request.grant(i, b"fault/fill/%08d/" % i + b"x" * 384, 2000).encode("binary")
     try:
-        c.request("POST", "/lease", body=body, headers={"Content-Type": "application/octet-stream"})
-        r = c.getresponse()
-        r.read()
-        return r.status
+        return post_wire(url, "/lease", Request.grant(i, b"fault/fill/%08d/" % i + b"x" * 384, 2000), timeout)[0]
     except (OSError, http.client.HTTPException):
         return 0
-    finally:
-        c.close()
 
 
 def cmd_not_ready(a: argparse.Namespace) -> Dict[str, Any]:

@@ -207,9 +207,7 @@ impl FromStr for Locator {
 impl Serialize for Locator {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         // One string, not `collect_str`: serde_json escapes each piece `fmt` writes.
-        let mut text = String::with_capacity(self.host.len() + 8);
-        let _ = fmt::Write::write_fmt(&mut text, format_args!("{self}"));
-        s.serialize_str(&text)
+        s.serialize_str(&self.to_string())
     }
 }
 
