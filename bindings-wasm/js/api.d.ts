@@ -358,8 +358,12 @@ export declare class LandlordDriver implements Disposable {
 export type Transport = (
   body: Uint8Array | string,
   landlord: string | undefined,
-  /** `endpoint: 'coord'`: a coordination message (js/coord.js); `wait`: ms a server may hold it. */
-  options?: { endpoint?: 'lease' | 'coord'; wait?: number },
+  /**
+   * `endpoint: 'coord'`: a coordination message (js/coord.js); `wait`: ms a server may hold it;
+   * `onAttempt`: called as each server is tried, just before its request goes out (the last
+   * call before the reply is when the answered request was sent).
+   */
+  options?: { endpoint?: 'lease' | 'coord'; wait?: number; onAttempt?: () => void },
 ) => Promise<Uint8Array | ArrayBuffer | string>;
 
 /**
