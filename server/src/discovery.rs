@@ -103,12 +103,12 @@ pub struct DiscoveryFlags {
     #[serde(rename = "announce")]
     pub discovery_announce: Option<String>,
     /// The multicast group announcements go to (default 239.255.76.72).
-    #[arg(long = "discovery-group", value_name = "ADDR")]
+    #[arg(long = "discovery-group", value_name = "IP")]
     #[serde(rename = "group")]
     pub discovery_group: Option<Ipv4Addr>,
     /// The interface's address: the UDP socket binds it, the group is joined on it (default
     /// 127.0.0.1).
-    #[arg(long = "discovery-interface", value_name = "ADDR")]
+    #[arg(long = "discovery-interface", value_name = "IP")]
     #[serde(rename = "interface")]
     pub discovery_interface: Option<Ipv4Addr>,
     /// The discovery shard's id: the landlord of its registration leases (default 1000000).
