@@ -304,3 +304,33 @@ fn postgres_is_refused_clearly() {
     assert_eq!(code, 2);
     assert!(err.contains("--discovery-id must be above"), "{err}");
 }
+
+#[test]
+fn a_damaged_discovery_shard_is_quarantined_and_taken_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap().to_string();
+    let port = free_udp_port().to_string();
+    let args = ["--data", &data, "--discovery-port", &port, "--discovery-announce", "unicast"];
+    let s = Server::start(&args);
+    s.wait_ready(Duration::from_secs(10));
+    s.stop();
+    let shard = dir.path().join("shard-1000000");
+    std::fs::write(shard.join(leasehold::store::SNAPSHOT_FILE), b"not a snapshot").unwrap();
+    let s = Server::start(&args);
+    let (code, ready) = s.ready();
+    assert_eq!(code, 503, "{ready}");
+    let state = ready["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["shard"] == ID)
+        .map(|x| x["state"].clone());
+    assert_eq!(state, Some(serde_json::json!("quarantined")), "{ready}");
+    assert!(shard.join("QUARANTINE").exists());
+    assert_eq!(s.get("/discovery/status").0, 503);
+    // The operator starts it afresh: the directory moved aside, marker and all.
+    std::fs::rename(&shard, dir.path().join("damaged")).unwrap();
+    s.wait_ready(Duration::from_secs(10));
+    assert_eq!(status(&s)["recovered"]["created"], true);
+    s.stop();
+}
