@@ -61,12 +61,14 @@ class Client:
         self.encoding: Encoding = encoding
         #: The registration lease's landlord, once registered (named in later requests).
         self.landlord: Optional[int] = None
+        self.service = http.Cluster(self.lds + "/discovery", encoding=encoding, timeout=5.0)
 
     def discovery(self, op: str, listener: Optional[str] = None, **fields: Any) -> Dict[str, Any]:
         """A discovery request (its JSON object form) and the reply's body."""
         headers = {LISTENER_HEADER: listener} if listener is not None else None
         request = DiscoveryRequest.encode({"v": 1, "id": "1", "body": {"op": op, **fields}}, self.encoding)
-        body = http.post(self.lds + "/discovery", request, self.encoding, landlord=self.landlord, headers=headers)
+        # An error reply under a 4xx status (404: no such registration) is the service's answer.
+        body = self.service.post(request, self.landlord, headers=headers, kind="DiscoveryReply")
         decoded = DiscoveryReply.decode(body, self.encoding)
         reply: Dict[str, Any] = decoded["body"]
         if reply.get("op") == "registered":
