@@ -1217,11 +1217,9 @@ pub async fn endpoint(
         Err(e) => return discovery_error(enc, id, 0, &e),
         Ok(Some(l)) => match crate::reply::parse_landlord(&l) {
             Err(e) => return discovery_error(enc, id, 0, &e),
+            // 404, as for a landlord the cluster does not have.
             Ok(named) if named.0 != id => {
-                let e = LeaseError::UnknownLease;
-                let mut r = discovery_error(enc, named.0, 0, &e);
-                *r.status_mut() = StatusCode::NOT_FOUND;
-                return r;
+                return discovery_error(enc, named.0, 0, &LeaseError::UnknownLease)
             }
             Ok(_) => {}
         },
@@ -1231,10 +1229,8 @@ pub async fn endpoint(
     let crate::access::Intake { body, caller, .. } = match crate::access::intake(&app, req).await {
         Ok(i) => i,
         Err(crate::access::Unread::TooLarge(max)) => {
-            let e = LeaseError::Decode(format!("the request is larger than {max} bytes"));
-            let mut r = discovery_error(enc, id, 0, &e);
-            *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-            return r;
+            let e = LeaseError::Decode(format!("a message is at most {max} bytes"));
+            return with_status(discovery_error(enc, id, 0, &e), StatusCode::PAYLOAD_TOO_LARGE);
         }
         Err(crate::access::Unread::Slow(e)) => return discovery_error(enc, id, 0, &e),
         Err(crate::access::Unread::Refused(r)) => {
@@ -1250,8 +1246,8 @@ pub async fn endpoint(
                 if let Some(who) = &caller {
                     if !who.may(crate::auth::Op::Grant) {
                         let msg = format!("identity {:?} may not grant (register)", who.name);
-                        return discovery_error(enc, id, req.id, &LeaseError::LeaseDenied(msg))
-                            .map_status(StatusCode::FORBIDDEN);
+                        let r = discovery_error(enc, id, req.id, &LeaseError::LeaseDenied(msg));
+                        return with_status(r, StatusCode::FORBIDDEN);
                     }
                     if let Some(max) = who.max_lease_ms {
                         if *duration == leasehold::ANY
@@ -1283,15 +1279,11 @@ pub async fn endpoint(
     }
 }
 
-trait MapStatus {
-    fn map_status(self, s: StatusCode) -> Response;
-}
-
-impl MapStatus for Response {
-    fn map_status(mut self, s: StatusCode) -> Response {
-        *self.status_mut() = s;
-        self
-    }
+/// `r` under status `s` (a refusal by identity, a body over the limit: the reply's code alone
+/// would say 409 or 400).
+fn with_status(mut r: Response, s: StatusCode) -> Response {
+    *r.status_mut() = s;
+    r
 }
 
 fn listener_of(headers: &HeaderMap) -> Option<String> {
