@@ -1348,3 +1348,61 @@ pub async fn status(State(app): State<Arc<App>>) -> Response {
         _ => unavailable(&app, "an unexpected answer".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `[discovery]` table as docs/discovery-service.md and deploy/server.example.toml
+    /// write it, under the flags.
+    #[test]
+    fn settings_from_the_file_and_the_flags() {
+        let file: DiscoveryFlags = toml::from_str(
+            "port = 4160\nannounce = \"multicast\"\ninterface = \"10.0.0.5\"\n\
+             max_registration_ms = 600000\nevent_retry_ms = [500, 2000]\n",
+        )
+        .unwrap();
+        let flags = DiscoveryFlags { discovery_port: Some(4161), ..Default::default() };
+        let s = DiscoverySettings::load(flags, file, false, 16).unwrap().unwrap();
+        assert_eq!((s.port, s.announce, s.id), (4161, Announce::Multicast, DEFAULT_ID));
+        assert_eq!(s.interface, Ipv4Addr::new(10, 0, 0, 5));
+        assert_eq!(s.group, DEFAULT_GROUP);
+        assert_eq!(
+            (s.max_registration_ms, s.event_retry_ms.as_slice()),
+            (600_000, &[500, 2000][..])
+        );
+        let none = DiscoverySettings::load(Default::default(), Default::default(), false, 1);
+        assert!(none.unwrap().is_none());
+        let bad = |f: DiscoveryFlags| {
+            DiscoverySettings::load(f, Default::default(), false, 4).unwrap_err()
+        };
+        let port = Some(1);
+        assert!(bad(DiscoveryFlags {
+            discovery_port: port,
+            discovery_announce: Some("x".into()),
+            ..Default::default()
+        })
+        .contains("auto, multicast or unicast"));
+        assert!(bad(DiscoveryFlags {
+            discovery_port: port,
+            discovery_group: Some(Ipv4Addr::LOCALHOST),
+            ..Default::default()
+        })
+        .contains("multicast address"));
+        assert!(bad(DiscoveryFlags {
+            discovery_port: port,
+            discovery_id: Some(4),
+            ..Default::default()
+        })
+        .contains("above the landlord shards"));
+        assert!(toml::from_str::<DiscoveryFlags>("prot = 1").is_err());
+        let e = DiscoverySettings::load(
+            DiscoveryFlags { discovery_port: port, ..Default::default() },
+            Default::default(),
+            true,
+            1,
+        )
+        .unwrap_err();
+        assert!(e.contains("needs the file store"), "{e}");
+    }
+}
