@@ -73,6 +73,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/lease", post(lease))
         .route("/coord", post(crate::coord::coord))
         .route("/watch", get(crate::coord::watch))
+        .route("/discovery", post(crate::discovery::endpoint))
+        .route("/discovery/status", get(crate::discovery::status))
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .route("/healthz", get(healthz))
@@ -148,6 +150,10 @@ async fn lease(
             return error_reply(request.id, 0, &e, enc);
         }
     };
+    if app.discovery.as_ref().is_some_and(|d| d.settings.id == shard) {
+        // A registration lease of the discovery service: renewed and cancelled as any lease.
+        return crate::discovery::lease(&app, request, enc).await;
+    }
     if shard == 0 || shard > shards {
         let reply = Reply {
             id: request.id,

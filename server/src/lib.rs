@@ -16,6 +16,8 @@
 //!   TLS and mTLS, identities with permissions and quotas (`docs/security.md`);
 //! - [`coord`]: coordination over HTTP (acquire with a wait, watches by long polling),
 //!   routing that keeps exclusive resources, pools and watched prefixes in one shard;
+//! - [`discovery`]: the lookup discovery service (seed 003, LD) beside the landlords,
+//!   `POST /discovery`, announcements over UDP;
 #![deny(missing_docs)]
 
 pub mod access;
@@ -24,6 +26,7 @@ pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod coord;
+pub mod discovery;
 pub mod files;
 pub mod guard;
 pub mod health;
@@ -98,6 +101,8 @@ pub struct App {
     pub tls: Option<Arc<tls::Reloadable>>,
     /// Connection counters of the listeners.
     pub conns: Arc<listener::ConnStats>,
+    /// The lookup discovery service, with `--discovery-port`.
+    pub discovery: Option<Arc<discovery::Discovery>>,
 }
 
 impl App {
@@ -108,7 +113,9 @@ impl App {
             config.security.cluster_secret.as_deref(),
         )?;
         let tls = tls::server_config(&config.security)?.map(|c| Arc::new(tls::Reloadable::new(c)));
+        let discovery = config.discovery.clone().map(|s| Arc::new(discovery::Discovery::new(s)));
         Ok(Arc::new(App {
+            discovery,
             config,
             shards: RwLock::new(BTreeMap::new()),
             local: Mutex::new(BTreeMap::new()),
@@ -283,6 +290,7 @@ impl App {
             .copied()
             .collect::<Vec<_>>();
         let locals = self.locals().clone();
+        let discovery = self.discovery.as_ref().map(|d| discovery::report(self, d));
         (1..=self.shard_count())
             .map(|id| {
                 if served.contains(&id) {
@@ -308,6 +316,7 @@ impl App {
                     ok: false,
                 }
             })
+            .chain(discovery)
             .collect()
     }
 
@@ -376,6 +385,9 @@ impl App {
         let mut out = metrics::render(&shards, &self.stats, pg.as_ref());
         self.conns.render(&mut out);
         self.coord_metrics.render(&mut out, &coord);
+        if let Some(d) = &self.discovery {
+            d.render(&mut out);
+        }
         out
     }
 
@@ -483,6 +495,7 @@ pub async fn run(
     match &config.store {
         StoreKind::Files(data) => {
             files::open_all(&app, data).await?;
+            discovery::start(&app, data).await?;
             tokio::spawn(files::supervise(Arc::downgrade(&app), data.clone()));
         }
         StoreKind::Postgres(url) => {
@@ -590,6 +603,9 @@ pub async fn run(
         for h in app.handles() {
             h.stop().await;
         }
+    }
+    if let Some(h) = app.discovery.as_ref().and_then(|d| d.handle()) {
+        h.stop().await;
     }
     Ok(())
 }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest};
 use leasehold::coord::{CoordStats, Handled, Ticket};
-use leasehold::journal::Gate;
+use leasehold::journal::{Gate, Journaled};
 use leasehold::store::{FileOp, Store};
 use leasehold::{Landlord, Reply, ReplyBody, Request};
 use tokio::sync::{mpsc, oneshot};
@@ -120,8 +120,10 @@ pub enum Planner {
 }
 
 impl Planner {
-    /// The next write, if anything needs writing.
-    fn plan(&mut self, ll: &mut LL) -> Option<(Job, u64, bool)> {
+    /// The next write, if anything needs writing: the job, the last record durable once it is
+    /// done, and whether it writes a snapshot. `ll` is the shard's state machine (a landlord,
+    /// a renewal service: anything journaled).
+    pub fn plan<S: Journaled>(&mut self, ll: &mut S) -> Option<(Job, u64, bool)> {
         match self {
             Planner::Files(store) => {
                 let mut ops = Vec::new();
