@@ -12,7 +12,9 @@
 #
 # Usage: scripts/bench-peers.sh [CELL_SECS [BIG]]   (defaults 3 and 1000000; about 10 minutes)
 #   PEERS_SYSTEMS="lh1 lh4 lhpg redis-always redis-everysec etcd" picks systems;
-#   PEERS_RELAXED=1 also runs leasehold's file store with relaxed renewals (if the server has it).
+#   PEERS_RELAXED=1 also runs leasehold's file store (1 shard) with --relaxed-renewals;
+#   PEERS_OPS="grant renew batch" and PEERS_INFLIGHT="1 16 256" pick cells; BIG=0 skips the
+#   memory and restart rows.
 # Installs Debian's redis-server, etcd-server and protobuf-compiler (etcd's client crate needs
 # protoc) and PostgreSQL if missing; etcd, Redis and PostgreSQL run as a non-root user.
 set -euo pipefail
@@ -24,6 +26,8 @@ CELL=${1:-3}
 BIG=${2:-1000000}
 SMALL=100000
 [ "$BIG" -lt "$SMALL" ] && SMALL=$BIG
+OPS=${PEERS_OPS:-"grant renew batch"}
+INFLIGHT=${PEERS_INFLIGHT:-"1 16 256"}
 SYSTEMS=${PEERS_SYSTEMS:-"lh1 lh4 lhpg redis-always redis-everysec etcd"}
 [ "${PEERS_RELAXED:-0}" = 1 ] && SYSTEMS="$SYSTEMS lh1r"
 
@@ -114,24 +118,26 @@ load() { "$LOADGEN" "$@" --system "$KIND" --url "$URL"; }
 case " $SYSTEMS " in *" lhpg "*) pg_start; PG_UP=1 ;; esac
 RES="$WORK/results.jsonl"
 : >"$RES"
-echo "leasehold-server $(git rev-parse --short HEAD), $(redis-server --version | awk '{print $3}'), $(etcd --version | head -1); $(nproc) cores; ${CELL} s cells; load before: $(uptime | sed 's/.*load average: //')" >&2
+HEADER="leasehold-server $(git rev-parse --short HEAD), redis-server $(redis-server --version | awk '{print $3}' | sed 's/v=//'), $(etcd --version | head -1 | sed 's/ Version:/ server/'); $(nproc) cores; load (1, 5, 15 min) before: $(uptime | sed 's/.*load average: //')"
+echo "$HEADER" >&2
 for sys in $SYSTEMS; do
   start "$sys" 1; wait_up "$sys"
-  for op in grant renew batch; do
-    for n in 1 16 256; do
+  for op in $OPS; do
+    for n in $INFLIGHT; do
       r=$(load cell --op "$op" --inflight "$n" --secs "$CELL" --prefix "c$sys") || { echo "$sys $op $n failed" >&2; exit 1; }
       echo "{\"sys\":\"$sys\",$(echo "${r#\{}")" >>"$RES"
       echo "  $sys $op x$n: $r" >&2
     done
   done
   stop
+  [ "$BIG" -gt 0 ] || continue
   # Memory and restart, on a fresh instance.
   start "$sys" 1; wait_up "$sys"; sleep 0.5
   base=$(rss_kb)
-  load fill --leases "$SMALL" --inflight 64 --keep "$WORK/keep" --prefix m >&2
+  load fill --leases "$SMALL" --inflight 256 --keep "$WORK/keep" --prefix m >&2
   small=$(rss_kb)
   if [ "$BIG" -gt "$SMALL" ]; then
-    load fill --leases $((BIG - SMALL)) --inflight 64 --prefix n >&2
+    load fill --leases $((BIG - SMALL)) --inflight 256 --prefix n >&2
   fi
   big=$(rss_kb)
   sleep 1  # Redis everysec: the last second reaches the disk
@@ -143,6 +149,8 @@ for sys in $SYSTEMS; do
   stop
 done
 LOADAVG=$(uptime | sed 's/.*load average: //')
+echo
+echo "$HEADER"
 
 python3 - "$RES" "$CELL" "$BIG" "$SMALL" "$LOADAVG" <<'EOF'
 import json, sys
@@ -174,6 +182,8 @@ print("|" + "|".join("---" for _ in head + ratio_cols) + "|")
 what = {"grant": "grant", "renew": "renew", "batch": "renew_all 100"}
 for op in ("grant", "renew", "batch"):
     for n in (1, 16, 256):
+        if not any((s, op, n) in cells for s in systems):
+            continue
         line = [f"{what[op]}, {n} in flight"]
         for s in systems:
             c = cells.get((s, op, n))
@@ -212,13 +222,17 @@ def rss(n, key):
         per = (kb - m["base_kb"]) * 1024 / n
         return (per, f"{kb / 1024:.0f} MB, {per:.0f} B/lease")
     return f
-memrow(f"RSS at {small:.0e} leases", rss(small, "small_kb"))
+if not mem:
+    small = big = 0
+if small:
+    memrow(f"RSS at {small:.0e} leases", rss(small, "small_kb"))
 if big > small:
     memrow(f"RSS at {big:.0e} leases", rss(big, "big_kb"))
 def restart(m):
     t = m["restart_ms"]
     return None if t < 0 else (max(t, 1), f"{t / 1000:.2f} s")
-memrow(f"back to serving after SIGKILL, {big:.0e} leases", restart)
+if big:
+    memrow(f"back to serving after SIGKILL, {big:.0e} leases", restart)
 print()
 print(f"Machine load (1, 5, 15 min) at the end: {loadavg}")
 EOF

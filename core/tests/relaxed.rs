@@ -172,7 +172,10 @@ struct Told {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    // RELAXED_CASES: how many worlds (scripts/test-sim.sh runs more).
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("RELAXED_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
+    ))]
 
     /// Random grants, renewals, batches, cancels, syncs, snapshots and crashes; after every
     /// crash each lease lives at least until what its holder was told and at most one period
