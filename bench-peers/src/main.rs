@@ -341,7 +341,7 @@ enum Worker {
     RedisGrant(Redis, String, u64),
     RedisRenew(Redis, String, String),
     RedisBatch(Redis, Vec<(String, String)>),
-    EtcdGrant(Etcd),
+    EtcdGrant(Box<Etcd>),
     EtcdRenew(EtcdLease),
     EtcdBatch(EtcdLease),
 }
@@ -433,7 +433,7 @@ async fn make_worker(o: &Opts, w: usize, lh: &Option<Arc<Lh>>, etcd: &Option<Etc
         ("etcd", op) => {
             let c = etcd.clone().ok_or("no client")?;
             match op {
-                "grant" => Worker::EtcdGrant(c),
+                "grant" => Worker::EtcdGrant(Box::new(c)),
                 "renew" => {
                     let id = etcd_grant(&c).await?;
                     Worker::EtcdRenew(etcd_open(&c, vec![id]).await?)
