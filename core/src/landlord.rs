@@ -471,6 +471,9 @@ impl<R> Landlord<R> {
     /// Frees the slot of a lease that ended (off the wheel already, or a cancelled lease's, see
     /// [`Landlord::vacate`]) and hands back its resource. The freed slot is the next one reused.
     fn release(&mut self, idx: u32) -> R {
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.ended(idx);
+        }
         let s = &mut self.slots[idx as usize];
         // Still in a wheel list only if cancelled (an expired lease is off the wheel).
         s.list = if s.list < LIST_EARLY { s.list | FREE } else { LIST_FREE };
@@ -635,6 +638,9 @@ impl<R> Landlord<R> {
         }
         if let Some(j) = self.journal.as_deref_mut() {
             j.renew(now, cookie, duration);
+            if j.relaxed() {
+                j.relax(idx, cookie, old, expiration, duration, now);
+            }
         }
         if let Some(c) = self.coord.as_deref_mut() {
             c.renewed(cookie, self.slots[idx as usize].resource.as_ref().expect("held"), duration);
@@ -1005,6 +1011,30 @@ impl<R: From<Vec<u8>>> Landlord<R> {
             },
         };
         Reply { id: request.id, landlord: self.config.id, body }
+    }
+
+    /// [`Landlord::handle_request`], also saying whether the reply may leave before its journal
+    /// records are durable: true only with relaxed renewals on
+    /// ([`Landlord::set_relaxed_renewals`], whose rule this carries out), for a renewal (or a
+    /// `renew_all` whose every lease was renewed) covered by durable reservations. Otherwise
+    /// the reply waits for [`Landlord::journal_seq`] to be durable, as always.
+    pub fn handle_request_relaxed(&mut self, request: &Request, now: Millis) -> (Reply, bool) {
+        let Some(j) = self.journal.as_deref_mut().filter(|j| j.relaxed()) else {
+            return (self.handle_request(request, now), false);
+        };
+        j.take_early();
+        let reply = self.handle_request(request, now);
+        let early = self.journal.as_deref_mut().map_or(0, |j| j.take_early());
+        let ok = match (&request.body, &reply.body) {
+            (RequestBody::Renew { .. }, ReplyBody::Renewed { .. }) => early == 1,
+            (RequestBody::RenewAll { items }, ReplyBody::RenewedAll { results }) => {
+                !items.is_empty()
+                    && early == items.len()
+                    && results.iter().all(|o| matches!(o, Outcome::Ok(_)))
+            }
+            _ => false,
+        };
+        (reply, ok)
     }
 
     /// Cancels a lease, or a watch registration by its lease's cookie.

@@ -75,6 +75,12 @@ pub struct Flags {
     /// --ownership-ms, at least 1000).
     #[arg(long, value_name = "MS")]
     pub db_timeout_ms: Option<u64>,
+    /// Relaxed renewals (embedded file store only): answer a renewal before its record is
+    /// synced when an earlier, durable reservation covers it; grants and cancels stay durable
+    /// first. After a crash a lease lives at least as long as its holder was told and at most
+    /// one lease period longer (docs/server-operations.md, "Relaxed renewals"). Default off.
+    #[arg(long)]
+    pub relaxed_renewals: bool,
     /// Limits, TLS and authentication (docs/security.md).
     #[command(flatten)]
     pub security: crate::security::SecurityFlags,
@@ -208,6 +214,8 @@ pub struct FileConfig {
     max_clock_rate_ppm: Option<u64>,
     forward_timeout_ms: Option<u64>,
     db_timeout_ms: Option<u64>,
+    /// Relaxed renewals (embedded file store only); see `--relaxed-renewals`.
+    relaxed_renewals: Option<bool>,
     /// Limits, TLS and authentication: the flags' names with `_` for `-`, in a `[security]`
     /// table.
     security: Option<crate::security::SecurityFlags>,
@@ -280,6 +288,8 @@ pub struct Config {
     pub security: crate::security::Security,
     /// The lookup discovery service, if it runs.
     pub discovery: Option<crate::discovery::DiscoverySettings>,
+    /// Relaxed renewals (embedded file store only).
+    pub relaxed_renewals: bool,
 }
 
 impl Config {
@@ -374,6 +384,12 @@ impl Config {
         if !(100..=600_000).contains(&db_timeout_ms) {
             return Err(format!("--db-timeout-ms must be 100 to 600000, got {db_timeout_ms}"));
         }
+        let relaxed_renewals = flags.relaxed_renewals || file.relaxed_renewals.unwrap_or(false);
+        if relaxed_renewals && matches!(store, StoreKind::Postgres(_)) {
+            // A reply before the write would also skip the fence check that keeps a deposed
+            // owner from answering.
+            return Err("--relaxed-renewals is for the embedded file store only".into());
+        }
         let grace_ms =
             file.grace_ms.unwrap_or_else(|| default_grace(&policy, max_clock_rate_ppm)).max(0);
         // Every landlord is bounded by default: a full one denies new leases with a reason.
@@ -400,6 +416,7 @@ impl Config {
             security,
             coord,
             discovery,
+            relaxed_renewals,
         })
     }
 }

@@ -288,6 +288,15 @@ pub fn open_shard(
         let ops = store.compact(&mut ll);
         dir.apply_all(&ops).map_err(io)?;
     }
+    // Records the recovery itself wrote (relaxed renewals: the `apply` record that extends
+    // reserved leases) are durable before the shard serves, and before the tip names them.
+    if ll.journal_seq() > store.committed() {
+        if let Some(c) = store.commit(&mut ll) {
+            dir.apply_all(&c.ops).map_err(io)?;
+        }
+        ll.set_durable(store.committed());
+    }
+    let last = last.max(store.committed());
     let tip = open_tip(&path).map_err(io)?;
     write_tip(&tip, ll.journal_seq().max(last)).map_err(io)?;
     Ok(OpenedShard {
@@ -316,7 +325,8 @@ async fn open_and_serve(
     .await
     .map_err(|e| OpenError::Io(format!("opening thread: {e}")))?;
     match opened {
-        Ok(opened) => {
+        Ok(mut opened) => {
+            opened.ll.set_relaxed_renewals(app.config.relaxed_renewals);
             tracing::info!(
                 shard = id,
                 leases = opened.ll.len(),

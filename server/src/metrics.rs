@@ -18,6 +18,9 @@ pub struct ShardStats {
     pub renewals: AtomicU64,
     /// Leases cancelled.
     pub cancels: AtomicU64,
+    /// Renewal replies (single or batch) sent before their records were durable (relaxed
+    /// renewals).
+    pub early: AtomicU64,
     /// Leases expired.
     pub expiries: AtomicU64,
     /// Requests answered.
@@ -214,9 +217,14 @@ pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetri
             let _ = writeln!(out, "{name}{{shard=\"{id}\"}} {}", get(s, now_us));
         }
     }
-    let counters: [(&str, &str, Get); 8] = [
+    let counters: [(&str, &str, Get); 9] = [
         ("leasehold_grants_total", "Leases granted.", |s, _| s.grants.load(Relaxed) as f64),
         ("leasehold_renewals_total", "Leases renewed.", |s, _| s.renewals.load(Relaxed) as f64),
+        (
+            "leasehold_early_replies_total",
+            "Renewal replies sent before their records were durable (relaxed renewals).",
+            |s, _| s.early.load(Relaxed) as f64,
+        ),
         ("leasehold_cancels_total", "Leases cancelled.", |s, _| s.cancels.load(Relaxed) as f64),
         ("leasehold_expiries_total", "Leases expired.", |s, _| s.expiries.load(Relaxed) as f64),
         ("leasehold_requests_total", "Requests answered.", |s, _| s.requests.load(Relaxed) as f64),

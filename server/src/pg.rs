@@ -1265,7 +1265,7 @@ impl Cluster {
                     let mut ll = LL::from_snapshot_bytes(&bytes, policy)?;
                     ll.enable_coordination(c.coord.core())?;
                     let rec = ll.replay_segments(&[&log])?;
-                    ll.resume(now_ms());
+                    ll.resume_durable(now_ms());
                     Ok((ll, rec))
                 };
                 let (ll, rec) = restore().map_err(|e| damaged(format!("restore refused: {e}")))?;
@@ -1306,7 +1306,7 @@ impl Cluster {
                 let mut ll =
                     crate::files::new_landlord(id, &c.policy, c.grace_ms, c.limits, &c.coord)
                         .map_err(|e| transient(e.to_string()))?;
-                ll.resume(now_ms());
+                ll.resume_durable(now_ms());
                 let mut bytes = Vec::new();
                 let seq = ll.snapshot_bytes(&mut bytes);
                 writer

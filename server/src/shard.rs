@@ -383,8 +383,16 @@ impl Actor {
     }
 
     fn answer(&mut self, req: Request, done: oneshot::Sender<Answer>) {
-        let reply = self.ll.handle_request(&req, now_ms());
-        self.hold(done, Out::Lease(reply));
+        // With relaxed renewals on, the landlord says which renewals may be answered before
+        // their records are durable (its rule: `Landlord::set_relaxed_renewals`).
+        let (reply, early) = self.ll.handle_request_relaxed(&req, now_ms());
+        if early {
+            count(&self.stats, &reply);
+            self.stats.early.fetch_add(1, Relaxed);
+            let _ = done.send(Answer::Reply(reply));
+        } else {
+            self.hold(done, Out::Lease(reply));
+        }
     }
 
     /// Holds a reply until the next write has finished.
@@ -484,6 +492,7 @@ impl Actor {
         debug_assert_eq!(m, n);
         self.stats.wrote(started.elapsed().as_micros() as u64);
         self.stats.durable_seq.store(durable, Relaxed);
+        self.ll.set_durable(durable);
         if snap {
             self.stats.snapshots.fetch_add(1, Relaxed);
         }

@@ -12,11 +12,17 @@
 //! | 5    | clock     | dt                                     | time moves on                        |
 //! | 6    | delivered | count (u32)                            | that many expired leases handed out  |
 //! | 7-10 | coordination | see `landlord::coord`               | tokens, labels, watches              |
+//! | 11   | reserve   | dt, cookie, time reserved past now     | the lease must be held; remembered   |
+//! | 12   | apply     | dt                                     | reservations extend their leases     |
+//!
+//! Records 11 and 12 are written only with relaxed renewals on
+//! ([`Landlord::set_relaxed_renewals`]); see there for the rule they carry out.
 //!
 //! Records carry outcomes, not requests, so replay never consults the policy; it re-runs the
 //! same state changes (slot reuse, cookie generator, canonical expiry order) and checks that
 //! they give what was recorded, refusing a journal that does not fit its snapshot.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use super::{Landlord, LeaseError, Millis, Result, NIL};
@@ -31,6 +37,17 @@ const CANCEL: u8 = 3;
 const SWEEP: u8 = 4;
 const CLOCK: u8 = 5;
 const DELIVERED: u8 = 6;
+const RESERVE: u8 = 11;
+const APPLY: u8 = 12;
+
+/// A reservation (relaxed renewals): the lease in a slot may be answered renewed, before its
+/// renewal record is durable, up to `until` (landlord time), once record `seq` is durable.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reservation {
+    cookie: Cookie,
+    until: Millis,
+    seq: u64,
+}
 
 /// A landlord's journal: the records not yet taken, and the time of the last one.
 pub(super) struct Journal<R> {
@@ -40,11 +57,84 @@ pub(super) struct Journal<R> {
     /// Records up to this one are in a snapshot: never update them in place.
     sealed: u64,
     encode: fn(&R, &mut Vec<u8>),
+    /// Relaxed renewals on ([`Landlord::set_relaxed_renewals`]).
+    relaxed: bool,
+    /// The last record the host said is durable ([`Landlord::set_durable`]).
+    durable: u64,
+    /// Reservations by slot, from `reserve` records since the last snapshot or `apply`.
+    reserved: HashMap<u32, Reservation>,
+    /// Renewals answerable before their records are durable, since the count was last reset.
+    early: usize,
 }
 
 impl<R> Journal<R> {
     fn new(last_seq: u64, clock: Millis, encode: fn(&R, &mut Vec<u8>)) -> Journal<R> {
-        Journal { pending: Pending::new(last_seq), clock, sealed: last_seq, encode }
+        Journal {
+            pending: Pending::new(last_seq),
+            clock,
+            sealed: last_seq,
+            encode,
+            relaxed: false,
+            durable: last_seq,
+            reserved: HashMap::new(),
+            early: 0,
+        }
+    }
+
+    /// Relaxed renewals: decides whether a renewal just recorded (`cookie` in slot `idx`, its
+    /// expiration moved from `old` to `expiration` for `duration`) may be answered before its
+    /// record is durable. It may when a durable reservation of this lease covers the new
+    /// expiration (and the renewal does not shorten the lease). Otherwise the renewal waits for
+    /// the sync, and if no reservation covers it, a new one is recorded: one `duration` past the
+    /// expiration granted now, so that after a crash the lease lives at most one lease period
+    /// longer than its holder was told.
+    #[inline]
+    pub(super) fn relax(
+        &mut self,
+        idx: u32,
+        cookie: Cookie,
+        old: Millis,
+        expiration: Millis,
+        duration: Duration,
+        now: Millis,
+    ) {
+        if expiration == FOREVER || expiration < old {
+            return;
+        }
+        if let Some(r) = self.reserved.get(&idx) {
+            if r.cookie == cookie && expiration <= r.until {
+                if r.seq <= self.durable {
+                    self.early += 1;
+                }
+                return;
+            }
+        }
+        let until = crate::time::expiration_after(expiration, duration);
+        if until == FOREVER {
+            return;
+        }
+        let b = self.head(RESERVE, now);
+        b.extend_from_slice(&cookie.0.to_le_bytes());
+        put_varint(b, (until - now) as u64);
+        self.pending.end();
+        let seq = self.pending.last_seq();
+        self.reserved.insert(idx, Reservation { cookie, until, seq });
+    }
+
+    /// Forgets the reservation of a slot whose lease ended.
+    #[inline]
+    pub(super) fn ended(&mut self, idx: u32) {
+        if !self.reserved.is_empty() {
+            self.reserved.remove(&idx);
+        }
+    }
+
+    pub(super) fn relaxed(&self) -> bool {
+        self.relaxed
+    }
+
+    pub(super) fn take_early(&mut self) -> usize {
+        std::mem::take(&mut self.early)
     }
 
     pub(super) fn clock(&self) -> Millis {
@@ -147,6 +237,13 @@ impl<R: Durable> Landlord<R> {
         }
     }
 
+    /// [`Landlord::resume`], and then (relaxed renewals) applies the reservations that replay
+    /// found, with an `apply` record: what a host calls after [`Landlord::replay_segments`].
+    pub fn resume_durable(&mut self, now: Millis) {
+        self.resume(now);
+        self.apply_recovered_reservations();
+    }
+
     pub(super) fn set_journal(&mut self, last_seq: u64, clock: Millis) {
         self.journal = Some(Box::new(Journal::new(last_seq, clock, R::encode)));
     }
@@ -154,6 +251,52 @@ impl<R: Durable> Landlord<R> {
     pub(super) fn seal_journal(&mut self) {
         if let Some(j) = self.journal.as_deref_mut() {
             j.sealed = j.pending.last_seq();
+            // A snapshot holds every lease's expiration as answered so far; reservations made
+            // before it are not in it, so renewals after it need new ones (relaxed renewals).
+            j.reserved.clear();
+        }
+    }
+
+    /// Relaxed renewals (opt-in; off by default): a renewal may be answered before its journal
+    /// record is durable, on this rule.
+    ///
+    /// - Grants, cancels, errors and coordination answers are never answered early.
+    /// - A renewal that extends a lease up to `until` (landlord time) of a *durable reservation*
+    ///   of that lease is answered at once ([`Landlord::handle_request_relaxed`] says so). Any
+    ///   other renewal waits for the sync as usual, and records a reservation of its lease up
+    ///   to one granted duration past the expiration it grants (`reserve` record). So the first
+    ///   renewal of a lease after a sync point waits; the renewals that follow before that
+    ///   renewal's expiration do not.
+    /// - Recovery applies the reservations: [`Landlord::resume`] writes an `apply` record that
+    ///   extends each reserved lease to its reservation (replay re-applies it at the same
+    ///   point, so a second crash extends nothing again).
+    ///
+    /// Hence after a crash every lease lives at least until the expiration its holder was told
+    /// (a told expiration past the durable record is at most its durable reservation), and at
+    /// most one lease period (the duration granted by the renewal that made the reservation)
+    /// longer than the last expiration told (renewals answered early never shorten a lease).
+    /// As always, time before the crash that no record covers (at most
+    /// [`super::LandlordConfig::journal_clock_interval`]) is not counted either.
+    ///
+    /// The host tells the landlord what is durable with [`Landlord::set_durable`]. A snapshot
+    /// clears the reservations (it holds every expiration answered so far). Turning it off
+    /// only stops early answers; records already written are replayed as written.
+    pub fn set_relaxed_renewals(&mut self, on: bool) {
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.relaxed = on;
+        }
+    }
+
+    /// Whether relaxed renewals are on ([`Landlord::set_relaxed_renewals`]).
+    pub fn relaxed_renewals(&self) -> bool {
+        self.journal.as_deref().is_some_and(|j| j.relaxed)
+    }
+
+    /// The host says that journal records up to `seq` are durable (relaxed renewals: a
+    /// reservation counts from then on).
+    pub fn set_durable(&mut self, seq: u64) {
+        if let Some(j) = self.journal.as_deref_mut() {
+            j.durable = j.durable.max(seq.min(j.pending.last_seq()));
         }
     }
 
@@ -203,6 +346,7 @@ impl<R: Durable> Landlord<R> {
             })?;
             j.pending.advance_to(seq);
             j.sealed = seq;
+            j.durable = seq;
             applied += 1;
         }
         Ok(applied)
@@ -312,9 +456,64 @@ impl<R: Durable> Landlord<R> {
                 self.replay_time(j, &mut r)?;
                 self.apply_coord(k, &mut r)?;
             }
+            RESERVE => {
+                self.replay_time(j, &mut r)?;
+                let cookie = Cookie(r.u128()?);
+                let ahead = r.varint()?;
+                r.finish()?;
+                let idx = self.live_slot(cookie).map_err(|_| {
+                    r.error(format!("reservation of lease {cookie}, which is not held"))
+                })?;
+                let until =
+                    (j.clock as u64).saturating_add(ahead).min(FOREVER as u64 - 1) as Millis;
+                let seq = j.pending.last_seq() + 1;
+                j.reserved.insert(idx, Reservation { cookie, until, seq });
+            }
+            APPLY => {
+                self.replay_time(j, &mut r)?;
+                r.finish()?;
+                self.apply_reservations(j);
+            }
             k => return Err(r.error(format!("unknown record kind {k}"))),
         }
         Ok(())
+    }
+
+    /// Extends every reserved lease to its reservation (in slot order), and forgets them.
+    fn apply_reservations(&mut self, j: &mut Journal<R>) {
+        let mut all: Vec<(u32, Reservation)> = j.reserved.drain().collect();
+        all.sort_unstable_by_key(|(idx, _)| *idx);
+        for (idx, r) in all {
+            // A lease past its deadline but not yet swept is extended too (its holder may have
+            // been told more); one already taken off the wheel to expire was past its deadline
+            // before any renewal that could rely on this reservation.
+            if self.slot_of(r.cookie) != Some(idx) || self.due.contains(&idx) {
+                continue;
+            }
+            let exp = self.slots[idx as usize].expiration;
+            if exp == FOREVER || exp >= r.until || r.until <= self.clock {
+                continue;
+            }
+            let d = r.until - self.clock;
+            self.extend(idx, d);
+            if let Some(c) = self.coord.as_deref_mut() {
+                let res = self.slots[idx as usize].resource.as_ref().expect("held");
+                c.renewed(r.cookie, res, d);
+            }
+        }
+    }
+
+    /// After a replay: applies the reservations found (relaxed renewals), with an `apply`
+    /// record so that a later replay applies them at the same point. Nothing without them.
+    fn apply_recovered_reservations(&mut self) {
+        let Some(mut j) = self.journal.take() else { return };
+        if !j.reserved.is_empty() {
+            let now = self.clock.max(j.clock);
+            j.head(APPLY, now);
+            j.pending.end();
+            self.apply_reservations(&mut j);
+        }
+        self.journal = Some(j);
     }
 
     /// Replays a log kept in segments (oldest first) onto this landlord's state.
@@ -339,7 +538,7 @@ impl<R: Durable> Landlord<R> {
     ) -> Result<(Landlord<R>, Recovered)> {
         let mut ll = Landlord::from_snapshot_bytes(snapshot, policy)?;
         let rec = ll.replay_segments(segments)?;
-        ll.resume(now);
+        ll.resume_durable(now);
         Ok((ll, rec))
     }
 }
@@ -359,6 +558,6 @@ impl<R: Durable> crate::journal::Journaled for Landlord<R> {
         Landlord::replay_segments(self, segments)
     }
     fn resume(&mut self, now: Millis) {
-        Landlord::resume(self, now)
+        Landlord::resume_durable(self, now)
     }
 }

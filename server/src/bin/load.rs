@@ -11,7 +11,10 @@
 //! - `lost`: a lease renewed to the end is unknown at the final check;
 //! - `cancel_came_back`: a lease whose cancel was acknowledged is renewable again;
 //! - `expiry_came_back`: an abandoned lease that a landlord once said was gone is renewable
-//!   again.
+//!   again;
+//! - `lingered` (with `--max-linger-ms N`): an abandoned lease still renewable more than N ms
+//!   past its promise (the upper bound of relaxed renewals: one lease period, plus slack for
+//!   the time a restart does not count).
 //!
 //! `--probe N` instead waits until every landlord 1..=N answers through the servers and
 //! prints how long that took (a takeover's end).
@@ -107,6 +110,10 @@ struct Opts {
     /// --run-ms, whichever comes first.
     #[arg(long)]
     stop_file: Option<std::path::PathBuf>,
+    /// Count an abandoned lease still renewable more than this many ms past its promise as a
+    /// violation (`lingered`); without it, no upper bound is checked.
+    #[arg(long)]
+    max_linger_ms: Option<i64>,
 }
 
 /// Milliseconds since the Unix epoch, with microseconds.
@@ -212,6 +219,7 @@ struct Counts {
     lost: AtomicU64,
     cancel_came_back: AtomicU64,
     expiry_came_back: AtomicU64,
+    lingered: AtomicU64,
     renewal_failures: AtomicU64,
     kept_checked: AtomicU64,
 }
@@ -301,6 +309,7 @@ async fn run(o: Opts, timeout: StdDuration, enc: Encoding) -> ExitCode {
             let churn_ms = o.churn_ms as Millis;
             let stop_file = o.stop_file.clone();
             let retry_ms = o.retry_ms as Millis;
+            let max_linger_ms = o.max_linger_ms;
             let rec = Recorder { history: history.clone(), holder: format!("{}-{h}", o.name) };
             tokio::spawn(async move {
                 let plan = Plan {
@@ -313,6 +322,7 @@ async fn run(o: Opts, timeout: StdDuration, enc: Encoding) -> ExitCode {
                     churn_ms,
                     stop_file,
                     retry_ms,
+                    max_linger_ms,
                 };
                 holder(h, cluster, plan, &counts, &stop, &rec).await
             })
@@ -327,13 +337,16 @@ async fn run(o: Opts, timeout: StdDuration, enc: Encoding) -> ExitCode {
     let secs = started.elapsed().as_secs_f64();
     let c = &counts;
     let g = |a: &AtomicU64| a.load(Relaxed);
-    let violations =
-        g(&c.early_expiries) + g(&c.lost) + g(&c.cancel_came_back) + g(&c.expiry_came_back);
+    let violations = g(&c.early_expiries)
+        + g(&c.lost)
+        + g(&c.cancel_came_back)
+        + g(&c.expiry_came_back)
+        + g(&c.lingered);
     let renewals_per_s = g(&c.renewals) as f64 / secs;
     let summary = format!(
         "{{\"holders\":{},\"leases\":{},\"grants_acked\":{},\"grant_failures\":{},\"renewals_acked\":{},\
 \"renew_requests\":{},\"cancels_acked\":{},\"probes\":{},\"transport_failures\":{},\"kept_checked\":{},\
-\"early_expiries\":{},\"lost\":{},\"cancel_came_back\":{},\"expiry_came_back\":{},\"renewal_failures\":{},\
+\"early_expiries\":{},\"lost\":{},\"cancel_came_back\":{},\"expiry_came_back\":{},\"lingered\":{},\"renewal_failures\":{},\
 \"seconds\":{:.1},\"renewals_per_s\":{:.0}}}",
         o.holders,
         o.holders * o.leases,
@@ -349,6 +362,7 @@ async fn run(o: Opts, timeout: StdDuration, enc: Encoding) -> ExitCode {
         g(&c.lost),
         g(&c.cancel_came_back),
         g(&c.expiry_came_back),
+        g(&c.lingered),
         g(&c.renewal_failures),
         secs,
         renewals_per_s
@@ -366,11 +380,13 @@ kept leases checked at the end {}, transport failures {}",
         g(&c.transport_failures)
     );
     println!(
-        "check: early expiries {}, acknowledged leases lost {}, cancelled leases back {}, expired leases back {}, renewal failures {}",
+        "check: early expiries {}, acknowledged leases lost {}, cancelled leases back {}, expired leases back {}, \
+abandoned leases past the upper bound {}, renewal failures {}",
         g(&c.early_expiries),
         g(&c.lost),
         g(&c.cancel_came_back),
         g(&c.expiry_came_back),
+        g(&c.lingered),
         g(&c.renewal_failures)
     );
     if let Some(p) = &o.json {
@@ -429,6 +445,7 @@ struct Plan {
     churn_ms: Millis,
     stop_file: Option<std::path::PathBuf>,
     retry_ms: Millis,
+    max_linger_ms: Option<Millis>,
 }
 
 /// Grants one lease of `resource`; the track of the lease granted, if one was.
@@ -494,6 +511,7 @@ async fn holder(
         churn_ms,
         stop_file,
         retry_ms,
+        max_linger_ms,
     } = plan;
     let start = now();
     let end = start + run_ms;
@@ -685,6 +703,15 @@ async fn holder(
                 (ReplyBody::Renewed { .. }, Kind::Cancelled) => {
                     eprintln!("holder {h}: cancelled lease {ck} renewed again");
                     c.cancel_came_back.fetch_add(1, Relaxed);
+                }
+                (ReplyBody::Renewed { .. }, Kind::Abandoned { gone: false })
+                    if max_linger_ms.is_some_and(|m| t > tr.promised + m) =>
+                {
+                    eprintln!(
+                        "holder {h}: abandoned lease {ck} renewable {} ms past its promise",
+                        t - tr.promised
+                    );
+                    c.lingered.fetch_add(1, Relaxed);
                 }
                 (ReplyBody::Renewed { .. }, Kind::Abandoned { gone: true }) => {
                     eprintln!("holder {h}: expired lease {ck} renewed again");
