@@ -16,6 +16,7 @@
 //!   TLS and mTLS, identities with permissions and quotas (`docs/security.md`);
 //! - [`coord`]: coordination over HTTP (acquire with a wait, watches by long polling),
 //!   routing that keeps exclusive resources, pools and watched prefixes in one shard;
+//! - [`renewal`]: renewal-service shards (seed 003, LR) beside the landlords, `POST /renewal`;
 #![deny(missing_docs)]
 
 pub mod access;
@@ -33,6 +34,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod pg;
 pub mod quarantine;
+pub mod renewal;
 pub mod reply;
 pub mod security;
 pub mod shard;
@@ -80,6 +82,7 @@ pub struct App {
     /// Settings.
     pub config: Config,
     shards: RwLock<BTreeMap<u64, ShardHandle>>,
+    renewals: RwLock<BTreeMap<u64, renewal::RenewalHandle>>,
     local: Mutex<BTreeMap<u64, Local>>,
     shard_stats: Mutex<BTreeMap<u64, Arc<ShardStats>>>,
     shard_count: AtomicU64,
@@ -111,6 +114,7 @@ impl App {
         Ok(Arc::new(App {
             config,
             shards: RwLock::new(BTreeMap::new()),
+            renewals: RwLock::new(BTreeMap::new()),
             local: Mutex::new(BTreeMap::new()),
             shard_stats: Mutex::new(BTreeMap::new()),
             shard_count,
@@ -152,6 +156,55 @@ impl App {
     /// The shard `id`, if this server serves it.
     pub fn shard(&self, id: u64) -> Option<ShardHandle> {
         self.shards.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+    }
+
+    /// The renewal-service shards' ids: after the landlords' (empty without
+    /// `--renewal-shards`).
+    pub fn renewal_ids(&self) -> std::ops::RangeInclusive<u64> {
+        let first = self.config.shards + 1;
+        first..=self.config.shards + self.config.renewal_shards
+    }
+
+    /// Whether `id` names a renewal-service shard of this cluster.
+    pub fn is_renewal(&self, id: u64) -> bool {
+        self.renewal_ids().contains(&id)
+    }
+
+    /// The renewal-service shard `id`, if this server serves it.
+    pub fn renewal(&self, id: u64) -> Option<renewal::RenewalHandle> {
+        self.renewals.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+    }
+
+    pub(crate) fn insert_renewal(&self, h: renewal::RenewalHandle) {
+        self.clear_local(h.id);
+        self.renewals.write().unwrap_or_else(|p| p.into_inner()).insert(h.id, h);
+        self.stats.acquired.fetch_add(1, Relaxed);
+    }
+
+    /// What a renewal shard's actor does when it ends: out of the routing table; a failed
+    /// store is retried (reopened from disk).
+    pub(crate) fn on_end_renewal(app: Weak<App>) -> impl FnOnce(u64, Ended) + Send + 'static {
+        move |id, ended| {
+            let Some(app) = app.upgrade() else { return };
+            match &ended {
+                Ended::Stopped => tracing::info!(shard = id, "renewal shard stopped"),
+                Ended::Fenced => {
+                    app.stats.fenced.fetch_add(1, Relaxed);
+                    app.shard_stats(id).error(ErrorKind::Fenced);
+                    tracing::warn!(shard = id, "renewal shard lost: the store refused a write")
+                }
+                Ended::Failed(_) => {}
+            }
+            let mut r = app.renewals.write().unwrap_or_else(|p| p.into_inner());
+            if r.get(&id).is_some_and(|h| h.is_closed()) {
+                r.remove(&id);
+                app.stats.released.fetch_add(1, Relaxed);
+            }
+            drop(r);
+            if let Ended::Failed(e) = &ended {
+                app.set_failed(id, ErrorKind::Write, format!("store write failed: {e}"));
+            }
+        }
     }
 
     /// This server's part in a PostgreSQL cluster, once joined.
@@ -275,15 +328,16 @@ impl App {
                 })
                 .collect();
         }
-        let served = self
+        let mut served = self
             .shards
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .keys()
             .copied()
             .collect::<Vec<_>>();
+        served.extend(self.renewals.read().unwrap_or_else(|p| p.into_inner()).keys().copied());
         let locals = self.locals().clone();
-        (1..=self.shard_count())
+        (1..=self.shard_count() + self.config.renewal_shards)
             .map(|id| {
                 if served.contains(&id) {
                     return ShardReport {
@@ -590,6 +644,11 @@ pub async fn run(
         for h in app.handles() {
             h.stop().await;
         }
+    }
+    let renewals: Vec<_> =
+        app.renewals.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+    for h in renewals {
+        h.stop().await;
     }
     Ok(())
 }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest};
 use leasehold::coord::{CoordStats, Handled, Ticket};
-use leasehold::journal::Gate;
+use leasehold::journal::{Gate, Journaled};
 use leasehold::store::{FileOp, Store};
 use leasehold::{Landlord, Reply, ReplyBody, Request};
 use tokio::sync::{mpsc, oneshot};
@@ -45,6 +45,8 @@ pub enum Answer {
     Reply(Reply),
     /// The landlord's answer to a coordination request, durable.
     Coord(CoordReply),
+    /// A renewal service's answer to a set operation, durable ([`crate::renewal`]).
+    Set(leasehold::service::wire::SetReply),
     /// The shard cannot answer here (not owned any more, or its store failed): try elsewhere.
     Unavailable(String),
 }
@@ -120,8 +122,10 @@ pub enum Planner {
 }
 
 impl Planner {
-    /// The next write, if anything needs writing.
-    fn plan(&mut self, ll: &mut LL) -> Option<(Job, u64, bool)> {
+    /// The next write, if anything needs writing: the job, the last record durable once it is
+    /// done, and whether it writes a snapshot. `ll` is the shard's state machine (a landlord,
+    /// a renewal service: anything journaled).
+    pub fn plan<S: Journaled>(&mut self, ll: &mut S) -> Option<(Job, u64, bool)> {
         match self {
             Planner::Files(store) => {
                 let mut ops = Vec::new();
@@ -162,7 +166,7 @@ impl Planner {
 
     /// Whether a reply that depends on no new record must still wait for a write (a fence
     /// check), because another server may own the shard by now.
-    fn needs_fence(&self) -> bool {
+    pub fn needs_fence(&self) -> bool {
         matches!(self, Planner::Rows { .. })
     }
 }
