@@ -378,6 +378,10 @@ pub fn open_renewal(
             None => {
                 let mut c = RenewalServiceConfig::new(LandlordId(id), fresh_seed());
                 c.set_policy = set_policy.clone();
+                // Renew client leases at half their grant (the core's default is an eighth):
+                // a restart of the service shorter than half a grant then loses none of them.
+                // Kept in the snapshot: the setting of a service is the one it was made with.
+                c.manager.renew_divisor = 2;
                 let mut svc = RenewalService::new(c)?;
                 svc.enable_journal();
                 Ok(svc)
