@@ -351,3 +351,39 @@ fn renewal_requests_are_refused_clearly() {
     assert_ne!(code, 0);
     assert!(err.contains("renewal-service shards"), "{err}");
 }
+
+#[test]
+fn an_expiration_warning_comes_before_the_set_lease_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&["--data", dir.path().to_str().unwrap(), "--renewal-shards", "1"]);
+    s.wait_ready(Duration::from_secs(20));
+    let service = LandlordId(2);
+    let (url, events) = listener();
+    let t0 = Instant::now();
+    let (status, r) = set_op(s.addr, None, SetRequestBody::CreateSet { duration: 4_000 });
+    let SetReplyBody::SetCreated { cookie: set, duration, .. } = r.body else { panic!("{r:?}") };
+    assert_eq!((status, duration), (200, 4_000));
+    let (status, r) = set_op(
+        s.addr,
+        Some(service),
+        SetRequestBody::Listen {
+            set,
+            event: SetEventType::ExpirationWarning,
+            min_warning: 2_000,
+            url,
+            handback: vec![7],
+        },
+    );
+    assert!(status == 200 && matches!(r.body, SetReplyBody::Registered { .. }), "{r:?}");
+    assert!(eventually(Duration::from_secs(10), || !events.lock().unwrap().is_empty()));
+    let at = t0.elapsed().as_millis() as i64;
+    let got = events.lock().unwrap().clone();
+    let SetEventBody::ExpirationWarning { remaining } = got[0].body else { panic!("{got:?}") };
+    assert!((0..=2_000).contains(&remaining), "{remaining}");
+    assert!((1_500..4_000).contains(&at), "warned at {at} ms");
+    assert_eq!(got[0].handback, [7]);
+    // Not renewed: the set is gone after its lease.
+    std::thread::sleep(Duration::from_millis(4_500u64.saturating_sub(at as u64)));
+    let (status, _) = set_op(s.addr, Some(service), SetRequestBody::Leases { set });
+    assert_eq!(status, 404);
+}
