@@ -387,3 +387,45 @@ fn an_expiration_warning_comes_before_the_set_lease_ends() {
     let (status, _) = set_op(s.addr, Some(service), SetRequestBody::Leases { set });
     assert_eq!(status, 404);
 }
+
+/// `leasehold_client::RemoteSet`: the Rust client hands a lease over, the service keeps it,
+/// the client takes it back and cancels the set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_client_hands_a_lease_over_and_takes_it_back() {
+    use leasehold_client::{Cluster, RemoteSet, RenewalDriver};
+    let dir_a = tempfile::tempdir().unwrap();
+    let dir_b = tempfile::tempdir().unwrap();
+    let a = Server::start(&["--data", dir_a.path().to_str().unwrap()]);
+    let b = Server::start(&["--data", dir_b.path().to_str().unwrap(), "--renewal-shards", "1"]);
+    a.wait_ready(Duration::from_secs(20));
+    b.wait_ready(Duration::from_secs(20));
+    let landlords = Cluster::from_urls([a.url()]).unwrap();
+    let service = Cluster::from_urls([b.url()]).unwrap();
+    let (driver, _events) = RenewalDriver::start(landlords.clone(), Default::default()).unwrap();
+    let lease = driver.grant("job/rust", 2_000).await.unwrap();
+    let mut set = RemoteSet::create(&service, 60_000, driver.now()).await.unwrap();
+    assert_eq!(set.lease().landlord(), LandlordId(2));
+    set.add(&lease, driver.now(), &landlords.origins(), 60_000, 2_000).await.unwrap();
+    // The driver never renews it; after twice its duration it is alive, thanks to the set.
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    let alive = live_at(a.addr).unwrap();
+    assert!(alive.contains(&lease.cookie()), "the lease expired: {alive:?}");
+    let listed = set.leases().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0].landlord, listed[0].cookie), (lease.landlord(), lease.cookie()));
+    assert_eq!(listed[0].urls, landlords.origins());
+    // Taken back: the client holds it again (the time it has left, as last renewed).
+    let back = set.remove(&lease, &landlords.origins()).await.unwrap().expect("it was in the set");
+    assert!(back.remaining > 0 && back.remaining <= 2_000, "{back:?}");
+    assert!(set.leases().await.unwrap().is_empty());
+    set.renew(120_000, driver.now()).await.unwrap();
+    assert!(set.lease().remaining(driver.now()) > 60_000);
+    let again = RemoteSet::from_lease(&service, set.lease(), set.number());
+    set.cancel().await.unwrap();
+    let e = again.leases().await.unwrap_err();
+    assert!(
+        matches!(e, leasehold_client::ClientError::Lease(leasehold::LeaseError::UnknownLease)),
+        "{e:?}"
+    );
+    driver.close().await;
+}
