@@ -296,7 +296,9 @@ impl Actor {
     /// Takes what the service has to send and to deliver; it leaves once durable.
     fn pump(&mut self) {
         let now = now_ms();
-        while let Some(tx) = self.svc.poll_transmit(now) {
+        // Asked first: a poll with nothing to send would record the time, and make a write.
+        while self.svc.wants_transmit() {
+            let Some(tx) = self.svc.poll_transmit(now) else { break };
             self.gate.push(self.svc.journal_seq(), Held::Send(tx));
         }
         while let Some(e) = self.svc.poll_event() {
@@ -308,18 +310,23 @@ impl Actor {
 
     /// Starts the next write, or releases what waits if nothing needs writing.
     async fn dispatch(&mut self) -> Result<(), WriteError> {
-        match self.planner.plan(&mut self.svc) {
-            Some((job, durable, snap)) => {
-                self.jobs.send(job).await.map_err(|_| WriteError::Failed("writer gone".into()))?;
-                self.in_flight = Some((Instant::now(), durable, snap));
+        loop {
+            match self.planner.plan(&mut self.svc) {
+                Some((job, durable, snap)) => {
+                    self.jobs
+                        .send(job)
+                        .await
+                        .map_err(|_| WriteError::Failed("writer gone".into()))?;
+                    self.in_flight = Some((Instant::now(), durable, snap));
+                    return Ok(());
+                }
+                // Nothing new to write: everything waiting is durable already. Releasing it
+                // may make new records (a request that could not leave is reported to the
+                // service at once): look again.
+                None if !self.gate.is_empty() => self.release(self.svc.journal_seq()),
+                None => return Ok(()),
             }
-            None if !self.gate.is_empty() => {
-                // Nothing new to write: everything waiting is durable already.
-                self.release(self.svc.journal_seq());
-            }
-            None => {}
         }
-        Ok(())
     }
 
     fn finished(&mut self) {

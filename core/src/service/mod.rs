@@ -788,6 +788,14 @@ impl RenewalService {
         }
     }
 
+    /// Whether [`RenewalService::poll_transmit`] has a request to hand out (or requests to
+    /// drop). When it has not, `poll_transmit` only moves the service's time, which a
+    /// journaled service records: a host that polls after every write asks this first, so
+    /// that polling does not make a record (and a write) of its own.
+    pub fn wants_transmit(&self) -> bool {
+        self.manager.has_transmit()
+    }
+
     /// A landlord's reply to a request from [`RenewalService::poll_transmit`], received at
     /// `now` (read as the service's time).
     pub fn handle_reply(&mut self, reply: &Reply, now: Millis) {
