@@ -304,7 +304,10 @@ impl Actor {
         while let Some(e) = self.svc.poll_event() {
             self.gate.push(self.svc.journal_seq(), Held::Event(e));
         }
+        // For a renewal shard, `live` counts the client leases it renews and `renewals` the
+        // renewals its landlords granted (the renewal manager's count, kept in its state).
         self.stats.live.store(self.svc.manager().len() as u64, Relaxed);
+        self.stats.renewals.store(self.svc.manager().stats().leases_renewed, Relaxed);
         self.stats.journal_seq.store(self.svc.journal_seq(), Relaxed);
     }
 

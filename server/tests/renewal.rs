@@ -410,6 +410,9 @@ async fn the_rust_client_hands_a_lease_over_and_takes_it_back() {
     tokio::time::sleep(Duration::from_millis(4_500)).await;
     let alive = live_at(a.addr).unwrap();
     assert!(alive.contains(&lease.cookie()), "the lease expired: {alive:?}");
+    // The renewal shard's counters: the client lease it renews, the renewals it got.
+    assert_eq!(b.metric("leasehold_live_leases", &["shard=\"2\""]), 1.0);
+    assert!(b.metric("leasehold_renewals_total", &["shard=\"2\""]) >= 1.0);
     let listed = set.leases().await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!((listed[0].landlord, listed[0].cookie), (lease.landlord(), lease.cookie()));
