@@ -141,6 +141,8 @@ fn landlords_sharing_an_id_in_two_clusters_are_renewed_each_at_its_own_urls() {
         (LandlordId(1), gb.cookie, [B.to_string()].as_slice())
     );
     assert_eq!(error.as_ref().map(|e| e.code), Some(ErrorCode::UnknownLease as i32));
+    let message = &error.as_ref().unwrap().message;
+    assert!(message.contains(B) && message.contains("unknown_lease"), "{message}");
     // Removing the other one by its landlord, cookie and URLs (as given, trailing / or not).
     let r = w.ask(SetRequestBody::Remove {
         set: set_cookie,

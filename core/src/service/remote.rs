@@ -284,13 +284,24 @@ impl RenewalService {
             SetEventKind::ExpirationWarning { set, expiration } => {
                 (*set, SetEventBody::ExpirationWarning { remaining: left(*expiration, now) })
             }
-            SetEventKind::RenewalFailure { set, lease, error } => (
-                *set,
-                SetEventBody::RenewalFailure {
-                    lease: self.to_client_lease(lease, now),
-                    error: error.as_ref().map(Into::into),
-                },
-            ),
+            SetEventKind::RenewalFailure { set, lease, error } => {
+                let lease = self.to_client_lease(lease, now);
+                let error = error.as_ref().map(|e| {
+                    let mut w: crate::wire::WireError = e.into();
+                    if w.message.is_empty() {
+                        // The core's "unknown lease" carries no words: say which and where.
+                        w.message = format!(
+                            "landlord {} at {} answered: {} for lease {}",
+                            lease.landlord,
+                            lease.urls.join(", "),
+                            e.code().name(),
+                            lease.cookie
+                        );
+                    }
+                    w
+                });
+                (*set, SetEventBody::RenewalFailure { lease, error })
+            }
         };
         let msg = SetEventMessage {
             event_id: event.event_id,
