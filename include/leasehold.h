@@ -36,11 +36,6 @@
 #define LEASEHOLD_ENCODING_BINARY 2
 
 /**
- * Length of a registrar id's text form: 32 lower-case hex digits and the NUL.
- */
-#define LEASEHOLD_REGISTRAR_ID_HEX_SIZE LEASEHOLD_COOKIE_HEX_SIZE
-
-/**
  * How far sequence numbers jump on restore unless told otherwise: 2^32.
  */
 #define LEASEHOLD_DEFAULT_RESTORE_JUMP 4294967296
@@ -133,105 +128,6 @@ typedef enum leasehold_status {
 } leasehold_status;
 
 /**
- * What a listener answers to an event (the numbers are the binary op codes).
- */
-typedef enum leasehold_event_reply_op {
-    /**
-     * The event was received.
-     */
-    LEASEHOLD_EVENT_REPLY_RECEIVED = 1,
-    /**
-     * The listener does not know the event id: the service cancels the registration.
-     */
-    LEASEHOLD_EVENT_REPLY_UNKNOWN_EVENT = 2,
-    /**
-     * Another failure: INDEFINITE is retried, any other code cancels the registration.
-     */
-    LEASEHOLD_EVENT_REPLY_ERROR = 3,
-} leasehold_event_reply_op;
-
-/**
- * What a discovery request asks (the numbers are the binary op codes).
- */
-typedef enum leasehold_discovery_op {
-    /**
-     * A new registration (`leasehold_discovery_request_new_register`).
-     */
-    LEASEHOLD_DISCOVERY_REGISTER = 1,
-    /**
-     * The managed set of groups.
-     */
-    LEASEHOLD_DISCOVERY_GET_GROUPS = 2,
-    /**
-     * Adds groups.
-     */
-    LEASEHOLD_DISCOVERY_ADD_GROUPS = 3,
-    /**
-     * Replaces the groups (all groups allowed).
-     */
-    LEASEHOLD_DISCOVERY_SET_GROUPS = 4,
-    /**
-     * Removes groups.
-     */
-    LEASEHOLD_DISCOVERY_REMOVE_GROUPS = 5,
-    /**
-     * The managed set of locators.
-     */
-    LEASEHOLD_DISCOVERY_GET_LOCATORS = 6,
-    /**
-     * Adds locators.
-     */
-    LEASEHOLD_DISCOVERY_ADD_LOCATORS = 7,
-    /**
-     * Replaces the locators.
-     */
-    LEASEHOLD_DISCOVERY_SET_LOCATORS = 8,
-    /**
-     * Removes locators.
-     */
-    LEASEHOLD_DISCOVERY_REMOVE_LOCATORS = 9,
-    /**
-     * The registrars discovered for the registration.
-     */
-    LEASEHOLD_DISCOVERY_GET_REGISTRARS = 10,
-    /**
-     * Discards a registrar (`leasehold_discovery_request_new_discard`).
-     */
-    LEASEHOLD_DISCOVERY_DISCARD = 11,
-} leasehold_discovery_op;
-
-/**
- * What a discovery reply answers (the numbers are the binary op codes).
- */
-typedef enum leasehold_discovery_reply_op {
-    /**
-     * A registration was made (`leasehold_discovery_reply_registered`).
-     */
-    LEASEHOLD_DISCOVERY_REGISTERED = 1,
-    /**
-     * The managed set of groups (`leasehold_discovery_reply_groups`).
-     */
-    LEASEHOLD_DISCOVERY_GROUPS = 2,
-    /**
-     * The managed set of locators (`leasehold_discovery_reply_locators`).
-     */
-    LEASEHOLD_DISCOVERY_LOCATORS = 3,
-    /**
-     * The registrars discovered (`leasehold_discovery_reply_registrars`).
-     */
-    LEASEHOLD_DISCOVERY_REGISTRARS = 4,
-    /**
-     * A change was made (or there was nothing to change).
-     */
-    LEASEHOLD_DISCOVERY_DONE = 5,
-    /**
-     * The request failed (`leasehold_discovery_reply_error`); an unknown, expired or cancelled
-     * registration is UNKNOWN_LEASE (Jini's `NoSuchObjectException`).
-     */
-    LEASEHOLD_DISCOVERY_ERROR = 6,
-} leasehold_discovery_reply_op;
-
-/**
  * What a receiver learns from an event's sequence number.
  */
 typedef enum leasehold_delivery {
@@ -271,20 +167,6 @@ typedef enum leasehold_renewal_event_kind {
      */
     LEASEHOLD_RENEWAL_RENEWED = 3,
 } leasehold_renewal_event_kind;
-
-/**
- * What a set event reports.
- */
-typedef enum leasehold_set_event_kind {
-    /**
-     * The set's lease expires at `expiration`: renew it or lose the set.
-     */
-    LEASEHOLD_SET_EXPIRATION_WARNING = 1,
-    /**
-     * A client lease could not be renewed and left the set (`lease`, `error_code`).
-     */
-    LEASEHOLD_SET_RENEWAL_FAILURE = 2,
-} leasehold_set_event_kind;
 
 /**
  * What a request asks (the numbers are the binary op codes).
@@ -343,65 +225,6 @@ typedef enum leasehold_reply_op {
 } leasehold_reply_op;
 
 /**
- * How the delivery of an event went, as a driver's event callback answers it (and as
- * `leasehold_discovery_service_delivery_failed` takes a failure).
- */
-typedef enum leasehold_delivery_outcome {
-    /**
-     * The listener received it.
-     */
-    LEASEHOLD_DELIVERED = 0,
-    /**
-     * The host delivers it later and reports then (`_delivered`, `_delivery_failed`).
-     */
-    LEASEHOLD_DELIVERY_PENDING = 1,
-    /**
-     * A transport failure or time-out: sent again after a back-off, until delivered or the
-     * registration's lease ends.
-     */
-    LEASEHOLD_DELIVERY_INDEFINITE = 2,
-    /**
-     * The listener does not know the event id (`UnknownEventException`): the registration is
-     * cancelled.
-     */
-    LEASEHOLD_DELIVERY_UNKNOWN_EVENT = 3,
-    /**
-     * The listener is broken (a bad object): the registration is cancelled.
-     */
-    LEASEHOLD_DELIVERY_BAD_OBJECT = 4,
-    /**
-     * The call was refused (a bad invocation): the registration is cancelled.
-     */
-    LEASEHOLD_DELIVERY_BAD_INVOCATION = 5,
-} leasehold_delivery_outcome;
-
-/**
- * How a discovery service is set up (opaque): its id and cookie seed, the registration-lease
- * policy, event and unicast retry schedules and time-outs, limits, the restore jump, and the
- * store settings of a durable service. Copied by `leasehold_discovery_service_new`, `_restore`
- * and `_open_*`; free with `leasehold_discovery_config_free`. A bad setting is
- * `INVALID_ARGUMENT` when the service is made.
- */
-typedef struct leasehold_discovery_config leasehold_discovery_config;
-
-/**
- * A discovery service's reply (opaque, immutable). Free with `leasehold_discovery_reply_free`.
- */
-typedef struct leasehold_discovery_reply leasehold_discovery_reply;
-
-/**
- * A request to a discovery service (opaque, immutable). A registration is named by its lease
- * cookie. Free with `leasehold_discovery_request_free`.
- */
-typedef struct leasehold_discovery_request leasehold_discovery_request;
-
-/**
- * A lookup discovery service (opaque). Free with `leasehold_discovery_service_free`. Not to be
- * used from two threads at once; it may move between threads.
- */
-typedef struct leasehold_discovery_service leasehold_discovery_service;
-
-/**
  * The sender side of events (opaque), for hosts that issue events of their own: active
  * registrations with their handbacks and sequence numbers. Free with
  * `leasehold_event_table_free`.
@@ -441,6 +264,13 @@ typedef struct leasehold_landlord_config leasehold_landlord_config;
 typedef struct leasehold_lease_map leasehold_lease_map;
 
 /**
+ * A sans-I/O part of the core (opaque), of the kind named when it was made
+ * (`"DiscoveryService"`), in memory or kept in a store. Free with `leasehold_machine_free`.
+ * Not to be used from two threads at once; it may move between threads.
+ */
+typedef struct leasehold_machine leasehold_machine;
+
+/**
  * A grant policy (opaque). Immutable once made: one policy may be shared by several threads
  * and used for several landlords. Free with `leasehold_policy_free`.
  */
@@ -454,12 +284,6 @@ typedef struct leasehold_policy leasehold_policy;
 typedef struct leasehold_renewal_manager leasehold_renewal_manager;
 
 /**
- * The renewal service (opaque). Free with `leasehold_renewal_service_free`. Not to be used
- * from two threads at once; it may move between threads.
- */
-typedef struct leasehold_renewal_service leasehold_renewal_service;
-
-/**
  * A reply message (opaque, immutable). Free with `leasehold_reply_free`.
  */
 typedef struct leasehold_reply leasehold_reply;
@@ -468,13 +292,6 @@ typedef struct leasehold_reply leasehold_reply;
  * A request message (opaque, immutable). Free with `leasehold_request_free`.
  */
 typedef struct leasehold_request leasehold_request;
-
-/**
- * How a renewal service is set up (opaque): the id and seed of its set-lease landlord, the
- * set-lease policy, the renewal manager's settings, the event restore jump. Copied by
- * `leasehold_renewal_service_new`; free with `leasehold_service_config_free`.
- */
-typedef struct leasehold_service_config leasehold_service_config;
 
 /**
  * A durable landlord for threaded hosts (opaque), from `leasehold_shared_landlord_open_dir`.
@@ -519,69 +336,6 @@ typedef struct leasehold_cookie {
 } leasehold_cookie;
 
 /**
- * A piece of text: `len` bytes of UTF-8 at `ptr`. Text you pass in needs no NUL; text the
- * library hands out has one after the `len` bytes (so `ptr` is also a C string) and belongs to
- * the struct holding it.
- */
-typedef struct leasehold_text {
-    /**
-     * The bytes (NULL is allowed when `len` is 0).
-     */
-    const char *ptr;
-    /**
-     * Their number, without any NUL.
-     */
-    size_t len;
-} leasehold_text;
-
-/**
- * The groups a registration wants (Jini's managed set of groups): `all` for every group
- * (Jini's `ALL_GROUPS`; `names` is then ignored), else the `count` names at `names` (none at
- * all is `NO_GROUPS`; `""` is the public group; each at most 255 bytes; duplicates collapse).
- * As an input the names are yours; filled by the library, release it with
- * `leasehold_groups_clear`.
- */
-typedef struct leasehold_groups {
-    /**
-     * Every group (`names` ignored).
-     */
-    bool all;
-    /**
-     * The names.
-     */
-    const struct leasehold_text *names;
-    /**
-     * How many names.
-     */
-    size_t count;
-} leasehold_groups;
-
-/**
- * A lease as its holder sees it. A plain value: copy it freely, nothing to free.
- *
- * Functions taking a lease check `serial_format` and answer `INVALID_ARGUMENT` for a value
- * other than `LEASEHOLD_SERIAL_DURATION` or `LEASEHOLD_SERIAL_ABSOLUTE`.
- */
-typedef struct leasehold_lease {
-    /**
-     * The landlord that granted it.
-     */
-    uint64_t landlord;
-    /**
-     * The landlord's key for it.
-     */
-    struct leasehold_cookie cookie;
-    /**
-     * When it expires, in ms on the holder's clock (`LEASEHOLD_FOREVER` if never).
-     */
-    int64_t expiration;
-    /**
-     * `LEASEHOLD_SERIAL_DURATION` or `LEASEHOLD_SERIAL_ABSOLUTE`.
-     */
-    int32_t serial_format;
-} leasehold_lease;
-
-/**
  * What sends the events of a registration: a service and an object inside it (for a renewal
  * service, its landlord id and the set's number).
  */
@@ -595,418 +349,6 @@ typedef struct leasehold_event_source {
      */
     uint64_t object;
 } leasehold_event_source;
-
-/**
- * What a client gets back when it registers for events (Jini `EventRegistration`).
- */
-typedef struct leasehold_event_registration {
-    /**
-     * The id every event of this registration carries.
-     */
-    uint64_t event_id;
-    /**
-     * Who sends the events.
-     */
-    struct leasehold_event_source source;
-    /**
-     * The lease that covers the registration: when it ends, so does the registration.
-     */
-    struct leasehold_lease lease;
-    /**
-     * Sequence number of the last event sent before the registration was returned; hand it
-     * to `leasehold_gap_tracker_expect`.
-     */
-    uint64_t sequence;
-} leasehold_event_registration;
-
-/**
- * What `leasehold_discovery_service_register` gives (Jini's `LookupDiscoveryRegistration`
- * with `getLease` and `getEventRegistration`).
- */
-typedef struct leasehold_discovery_registration {
-    /**
-     * The registration's number inside the service (never reused; the events' source object).
-     */
-    uint64_t registration;
-    /**
-     * Its lease (landlord: the service's id), on the host's clock.
-     */
-    struct leasehold_lease lease;
-    /**
-     * Its event registration: event id, source, the same lease, and the sequence number the
-     * first event follows.
-     */
-    struct leasehold_event_registration event;
-} leasehold_discovery_registration;
-
-/**
- * Visits one registration number. Return 0 to go on, non-zero to stop.
- */
-typedef int32_t (*leasehold_discovery_registration_visit_fn)(void *user_data, uint64_t registration);
-
-/**
- * A lookup service's id (Jini's `ServiceID`): 128 bits, most significant byte first.
- */
-typedef struct leasehold_registrar_id {
-    /**
-     * The 16 bytes, big-endian.
-     */
-    uint8_t bytes[16];
-} leasehold_registrar_id;
-
-/**
- * A list of texts the library hands out (a registrar's groups or locators): `count` of them
- * at `items`. Release one returned alone with `leasehold_text_list_clear`.
- */
-typedef struct leasehold_text_list {
-    /**
-     * The texts.
-     */
-    const struct leasehold_text *items;
-    /**
-     * How many.
-     */
-    size_t count;
-} leasehold_text_list;
-
-/**
- * A lookup service as the discovery service knows it: its id, the groups it is a member of,
- * and the locators (`"host:port"`, `"[v6]:port"`) it was found at. Filled by the library:
- * release with `leasehold_registrar_clear` (or with the list or event holding it).
- */
-typedef struct leasehold_registrar {
-    /**
-     * Its id.
-     */
-    struct leasehold_registrar_id id;
-    /**
-     * Its groups, in order.
-     */
-    struct leasehold_text_list groups;
-    /**
-     * Where it was found, in order.
-     */
-    struct leasehold_text_list locators;
-} leasehold_registrar;
-
-/**
- * Visits one registrar (borrowed for the call). Return 0 to go on, non-zero to stop.
- */
-typedef int32_t (*leasehold_registrar_visit_fn)(void *user_data,
-                                                const struct leasehold_registrar *registrar);
-
-/**
- * Registrars in id order. Filled by the library: release with
- * `leasehold_registrar_list_clear` (or with the event holding it).
- */
-typedef struct leasehold_registrar_list {
-    /**
-     * The registrars.
-     */
-    const struct leasehold_registrar *items;
-    /**
-     * How many.
-     */
-    size_t count;
-} leasehold_registrar_list;
-
-/**
- * A registrar's announcement (the datagram's fields): who, its groups, where it takes unicast
- * discovery, a sequence number that grows with every announcement (across restarts), and how
- * long (ms, 1 to 2^32 - 1) it counts as present without another. As an input the texts are
- * yours; filled by `leasehold_announcement_decode`, release with `leasehold_announcement_clear`.
- */
-typedef struct leasehold_announcement {
-    /**
-     * Who announces.
-     */
-    struct leasehold_registrar_id registrar;
-    /**
-     * Its groups.
-     */
-    struct leasehold_text_list groups;
-    /**
-     * Its locator, `"host:port"` or `"[v6]:port"`.
-     */
-    struct leasehold_text locator;
-    /**
-     * Grows with every announcement of this registrar.
-     */
-    uint64_t sequence;
-    /**
-     * How long it counts as present after this announcement, in ms.
-     */
-    int64_t ttl;
-} leasehold_announcement;
-
-/**
- * A unicast discovery for the host to make: contact the lookup service at `host`:`port` and
- * report what it found, quoting `id`. Filled by the library: release with
- * `leasehold_unicast_request_clear` (inside a driver callback it is borrowed for the call).
- */
-typedef struct leasehold_unicast_request {
-    /**
-     * Quote it in the answer.
-     */
-    uint64_t id;
-    /**
-     * The host (lower case; an IPv6 literal without brackets), NUL-terminated.
-     */
-    char *host;
-    /**
-     * The port.
-     */
-    uint16_t port;
-    /**
-     * The locator as text (`"host:port"`, `"[v6]:port"`), NUL-terminated.
-     */
-    char *locator;
-} leasehold_unicast_request;
-
-/**
- * An event for a registration's listener (Jini's `RemoteDiscoveryEvent`): registrars
- * discovered or discarded, with the registration's event id, a sequence number strictly
- * greater than every earlier one of that event id, and the handback exactly as registered.
- * From `leasehold_discovery_service_poll_event` or `leasehold_discovery_event_decode` it is
- * yours: release it with `leasehold_discovery_event_clear`. Inside a driver callback it is
- * borrowed for the call.
- */
-typedef struct leasehold_discovery_event {
-    /**
-     * The registration's event id.
-     */
-    uint64_t event_id;
-    /**
-     * Who sent it: the service's id and the registration's number.
-     */
-    struct leasehold_event_source source;
-    /**
-     * Strictly greater than every earlier sequence number of this event id.
-     */
-    uint64_t sequence;
-    /**
-     * The registration's handback, byte for byte.
-     */
-    const uint8_t *handback;
-    /**
-     * Length of `handback`.
-     */
-    size_t handback_len;
-    /**
-     * True for a discarded event, false for a discovered one.
-     */
-    bool discarded;
-    /**
-     * The registrars discovered or discarded (at least one), in id order.
-     */
-    struct leasehold_registrar_list registrars;
-} leasehold_discovery_event;
-
-/**
- * Starts a unicast discovery (borrowed for the call). Return 0 once the host has taken it on
- * (it answers later, or at once from inside the callback, with `_unicast_found`,
- * `_unicast_found_datagram` or `_unicast_failed`); non-zero counts as a failure now.
- */
-typedef int32_t (*leasehold_probe_fn)(void *user_data, const struct leasehold_unicast_request *probe);
-
-/**
- * Delivers one event (borrowed for the call) and answers a `leasehold_delivery_outcome`:
- * `LEASEHOLD_DELIVERED`, `LEASEHOLD_DELIVERY_PENDING` (reported later), or a failure. Any other
- * number counts as `LEASEHOLD_DELIVERY_INDEFINITE`.
- */
-typedef int32_t (*leasehold_discovery_event_fn)(void *user_data,
-                                                const struct leasehold_discovery_event *event);
-
-/**
- * What opening a store found (`leasehold_landlord_open_dir`, `_open_io`,
- * `leasehold_shared_landlord_open_dir`, `leasehold_discovery_service_open_dir`, `_open_io`).
- */
-typedef struct leasehold_recovery {
-    /**
-     * The store was new (nothing to recover): it was created, with a first snapshot.
-     */
-    bool created;
-    /**
-     * Journal records replayed on top of the snapshot.
-     */
-    uint64_t replayed;
-    /**
-     * Sequence number of the last record recovered: everything up to it is durable, and the
-     * journal goes on from the next one.
-     */
-    uint64_t last_seq;
-    /**
-     * A torn tail (the last write, cut short by a crash, never acknowledged) was dropped from
-     * the log.
-     */
-    bool torn_tail;
-    /**
-     * Leases held after recovery (for a discovery service: its registrations, each leased).
-     */
-    size_t leases;
-} leasehold_recovery;
-
-/**
- * Appends `len` bytes of `data` to `file` (creating it if missing). `file` is a NUL-terminated
- * name inside the store (e.g. `"log-00000000000000000001.lhj"`, `"snapshot"`), borrowed for the
- * call. Return 0 once every byte is written (not necessarily durable yet), non-zero on failure.
- */
-typedef int32_t (*leasehold_store_append_fn)(void *user_data,
-                                             const char *file,
-                                             const uint8_t *data,
-                                             size_t len);
-
-/**
- * Makes every byte appended to `file` so far durable (fsync, a flash commit, a database
- * commit): after it returns 0 they survive a crash or a power cut. Non-zero on failure.
- */
-typedef int32_t (*leasehold_store_sync_fn)(void *user_data, const char *file);
-
-/**
- * Replaces `file` atomically and durably with `len` bytes of `data`: after a crash at any
- * moment the file holds either its old contents or all of the new ones (on a file system:
- * write `<file>.tmp`, sync it, rename it over `file`, sync the directory). Return 0 once the
- * new contents are durable, non-zero on failure.
- */
-typedef int32_t (*leasehold_store_replace_fn)(void *user_data,
-                                              const char *file,
-                                              const uint8_t *data,
-                                              size_t len);
-
-/**
- * Cuts `file` to its first `len` bytes (dropping a torn tail) and makes that durable. Return 0
- * on success, non-zero on failure.
- */
-typedef int32_t (*leasehold_store_truncate_fn)(void *user_data, const char *file, uint64_t len);
-
-/**
- * Deletes `file` (a missing file is success) and makes that durable. Return 0 on success,
- * non-zero on failure.
- */
-typedef int32_t (*leasehold_store_remove_fn)(void *user_data, const char *file);
-
-/**
- * A host's own storage for a durable landlord (flash, a database, an RTOS file API): five
- * callbacks that carry out the core's file operations on the named files of one store, in the
- * order given, each completely before the next. Every callback is required and takes
- * `user_data` first. They run on the thread that calls into the landlord, inside
- * `leasehold_landlord_open_io`, `leasehold_landlord_commit` and `leasehold_landlord_compact`,
- * with nothing of the landlord borrowed: a callback may call the landlord (a grant, say: it
- * is journaled for the next commit), but `_commit` or `_compact` from inside one is `BUSY`;
- * freeing the landlord inside one is deferred (README, Callbacks and re-entrancy).
- *
- * A callback that returns non-zero fails the call with `LEASEHOLD_STATUS_IO`; from then on
- * every commit of that landlord fails too (what reached the storage is unknown): free it and
- * open the store again, which keeps what was durable and drops a torn tail.
- *
- * Names are at most 28 ASCII bytes: `snapshot`, `snapshot.tmp` (only ever removed) and
- * `log-<20 digits>.lhj`.
- */
-typedef struct leasehold_store_io {
-    /**
-     * Passed to every callback as it is.
-     */
-    void *user_data;
-    /**
-     * Appends bytes to a file.
-     */
-    leasehold_store_append_fn append;
-    /**
-     * Makes a file's appended bytes durable.
-     */
-    leasehold_store_sync_fn sync;
-    /**
-     * Replaces a file atomically and durably.
-     */
-    leasehold_store_replace_fn replace;
-    /**
-     * Cuts a file short, durably.
-     */
-    leasehold_store_truncate_fn truncate;
-    /**
-     * Deletes a file, durably.
-     */
-    leasehold_store_remove_fn remove;
-} leasehold_store_io;
-
-/**
- * One file of a store as the host read it, for `leasehold_landlord_open_io`: its name
- * (`name_len` bytes, no NUL needed) and contents (`len` bytes), both borrowed for the call.
- */
-typedef struct leasehold_store_file {
-    /**
-     * File name inside the store.
-     */
-    const char *name;
-    /**
-     * Length of `name` in bytes.
-     */
-    size_t name_len;
-    /**
-     * The file's bytes.
-     */
-    const uint8_t *data;
-    /**
-     * Length of `data`.
-     */
-    size_t len;
-} leasehold_store_file;
-
-/**
- * A listener's answer to an event, as `leasehold_event_reply_decode` reads it. Its
- * `error_message` (ERROR only, else NULL) is the caller's: free it with `leasehold_string_free`.
- */
-typedef struct leasehold_event_reply {
-    /**
-     * The event's id.
-     */
-    uint64_t event_id;
-    /**
-     * The event's sequence number.
-     */
-    uint64_t sequence;
-    /**
-     * What the listener says.
-     */
-    enum leasehold_event_reply_op op;
-    /**
-     * ERROR: the status number sent (else 0).
-     */
-    int32_t error_code;
-    /**
-     * ERROR: the message (else NULL).
-     */
-    char *error_message;
-} leasehold_event_reply;
-
-/**
- * What a REGISTERED reply carries. The client's lease is `leasehold_lease_from_grant`-style:
- * the service's id (`leasehold_discovery_reply_landlord`), `cookie`, and `duration` counted
- * from when the request was sent; the next event of `event_id` carries a number above
- * `sequence`.
- */
-typedef struct leasehold_discovery_registered {
-    /**
-     * The registration's number (the events' source object).
-     */
-    uint64_t registration;
-    /**
-     * The registration's lease cookie (it names the registration in every later request).
-     */
-    struct leasehold_cookie cookie;
-    /**
-     * The granted lease duration.
-     */
-    int64_t duration;
-    /**
-     * The registration's event id.
-     */
-    uint64_t event_id;
-    /**
-     * The sequence number the first event follows.
-     */
-    uint64_t sequence;
-} leasehold_discovery_registered;
 
 /**
  * An event numbered by an event table: the host attaches its own payload and delivers it with
@@ -1034,6 +376,54 @@ typedef struct leasehold_event {
      */
     size_t handback_len;
 } leasehold_event;
+
+/**
+ * A lease as its holder sees it. A plain value: copy it freely, nothing to free.
+ *
+ * Functions taking a lease check `serial_format` and answer `INVALID_ARGUMENT` for a value
+ * other than `LEASEHOLD_SERIAL_DURATION` or `LEASEHOLD_SERIAL_ABSOLUTE`.
+ */
+typedef struct leasehold_lease {
+    /**
+     * The landlord that granted it.
+     */
+    uint64_t landlord;
+    /**
+     * The landlord's key for it.
+     */
+    struct leasehold_cookie cookie;
+    /**
+     * When it expires, in ms on the holder's clock (`LEASEHOLD_FOREVER` if never).
+     */
+    int64_t expiration;
+    /**
+     * `LEASEHOLD_SERIAL_DURATION` or `LEASEHOLD_SERIAL_ABSOLUTE`.
+     */
+    int32_t serial_format;
+} leasehold_lease;
+
+/**
+ * What a client gets back when it registers for events (Jini `EventRegistration`).
+ */
+typedef struct leasehold_event_registration {
+    /**
+     * The id every event of this registration carries.
+     */
+    uint64_t event_id;
+    /**
+     * Who sends the events.
+     */
+    struct leasehold_event_source source;
+    /**
+     * The lease that covers the registration: when it ends, so does the registration.
+     */
+    struct leasehold_lease lease;
+    /**
+     * Sequence number of the last event sent before the registration was returned; hand it
+     * to `leasehold_gap_tracker_expect`.
+     */
+    uint64_t sequence;
+} leasehold_event_registration;
 
 /**
  * Visits one lease of a map with its renewal duration. Return 0 to go on, non-zero to stop.
@@ -1306,93 +696,139 @@ typedef struct leasehold_expired {
 } leasehold_expired;
 
 /**
- * Visits one set id. Return 0 to go on, non-zero to stop.
+ * What opening a store found (`leasehold_landlord_open_dir`, `_open_io`,
+ * `leasehold_shared_landlord_open_dir`, `leasehold_discovery_service_open_dir`, `_open_io`).
  */
-typedef int32_t (*leasehold_set_visit_fn)(void *user_data, uint64_t set);
+typedef struct leasehold_recovery {
+    /**
+     * The store was new (nothing to recover): it was created, with a first snapshot.
+     */
+    bool created;
+    /**
+     * Journal records replayed on top of the snapshot.
+     */
+    uint64_t replayed;
+    /**
+     * Sequence number of the last record recovered: everything up to it is durable, and the
+     * journal goes on from the next one.
+     */
+    uint64_t last_seq;
+    /**
+     * A torn tail (the last write, cut short by a crash, never acknowledged) was dropped from
+     * the log.
+     */
+    bool torn_tail;
+    /**
+     * Leases held after recovery (for a discovery service: its registrations, each leased).
+     */
+    size_t leases;
+} leasehold_recovery;
 
 /**
- * Visits one lease. Return 0 to go on, non-zero to stop.
+ * Appends `len` bytes of `data` to `file` (creating it if missing). `file` is a NUL-terminated
+ * name inside the store (e.g. `"log-00000000000000000001.lhj"`, `"snapshot"`), borrowed for the
+ * call. Return 0 once every byte is written (not necessarily durable yet), non-zero on failure.
  */
-typedef int32_t (*leasehold_service_lease_visit_fn)(void *user_data,
-                                                    const struct leasehold_lease *lease);
+typedef int32_t (*leasehold_store_append_fn)(void *user_data,
+                                             const char *file,
+                                             const uint8_t *data,
+                                             size_t len);
 
 /**
- * A client lease's place in a set: until when it is renewed, and for how long each time.
+ * Makes every byte appended to `file` so far durable (fsync, a flash commit, a database
+ * commit): after it returns 0 they survive a crash or a power cut. Non-zero on failure.
  */
-typedef struct leasehold_membership {
-    /**
-     * The desired expiration (FOREVER for never).
-     */
-    int64_t expiration;
-    /**
-     * The renewal duration (positive, FOREVER, or ANY with a FOREVER membership).
-     */
-    int64_t renew_duration;
-} leasehold_membership;
+typedef int32_t (*leasehold_store_sync_fn)(void *user_data, const char *file);
 
 /**
- * Visits one event registration. Return 0 to go on, non-zero to stop.
+ * Replaces `file` atomically and durably with `len` bytes of `data`: after a crash at any
+ * moment the file holds either its old contents or all of the new ones (on a file system:
+ * write `<file>.tmp`, sync it, rename it over `file`, sync the directory). Return 0 once the
+ * new contents are durable, non-zero on failure.
  */
-typedef int32_t (*leasehold_registration_visit_fn)(void *user_data,
-                                                   const struct leasehold_event_registration *registration);
+typedef int32_t (*leasehold_store_replace_fn)(void *user_data,
+                                              const char *file,
+                                              const uint8_t *data,
+                                              size_t len);
 
 /**
- * An event of a renewal set, to deliver to the registered listener. From
- * `leasehold_renewal_service_poll_event`, `handback` (free with `leasehold_bytes_free(handback,
- * handback_len)`) and `error_message` (free with `leasehold_string_free`, may be NULL) are the
- * caller's; inside a driver callback they are borrowed for the call.
+ * Cuts `file` to its first `len` bytes (dropping a torn tail) and makes that durable. Return 0
+ * on success, non-zero on failure.
  */
-typedef struct leasehold_set_event {
-    /**
-     * The registration's event id.
-     */
-    uint64_t event_id;
-    /**
-     * Who sent it (the service's landlord id and the set).
-     */
-    struct leasehold_event_source source;
-    /**
-     * Strictly greater than every earlier sequence number of this event id.
-     */
-    uint64_t sequence;
-    /**
-     * The registration's handback, byte for byte.
-     */
-    uint8_t *handback;
-    /**
-     * Length of `handback`.
-     */
-    size_t handback_len;
-    /**
-     * What happened.
-     */
-    enum leasehold_set_event_kind kind;
-    /**
-     * The set.
-     */
-    uint64_t set;
-    /**
-     * EXPIRATION_WARNING: when the set's lease expires (else 0).
-     */
-    int64_t expiration;
-    /**
-     * RENEWAL_FAILURE: the client lease with its last known expiration (else zeroed).
-     */
-    struct leasehold_lease lease;
-    /**
-     * RENEWAL_FAILURE: the last error as a status number, or 0 if the lease simply expired.
-     */
-    int32_t error_code;
-    /**
-     * The error's message, or NULL.
-     */
-    char *error_message;
-} leasehold_set_event;
+typedef int32_t (*leasehold_store_truncate_fn)(void *user_data, const char *file, uint64_t len);
 
 /**
- * Delivers one set event to the host (borrowed for the call).
+ * Deletes `file` (a missing file is success) and makes that durable. Return 0 on success,
+ * non-zero on failure.
  */
-typedef void (*leasehold_set_event_fn)(void *user_data, const struct leasehold_set_event *event);
+typedef int32_t (*leasehold_store_remove_fn)(void *user_data, const char *file);
+
+/**
+ * A host's own storage for a durable landlord (flash, a database, an RTOS file API): five
+ * callbacks that carry out the core's file operations on the named files of one store, in the
+ * order given, each completely before the next. Every callback is required and takes
+ * `user_data` first. They run on the thread that calls into the landlord, inside
+ * `leasehold_landlord_open_io`, `leasehold_landlord_commit` and `leasehold_landlord_compact`,
+ * with nothing of the landlord borrowed: a callback may call the landlord (a grant, say: it
+ * is journaled for the next commit), but `_commit` or `_compact` from inside one is `BUSY`;
+ * freeing the landlord inside one is deferred (README, Callbacks and re-entrancy).
+ *
+ * A callback that returns non-zero fails the call with `LEASEHOLD_STATUS_IO`; from then on
+ * every commit of that landlord fails too (what reached the storage is unknown): free it and
+ * open the store again, which keeps what was durable and drops a torn tail.
+ *
+ * Names are at most 28 ASCII bytes: `snapshot`, `snapshot.tmp` (only ever removed) and
+ * `log-<20 digits>.lhj`.
+ */
+typedef struct leasehold_store_io {
+    /**
+     * Passed to every callback as it is.
+     */
+    void *user_data;
+    /**
+     * Appends bytes to a file.
+     */
+    leasehold_store_append_fn append;
+    /**
+     * Makes a file's appended bytes durable.
+     */
+    leasehold_store_sync_fn sync;
+    /**
+     * Replaces a file atomically and durably.
+     */
+    leasehold_store_replace_fn replace;
+    /**
+     * Cuts a file short, durably.
+     */
+    leasehold_store_truncate_fn truncate;
+    /**
+     * Deletes a file, durably.
+     */
+    leasehold_store_remove_fn remove;
+} leasehold_store_io;
+
+/**
+ * One file of a store as the host read it, for `leasehold_landlord_open_io`: its name
+ * (`name_len` bytes, no NUL needed) and contents (`len` bytes), both borrowed for the call.
+ */
+typedef struct leasehold_store_file {
+    /**
+     * File name inside the store.
+     */
+    const char *name;
+    /**
+     * Length of `name` in bytes.
+     */
+    size_t name_len;
+    /**
+     * The file's bytes.
+     */
+    const uint8_t *data;
+    /**
+     * Length of `data`.
+     */
+    size_t len;
+} leasehold_store_file;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1456,1141 +892,6 @@ enum leasehold_status leasehold_cookie_from_hex(const char *hex,
  * `out` is NULL or writable.
  */
 enum leasehold_status leasehold_clock_now_ms(int64_t *out);
-
-/**
- * The defaults for a service whose registration leases (and event sources) carry id `id`,
- * with the secret cookie seed (`seed_len` = `LEASEHOLD_SEED_SIZE`, real entropy): leases of at
- * most 30 minutes (30 minutes for ANY), events retried after 1 s, 5 s, 10 s, 1 min, 1 min,
- * then every 5 min, a 1 min delivery time-out, unicast retried from 1 s doubling to 1 min with
- * a 30 s time-out, at most 10 000 registrars, announcement ttls cut to 30 min.
- *
- * # Safety
- * `seed` is NULL or points to `seed_len` bytes; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_config_new(uint64_t id,
-                                                     const uint8_t *seed,
-                                                     size_t seed_len,
-                                                     struct leasehold_discovery_config **out);
-
-/**
- * Sets the policy granting registration leases (copied).
- *
- * # Safety
- * Pointers are NULL or live.
- */
-enum leasehold_status leasehold_discovery_config_set_lease_policy(struct leasehold_discovery_config *config,
-                                                                  const struct leasehold_policy *policy);
-
-/**
- * Sets the grace after expiry of registration leases, and the limits (`limits` NULL: the
- * defaults) that bound every discovery message and registration: names and locators per set
- * (`max_batch`), handback and listener bytes (`max_resource_bytes`).
- *
- * # Safety
- * `config` is NULL or live; `limits` is NULL or valid.
- */
-enum leasehold_status leasehold_discovery_config_set_landlord(struct leasehold_discovery_config *config,
-                                                              int64_t grace,
-                                                              const struct leasehold_limits *limits);
-
-/**
- * Sets how events are retried: the waits (ms, positive) after the 1st, 2nd, ... indefinite
- * failure (`count` of them, the last repeating), and how long an event handed out may go
- * unreported before it counts as failed (`LEASEHOLD_FOREVER`: never).
- *
- * # Safety
- * `config` is NULL or live; `waits` is NULL or points to `count` values.
- */
-enum leasehold_status leasehold_discovery_config_set_event_retry(struct leasehold_discovery_config *config,
-                                                                 const int64_t *waits,
-                                                                 size_t count,
-                                                                 int64_t delivery_timeout);
-
-/**
- * Sets how unicast discovery is retried: the waits after the 1st, 2nd, ... failure (the last
- * repeating), and how long a probe handed out may go unanswered before it counts as failed.
- *
- * # Safety
- * `config` is NULL or live; `waits` is NULL or points to `count` values.
- */
-enum leasehold_status leasehold_discovery_config_set_unicast_retry(struct leasehold_discovery_config *config,
-                                                                   const int64_t *waits,
-                                                                   size_t count,
-                                                                   int64_t unicast_timeout);
-
-/**
- * Sets the most registrars the service keeps, and the longest announcement ttl it takes
- * (longer ones are cut to it).
- *
- * # Safety
- * `config` is NULL or live.
- */
-enum leasehold_status leasehold_discovery_config_set_registrars(struct leasehold_discovery_config *config,
-                                                                size_t max_registrars,
-                                                                int64_t max_announcement_ttl);
-
-/**
- * Sets how far event sequence numbers jump when a JSON snapshot is restored (0: exactly on).
- *
- * # Safety
- * `config` is NULL or live.
- */
-enum leasehold_status leasehold_discovery_config_set_restore_jump(struct leasehold_discovery_config *config,
-                                                                  uint64_t jump);
-
-/**
- * Sets how a durable service's store keeps its log, as `leasehold_landlord_config_set_store`.
- *
- * # Safety
- * `config` is NULL or live.
- */
-enum leasehold_status leasehold_discovery_config_set_store(struct leasehold_discovery_config *config,
-                                                           uint64_t segment_bytes,
-                                                           uint64_t min_compact_bytes);
-
-/**
- * Frees a configuration. NULL is ignored.
- *
- * # Safety
- * `config` was made by libleasehold and not freed before.
- */
-void leasehold_discovery_config_free(struct leasehold_discovery_config *config);
-
-/**
- * A service with no registrations and no registrars, set up by `config` (copied).
- *
- * # Safety
- * `config` is NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_new(const struct leasehold_discovery_config *config,
-                                                      struct leasehold_discovery_service **out);
-
-/**
- * Frees a service. A durable one writes nothing more (commit first for a clean shutdown) and
- * releases its directory. NULL is ignored. Inside a callback of one of its calls (`drive`, a
- * `for_each_*`, a store callback) it is freed when that call returns, the call makes no
- * further callbacks, and any other call on it is `BUSY`.
- *
- * # Safety
- * `service` was made by libleasehold and not freed before.
- */
-void leasehold_discovery_service_free(struct leasehold_discovery_service *service);
-
-/**
- * The service's id (the landlord of every registration lease, the service of every event
- * source).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_id(const struct leasehold_discovery_service *service,
-                                                     uint64_t *out);
-
-/**
- * Registers a client (Jini's `register`): the groups and locators (texts `"host:port"`) it
- * wants discovered, the handback (`handback_len` bytes, copied) its events carry, and the lease
- * duration it asks (positive, `LEASEHOLD_FOREVER` or `LEASEHOLD_ANY`; else `INVALID_ARGUMENT`;
- * the policy may grant less or deny: `LEASE_DENIED`). Registrars the service already holds
- * that it wants are discovered for it at once (its first event).
- *
- * # Safety
- * `service` is NULL or live; `groups.names`, `locators` and `handback` are NULL or point to
- * their counts; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_register(struct leasehold_discovery_service *service,
-                                                           struct leasehold_groups groups,
-                                                           const struct leasehold_text *locators,
-                                                           size_t locator_count,
-                                                           const uint8_t *handback,
-                                                           size_t handback_len,
-                                                           int64_t lease_duration,
-                                                           int64_t now,
-                                                           struct leasehold_discovery_registration *out);
-
-/**
- * The registration whose lease is `cookie`, if it is live at `now`: `*out_found` says whether.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_registration_of(struct leasehold_discovery_service *service,
-                                                                  struct leasehold_cookie cookie,
-                                                                  int64_t now,
-                                                                  bool *out_found,
-                                                                  uint64_t *out_registration);
-
-/**
- * Calls `visit` for every live registration (as of the last call), in number order. The visit
- * runs over a copy: `visit` may call anything on this service; freeing it ends the visit.
- *
- * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function.
- */
-enum leasehold_status leasehold_discovery_service_for_each_registration(const struct leasehold_discovery_service *service,
-                                                                        leasehold_discovery_registration_visit_fn visit,
-                                                                        void *user_data);
-
-/**
- * Calls `visit` for every registrar in the service's own discovered set, in id order, over a
- * copy (as `leasehold_discovery_service_for_each_registration`).
- *
- * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function.
- */
-enum leasehold_status leasehold_discovery_service_for_each_discovered(const struct leasehold_discovery_service *service,
-                                                                      leasehold_registrar_visit_fn visit,
-                                                                      void *user_data);
-
-/**
- * The registration's lease (`getLease`), its expiration on the host's clock.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_lease(struct leasehold_discovery_service *service,
-                                                        uint64_t registration,
-                                                        int64_t now,
-                                                        struct leasehold_lease *out);
-
-/**
- * The registration's event registration (`getEventRegistration`), with the sequence number
- * of the last event made so far.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_event_registration(struct leasehold_discovery_service *service,
-                                                                     uint64_t registration,
-                                                                     int64_t now,
-                                                                     struct leasehold_event_registration *out);
-
-/**
- * The registrars discovered for the registration and not discarded since (`getRegistrars`),
- * in id order; release them with `leasehold_registrar_list_clear`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_registrars(struct leasehold_discovery_service *service,
-                                                             uint64_t registration,
-                                                             int64_t now,
-                                                             struct leasehold_registrar_list *out);
-
-/**
- * The registration's managed set of groups (`getGroups`); release with
- * `leasehold_groups_clear`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_groups(struct leasehold_discovery_service *service,
-                                                         uint64_t registration,
-                                                         int64_t now,
-                                                         struct leasehold_groups *out);
-
-/**
- * The registration's managed set of locators (`getLocators`), in order; release with
- * `leasehold_text_list_clear`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_locators(struct leasehold_discovery_service *service,
-                                                           uint64_t registration,
-                                                           int64_t now,
-                                                           struct leasehold_text_list *out);
-
-/**
- * Adds `count` group names to the managed set (`addGroups`). A registration that wants all
- * groups has no set to add to: `INVALID_ARGUMENT`. Discoveries follow at once (LD.4.1.1).
- *
- * # Safety
- * `service` is NULL or live; `names` is NULL or points to `count` texts.
- */
-enum leasehold_status leasehold_discovery_service_add_groups(struct leasehold_discovery_service *service,
-                                                             uint64_t registration,
-                                                             const struct leasehold_text *names,
-                                                             size_t count,
-                                                             int64_t now);
-
-/**
- * Replaces the managed set of groups (`setGroups`): `groups.all` for every group, no names to
- * stop group discovery. Registrars no longer wanted are discarded, newly wanted ones
- * discovered (LD.4.1.1).
- *
- * # Safety
- * `service` is NULL or live; `groups.names` is NULL or points to `groups.count` texts.
- */
-enum leasehold_status leasehold_discovery_service_set_groups(struct leasehold_discovery_service *service,
-                                                             uint64_t registration,
-                                                             struct leasehold_groups groups,
-                                                             int64_t now);
-
-/**
- * Removes group names from the managed set (`removeGroups`; names it does not hold are
- * ignored). All groups: `INVALID_ARGUMENT`.
- *
- * # Safety
- * As `leasehold_discovery_service_add_groups`.
- */
-enum leasehold_status leasehold_discovery_service_remove_groups(struct leasehold_discovery_service *service,
-                                                                uint64_t registration,
-                                                                const struct leasehold_text *names,
-                                                                size_t count,
-                                                                int64_t now);
-
-/**
- * Adds locators (texts `"host:port"`, `"[v6]:port"`) to the managed set (`addLocators`).
- *
- * # Safety
- * `service` is NULL or live; `locators` is NULL or points to `count` texts.
- */
-enum leasehold_status leasehold_discovery_service_add_locators(struct leasehold_discovery_service *service,
-                                                               uint64_t registration,
-                                                               const struct leasehold_text *locators,
-                                                               size_t count,
-                                                               int64_t now);
-
-/**
- * Replaces the managed set of locators (`setLocators`).
- *
- * # Safety
- * As `leasehold_discovery_service_add_locators`.
- */
-enum leasehold_status leasehold_discovery_service_set_locators(struct leasehold_discovery_service *service,
-                                                               uint64_t registration,
-                                                               const struct leasehold_text *locators,
-                                                               size_t count,
-                                                               int64_t now);
-
-/**
- * Removes locators from the managed set (`removeLocators`; ones it does not hold are ignored).
- *
- * # Safety
- * As `leasehold_discovery_service_add_locators`.
- */
-enum leasehold_status leasehold_discovery_service_remove_locators(struct leasehold_discovery_service *service,
-                                                                  uint64_t registration,
-                                                                  const struct leasehold_text *locators,
-                                                                  size_t count,
-                                                                  int64_t now);
-
-/**
- * Discards `registrar` from the registration (`discard`): it gets a discarded event, and the
- * service drops the registrar from its own set so that the next announcement or unicast
- * answer discovers it again for every registration that wants it and lacks it. A registrar
- * the registration does not hold is ignored.
- *
- * # Safety
- * `service` is NULL or live.
- */
-enum leasehold_status leasehold_discovery_service_discard(struct leasehold_discovery_service *service,
-                                                          uint64_t registration,
-                                                          struct leasehold_registrar_id registrar,
-                                                          int64_t now);
-
-/**
- * Keeps where the host delivers the registration's events (opaque bytes, a URL say, at most
- * `max_resource_bytes`), durably with the registration; set it right after registering.
- *
- * # Safety
- * `service` is NULL or live; `listener` is NULL or points to `len` bytes.
- */
-enum leasehold_status leasehold_discovery_service_set_listener(struct leasehold_discovery_service *service,
-                                                               uint64_t registration,
-                                                               const uint8_t *listener,
-                                                               size_t len,
-                                                               int64_t now);
-
-/**
- * The registration's listener as set (empty if never set), for `leasehold_bytes_free`;
- * `UNKNOWN_LEASE` if there is no such registration (as of the last call).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_listener(const struct leasehold_discovery_service *service,
-                                                           uint64_t registration,
-                                                           uint8_t **out_data,
-                                                           size_t *out_len);
-
-/**
- * A multicast announcement the host received (a stale one, numbered at or below the last
- * accepted from that registrar, is ignored). A bad one is `INVALID_ARGUMENT`; one from a new
- * registrar while the service holds its maximum is `LEASE_DENIED`.
- *
- * # Safety
- * `service` is NULL or live; `announcement` is NULL or valid (its texts too).
- */
-enum leasehold_status leasehold_discovery_service_handle_announcement(struct leasehold_discovery_service *service,
-                                                                      const struct leasehold_announcement *announcement,
-                                                                      int64_t now);
-
-/**
- * An announcement datagram the host received; bytes that do not decode are `DECODE` and change
- * nothing.
- *
- * # Safety
- * `service` is NULL or live; `data` is NULL or points to `len` bytes.
- */
-enum leasehold_status leasehold_discovery_service_handle_datagram(struct leasehold_discovery_service *service,
-                                                                  const uint8_t *data,
-                                                                  size_t len,
-                                                                  int64_t now);
-
-/**
- * Unicast discovery `request_id` (from `poll_transmit`) found `registrar`, a member of the
- * `count` groups at `names`, at its locator. `*out_awaited` (optional) says whether the request
- * was still awaited (a late answer, or one for a locator no longer wanted, is ignored).
- *
- * # Safety
- * `service` is NULL or live; `names` is NULL or points to `count` texts; `out_awaited` is NULL
- * or writable.
- */
-enum leasehold_status leasehold_discovery_service_unicast_found(struct leasehold_discovery_service *service,
-                                                                uint64_t request_id,
-                                                                struct leasehold_registrar_id registrar,
-                                                                const struct leasehold_text *names,
-                                                                size_t count,
-                                                                int64_t now,
-                                                                bool *out_awaited);
-
-/**
- * Unicast discovery `request_id` was answered with an announcement datagram (a lookup service
- * may answer a probe so): its id and groups are the answer. Bytes that do not decode are
- * `DECODE` and change nothing (report `leasehold_discovery_service_unicast_failed` then).
- *
- * # Safety
- * `service` is NULL or live; `data` is NULL or points to `len` bytes; `out_awaited` is NULL or
- * writable.
- */
-enum leasehold_status leasehold_discovery_service_unicast_found_datagram(struct leasehold_discovery_service *service,
-                                                                         uint64_t request_id,
-                                                                         const uint8_t *data,
-                                                                         size_t len,
-                                                                         int64_t now,
-                                                                         bool *out_awaited);
-
-/**
- * Unicast discovery `request_id` failed (no answer, a refused connection, a bad answer): it is
- * tried again after a back-off while the locator is still wanted.
- *
- * # Safety
- * `service` is NULL or live; `out_awaited` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_unicast_failed(struct leasehold_discovery_service *service,
-                                                                 uint64_t request_id,
-                                                                 int64_t now,
-                                                                 bool *out_awaited);
-
-/**
- * The host found `registrar` unreachable: a passive discard, as when its announcements stop
- * (registrations that want it by group discard it; those that want it only by locator keep
- * it). `*out_known` (optional) says whether the service knew it.
- *
- * # Safety
- * `service` is NULL or live; `out_known` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_registrar_unreachable(struct leasehold_discovery_service *service,
-                                                                        struct leasehold_registrar_id registrar,
-                                                                        int64_t now,
-                                                                        bool *out_known);
-
-/**
- * The next unicast discovery to make: `*out_found` says whether there is one; if so `*out`
- * (release with `leasehold_unicast_request_clear`) says whom to contact. Answer with
- * `_unicast_found`, `_unicast_found_datagram` or `_unicast_failed`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_poll_transmit(struct leasehold_discovery_service *service,
-                                                                int64_t now,
-                                                                struct leasehold_unicast_request *out,
-                                                                bool *out_found);
-
-/**
- * The next event to deliver to a registration's listener: `*out_found` says whether there is
- * one; if so `*out` is filled (release with `leasehold_discovery_event_clear`). Report the
- * outcome with `_delivered` or `_delivery_failed` (the registration's next event waits until
- * then, or until the delivery time-out). A durable service: deliver it only once a commit
- * answered a durable number at least `leasehold_discovery_service_journal_seq` read right
- * after this call.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_poll_event(struct leasehold_discovery_service *service,
-                                                             int64_t now,
-                                                             struct leasehold_discovery_event *out,
-                                                             bool *out_found);
-
-/**
- * The event (`event_id`, `sequence`) handed out reached its listener. `*out_awaited`
- * (optional) says whether it was the event awaited (a late or repeated report is ignored).
- *
- * # Safety
- * `service` is NULL or live; `out_awaited` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_delivered(struct leasehold_discovery_service *service,
-                                                            uint64_t event_id,
-                                                            uint64_t sequence,
-                                                            int64_t now,
-                                                            bool *out_awaited);
-
-/**
- * The event (`event_id`, `sequence`) handed out could not be delivered: `outcome` is
- * `LEASEHOLD_DELIVERY_INDEFINITE` (sent again after a back-off, until the registration's lease
- * ends), `_UNKNOWN_EVENT`, `_BAD_OBJECT` or `_BAD_INVOCATION` (the registration is cancelled,
- * LD.3.1); `message` (`message_len` bytes of UTF-8) says why. `*out_awaited` as for
- * `_delivered`.
- *
- * # Safety
- * `service` is NULL or live; `message` is NULL or points to `message_len` bytes;
- * `out_awaited` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_delivery_failed(struct leasehold_discovery_service *service,
-                                                                  uint64_t event_id,
-                                                                  uint64_t sequence,
-                                                                  int32_t outcome,
-                                                                  const char *message,
-                                                                  size_t message_len,
-                                                                  int64_t now,
-                                                                  bool *out_awaited);
-
-/**
- * A listener's encoded answer to an event (`leasehold_event_reply_encode`): delivered or
- * failed as it says. Bytes that do not decode are `DECODE` and change nothing. `*out_awaited`
- * as for `_delivered`.
- *
- * # Safety
- * `service` is NULL or live; `data` is NULL or points to `len` bytes; `out_awaited` is NULL
- * or writable.
- */
-enum leasehold_status leasehold_discovery_service_handle_event_reply_bytes(struct leasehold_discovery_service *service,
-                                                                           const uint8_t *data,
-                                                                           size_t len,
-                                                                           int32_t encoding_,
-                                                                           int64_t now,
-                                                                           bool *out_awaited);
-
-/**
- * When the host should next call `leasehold_discovery_service_handle_timeout` (or poll):
- * exactly the time of the next thing due; a time already past means a probe or an event is
- * waiting.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_service_poll_timeout(const struct leasehold_discovery_service *service,
-                                                               bool *out_has,
-                                                               int64_t *out_at);
-
-/**
- * Brings the service to `now`: registrations whose lease ended are removed (without events),
- * registrars whose announcements stopped are discarded, overdue probes and deliveries count
- * as failed. The service's time never runs backwards.
- *
- * # Safety
- * `service` is NULL or live.
- */
-enum leasehold_status leasehold_discovery_service_handle_timeout(struct leasehold_discovery_service *service,
-                                                                 int64_t now);
-
-/**
- * Answers a request about registration leases (renew, cancel, renew_all, cancel_all; grant
- * is refused: registrations are made by register). A cancelled registration ends at once,
- * without events. Free `*out` with `leasehold_reply_free`.
- *
- * # Safety
- * `service` and `request` are NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_handle_request(struct leasehold_discovery_service *service,
-                                                                 const struct leasehold_request *request,
-                                                                 int64_t now,
-                                                                 struct leasehold_reply **out);
-
-/**
- * Answers an encoded lease request with an encoded reply (free with `leasehold_bytes_free`);
- * an undecodable request gets an error reply.
- *
- * # Safety
- * `service` is NULL or live; `request` is NULL or points to `len` bytes; outputs writable.
- */
-enum leasehold_status leasehold_discovery_service_handle_bytes(struct leasehold_discovery_service *service,
-                                                               const uint8_t *request,
-                                                               size_t len,
-                                                               int32_t encoding,
-                                                               int64_t now,
-                                                               uint8_t **out_reply,
-                                                               size_t *out_reply_len);
-
-/**
- * Answers a discovery request (register and a registration's methods, the registration named
- * by its lease cookie; an unknown, expired or cancelled one is an UNKNOWN_LEASE error reply).
- * Free `*out` with `leasehold_discovery_reply_free`. A durable service: send the reply only
- * once it is durable (see `leasehold_discovery_service_open_dir`).
- *
- * # Safety
- * `service` and `request` are NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_handle_discovery(struct leasehold_discovery_service *service,
-                                                                   const struct leasehold_discovery_request *request,
-                                                                   int64_t now,
-                                                                   struct leasehold_discovery_reply **out);
-
-/**
- * Answers an encoded discovery request with an encoded reply in the same encoding (free with
- * `leasehold_bytes_free`); an undecodable request gets an error reply with id 0.
- *
- * # Safety
- * `service` is NULL or live; `request` is NULL or points to `len` bytes; outputs writable.
- */
-enum leasehold_status leasehold_discovery_service_handle_discovery_bytes(struct leasehold_discovery_service *service,
-                                                                         const uint8_t *request,
-                                                                         size_t len,
-                                                                         int32_t encoding_,
-                                                                         int64_t now,
-                                                                         uint8_t **out_reply,
-                                                                         size_t *out_reply_len);
-
-/**
- * One turn of the C driver at `now`: `handle_timeout(now)`, then rounds, each taking every
- * due probe and event (one borrow), making everything journaled so far durable (a durable
- * service: nothing leaves before it is durable; a failed write is `IO` and no callback runs),
- * then, with nothing borrowed, handing each probe to `on_probe` and each event to `on_event`
- * and applying what they answer. Callbacks may call back into the service (answer a probe,
- * report a delivery, register, discard, drive...); what they cause goes out in the next round,
- * up to `LEASEHOLD_DRIVE_MAX_ROUNDS`, after which `*out_next` is `now` (call again at once).
- * Otherwise `*out_has` / `*out_next` say when to call again. A callback that frees the service
- * ends the call: OK, `*out_has` false.
- *
- * # Safety
- * `service` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL
- * or writable.
- */
-enum leasehold_status leasehold_discovery_service_drive(struct leasehold_discovery_service *service,
-                                                        int64_t now,
-                                                        leasehold_probe_fn on_probe,
-                                                        leasehold_discovery_event_fn on_event,
-                                                        void *user_data,
-                                                        bool *out_has,
-                                                        int64_t *out_next);
-
-/**
- * Everything the service holds, at its own time, as JSON text for
- * `leasehold_discovery_service_restore` (call `_handle_timeout` first to bring it to the
- * present). It holds the registration-cookie secret: store it like a key. Free `*out` with
- * `leasehold_string_free`.
- *
- * # Safety
- * `service` is NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_snapshot(const struct leasehold_discovery_service *service,
-                                                           char **out);
-
-/**
- * A service rebuilt at `now` from `config` (copied: the policy, schedules, time-outs, limits
- * and jump; its id must be the snapshot's, else `INVALID_ARGUMENT`) and a snapshot (`len`
- * bytes of JSON). Event sequence numbers jump by the configured restore jump. A snapshot of
- * another version or an inconsistent one is `DECODE`.
- *
- * # Safety
- * `config` is NULL or live; `json` is NULL or points to `len` bytes; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_restore(const struct leasehold_discovery_config *config,
-                                                          const char *json,
-                                                          size_t len,
-                                                          int64_t now,
-                                                          struct leasehold_discovery_service **out);
-
-/**
- * Opens a durable discovery service kept in the directory `path` (`path_len` bytes), creating
- * it if needed and recovering what is there exactly as `leasehold_landlord_open_dir` does (a
- * torn tail dropped, damage `DECODE`, a directory in use `IO`): every registration with its
- * lease, managed sets, registrars, event ids and sequence numbers, events queued or in
- * flight. Time spent down does not count: the service's clock goes on from the last journaled
- * time. A new store takes all of `config`; an existing one keeps its id and seed (`config`'s
- * id must be the same, else `INVALID_ARGUMENT`) and takes the rest of `config` (policy,
- * schedules, time-outs, limits on registrars) from now on. `*out_info` (optional) says what
- * was recovered (`leases`: registrations).
- *
- * **Nothing leaves before it is durable.** A reply to a client (`_handle_discovery*`,
- * `_handle_bytes`: an error too) and an event or probe handed out depend on the records up to
- * `leasehold_discovery_service_journal_seq` read right after the call: answer what is
- * waiting, call `leasehold_discovery_service_commit` (one append and one sync for all of it),
- * then send. `_drive` commits by itself before any of its callbacks runs. An event whose
- * delivery was not yet durable when the process died is delivered again after recovery, with
- * the same sequence number.
- *
- * # Safety
- * `path` is NULL or points to `path_len` bytes; `config` is NULL or live; `out` is NULL or
- * writable; `out_info` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_open_dir(const char *path,
-                                                           size_t path_len,
-                                                           const struct leasehold_discovery_config *config,
-                                                           int64_t now,
-                                                           struct leasehold_discovery_service **out,
-                                                           struct leasehold_recovery *out_info);
-
-/**
- * Opens a durable discovery service kept in the host's own storage, as
- * `leasehold_landlord_open_io` (`files` as the host read them, `io` for every file operation,
- * run inside this call, `_commit` and `_compact`); the rest as
- * `leasehold_discovery_service_open_dir`.
- *
- * # Safety
- * `io` is NULL or valid with valid callbacks; `files` is NULL or points to `file_count` valid
- * entries; `config` is NULL or live; the outputs are NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_open_io(const struct leasehold_store_io *io,
-                                                          const struct leasehold_store_file *files,
-                                                          size_t file_count,
-                                                          const struct leasehold_discovery_config *config,
-                                                          int64_t now,
-                                                          struct leasehold_discovery_service **out,
-                                                          struct leasehold_recovery *out_info);
-
-/**
- * The sequence number of the last record the service journaled: what a reply, event or probe
- * handed out now depends on (see `leasehold_discovery_service_open_dir`). 0 in memory.
- *
- * # Safety
- * `service` is NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_journal_seq(const struct leasehold_discovery_service *service,
-                                                              uint64_t *out);
-
-/**
- * Makes everything journaled so far durable (one append, one sync: group commit; a
- * compaction when the log has outgrown the snapshot); `*out_durable` is the last durable
- * record. A failed write is `IO`, and so is every later commit: send nothing still waiting,
- * free the service and open the store again. In memory: OK, `*out_durable` 0.
- *
- * # Safety
- * `service` is NULL or live; `out_durable` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_commit(struct leasehold_discovery_service *service,
-                                                         uint64_t *out_durable);
-
-/**
- * Commits, then writes a new snapshot and removes the log it covers.
- *
- * # Safety
- * `service` is NULL or live; `out_durable` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_compact(struct leasehold_discovery_service *service,
-                                                          uint64_t *out_durable);
-
-/**
- * Whether the service is kept in a store (opened with `_open_dir` or `_open_io`).
- *
- * # Safety
- * `service` is NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_service_is_durable(const struct leasehold_discovery_service *service,
-                                                             bool *out);
-
-/**
- * Writes a registrar id as 32 lower-case hex digits and a NUL into `buf` of `buf_len` bytes
- * (at least `LEASEHOLD_REGISTRAR_ID_HEX_SIZE`, else `BUFFER_TOO_SMALL`).
- *
- * # Safety
- * `buf` is NULL or points to `buf_len` writable bytes.
- */
-enum leasehold_status leasehold_registrar_id_to_hex(struct leasehold_registrar_id id,
-                                                    char *buf,
-                                                    size_t buf_len);
-
-/**
- * Reads a registrar id from exactly 32 hex digits (`len` bytes, no NUL needed).
- *
- * # Safety
- * `hex` is NULL or points to `len` bytes; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_registrar_id_from_hex(const char *hex,
-                                                      size_t len,
-                                                      struct leasehold_registrar_id *out);
-
-/**
- * Releases a text list the library filled and zeroes it. NULL is ignored.
- *
- * # Safety
- * `list` is NULL, zeroed, or filled by libleasehold and not cleared since.
- */
-void leasehold_text_list_clear(struct leasehold_text_list *list);
-
-/**
- * Releases groups the library filled and zeroes them. NULL is ignored.
- *
- * # Safety
- * `groups` is NULL, zeroed, or filled by libleasehold and not cleared since.
- */
-void leasehold_groups_clear(struct leasehold_groups *groups);
-
-/**
- * Releases a registrar the library filled and zeroes it. NULL is ignored.
- *
- * # Safety
- * `registrar` is NULL, zeroed, or filled by libleasehold and not cleared since.
- */
-void leasehold_registrar_clear(struct leasehold_registrar *registrar);
-
-/**
- * Releases a registrar list the library filled (every registrar in it) and zeroes it. NULL is
- * ignored.
- *
- * # Safety
- * `list` is NULL, zeroed, or filled by libleasehold and not cleared since.
- */
-void leasehold_registrar_list_clear(struct leasehold_registrar_list *list);
-
-/**
- * Releases a unicast request the library filled and zeroes it. NULL is ignored.
- *
- * # Safety
- * `request` is NULL, zeroed, or filled by libleasehold and not cleared since.
- */
-void leasehold_unicast_request_clear(struct leasehold_unicast_request *request);
-
-/**
- * Releases an event the library filled (its handback and registrars) and zeroes it. NULL is
- * ignored.
- *
- * # Safety
- * `event` is NULL, zeroed, or filled by libleasehold and not cleared since.
- */
-void leasehold_discovery_event_clear(struct leasehold_discovery_event *event);
-
-/**
- * Releases an announcement `leasehold_announcement_decode` filled and zeroes it. NULL is
- * ignored.
- *
- * # Safety
- * `announcement` is NULL, zeroed, or filled by libleasehold and not cleared since.
- */
-void leasehold_announcement_clear(struct leasehold_announcement *announcement);
-
-/**
- * The announcement datagram of `announcement` (format: `core/tests/vectors/README.md`),
- * at most 1200 bytes; free with `leasehold_bytes_free`. A bad locator, a `ttl` outside 1 to
- * 2^32 - 1 ms, a group name over 255 bytes or a datagram over 1200 bytes is
- * `INVALID_ARGUMENT`.
- *
- * # Safety
- * `announcement` is NULL or valid (its texts too); the outputs are NULL or writable.
- */
-enum leasehold_status leasehold_announcement_encode(const struct leasehold_announcement *announcement,
-                                                    uint8_t **out_data,
-                                                    size_t *out_len);
-
-/**
- * Reads an announcement datagram into `*out` (release with `leasehold_announcement_clear`).
- * Anything malformed, truncated, oversized or of another version is `DECODE`.
- *
- * # Safety
- * `data` is NULL or points to `len` bytes; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_announcement_decode(const uint8_t *data,
-                                                    size_t len,
-                                                    struct leasehold_announcement *out);
-
-/**
- * Encodes an event as the message to its registration's listener, in `encoding`; free with
- * `leasehold_bytes_free`. A bad locator or group name in it is `INVALID_ARGUMENT`.
- *
- * # Safety
- * `event` is NULL or valid (its buffers too); the outputs are NULL or writable.
- */
-enum leasehold_status leasehold_discovery_event_encode(const struct leasehold_discovery_event *event,
-                                                       int32_t encoding_,
-                                                       uint8_t **out_data,
-                                                       size_t *out_len);
-
-/**
- * Decodes an event message (as a listener does) into `*out`, within `limits` (NULL: the
- * defaults); release it with `leasehold_discovery_event_clear`.
- *
- * # Safety
- * `data` is NULL or points to `len` bytes; `limits` is NULL or valid; `out` is NULL or
- * writable.
- */
-enum leasehold_status leasehold_discovery_event_decode(const uint8_t *data,
-                                                       size_t len,
-                                                       int32_t encoding_,
-                                                       const struct leasehold_limits *limits,
-                                                       struct leasehold_discovery_event *out);
-
-/**
- * A listener's answer to event (`event_id`, `sequence`) in `encoding`: `op` is a
- * `leasehold_event_reply_op`; for ERROR, `code` (a non-zero status number) and `message`
- * (`message_len` bytes of UTF-8) say why (else they are ignored). Free with
- * `leasehold_bytes_free`.
- *
- * # Safety
- * `message` is NULL or points to `message_len` bytes; the outputs are NULL or writable.
- */
-enum leasehold_status leasehold_event_reply_encode(uint64_t event_id,
-                                                   uint64_t sequence,
-                                                   int32_t op,
-                                                   int32_t code,
-                                                   const char *message,
-                                                   size_t message_len,
-                                                   int32_t encoding_,
-                                                   uint8_t **out_data,
-                                                   size_t *out_len);
-
-/**
- * Decodes a listener's answer within `limits` (NULL: the defaults). A service hands it to
- * `leasehold_discovery_service_handle_event_reply_bytes` directly; this is for hosts that
- * look inside.
- *
- * # Safety
- * `data` is NULL or points to `len` bytes; `limits` is NULL or valid; `out` is NULL or
- * writable.
- */
-enum leasehold_status leasehold_event_reply_decode(const uint8_t *data,
-                                                   size_t len,
-                                                   int32_t encoding_,
-                                                   const struct leasehold_limits *limits,
-                                                   struct leasehold_event_reply *out);
-
-/**
- * A register request: the groups and locators (texts `"host:port"`) to discover, the handback
- * every event returns (`handback_len` bytes, copied), and the lease duration asked for. Bad
- * names or locators are `INVALID_ARGUMENT`.
- *
- * # Safety
- * `groups.names`, `locators` and `handback` are NULL or point to their counts; `out` is NULL
- * or writable.
- */
-enum leasehold_status leasehold_discovery_request_new_register(uint64_t id,
-                                                               struct leasehold_groups groups,
-                                                               const struct leasehold_text *locators,
-                                                               size_t locator_count,
-                                                               const uint8_t *handback,
-                                                               size_t handback_len,
-                                                               int64_t duration,
-                                                               struct leasehold_discovery_request **out);
-
-/**
- * A request about the registration with lease `cookie` that carries nothing else:
- * `op` is `LEASEHOLD_DISCOVERY_GET_GROUPS`, `_GET_LOCATORS` or `_GET_REGISTRARS`.
- *
- * # Safety
- * `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_request_new_get(uint64_t id,
-                                                          int32_t op,
-                                                          struct leasehold_cookie cookie,
-                                                          struct leasehold_discovery_request **out);
-
-/**
- * A change to the groups of the registration with lease `cookie`: `op` is
- * `LEASEHOLD_DISCOVERY_ADD_GROUPS` or `_REMOVE_GROUPS` (names only: `groups.all` is
- * `INVALID_ARGUMENT`) or `_SET_GROUPS` (all groups allowed).
- *
- * # Safety
- * `groups.names` is NULL or points to `groups.count` texts; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_request_new_groups(uint64_t id,
-                                                             int32_t op,
-                                                             struct leasehold_cookie cookie,
-                                                             struct leasehold_groups groups,
-                                                             struct leasehold_discovery_request **out);
-
-/**
- * A change to the locators of the registration with lease `cookie`: `op` is
- * `LEASEHOLD_DISCOVERY_ADD_LOCATORS`, `_SET_LOCATORS` or `_REMOVE_LOCATORS`; `locators` are
- * texts `"host:port"` (a bad one is `INVALID_ARGUMENT`).
- *
- * # Safety
- * `locators` is NULL or points to `locator_count` texts; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_request_new_locators(uint64_t id,
-                                                               int32_t op,
-                                                               struct leasehold_cookie cookie,
-                                                               const struct leasehold_text *locators,
-                                                               size_t locator_count,
-                                                               struct leasehold_discovery_request **out);
-
-/**
- * A request to discard `registrar` from the registration with lease `cookie`.
- *
- * # Safety
- * `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_request_new_discard(uint64_t id,
-                                                              struct leasehold_cookie cookie,
-                                                              struct leasehold_registrar_id registrar,
-                                                              struct leasehold_discovery_request **out);
-
-/**
- * Decodes a discovery request (`len` bytes in `encoding`) within `limits` (NULL: defaults).
- *
- * # Safety
- * `data` is NULL or points to `len` bytes; `limits` is NULL or valid; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_request_decode(const uint8_t *data,
-                                                         size_t len,
-                                                         int32_t encoding,
-                                                         const struct leasehold_limits *limits,
-                                                         struct leasehold_discovery_request **out);
-
-/**
- * Encodes a discovery request in `encoding`; free the bytes with `leasehold_bytes_free`.
- *
- * # Safety
- * `request` is NULL or live; outputs are NULL or writable.
- */
-enum leasehold_status leasehold_discovery_request_encode(const struct leasehold_discovery_request *request,
-                                                         int32_t encoding,
-                                                         uint8_t **out_data,
-                                                         size_t *out_len);
-
-/**
- * The request's id (echoed by the reply).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_request_id(const struct leasehold_discovery_request *request,
-                                                     uint64_t *out);
-
-/**
- * What the request asks.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_request_get_op(const struct leasehold_discovery_request *request,
-                                                         enum leasehold_discovery_op *out);
-
-/**
- * The registration cookie a request names (`INVALID_ARGUMENT` for REGISTER).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_request_cookie(const struct leasehold_discovery_request *request,
-                                                         struct leasehold_cookie *out);
-
-/**
- * Frees a discovery request. NULL is ignored.
- *
- * # Safety
- * `request` was made by libleasehold and not freed before.
- */
-void leasehold_discovery_request_free(struct leasehold_discovery_request *request);
-
-/**
- * Decodes a discovery reply (`len` bytes in `encoding`) within `limits` (NULL: defaults).
- *
- * # Safety
- * `data` is NULL or points to `len` bytes; `limits` is NULL or valid; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_discovery_reply_decode(const uint8_t *data,
-                                                       size_t len,
-                                                       int32_t encoding,
-                                                       const struct leasehold_limits *limits,
-                                                       struct leasehold_discovery_reply **out);
-
-/**
- * Encodes a discovery reply in `encoding`; free the bytes with `leasehold_bytes_free`.
- *
- * # Safety
- * `reply` is NULL or live; outputs are NULL or writable.
- */
-enum leasehold_status leasehold_discovery_reply_encode(const struct leasehold_discovery_reply *reply,
-                                                       int32_t encoding,
-                                                       uint8_t **out_data,
-                                                       size_t *out_len);
-
-/**
- * The id of the request this reply answers.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_reply_id(const struct leasehold_discovery_reply *reply,
-                                                   uint64_t *out);
-
-/**
- * The id of the service that answered (the landlord of its registration leases).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_reply_landlord(const struct leasehold_discovery_reply *reply,
-                                                         uint64_t *out);
-
-/**
- * What the reply answers.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_reply_get_op(const struct leasehold_discovery_reply *reply,
-                                                       enum leasehold_discovery_reply_op *out);
-
-/**
- * What a REGISTERED reply carries (`INVALID_ARGUMENT` for other ops).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_reply_registered(const struct leasehold_discovery_reply *reply,
-                                                           struct leasehold_discovery_registered *out);
-
-/**
- * The groups of a GROUPS reply (`INVALID_ARGUMENT` for other ops); release them with
- * `leasehold_groups_clear`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_reply_groups(const struct leasehold_discovery_reply *reply,
-                                                       struct leasehold_groups *out);
-
-/**
- * The locators of a LOCATORS reply (`INVALID_ARGUMENT` for other ops); release them with
- * `leasehold_text_list_clear`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_reply_locators(const struct leasehold_discovery_reply *reply,
-                                                         struct leasehold_text_list *out);
-
-/**
- * The registrars of a REGISTRARS reply (`INVALID_ARGUMENT` for other ops); release them with
- * `leasehold_registrar_list_clear`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_reply_registrars(const struct leasehold_discovery_reply *reply,
-                                                           struct leasehold_registrar_list *out);
-
-/**
- * The error of an ERROR reply: its code as sent and, optionally (NULL to skip), its message
- * (free with `leasehold_string_free`). `INVALID_ARGUMENT` for other ops.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_discovery_reply_error(const struct leasehold_discovery_reply *reply,
-                                                      int32_t *out_code,
-                                                      char **out_message);
-
-/**
- * Frees a discovery reply. NULL is ignored.
- *
- * # Safety
- * `reply` was made by libleasehold and not freed before.
- */
-void leasehold_discovery_reply_free(struct leasehold_discovery_reply *reply);
 
 /**
  * The message of the last failed call on this thread, as a NUL-terminated UTF-8 string.
@@ -3718,6 +2019,278 @@ enum leasehold_status leasehold_lease_from_bytes(const uint8_t *data,
                                                  struct leasehold_lease *out);
 
 /**
+ * A new part of kind `kind` (NUL-terminated, its name: `"DiscoveryService"`) from its settings
+ * `options` (`options_len` bytes of JSON: an object, each setting the part's documentation
+ * names; unknown names are `INVALID_ARGUMENT`), with the secret cookie seed `seed`
+ * (`seed_len` = `LEASEHOLD_SEED_SIZE`, real entropy; a `"seed"` in `options` wins).
+ *
+ * # Safety
+ * `kind` is NULL or NUL-terminated; `options` is NULL or points to `options_len` bytes; `seed`
+ * is NULL or points to `seed_len` bytes; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_machine_new(const char *kind,
+                                            const char *options,
+                                            size_t options_len,
+                                            const uint8_t *seed,
+                                            size_t seed_len,
+                                            struct leasehold_machine **out);
+
+/**
+ * A part of kind `kind` rebuilt at `now` from `snapshot` (`snapshot_len` bytes of the JSON
+ * `leasehold_machine_snapshot` wrote) with `options` (its id must be the snapshot's).
+ *
+ * # Safety
+ * `kind` is NULL or NUL-terminated; the buffers are NULL or point to their lengths; `out` is
+ * NULL or writable.
+ */
+enum leasehold_status leasehold_machine_restore(const char *kind,
+                                                const char *options,
+                                                size_t options_len,
+                                                const char *snapshot,
+                                                size_t snapshot_len,
+                                                int64_t now,
+                                                struct leasehold_machine **out);
+
+/**
+ * Frees a machine. A durable one writes nothing more (commit first for a clean shutdown) and
+ * releases its directory. NULL is ignored; inside a store callback of one of its calls it is
+ * freed when that call returns.
+ *
+ * # Safety
+ * `machine` was made by libleasehold and not freed before.
+ */
+void leasehold_machine_free(struct leasehold_machine *machine);
+
+/**
+ * The machine's kind (NUL-terminated, static: never freed).
+ *
+ * # Safety
+ * `machine` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_machine_kind(const struct leasehold_machine *machine,
+                                             const char **out);
+
+/**
+ * Carries out one call of the part at `now`: `input` (`input_len` bytes) is a JSON object
+ * whose `"op"` names the call and whose other members are its arguments (the part's
+ * documentation lists them: `{"op": "add_groups", "registration": 1, "groups": ["a"]}`).
+ * `*out_json` is the answer as JSON text (`null` for a call that answers nothing), freed with
+ * `leasehold_string_free`. An input that is not one of the part's calls (unknown op, missing
+ * or unknown member, wrong type) is `INVALID_ARGUMENT` naming what is wrong; a call the core
+ * refuses fails with the core's status.
+ *
+ * For a durable part, an answer that leaves the process depends on the records up to
+ * `leasehold_machine_journal_seq` read right after the call: commit before sending it.
+ *
+ * # Safety
+ * `machine` is NULL or live; `input` is NULL or points to `input_len` bytes; `out_json` is
+ * NULL or writable.
+ */
+enum leasehold_status leasehold_machine_handle(struct leasehold_machine *machine,
+                                               const char *input,
+                                               size_t input_len,
+                                               int64_t now,
+                                               char **out_json);
+
+/**
+ * Hands one wire message (`len` bytes in `encoding`) to the part at `now` with the input
+ * `{"op": op, "protocol": protocol, "message": <the bytes>, "encoding": ...}` (`op`
+ * NUL-terminated; `protocol` NUL-terminated, or NULL for a part whose input has none), without
+ * spelling the bytes as JSON. `*out_data` (`*out_len` bytes, `leasehold_bytes_free`) is the
+ * answer: the reply's bytes, in the same encoding, when the input answers a message; else its
+ * JSON text (`null`, `true`, ...). A discovery service serves with op `"serve"` and protocol
+ * `"lease"`, `"discovery"` (a request that does not decode gets an error reply) or
+ * `"event_reply"` (a listener's answer: `true` when a report was awaited); a renewal service
+ * with op `"serve"` (requests about set leases) and `"reply"` (a client lease landlord's reply),
+ * protocol NULL.
+ *
+ * # Safety
+ * `machine` is NULL or live; `op` is NULL or NUL-terminated; `protocol` is NULL or
+ * NUL-terminated; `message` is NULL or points to `len` bytes; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_machine_serve(struct leasehold_machine *machine,
+                                              const char *op,
+                                              const char *protocol,
+                                              const uint8_t *message,
+                                              size_t len,
+                                              int32_t encoding_,
+                                              int64_t now,
+                                              uint8_t **out_data,
+                                              size_t *out_len);
+
+/**
+ * When to call `leasehold_machine_handle_timeout` next: `*out_has` false when nothing is due.
+ *
+ * # Safety
+ * `machine` is NULL or live; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_machine_poll_timeout(const struct leasehold_machine *machine,
+                                                     bool *out_has,
+                                                     int64_t *out_at);
+
+/**
+ * Advances the part to `now` (retries, time-outs, expiries).
+ *
+ * # Safety
+ * `machine` is NULL or live.
+ */
+enum leasehold_status leasehold_machine_handle_timeout(struct leasehold_machine *machine,
+                                                       int64_t now);
+
+/**
+ * The next thing the host must send (for a discovery service: a unicast probe,
+ * `{"id", "locator", "host", "port"}`), as JSON text (`leasehold_string_free`);
+ * `*out_found` false when there is none.
+ *
+ * # Safety
+ * `machine` is NULL or live; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_machine_poll_transmit(struct leasehold_machine *machine,
+                                                      int64_t now,
+                                                      bool *out_found,
+                                                      char **out_json);
+
+/**
+ * The next event the host must deliver (for a discovery service: `{"event_id", "source",
+ * "sequence", "handback", "discarded", "registrars", "listener"}`), as JSON text
+ * (`leasehold_string_free`); `*out_found` false when there is none. Report the outcome with
+ * the part's `delivered` / `delivery_failed` calls.
+ *
+ * # Safety
+ * `machine` is NULL or live; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_machine_poll_event(struct leasehold_machine *machine,
+                                                   int64_t now,
+                                                   bool *out_found,
+                                                   char **out_json);
+
+/**
+ * Everything the part holds at `now`, as JSON text (`leasehold_string_free`; it holds
+ * secrets: keep it like a key), for `leasehold_machine_restore`.
+ *
+ * # Safety
+ * `machine` is NULL or live; `out_json` is NULL or writable.
+ */
+enum leasehold_status leasehold_machine_snapshot(struct leasehold_machine *machine,
+                                                 int64_t now,
+                                                 char **out_json);
+
+/**
+ * Opens a durable part of kind `kind` kept in the directory `path` (`path_len` bytes),
+ * creating it if needed and recovering what is there exactly as `leasehold_landlord_open_dir`
+ * does (a torn tail dropped, damage `DECODE` naming the file and offset, a directory in use
+ * `IO`; time spent down does not count). `options` are the part's settings plus, optionally,
+ * `"store": {"segment_bytes": n, "min_compact_bytes": n}`; a new store takes all of them, an
+ * existing one keeps its id and seed (another id is `INVALID_ARGUMENT`) and takes the rest from
+ * now on. `*out_info` (optional) says what was recovered (`leases`: what the part holds, for a
+ * discovery service its registrations).
+ *
+ * **Nothing leaves before it is durable**: an answer, a reply, an event or a probe handed out
+ * depends on the records up to `leasehold_machine_journal_seq` read right after the call;
+ * answer what is waiting, `leasehold_machine_commit` (one append, one sync), then send.
+ *
+ * # Safety
+ * `kind` is NULL or NUL-terminated; the buffers are NULL or point to their lengths; the
+ * outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_machine_open_dir(const char *kind,
+                                                 const char *path,
+                                                 size_t path_len,
+                                                 const char *options,
+                                                 size_t options_len,
+                                                 const uint8_t *seed,
+                                                 size_t seed_len,
+                                                 int64_t now,
+                                                 struct leasehold_machine **out,
+                                                 struct leasehold_recovery *out_info);
+
+/**
+ * Opens a durable part kept in the host's own storage, as `leasehold_landlord_open_io`
+ * (`files` as the host read them, `io` for every file operation, run inside this call,
+ * `_commit` and `_compact`); the rest as `leasehold_machine_open_dir`.
+ *
+ * # Safety
+ * `kind` is NULL or NUL-terminated; `io` is NULL or valid with valid callbacks; `files` is
+ * NULL or points to `file_count` valid entries; the buffers are NULL or point to their
+ * lengths; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_machine_open_io(const char *kind,
+                                                const struct leasehold_store_io *io,
+                                                const struct leasehold_store_file *files,
+                                                size_t file_count,
+                                                const char *options,
+                                                size_t options_len,
+                                                const uint8_t *seed,
+                                                size_t seed_len,
+                                                int64_t now,
+                                                struct leasehold_machine **out,
+                                                struct leasehold_recovery *out_info);
+
+/**
+ * The sequence number of the last record the part journaled: what an answer handed out now
+ * depends on. 0 in memory.
+ *
+ * # Safety
+ * `machine` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_machine_journal_seq(const struct leasehold_machine *machine,
+                                                    uint64_t *out);
+
+/**
+ * Makes everything journaled so far durable (one append, one sync: group commit; a compaction
+ * when the log has outgrown the snapshot); `*out_durable` is the last durable record. A
+ * failed write is `IO`, and so is every later commit: send nothing still waiting, free the
+ * machine and open the store again. In memory: OK, `*out_durable` 0.
+ *
+ * # Safety
+ * `machine` is NULL or live; `out_durable` is NULL or writable.
+ */
+enum leasehold_status leasehold_machine_commit(struct leasehold_machine *machine,
+                                               uint64_t *out_durable);
+
+/**
+ * Commits, then writes a new snapshot and removes the log it covers.
+ *
+ * # Safety
+ * `machine` is NULL or live; `out_durable` is NULL or writable.
+ */
+enum leasehold_status leasehold_machine_compact(struct leasehold_machine *machine,
+                                                uint64_t *out_durable);
+
+/**
+ * Whether the machine is kept in a store (opened with `_open_dir` or `_open_io`).
+ *
+ * # Safety
+ * `machine` is NULL or live; `out` is NULL or writable.
+ */
+enum leasehold_status leasehold_machine_is_durable(const struct leasehold_machine *machine,
+                                                   bool *out);
+
+/**
+ * Re-encodes a wire message of kind `kind` (NUL-terminated: `"Request"`, `"Reply"`,
+ * `"DiscoveryRequest"`, `"DiscoveryReply"`, `"DiscoveryEvent"`, `"EventReply"`, or
+ * `"Announcement"`, whose binary form is the announcement datagram and JSON form
+ * `{"registrar", "groups", "locator", "sequence", "ttl"}`): `data` (`len` bytes) is decoded
+ * from encoding `from` and checked against `limits` (NULL: the defaults), then encoded as
+ * `to` into `*out_data` (`*out_len` bytes, `leasehold_bytes_free`). From JSON to binary
+ * builds a message from its JSON text (the form `core/tests/vectors` shows); from binary to
+ * JSON reads one; from an encoding to itself checks and canonicalises. A message that does
+ * not decode is `DECODE`.
+ *
+ * # Safety
+ * `kind` is NULL or NUL-terminated; `data` is NULL or points to `len` bytes; `limits` is NULL
+ * or valid; the outputs are NULL or writable.
+ */
+enum leasehold_status leasehold_message_transcode(const char *kind,
+                                                  const uint8_t *data,
+                                                  size_t len,
+                                                  int32_t from,
+                                                  int32_t to,
+                                                  const struct leasehold_limits *limits,
+                                                  uint8_t **out_data,
+                                                  size_t *out_len);
+
+/**
  * Grants every request `duration` ms (or less, if less was asked). `duration` > 0 or FOREVER.
  *
  * # Safety
@@ -3846,431 +2419,6 @@ enum leasehold_status leasehold_policy_adaptive_bandwidth_ceiling(const struct l
  * `policy` was made by libleasehold and not freed before.
  */
 void leasehold_policy_free(struct leasehold_policy *policy);
-
-/**
- * A configuration for a service whose set leases carry landlord id `id`, with the secret
- * cookie seed (`seed_len` = `LEASEHOLD_SEED_SIZE`). Defaults: set leases bounded at 2 h (1 h
- * for ANY), default renewal manager settings, restore jump 2^32.
- *
- * # Safety
- * `seed` is NULL or points to `seed_len` bytes; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_service_config_new(uint64_t id,
-                                                   const uint8_t *seed,
-                                                   size_t seed_len,
-                                                   struct leasehold_service_config **out);
-
-/**
- * Sets the policy granting set leases (copied).
- *
- * # Safety
- * Pointers are NULL or live.
- */
-enum leasehold_status leasehold_service_config_set_set_policy(struct leasehold_service_config *config,
-                                                              const struct leasehold_policy *policy);
-
-/**
- * Sets the renewal manager's settings; settings out of range are `INVALID_ARGUMENT`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_service_config_set_manager(struct leasehold_service_config *config,
-                                                           const struct leasehold_renewal_manager_config *manager);
-
-/**
- * Sets the grace after expiry of set leases, and the decoding limits of set-lease requests
- * (`limits` NULL: the defaults).
- *
- * # Safety
- * `config` is NULL or live; `limits` is NULL or valid.
- */
-enum leasehold_status leasehold_service_config_set_landlord(struct leasehold_service_config *config,
-                                                            int64_t grace,
-                                                            const struct leasehold_limits *limits);
-
-/**
- * Sets how far event sequence numbers jump on restore.
- *
- * # Safety
- * `config` is NULL or live.
- */
-enum leasehold_status leasehold_service_config_set_restore_jump(struct leasehold_service_config *config,
-                                                                uint64_t jump);
-
-/**
- * Frees a configuration. NULL is ignored.
- *
- * # Safety
- * `config` was made by libleasehold and not freed before.
- */
-void leasehold_service_config_free(struct leasehold_service_config *config);
-
-/**
- * A renewal service with no sets, set up by `config` (copied).
- *
- * # Safety
- * `config` is NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_renewal_service_new(const struct leasehold_service_config *config,
-                                                    struct leasehold_renewal_service **out);
-
-/**
- * Frees a service (client leases are not cancelled). NULL is ignored. Inside a callback that
- * one of this service's calls is running (`drive`, a `for_each_*`), the service is freed when
- * that call returns, the call makes no further callbacks, and any other call on the service
- * is `BUSY`.
- *
- * # Safety
- * `service` was made by libleasehold and not freed before.
- */
-void leasehold_renewal_service_free(struct leasehold_renewal_service *service);
-
-/**
- * The id of the service's landlord (every set lease carries it).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_id(const struct leasehold_renewal_service *service,
-                                                   uint64_t *out);
-
-/**
- * Creates a set whose lease lasts at most `lease_duration` (positive, FOREVER or ANY; the set
- * policy decides): `*out_set` is its id, `*out_lease` its lease.
- *
- * # Safety
- * `service` is NULL or live; the outputs are NULL or writable.
- */
-enum leasehold_status leasehold_renewal_service_create_set(struct leasehold_renewal_service *service,
-                                                           int64_t lease_duration,
-                                                           int64_t now,
-                                                           uint64_t *out_set,
-                                                           struct leasehold_lease *out_lease);
-
-/**
- * Calls `visit` for every set alive when the call starts, in creation order, until it returns
- * non-zero. The visit runs over a copy: `visit` may call anything on this service (changes do
- * not change what this call visits); freeing the service ends the visit.
- *
- * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function.
- */
-enum leasehold_status leasehold_renewal_service_for_each_set(const struct leasehold_renewal_service *service,
-                                                             leasehold_set_visit_fn visit,
-                                                             void *user_data);
-
-/**
- * The set's own lease at `now` (`UNKNOWN_LEASE` for a set that is gone).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_set_lease(const struct leasehold_renewal_service *service,
-                                                          uint64_t set,
-                                                          int64_t now,
-                                                          struct leasehold_lease *out);
-
-/**
- * The set whose lease is `lease`, if alive at `now` (`UNKNOWN_LEASE` otherwise).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_set_of(const struct leasehold_renewal_service *service,
-                                                       const struct leasehold_lease *lease,
-                                                       int64_t now,
-                                                       uint64_t *out_set);
-
-/**
- * Adds (or updates) `lease` in `set`: renewed until `membership_duration` from `now`, asking
- * `renew_duration` each time (Jini `renewFor`). ANY only with a FOREVER membership.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_add(struct leasehold_renewal_service *service,
-                                                    uint64_t set,
-                                                    const struct leasehold_lease *lease,
-                                                    int64_t membership_duration,
-                                                    int64_t renew_duration,
-                                                    int64_t now);
-
-/**
- * Takes `lease` out of `set` without cancelling it: `*out_removed` says whether the set held
- * it, and then `*out_lease` (optional) is the lease as last known.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_remove(struct leasehold_renewal_service *service,
-                                                       uint64_t set,
-                                                       const struct leasehold_lease *lease,
-                                                       int64_t now,
-                                                       bool *out_removed,
-                                                       struct leasehold_lease *out_lease);
-
-/**
- * Calls `visit` for every client lease of `set` (as last known when the call starts) until it
- * returns non-zero. The visit runs over a copy, as for `leasehold_renewal_service_for_each_set`.
- *
- * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function.
- */
-enum leasehold_status leasehold_renewal_service_for_each_lease(const struct leasehold_renewal_service *service,
-                                                               uint64_t set,
-                                                               int64_t now,
-                                                               leasehold_service_lease_visit_fn visit,
-                                                               void *user_data);
-
-/**
- * The membership of `lease` in `set`: `*out_found` says whether the set holds it.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_membership(const struct leasehold_renewal_service *service,
-                                                           uint64_t set,
-                                                           const struct leasehold_lease *lease,
-                                                           int64_t now,
-                                                           bool *out_found,
-                                                           struct leasehold_membership *out);
-
-/**
- * Registers for the set's expiration-warning event, due `min_warning` ms before the set's lease
- * expires, with `handback` (`handback_len` bytes, copied) returned in every event. Replaces an
- * earlier registration of the set (same event id and numbering).
- *
- * # Safety
- * `service` is NULL or live; `handback` is NULL or points to `handback_len` bytes; `out` is
- * NULL or writable.
- */
-enum leasehold_status leasehold_renewal_service_set_expiration_warning_listener(struct leasehold_renewal_service *service,
-                                                                                uint64_t set,
-                                                                                int64_t min_warning,
-                                                                                const uint8_t *handback,
-                                                                                size_t handback_len,
-                                                                                int64_t now,
-                                                                                struct leasehold_event_registration *out);
-
-/**
- * Registers for the set's renewal-failure events, with `handback` (copied). Replaces an earlier
- * registration of the set.
- *
- * # Safety
- * As `leasehold_renewal_service_set_expiration_warning_listener`.
- */
-enum leasehold_status leasehold_renewal_service_set_renewal_failure_listener(struct leasehold_renewal_service *service,
-                                                                             uint64_t set,
-                                                                             const uint8_t *handback,
-                                                                             size_t handback_len,
-                                                                             int64_t now,
-                                                                             struct leasehold_event_registration *out);
-
-/**
- * Ends the set's expiration-warning registration, if any.
- *
- * # Safety
- * `service` is NULL or live.
- */
-enum leasehold_status leasehold_renewal_service_clear_expiration_warning_listener(struct leasehold_renewal_service *service,
-                                                                                  uint64_t set,
-                                                                                  int64_t now);
-
-/**
- * Ends the set's renewal-failure registration, if any.
- *
- * # Safety
- * `service` is NULL or live.
- */
-enum leasehold_status leasehold_renewal_service_clear_renewal_failure_listener(struct leasehold_renewal_service *service,
-                                                                               uint64_t set,
-                                                                               int64_t now);
-
-/**
- * Reports that the listener of `event_id` answered "unknown event": that registration ends.
- * `*out_was_active` (optional) says whether it was active.
- *
- * # Safety
- * `service` is NULL or live; `out_was_active` is NULL or writable.
- */
-enum leasehold_status leasehold_renewal_service_unknown_event(struct leasehold_renewal_service *service,
-                                                              uint64_t event_id,
-                                                              bool *out_was_active);
-
-/**
- * Calls `visit` for every active registration of `set` when the call starts (warning first,
- * then failure). The visit runs over a copy, as for `leasehold_renewal_service_for_each_set`.
- *
- * # Safety
- * `service` is NULL or live; `visit` is NULL or a valid function.
- */
-enum leasehold_status leasehold_renewal_service_for_each_registration(const struct leasehold_renewal_service *service,
-                                                                      uint64_t set,
-                                                                      int64_t now,
-                                                                      leasehold_registration_visit_fn visit,
-                                                                      void *user_data);
-
-/**
- * Answers a request about set leases (renew, cancel, renew_all, cancel_all); a cancelled set
- * is destroyed at once. Free `*out` with `leasehold_reply_free`.
- *
- * # Safety
- * `service` and `request` are NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_renewal_service_handle_request(struct leasehold_renewal_service *service,
-                                                               const struct leasehold_request *request,
-                                                               int64_t now,
-                                                               struct leasehold_reply **out);
-
-/**
- * Answers an encoded request about set leases with an encoded reply (free with
- * `leasehold_bytes_free`); an undecodable request gets an error reply.
- *
- * # Safety
- * `service` is NULL or live; `request` is NULL or points to `len` bytes; outputs writable.
- */
-enum leasehold_status leasehold_renewal_service_handle_bytes(struct leasehold_renewal_service *service,
-                                                             const uint8_t *request,
-                                                             size_t len,
-                                                             int32_t encoding,
-                                                             int64_t now,
-                                                             uint8_t **out_reply,
-                                                             size_t *out_reply_len);
-
-/**
- * When the host should next call `leasehold_renewal_service_handle_timeout`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_poll_timeout(const struct leasehold_renewal_service *service,
-                                                             bool *out_has,
-                                                             int64_t *out_at);
-
-/**
- * Advances time to `now`: destroys expired sets, ends memberships, issues warnings, renews.
- *
- * # Safety
- * `service` is NULL or live.
- */
-enum leasehold_status leasehold_renewal_service_handle_timeout(struct leasehold_renewal_service *service,
-                                                               int64_t now);
-
-/**
- * The next renewal request to send to a client lease's landlord (as
- * `leasehold_renewal_manager_poll_transmit`).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_poll_transmit(struct leasehold_renewal_service *service,
-                                                              int64_t now,
-                                                              bool *out_found,
-                                                              uint64_t *out_landlord,
-                                                              struct leasehold_request **out_request);
-
-/**
- * A landlord's reply to a request from `poll_transmit`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_handle_reply(struct leasehold_renewal_service *service,
-                                                             const struct leasehold_reply *reply,
-                                                             int64_t now);
-
-/**
- * An encoded reply (default limits) to a request from `poll_transmit`; `DECODE` if it does not
- * decode (nothing changes).
- *
- * # Safety
- * `service` is NULL or live; `data` is NULL or points to `len` bytes.
- */
-enum leasehold_status leasehold_renewal_service_handle_reply_bytes(struct leasehold_renewal_service *service,
-                                                                   const uint8_t *data,
-                                                                   size_t len,
-                                                                   int32_t encoding,
-                                                                   int64_t now);
-
-/**
- * Request `request_id` got no reply: `code` (non-zero status number; INDEFINITE is retried)
- * and `message` (`message_len` bytes of UTF-8) say why.
- *
- * # Safety
- * `service` is NULL or live; `message` is NULL or points to `message_len` bytes.
- */
-enum leasehold_status leasehold_renewal_service_handle_failure(struct leasehold_renewal_service *service,
-                                                               uint64_t request_id,
-                                                               int32_t code,
-                                                               const char *message,
-                                                               size_t message_len,
-                                                               int64_t now);
-
-/**
- * The next event to deliver: `*out_found` says whether there was one; if so `*out` is filled
- * and its `handback` and `error_message` are the caller's to free.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_poll_event(struct leasehold_renewal_service *service,
-                                                           struct leasehold_set_event *out,
-                                                           bool *out_found);
-
-/**
- * One turn of the C driver at `now` (as `leasehold_renewal_manager_drive`): handle_timeout,
- * every due request to `transmit`, every event to `on_event` (optional), then when to call
- * again in `*out_has` / `*out_next`. The callbacks may call back into the service, and free
- * it, as for the renewal manager's driver.
- *
- * # Safety
- * `service` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL
- * or writable.
- */
-enum leasehold_status leasehold_renewal_service_drive(struct leasehold_renewal_service *service,
-                                                      int64_t now,
-                                                      int32_t encoding,
-                                                      leasehold_transmit_fn transmit,
-                                                      leasehold_set_event_fn on_event,
-                                                      void *user_data,
-                                                      bool *out_has,
-                                                      int64_t *out_next);
-
-/**
- * The counters of the service's renewal manager.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_service_stats(const struct leasehold_renewal_service *service,
-                                                      struct leasehold_renewal_stats *out);
-
-/**
- * Everything the service holds at `now` (sets, memberships, client leases, registrations,
- * pending events), as JSON text for `leasehold_renewal_service_restore`. It contains the
- * set-lease secret: store it like a key. Free `*out` with `leasehold_string_free`.
- *
- * # Safety
- * `service` is NULL or live; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_renewal_service_snapshot(const struct leasehold_renewal_service *service,
-                                                         int64_t now,
-                                                         char **out);
-
-/**
- * A service rebuilt at `now` from `config` (copied) and a snapshot (`len` bytes of JSON).
- * Event sequence numbers jump by the configured restore jump, so listeners see a gap. A
- * snapshot of another version or an inconsistent one is `DECODE`.
- *
- * # Safety
- * `config` is NULL or live; `json` is NULL or points to `len` bytes; `out` is NULL or writable.
- */
-enum leasehold_status leasehold_renewal_service_restore(const struct leasehold_service_config *config,
-                                                        const char *json,
-                                                        size_t len,
-                                                        int64_t now,
-                                                        struct leasehold_renewal_service **out);
 
 /**
  * Opens a durable landlord kept in the directory `path` (`path_len` bytes, no NUL needed),

@@ -22,6 +22,8 @@ gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bindings-c/bench/renew_bench.c 
   -L"$LIBDIR" -lleasehold -Wl,-rpath,"$LIBDIR"
 gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bindings-c/bench/renew_bench.c -o "$WORK/renew_a" \
   "$LIBDIR/libleasehold.a" -lpthread -ldl -lm
+gcc -std=c99 -O2 -Wall -Wextra -Werror -Iinclude bindings-c/bench/discovery_bench.c -o "$WORK/discovery" \
+  -L"$LIBDIR" -lleasehold -Wl,-rpath,"$LIBDIR"
 
 # Build the Rust side once, then alternate the three programs for ROUNDS rounds and keep each
 # one's best: on a shared machine, load drifts, and alternating exposes all three to it alike.
@@ -62,3 +64,18 @@ row "Rust: Landlord::renew" "$rust" "$ir_rust"
 row "C: leasehold_landlord_renew (libleasehold.so)" "$c_so" "$ir_so"
 row "C: leasehold_landlord_renew (libleasehold.a)" "$c_a" "$ir_a"
 echo "(ns/call: wall clock, best run, disturbed by other load; instr./call: callgrind, exact)"
+
+# The discovery service through the machine interface (JSON in, JSON out): best of ROUNDS runs.
+echo
+echo "discovery service through leasehold_machine_handle, 20000 calls each, best of $ROUNDS runs"
+printf '| %-46s | %10s |\n' "call" "ns/call"
+printf '|%s|%s|\n' "------------------------------------------------" "------------"
+best_reg=""; best_groups=""; best_events=""
+for _ in $(seq "$ROUNDS"); do
+  out=$("$WORK/discovery" 20000)
+  best_reg=$(min "$best_reg" "$(echo "$out" | awk '/^register/ {print $2}')")
+  best_groups=$(min "$best_groups" "$(echo "$out" | awk '/^groups/ {print $2}')")
+  best_events=$(min "$best_events" "$(echo "$out" | awk '/^events/ {print $2}')")
+done
+printf '| %-46s | %10.0f |\n' "register" "$best_reg" "a registration's groups" "$best_groups" \
+  "announcement, poll_event, delivered (mixed)" "$best_events"

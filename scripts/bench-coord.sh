@@ -26,7 +26,7 @@ if ! command -v etcd >/dev/null; then
     sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server etcd-client >/dev/null
   fi
 fi
-nice -n 5 cargo build --release -q -p leasehold-server
+nice -n 5 cargo build --release -q -p leasehold-server -p leasehold-examples --bin leasehold-bench-coord
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 BIN="$target/release"
 WORK=$(mktemp -d /tmp/leasehold-bench-coord.XXXXXX)

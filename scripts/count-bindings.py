@@ -40,8 +40,8 @@ EXTENSIONS = (".rs", ".py", ".js")
 COMPONENTS: List[Tuple[str, str]] = [
     ("discovery", r"discovery"),
     ("inverted", r"inverted"),
-    ("renewal service", r"/service\.rs$"),
-    ("holder/renewal manager", r"/holder\.rs$"),
+    ("renewal service", r"/service\.(rs|js)$"),
+    ("holder/renewal manager", r"/holder\.(rs|js)$"),
     ("store/journal", r"store|/landlord/store\.rs$"),
     ("landlord", r"/landlord\.rs$|/alloc\.rs$"),
     ("browser tabs", r"/tabs"),

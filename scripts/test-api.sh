@@ -102,7 +102,10 @@ fi
 schemathesis() { # $1: shards
   local p url
   p=$(free_port); url="http://127.0.0.1:$p"
-  leasehold-server --data "$WORK/st-$1" --shards "$1" --listen "127.0.0.1:$p" >"$WORK/st-$1.log" 2>&1 &
+  # Waits cut to 2 s: a long poll of a live watch (GET /watch waits 25 s by default) or an
+  # acquire that waits is the API working, not hanging, and must end within the request timeout.
+  printf '[coordination]\nmax_wait_ms = 2000\n' >"$WORK/st.toml"
+  leasehold-server --config "$WORK/st.toml" --data "$WORK/st-$1" --shards "$1" --listen "127.0.0.1:$p" >"$WORK/st-$1.log" 2>&1 &
   PIDS+=($!)
   wait_up "$url"
   # Leases on the documented example resource, so that the admin lookups find something.
@@ -112,9 +115,11 @@ schemathesis() { # $1: shards
   # are schema-valid for the binary encoding (its layout is core/src/codec.rs, not JSON
   # Schema), and a renewal without `landlord` on a server of several shards is refused, a rule
   # across query and body. -w 1: CPython 3.11's ast.parse is not safe across the threads of
-  # hypothesis' workers ("AST constructor recursion depth mismatch").
+  # hypothesis' workers ("AST constructor recursion depth mismatch"). --request-timeout 20:
+  # above the 2 s waits, so only a real hang fails (GET /watch went unanswered for 5 s, then
+  # 20 s, in two CI runs: a long poll on a live watch, before waits were cut).
   if (cd "$WORK" && "$VENV/bin/st" run "$url/openapi.json" --checks all --exclude-checks positive_data_acceptance \
-       --max-time "$ST_SECONDS" --request-timeout 5 -w 1 --suppress-health-check all) >"$WORK/st-$1.out" 2>&1; then
+       --max-time "$ST_SECONDS" --request-timeout 20 -w 1 --suppress-health-check all) >"$WORK/st-$1.out" 2>&1; then
     ok "schemathesis, $1 shard(s): $(grep -a -E '[0-9]+ generated' "$WORK/st-$1.out" | tr -s ' ' | sed 's/^ //'); no failure"
   else
     grep -a -v "^ *'" "$WORK/st-$1.out" | tail -60
@@ -142,6 +147,12 @@ export LEASEHOLD_SERVERS="$U1,$U2"
 for _ in $(seq 1 100); do
   n=$(pg_sql "SELECT count(*) FROM leasehold_shards WHERE lease_until > now()" 2>/dev/null || echo 0)
   [ "$n" = 4 ] && break; sleep 0.1
+done
+# Each server takes its share (2 of 4) before the CLI runs: a share moving later answers 503 for
+# a moment (the CLI's --retry-ms rides that out, but the test should not depend on it).
+for _ in $(seq 1 100); do
+  n=$(pg_sql "SELECT count(*) FROM (SELECT owner_url FROM leasehold_shards WHERE lease_until > now() GROUP BY owner_url HAVING count(*) = 2) t" 2>/dev/null || echo 0)
+  [ "$n" = 2 ] && break; sleep 0.1
 done
 # Owned is not yet served (an owner restores first): wait for both servers' /readyz, which is 200
 # once every shard is served by someone.

@@ -12,8 +12,6 @@
 //! converts the answer.
 
 pub mod common;
-pub mod discovery;
-pub mod discovery_wire;
 pub mod error;
 pub mod event;
 pub mod fence;
@@ -21,9 +19,9 @@ pub mod handle;
 pub mod holder;
 pub mod landlord;
 pub mod lease;
+pub mod machine;
 pub mod policy;
 pub mod sansio;
-pub mod service;
 pub mod store;
 pub mod wire;
 
@@ -39,16 +37,11 @@ fn threading_contract() {
     movable::<landlord::leasehold_landlord_config>();
     movable::<holder::leasehold_lease_map>();
     movable::<holder::leasehold_renewal_manager>();
-    movable::<service::leasehold_service_config>();
-    movable::<service::leasehold_renewal_service>();
     movable::<event::leasehold_gap_tracker>();
     movable::<event::leasehold_event_table>();
-    movable::<discovery::leasehold_discovery_config>();
-    movable::<discovery::leasehold_discovery_service>();
+    movable::<machine::leasehold_machine>();
     shareable::<store::leasehold_shared_landlord>();
     shareable::<policy::leasehold_policy>();
     shareable::<wire::leasehold_request>();
     shareable::<wire::leasehold_reply>();
-    shareable::<discovery_wire::leasehold_discovery_request>();
-    shareable::<discovery_wire::leasehold_discovery_reply>();
 }

@@ -89,7 +89,6 @@ macro_rules! message {
         }
     };
 }
-pub(crate) use message;
 message!(leasehold_request, Request, "request");
 message!(leasehold_reply, Reply, "reply");
 

@@ -1,5 +1,6 @@
 /* Callbacks that call back into the handle that runs them (issue 13, finding 1): drivers,
- * visitors and failure reports. Every re-entrant call works (reads, changes, a reply handed in
+ * visitors and failure reports (the renewal service and the discovery service are machines:
+ * their calls run no user code, so they have none). Every re-entrant call works (reads, changes, a reply handed in
  * from the transport, a nested drive), except on a handle the callback freed: that one answers
  * BUSY, and the handle goes when the call that ran the callback returns (valgrind checks that
  * nothing is read after the free and nothing leaks). */
@@ -289,149 +290,12 @@ static void test_manager_driver(void) {
     leasehold_landlord_free(h.ll);
 }
 
-/* ---------- the renewal service's driver ---------- */
-
-struct service_world {
-    leasehold_landlord *ll;
-    leasehold_renewal_service *s;
-    int64_t now;
-    int free_in_event, events, warnings, sets_created;
-    leasehold_lease spare;
-};
-
-static int32_t s_transmit(void *user_data, uint64_t landlord, uint64_t request_id, const uint8_t *data,
-                          size_t len) {
-    struct service_world *w = (struct service_world *)user_data;
-    (void)landlord;
-    (void)request_id;
-    uint8_t *reply = NULL;
-    size_t reply_len = 0;
-    leasehold_renewal_stats st;
-    OK(leasehold_renewal_service_stats(w->s, &st));
-    OK(leasehold_landlord_handle_bytes(w->ll, data, len, LEASEHOLD_ENCODING_BINARY, w->now, &reply, &reply_len));
-    OK(leasehold_renewal_service_handle_reply_bytes(w->s, reply, reply_len, LEASEHOLD_ENCODING_BINARY, w->now));
-    leasehold_bytes_free(reply, reply_len);
-    return 0;
-}
-
-static int32_t s_count_set(void *user_data, uint64_t set) {
-    (void)set;
-    (*(int *)user_data)++;
-    return 0;
-}
-
-static void s_event(void *user_data, const leasehold_set_event *e) {
-    struct service_world *w = (struct service_world *)user_data;
-    w->events++;
-    if (e->kind == LEASEHOLD_SET_EXPIRATION_WARNING) w->warnings++;
-    if (w->free_in_event) {
-        uint64_t id = 0;
-        leasehold_renewal_service_free(w->s);
-        BUSY_FREED(leasehold_renewal_service_id(w->s, &id));
-        return;
-    }
-    /* Reads, a visit and changes from inside the listener: renew the set's lease over the wire
-     * (the warning's purpose), make a new set and put a lease in it. */
-    int sets = 0;
-    OK(leasehold_renewal_service_for_each_set(w->s, s_count_set, &sets));
-    CHECK(sets >= 1);
-    leasehold_lease set_lease;
-    OK(leasehold_renewal_service_set_lease(w->s, e->set, w->now, &set_lease));
-    leasehold_request *req = NULL;
-    leasehold_reply *rep = NULL;
-    leasehold_reply_op op;
-    OK(leasehold_request_new_renew(9, set_lease.cookie, 10000, &req));
-    OK(leasehold_renewal_service_handle_request(w->s, req, w->now, &rep));
-    OK(leasehold_reply_get_op(rep, &op));
-    CHECK(op == LEASEHOLD_REPLY_RENEWED);
-    leasehold_request_free(req);
-    leasehold_reply_free(rep);
-    uint64_t set = 0;
-    OK(leasehold_renewal_service_create_set(w->s, 10000, w->now, &set, &set_lease));
-    OK(leasehold_renewal_service_add(w->s, set, &w->spare, LEASEHOLD_FOREVER, 1000, w->now));
-    w->sets_created++;
-}
-
-static leasehold_renewal_service *new_service(void) {
-    leasehold_service_config *cfg = NULL;
-    leasehold_policy *p = NULL;
-    leasehold_renewal_service *s = NULL;
-    leasehold_renewal_manager_config mc;
-    OK(leasehold_service_config_new(0x5e, SEED, sizeof SEED, &cfg));
-    OK(leasehold_policy_new_bounded(10000, 5000, &p));
-    OK(leasehold_service_config_set_set_policy(cfg, p));
-    OK(leasehold_renewal_manager_config_default(&mc));
-    mc.initial_rtt = 20;
-    mc.min_rto = 10;
-    OK(leasehold_service_config_set_manager(cfg, &mc));
-    OK(leasehold_renewal_service_new(cfg, &s));
-    leasehold_service_config_free(cfg);
-    leasehold_policy_free(p);
-    return s;
-}
-
-static void test_service_driver(void) {
-    struct service_world w;
-    memset(&w, 0, sizeof w);
-    w.ll = new_landlord(0x31);
-    w.s = new_service();
-    uint64_t set = 0;
-    leasehold_lease set_lease, doc;
-    leasehold_event_registration reg;
-    OK(leasehold_renewal_service_create_set(w.s, 5000, 0, &set, &set_lease));
-    OK(leasehold_renewal_service_set_expiration_warning_listener(w.s, set, 1000, (const uint8_t *)"w", 1, 0, &reg));
-    doc = grant(w.ll, "doc", 0);
-    w.spare = grant(w.ll, "spare", 0);
-    OK(leasehold_renewal_service_add(w.s, set, &doc, LEASEHOLD_FOREVER, 1000, 0));
-    for (int guard = 0; guard < 10000 && w.now <= 4500; guard++) {
-        bool has = false;
-        int64_t next = 0;
-        OK(leasehold_renewal_service_drive(w.s, w.now, LEASEHOLD_ENCODING_BINARY, s_transmit, s_event, &w, &has,
-                                           &next));
-        if (!has) break;
-        w.now = next > w.now ? next : w.now + 1;
-        OK(leasehold_landlord_handle_timeout(w.ll, w.now));
-    }
-    /* The warning came at 4 s, the listener renewed the set and made another; the client lease
-     * was kept alive by replies handed in from inside the transport. */
-    CHECK(w.warnings == 1 && w.sets_created == 1);
-    int64_t exp = 0;
-    OK(leasehold_landlord_get(w.ll, doc.cookie, w.now, &exp, NULL, NULL));
-    CHECK(exp > w.now);
-    OK(leasehold_renewal_service_set_lease(w.s, set, w.now, &set_lease));
-    CHECK(set_lease.expiration > 5000);
-    int sets = 0;
-    OK(leasehold_renewal_service_for_each_set(w.s, s_count_set, &sets));
-    CHECK(sets == 2);
-    leasehold_renewal_service_free(w.s);
-    leasehold_landlord_free(w.ll);
-
-    /* The listener frees the service: of two warnings due together, one is delivered. */
-    memset(&w, 0, sizeof w);
-    w.ll = new_landlord(0x32);
-    w.s = new_service();
-    w.free_in_event = 1;
-    for (int i = 0; i < 2; i++) {
-        OK(leasehold_renewal_service_create_set(w.s, 5000, 0, &set, &set_lease));
-        OK(leasehold_renewal_service_set_expiration_warning_listener(w.s, set, 1000, NULL, 0, 0, &reg));
-    }
-    w.now = 4000;
-    bool has = true;
-    int64_t next = 0;
-    OK(leasehold_renewal_service_drive(w.s, w.now, LEASEHOLD_ENCODING_BINARY, s_transmit, s_event, &w, &has,
-                                       &next));
-    CHECK(w.events == 1 && !has);
-    leasehold_landlord_free(w.ll);
-}
-
 /* ---------- visitors and failure reports ---------- */
 
 struct visit {
     leasehold_landlord *ll;
     leasehold_lease_map *map;
     leasehold_renewal_manager *m;
-    leasehold_renewal_service *s;
-    uint64_t set;
     int visited, free_at, bad;
 };
 
@@ -585,84 +449,11 @@ static void test_manager_visitor(void) {
     leasehold_landlord_free(ll);
 }
 
-static int32_t set_visit(void *user_data, uint64_t set) {
-    struct visit *v = (struct visit *)user_data;
-    uint64_t id = 0, made = 0;
-    leasehold_lease set_lease;
-    (void)set;
-    v->visited++;
-    if (v->free_at == v->visited) {
-        leasehold_renewal_service_free(v->s);
-        BUSY_FREED(leasehold_renewal_service_id(v->s, &id));
-        return 0;
-    }
-    OK(leasehold_renewal_service_create_set(v->s, 5000, 0, &made, &set_lease));
-    return 0;
-}
-
-static int32_t service_lease_visit(void *user_data, const leasehold_lease *lease) {
-    struct visit *v = (struct visit *)user_data;
-    bool removed = false;
-    v->visited++;
-    OK(leasehold_renewal_service_remove(v->s, v->set, lease, 0, &removed, NULL));
-    CHECK(removed);
-    return 0;
-}
-
-static int32_t registration_visit(void *user_data, const leasehold_event_registration *r) {
-    struct visit *v = (struct visit *)user_data;
-    bool was = false;
-    v->visited++;
-    OK(leasehold_renewal_service_unknown_event(v->s, r->event_id, &was));
-    CHECK(was);
-    return 0;
-}
-
-static void test_service_visitors(void) {
-    struct visit v;
-    memset(&v, 0, sizeof v);
-    leasehold_landlord *ll = new_landlord(0x44);
-    v.s = new_service();
-    leasehold_lease set_lease;
-    leasehold_event_registration reg;
-    for (int i = 0; i < 2; i++) OK(leasehold_renewal_service_create_set(v.s, 5000, 0, &v.set, &set_lease));
-    /* Sets made by the visitor are not visited by this call. */
-    OK(leasehold_renewal_service_for_each_set(v.s, set_visit, &v));
-    CHECK(v.visited == 2);
-    int sets = 0;
-    OK(leasehold_renewal_service_for_each_set(v.s, s_count_set, &sets));
-    CHECK(sets == 4);
-    /* A visitor that takes each lease out of the set, one that ends each registration. */
-    for (int i = 0; i < 3; i++) {
-        leasehold_lease l = grant(ll, "x", 0);
-        OK(leasehold_renewal_service_add(v.s, v.set, &l, LEASEHOLD_FOREVER, 1000, 0));
-    }
-    v.visited = 0;
-    OK(leasehold_renewal_service_for_each_lease(v.s, v.set, 0, service_lease_visit, &v));
-    CHECK(v.visited == 3);
-    OK(leasehold_renewal_service_set_expiration_warning_listener(v.s, v.set, 1000, NULL, 0, 0, &reg));
-    OK(leasehold_renewal_service_set_renewal_failure_listener(v.s, v.set, NULL, 0, 0, &reg));
-    v.visited = 0;
-    OK(leasehold_renewal_service_for_each_registration(v.s, v.set, 0, registration_visit, &v));
-    CHECK(v.visited == 2);
-    v.visited = 0;
-    OK(leasehold_renewal_service_for_each_registration(v.s, v.set, 0, registration_visit, &v));
-    CHECK(v.visited == 0);
-    /* A visitor that frees the service. */
-    v.visited = 0;
-    v.free_at = 1;
-    OK(leasehold_renewal_service_for_each_set(v.s, set_visit, &v));
-    CHECK(v.visited == 1);
-    leasehold_landlord_free(ll);
-}
-
 void test_reentrancy(void) {
     CHECK(LEASEHOLD_STATUS_BUSY == 103);
     CHECK(strcmp(leasehold_status_name(LEASEHOLD_STATUS_BUSY), "BUSY") == 0);
     test_manager_driver();
-    test_service_driver();
     test_landlord_visitor();
     test_lease_map_callbacks();
     test_manager_visitor();
-    test_service_visitors();
 }

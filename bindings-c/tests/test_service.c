@@ -1,6 +1,13 @@
-/* The renewal service (sets, memberships, events, snapshot/restore), the gap tracker, and the
+/* The renewal service through the machine interface (kind "RenewalService": sets,
+ * memberships, events, snapshot/restore, set leases over the wire), the gap tracker, and the
  * landlord's snapshot/restore, in virtual time. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdarg.h>
+#include <stdlib.h>
+
 #include "check.h"
+#include "json.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {8, 1, 8};
 
@@ -16,92 +23,145 @@ static leasehold_landlord *printer(void) {
     return ll;
 }
 
-static leasehold_lease grant(leasehold_landlord *ll, int64_t now) {
+/* A client lease granted by `ll`, and its data form (JSON text) in `text`. */
+static leasehold_lease grant(leasehold_landlord *ll, int64_t now, char *text, size_t size) {
     leasehold_grant g;
     leasehold_lease l;
     memset(&l, 0, sizeof l);
     OK(leasehold_landlord_grant(ll, (const uint8_t *)"doc", 3, 1000, now, &g));
     OK(leasehold_lease_from_grant(0x77, g.cookie, now, g.duration, &l));
+    char hex[LEASEHOLD_COOKIE_HEX_SIZE];
+    OK(leasehold_cookie_to_hex(l.cookie, hex, sizeof hex));
+    snprintf(text, size, "{\"landlord\":\"%016llx\",\"cookie\":\"%s\",\"expiration\":%lld}",
+             (unsigned long long)l.landlord, hex, (long long)l.expiration);
     return l;
+}
+
+static leasehold_status last_status;
+
+/* A call given as printf-formatted JSON; its answer parsed, NULL on failure. */
+static json *try_call(leasehold_machine *m, int64_t now, const char *fmt, ...) {
+    char in[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(in, sizeof in, fmt, ap);
+    va_end(ap);
+    char *out = NULL;
+    last_status = leasehold_machine_handle(m, in, strlen(in), now, &out);
+    if (last_status != LEASEHOLD_STATUS_OK) return NULL;
+    json *v = json_parse(out, strlen(out));
+    leasehold_string_free(out);
+    return v;
+}
+
+#define CALL(m, now, ...) must(try_call((m), (now), __VA_ARGS__), __LINE__)
+static json *must(json *v, int line) {
+    if (v) {
+        check_passed++;
+    } else {
+        check_failed++;
+        fprintf(stderr, "FAIL test_service.c:%d: call -> %s: %s\n", line, leasehold_status_name((int32_t)last_status),
+                leasehold_last_error_message());
+    }
+    return v;
+}
+
+#define REFUSED(status, m, now, ...)                                                                             \
+    do {                                                                                                         \
+        json *v_ = try_call((m), (now), __VA_ARGS__);                                                            \
+        CHECK(v_ == NULL && last_status == (status));                                                            \
+        json_free(v_);                                                                                           \
+    } while (0)
+
+static int64_t num(const json *v) { return v && v->text ? strtoll(v->text, NULL, 10) : -999; }
+static size_t count_of(json *v) {
+    size_t n = v && v->kind == J_ARRAY ? v->count : 999;
+    json_free(v);
+    return n;
+}
+static bool is_null(json *v) {
+    bool r = v && v->kind == J_NULL;
+    json_free(v);
+    return r;
 }
 
 struct world {
     leasehold_landlord *ll;
     int64_t now;
-    uint8_t *replies[32];
-    size_t reply_len[32];
-    int n_replies;
     int warnings, failures;
-    int32_t failure_code;
+    int64_t failure_code;
     char handback[16];
     leasehold_gap_tracker *tracker;
     leasehold_delivery last_delivery;
 };
 
-static int32_t transmit(void *user_data, uint64_t landlord_id, uint64_t request_id, const uint8_t *data,
-                        size_t len) {
-    struct world *w = (struct world *)user_data;
-    (void)request_id;
-    if (landlord_id != 0x77 || w->n_replies == 32) return 1;
-    OK(leasehold_landlord_handle_bytes(w->ll, data, len, LEASEHOLD_ENCODING_JSON, w->now,
-                                       &w->replies[w->n_replies], &w->reply_len[w->n_replies]));
-    w->n_replies++;
-    return 0;
+/* Bytes given as a JSON array of numbers, into a malloc'd buffer. */
+static uint8_t *bytes_of(const json *arr, size_t *n) {
+    *n = arr && arr->kind == J_ARRAY ? arr->count : 0;
+    uint8_t *b = (uint8_t *)malloc(*n + 1);
+    for (size_t i = 0; b && i < *n; i++) b[i] = (uint8_t)atoi(arr->items[i]->text);
+    return b;
 }
 
-static void on_event(void *user_data, const leasehold_set_event *e) {
-    struct world *w = (struct world *)user_data;
-    if (e->kind == LEASEHOLD_SET_EXPIRATION_WARNING) w->warnings++;
-    if (e->kind == LEASEHOLD_SET_RENEWAL_FAILURE) {
+static void on_event(struct world *w, const json *e) {
+    const json *kind = json_get(e, "kind");
+    const char *type = json_str(kind, "type");
+    if (type && strcmp(type, "expiration_warning") == 0) w->warnings++;
+    if (type && strcmp(type, "renewal_failure") == 0) {
         w->failures++;
-        w->failure_code = e->error_code;
+        w->failure_code = num(json_get(json_get(kind, "error"), "code"));
     }
-    size_t n = e->handback_len < sizeof w->handback - 1 ? e->handback_len : sizeof w->handback - 1;
-    memcpy(w->handback, e->handback, n);
+    size_t n = 0;
+    uint8_t *hb = bytes_of(json_get(e, "handback"), &n);
+    if (n > sizeof w->handback - 1) n = sizeof w->handback - 1;
+    memcpy(w->handback, hb, n);
     w->handback[n] = '\0';
-    OK(leasehold_gap_tracker_observe(w->tracker, e->event_id, e->sequence, &w->last_delivery, NULL));
+    free(hb);
+    OK(leasehold_gap_tracker_observe(w->tracker, (uint64_t)num(json_get(e, "event_id")),
+                                     (uint64_t)num(json_get(e, "sequence")), &w->last_delivery, NULL));
 }
 
-static void run(leasehold_renewal_service *s, struct world *w, int64_t until) {
+/* The host's loop: renewals out to the landlord, its replies back in, events delivered, the
+ * timer followed until `until`. */
+static void run(leasehold_machine *s, struct world *w, int64_t until) {
     for (int guard = 0; guard < 100000 && w->now <= until; guard++) {
+        bool found = false, busy = false;
+        char *text = NULL;
+        OK(leasehold_machine_poll_transmit(s, w->now, &found, &text));
+        if (found) {
+            json *t = json_parse(text, strlen(text));
+            leasehold_string_free(text);
+            CHECK(t && strcmp(json_str(t, "landlord"), "0000000000000077") == 0 && num(json_get(t, "id")) > 0);
+            size_t n = 0, rn = 0, an = 0;
+            uint8_t *req = bytes_of(json_get(t, "request"), &n), *reply = NULL, *ans = NULL;
+            OK(leasehold_landlord_handle_bytes(w->ll, req, n, LEASEHOLD_ENCODING_BINARY, w->now, &reply, &rn));
+            OK(leasehold_machine_serve(s, "reply", NULL, reply, rn, LEASEHOLD_ENCODING_BINARY, w->now, &ans, &an));
+            CHECK(an == 4 && memcmp(ans, "null", 4) == 0);
+            leasehold_bytes_free(ans, an);
+            leasehold_bytes_free(reply, rn);
+            free(req);
+            json_free(t);
+            busy = true;
+        }
+        OK(leasehold_machine_poll_event(s, w->now, &found, &text));
+        if (found) {
+            json *e = json_parse(text, strlen(text));
+            leasehold_string_free(text);
+            on_event(w, e);
+            json_free(e);
+            busy = true;
+        }
+        if (busy) continue;
         bool has = false;
         int64_t next = 0;
-        OK(leasehold_renewal_service_drive(s, w->now, LEASEHOLD_ENCODING_JSON, transmit, on_event, w, &has,
-                                           &next));
-        if (w->n_replies > 0) {
-            for (int i = 0; i < w->n_replies; i++) {
-                OK(leasehold_renewal_service_handle_reply_bytes(s, w->replies[i], w->reply_len[i],
-                                                                LEASEHOLD_ENCODING_JSON, w->now));
-                leasehold_bytes_free(w->replies[i], w->reply_len[i]);
-            }
-            w->n_replies = 0;
-            continue;
-        }
+        OK(leasehold_machine_poll_timeout(s, &has, &next));
         if (!has || next > until) break;
         w->now = next > w->now ? next : w->now + 1;
+        OK(leasehold_machine_handle_timeout(s, w->now));
         OK(leasehold_landlord_handle_timeout(w->ll, w->now));
     }
     if (w->now < until) w->now = until;
 }
-
-static int32_t count_u64(void *user_data, uint64_t v) {
-    (void)v;
-    (*(int *)user_data)++;
-    return 0;
-}
-
-static int32_t count_lease(void *user_data, const leasehold_lease *l) {
-    (void)l;
-    (*(int *)user_data)++;
-    return 0;
-}
-
-static int32_t count_registration(void *user_data, const leasehold_event_registration *r) {
-    (void)r;
-    (*(int *)user_data)++;
-    return 0;
-}
-
 static void test_gap_tracker(void) {
     leasehold_gap_tracker *t = NULL;
     OK(leasehold_gap_tracker_new(&t));
@@ -227,31 +287,38 @@ static void test_landlord_snapshot(void) {
     leasehold_landlord_free(ll);
 }
 
+
+static const char *KIND = "RenewalService";
+static const char *OPTIONS = "{\"id\": 99, \"set_policy\": {\"kind\": \"bounded\", \"max\": 10000, \"default\": 5000}, "
+                             "\"manager\": {\"initial_rtt\": 20, \"min_rto\": 10}, \"restore_jump\": 1000}";
+
 void test_service(void) {
     test_gap_tracker();
     test_event_table();
     test_landlord_snapshot();
 
-    leasehold_service_config *cfg = NULL;
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_service_config_new(99, SEED, 5, &cfg));
-    FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT, leasehold_service_config_new(99, NULL, 32, &cfg));
-    OK(leasehold_service_config_new(99, SEED, sizeof SEED, &cfg));
-    leasehold_policy *sp = NULL;
-    OK(leasehold_policy_new_bounded(10000, 5000, &sp));
-    OK(leasehold_service_config_set_set_policy(cfg, sp));
-    leasehold_policy_free(sp);
-    leasehold_renewal_manager_config mc;
-    OK(leasehold_renewal_manager_config_default(&mc));
-    mc.initial_rtt = 20;
-    mc.min_rto = 10;
-    OK(leasehold_service_config_set_manager(cfg, &mc));
-    OK(leasehold_service_config_set_landlord(cfg, 0, NULL));
-    OK(leasehold_service_config_set_restore_jump(cfg, 1000));
-    leasehold_renewal_service *svc = NULL;
-    OK(leasehold_renewal_service_new(cfg, &svc));
-    uint64_t id = 0;
-    OK(leasehold_renewal_service_id(svc, &id));
-    CHECK(id == 99);
+    leasehold_machine *svc = NULL;
+    const char *bad[] = {"{\"id\": 99, \"manager\": {\"attempts\": 0}}", "{\"id\": 99, \"colour\": 1}", "{}",
+                         "{\"id\": 99, \"grace\": -1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_machine_new(KIND, bad[i], strlen(bad[i]), SEED, 32, &svc));
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_machine_new(KIND, OPTIONS, strlen(OPTIONS), SEED, 5, &svc));
+    CHECK(svc == NULL);
+    OK(leasehold_machine_new(KIND, OPTIONS, strlen(OPTIONS), SEED, sizeof SEED, &svc));
+    json *v = CALL(svc, 0, "{\"op\":\"id\"}");
+    CHECK(v && strcmp(v->text, "0000000000000063") == 0);
+    json_free(v);
+    v = CALL(svc, 0, "{\"op\":\"set_policy\"}");
+    CHECK(v && num(json_get(v, "max")) == 10000);
+    json_free(v);
+    /* Not kept in a store. */
+    leasehold_machine *none = NULL;
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT,
+          leasehold_machine_open_dir(KIND, "/tmp/x", 6, OPTIONS, strlen(OPTIONS), SEED, 32, 0, &none, NULL));
+    uint64_t seq = 9, durable = 9;
+    OK(leasehold_machine_journal_seq(svc, &seq));
+    OK(leasehold_machine_commit(svc, &durable));
+    CHECK(seq == 0 && durable == 0);
 
     struct world w;
     memset(&w, 0, sizeof w);
@@ -259,172 +326,155 @@ void test_service(void) {
     OK(leasehold_gap_tracker_new(&w.tracker));
 
     /* A set for ANY: the set policy grants 5 s. */
-    uint64_t set = 0;
-    leasehold_lease set_lease;
-    OK(leasehold_renewal_service_create_set(svc, LEASEHOLD_ANY, 0, &set, &set_lease));
-    CHECK(set_lease.landlord == 99 && set_lease.expiration == 5000);
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_renewal_service_create_set(svc, 0, 0, &set, &set_lease));
-    uint64_t found_set = 0;
-    OK(leasehold_renewal_service_set_of(svc, &set_lease, 0, &found_set));
-    CHECK(found_set == set);
+    json *created = CALL(svc, 0, "{\"op\":\"create_set\",\"lease_duration\":-1}");
+    uint64_t set = (uint64_t)num(json_get(created, "set"));
+    const json *sl = json_get(created, "lease");
+    CHECK(sl && strcmp(json_str(sl, "landlord"), "0000000000000063") == 0 && num(json_get(sl, "expiration")) == 5000);
+    char set_lease[200], set_cookie[40];
+    snprintf(set_cookie, sizeof set_cookie, "%s", sl ? json_str(sl, "cookie") : "");
+    snprintf(set_lease, sizeof set_lease, "{\"landlord\":\"0000000000000063\",\"cookie\":\"%s\",\"expiration\":5000}",
+             set_cookie);
+    json_free(created);
+    REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0, "{\"op\":\"create_set\",\"lease_duration\":0}");
+    v = CALL(svc, 0, "{\"op\":\"set_of\",\"lease\":%s}", set_lease);
+    CHECK(v && (uint64_t)num(v) == set);
+    json_free(v);
 
     /* A client lease of 1 s kept for 4 s by the service. */
-    leasehold_lease doc = grant(w.ll, 0);
-    OK(leasehold_renewal_service_add(svc, set, &doc, 4000, 1000, 0));
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_renewal_service_add(svc, set, &doc, 4000, LEASEHOLD_ANY, 0));
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_renewal_service_add(svc, set, &set_lease, 4000, 1000, 0));
-    FAILS(LEASEHOLD_STATUS_UNKNOWN_LEASE, leasehold_renewal_service_add(svc, set + 100, &doc, 4000, 1000, 0));
-    bool found = false;
-    leasehold_membership m;
-    OK(leasehold_renewal_service_membership(svc, set, &doc, 0, &found, &m));
-    CHECK(found && m.expiration == 4000 && m.renew_duration == 1000);
-    int count = 0;
-    OK(leasehold_renewal_service_for_each_lease(svc, set, 0, count_lease, &count));
-    CHECK(count == 1);
+    char doc[200];
+    grant(w.ll, 0, doc, sizeof doc);
+    const char *add = "{\"op\":\"add\",\"set\":%llu,\"lease\":%s,\"membership_duration\":%lld,\"renew_duration\":%lld}";
+    CHECK(is_null(CALL(svc, 0, add, (unsigned long long)set, doc, 4000LL, 1000LL)));
+    REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0, add, (unsigned long long)set, doc, 4000LL, (long long)LEASEHOLD_ANY);
+    REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0, add, (unsigned long long)set, set_lease, 4000LL, 1000LL);
+    REFUSED(LEASEHOLD_STATUS_UNKNOWN_LEASE, svc, 0, add, (unsigned long long)set + 100, doc, 4000LL, 1000LL);
+    v = CALL(svc, 0, "{\"op\":\"membership\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, doc);
+    CHECK(v && num(json_get(v, "expiration")) == 4000 && num(json_get(v, "renew_duration")) == 1000);
+    json_free(v);
+    CHECK(count_of(CALL(svc, 0, "{\"op\":\"leases\",\"set\":%llu}", (unsigned long long)set)) == 1);
 
     /* Both listeners, with handbacks. */
-    leasehold_event_registration warn, fail;
-    OK(leasehold_renewal_service_set_expiration_warning_listener(svc, set, 1000, (const uint8_t *)"warn", 4, 0,
-                                                                 &warn));
-    OK(leasehold_renewal_service_set_renewal_failure_listener(svc, set, (const uint8_t *)"fail", 4, 0, &fail));
-    CHECK(warn.event_id != fail.event_id && warn.source.service == 99 && warn.source.object == set);
-    CHECK(memcmp(warn.lease.cookie.bytes, set_lease.cookie.bytes, 16) == 0);
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT,
-          leasehold_renewal_service_set_expiration_warning_listener(svc, set, -1, NULL, 0, 0, &warn));
-    OK(leasehold_gap_tracker_expect(w.tracker, warn.event_id, warn.sequence));
-    OK(leasehold_gap_tracker_expect(w.tracker, fail.event_id, fail.sequence));
-    count = 0;
-    OK(leasehold_renewal_service_for_each_registration(svc, set, 0, count_registration, &count));
-    CHECK(count == 2);
+    json *warn = CALL(svc, 0, "{\"op\":\"set_expiration_warning_listener\",\"set\":%llu,\"min_warning\":1000,"
+                              "\"handback\":\"warn\"}",
+                      (unsigned long long)set);
+    json *fail = CALL(svc, 0, "{\"op\":\"set_renewal_failure_listener\",\"set\":%llu,\"handback\":\"fail\"}",
+                      (unsigned long long)set);
+    CHECK(warn && fail && num(json_get(warn, "event_id")) != num(json_get(fail, "event_id")));
+    CHECK(warn && (uint64_t)num(json_get(json_get(warn, "source"), "object")) == set &&
+          strcmp(json_str(json_get(warn, "lease"), "cookie"), set_cookie) == 0);
+    REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0,
+            "{\"op\":\"set_expiration_warning_listener\",\"set\":%llu,\"min_warning\":-1,\"handback\":[]}",
+            (unsigned long long)set);
+    uint64_t warn_id = (uint64_t)num(json_get(warn, "event_id"));
+    OK(leasehold_gap_tracker_expect(w.tracker, warn_id, (uint64_t)num(json_get(warn, "sequence"))));
+    OK(leasehold_gap_tracker_expect(w.tracker, (uint64_t)num(json_get(fail, "event_id")),
+                                    (uint64_t)num(json_get(fail, "sequence"))));
+    json_free(warn);
+    json_free(fail);
+    CHECK(count_of(CALL(svc, 0, "{\"op\":\"registrations\",\"set\":%llu}", (unsigned long long)set)) == 2);
 
     /* Run to 3.5 s: the lease is renewed and alive at the landlord. */
+    leasehold_lease doc_lease;
+    {
+        json *d = json_parse(doc, strlen(doc));
+        OK(leasehold_cookie_from_hex(json_str(d, "cookie"), 32, &doc_lease.cookie));
+        json_free(d);
+    }
     run(svc, &w, 3500);
     int64_t exp = 0;
-    OK(leasehold_landlord_get(w.ll, doc.cookie, w.now, &exp, NULL, NULL));
+    OK(leasehold_landlord_get(w.ll, doc_lease.cookie, w.now, &exp, NULL, NULL));
     CHECK(exp > 3500);
-    leasehold_renewal_stats st;
-    OK(leasehold_renewal_service_stats(svc, &st));
-    CHECK(st.leases_renewed >= 3);
+    v = CALL(svc, w.now, "{\"op\":\"stats\"}");
+    CHECK(v && num(json_get(v, "leases_renewed")) >= 3);
+    json_free(v);
 
     /* At 4 s the warning comes (the set's lease ends at 5 s), in order, with its handback. */
     run(svc, &w, 4100);
     CHECK(w.warnings == 1 && strcmp(w.handback, "warn") == 0);
     CHECK(w.last_delivery == LEASEHOLD_DELIVERY_IN_ORDER);
     /* The membership ended at 4 s: the lease left the set silently. */
-    OK(leasehold_renewal_service_membership(svc, set, &doc, w.now, &found, &m));
-    CHECK(!found);
+    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"membership\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, doc)));
 
     /* The client renews its set over the wire for 5 more seconds. */
-    leasehold_request *req = NULL;
-    leasehold_reply *rep = NULL;
-    OK(leasehold_request_new_renew(1, set_lease.cookie, 5000, &req));
-    OK(leasehold_renewal_service_handle_request(svc, req, w.now, &rep));
-    leasehold_reply_op op;
-    OK(leasehold_reply_get_op(rep, &op));
-    CHECK(op == LEASEHOLD_REPLY_RENEWED);
-    leasehold_request_free(req);
-    leasehold_reply_free(rep);
+    char text[256];
+    snprintf(text, sizeof text, "{\"v\":1,\"id\":\"1\",\"body\":{\"op\":\"renew\",\"cookie\":\"%s\",\"duration\":\"5000\"}}",
+             set_cookie);
+    uint8_t *req = NULL, *reply = NULL, *rj = NULL;
+    size_t n = 0, rn = 0, rjn = 0;
+    OK(leasehold_message_transcode("Request", (const uint8_t *)text, strlen(text), LEASEHOLD_ENCODING_JSON,
+                                   LEASEHOLD_ENCODING_BINARY, NULL, &req, &n));
+    OK(leasehold_machine_serve(svc, "serve", NULL, req, n, LEASEHOLD_ENCODING_BINARY, w.now, &reply, &rn));
+    OK(leasehold_message_transcode("Reply", reply, rn, LEASEHOLD_ENCODING_BINARY, LEASEHOLD_ENCODING_JSON, NULL, &rj,
+                                   &rjn));
+    CHECK(rj && strstr((const char *)rj, "\"op\":\"renewed\"") != NULL);
+    leasehold_bytes_free(req, n);
+    leasehold_bytes_free(reply, rn);
+    leasehold_bytes_free(rj, rjn);
 
     /* A client lease its landlord forgets: a renewal-failure event with the code. */
-    leasehold_lease gone = grant(w.ll, w.now);
-    OK(leasehold_renewal_service_add(svc, set, &gone, LEASEHOLD_FOREVER, 1000, w.now));
-    OK(leasehold_landlord_cancel(w.ll, gone.cookie, w.now, NULL, NULL));
+    char gone[200];
+    leasehold_lease gone_lease = grant(w.ll, w.now, gone, sizeof gone);
+    CHECK(is_null(CALL(svc, w.now, add, (unsigned long long)set, gone, (long long)LEASEHOLD_FOREVER, 1000LL)));
+    OK(leasehold_landlord_cancel(w.ll, gone_lease.cookie, w.now, NULL, NULL));
     run(svc, &w, w.now + 2000);
     CHECK(w.failures == 1 && w.failure_code == LEASEHOLD_STATUS_UNKNOWN_LEASE);
     CHECK(strcmp(w.handback, "fail") == 0 && w.last_delivery == LEASEHOLD_DELIVERY_IN_ORDER);
-    bool removed = true;
-    OK(leasehold_renewal_service_remove(svc, set, &gone, w.now, &removed, NULL));
-    CHECK(!removed);
+    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"remove\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, gone)));
 
     /* Snapshot and restore: the set, its registrations and its leases survive; sequence
      * numbers jump, which the tracker reads as a gap. */
-    leasehold_lease kept = grant(w.ll, w.now);
-    OK(leasehold_renewal_service_add(svc, set, &kept, LEASEHOLD_FOREVER, 1000, w.now));
-    char *json = NULL;
-    OK(leasehold_renewal_service_snapshot(svc, w.now, &json));
-    leasehold_renewal_service *back = NULL;
-    OK(leasehold_renewal_service_restore(cfg, json, strlen(json), w.now, &back));
-    FAILS(LEASEHOLD_STATUS_DECODE, leasehold_renewal_service_restore(cfg, "[1]", 3, w.now, &back));
-    FAILS(LEASEHOLD_STATUS_INVALID_UTF8, leasehold_renewal_service_restore(cfg, "\xff", 1, w.now, &back));
-    leasehold_string_free(json);
-    leasehold_renewal_service_free(svc);
+    char kept[200];
+    grant(w.ll, w.now, kept, sizeof kept);
+    CHECK(is_null(CALL(svc, w.now, add, (unsigned long long)set, kept, (long long)LEASEHOLD_FOREVER, 1000LL)));
+    char *snap = NULL;
+    OK(leasehold_machine_snapshot(svc, w.now, &snap));
+    leasehold_machine *back = NULL;
+    OK(leasehold_machine_restore(KIND, OPTIONS, strlen(OPTIONS), snap, strlen(snap), w.now, &back));
+    FAILS(LEASEHOLD_STATUS_DECODE, leasehold_machine_restore(KIND, OPTIONS, strlen(OPTIONS), "[1]", 3, w.now, &none));
+    FAILS(LEASEHOLD_STATUS_INVALID_UTF8, leasehold_machine_restore(KIND, OPTIONS, strlen(OPTIONS), "\xff", 1, w.now, &none));
+    leasehold_string_free(snap);
+    leasehold_machine_free(svc);
     svc = back;
-    count = 0;
-    OK(leasehold_renewal_service_for_each_set(svc, count_u64, &count));
-    CHECK(count == 1);
-    count = 0;
-    OK(leasehold_renewal_service_for_each_registration(svc, set, w.now, count_registration, &count));
-    CHECK(count == 2);
-    OK(leasehold_renewal_service_membership(svc, set, &kept, w.now, &found, &m));
-    CHECK(found && m.expiration == LEASEHOLD_FOREVER);
+    CHECK(count_of(CALL(svc, w.now, "{\"op\":\"sets\"}")) == 1);
+    CHECK(count_of(CALL(svc, w.now, "{\"op\":\"registrations\",\"set\":%llu}", (unsigned long long)set)) == 2);
+    v = CALL(svc, w.now, "{\"op\":\"membership\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, kept);
+    CHECK(v && num(json_get(v, "expiration")) == LEASEHOLD_FOREVER);
+    json_free(v);
     int warnings_before = w.warnings;
     run(svc, &w, w.now + 2500); /* the warning is due 1 s before the set's lease ends */
     CHECK(w.warnings == warnings_before + 1 && w.last_delivery == LEASEHOLD_DELIVERY_GAP);
-    OK(leasehold_landlord_get(w.ll, kept.cookie, w.now, &exp, NULL, NULL));
-    CHECK(exp > w.now);
 
     /* An "unknown event" answer ends that registration only. */
-    bool was = false;
-    OK(leasehold_renewal_service_unknown_event(svc, warn.event_id, &was));
-    CHECK(was);
-    count = 0;
-    OK(leasehold_renewal_service_for_each_registration(svc, set, w.now, count_registration, &count));
-    CHECK(count == 1);
-    OK(leasehold_renewal_service_clear_renewal_failure_listener(svc, set, w.now));
-    OK(leasehold_renewal_service_clear_expiration_warning_listener(svc, set, w.now));
+    v = CALL(svc, w.now, "{\"op\":\"unknown_event\",\"event_id\":%llu}", (unsigned long long)warn_id);
+    CHECK(v && v->kind == J_BOOL && v->boolean);
+    json_free(v);
+    CHECK(count_of(CALL(svc, w.now, "{\"op\":\"registrations\",\"set\":%llu}", (unsigned long long)set)) == 1);
+    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"clear_renewal_failure_listener\",\"set\":%llu}", (unsigned long long)set)));
+    CHECK(is_null(
+        CALL(svc, w.now, "{\"op\":\"clear_expiration_warning_listener\",\"set\":%llu}", (unsigned long long)set)));
 
-    /* Manual polling, then cancelling the set over the wire destroys it. */
-    bool has = false;
-    int64_t at = 0;
-    OK(leasehold_renewal_service_poll_timeout(svc, &has, &at));
-    CHECK(has);
-    OK(leasehold_renewal_service_handle_timeout(svc, at));
-    leasehold_set_event ev;
-    OK(leasehold_renewal_service_poll_event(svc, &ev, &found));
-    if (found) {
-        leasehold_bytes_free(ev.handback, ev.handback_len);
-        leasehold_string_free(ev.error_message);
-    }
-    uint64_t to = 0;
-    OK(leasehold_renewal_service_poll_transmit(svc, at, &found, &to, &req));
-    if (found) {
-        OK(leasehold_landlord_handle_request(w.ll, req, at, &rep));
-        OK(leasehold_renewal_service_handle_reply(svc, rep, at));
-        leasehold_reply_free(rep);
-        leasehold_request_free(req);
-    }
-    OK(leasehold_renewal_service_handle_failure(svc, 424242, LEASEHOLD_STATUS_INDEFINITE, "lost", 4, at));
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_renewal_service_handle_failure(svc, 1, 0, "", 0, at));
-    OK(leasehold_request_new_cancel(2, set_lease.cookie, &req));
-    uint8_t *bytes = NULL, *reply = NULL;
-    size_t len = 0, reply_len = 0;
-    OK(leasehold_request_encode(req, LEASEHOLD_ENCODING_BINARY, &bytes, &len));
-    OK(leasehold_renewal_service_handle_bytes(svc, bytes, len, LEASEHOLD_ENCODING_BINARY, at, &reply, &reply_len));
-    OK(leasehold_reply_decode(reply, reply_len, LEASEHOLD_ENCODING_BINARY, NULL, &rep));
-    OK(leasehold_reply_get_op(rep, &op));
-    CHECK(op == LEASEHOLD_REPLY_CANCELLED);
-    leasehold_reply_free(rep);
-    leasehold_bytes_free(bytes, len);
-    leasehold_bytes_free(reply, reply_len);
-    leasehold_request_free(req);
-    FAILS(LEASEHOLD_STATUS_UNKNOWN_LEASE, leasehold_renewal_service_set_lease(svc, set, at, &set_lease));
-    FAILS(LEASEHOLD_STATUS_UNKNOWN_LEASE, leasehold_renewal_service_for_each_lease(svc, set, at, count_lease, &count));
+    /* A transport failure report, then cancelling the set over the wire destroys it. */
+    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"failure\",\"id\":424242,\"code\":6,\"message\":\"lost\"}")));
+    REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, w.now, "{\"op\":\"failure\"}");
+    snprintf(text, sizeof text, "{\"v\":1,\"id\":\"2\",\"body\":{\"op\":\"cancel\",\"cookie\":\"%s\"}}", set_cookie);
+    OK(leasehold_message_transcode("Request", (const uint8_t *)text, strlen(text), LEASEHOLD_ENCODING_JSON,
+                                   LEASEHOLD_ENCODING_JSON, NULL, &req, &n));
+    OK(leasehold_machine_serve(svc, "serve", NULL, req, n, LEASEHOLD_ENCODING_JSON, w.now, &reply, &rn));
+    CHECK(rn > 0 && strstr((const char *)reply, "\"op\":\"cancelled\"") != NULL);
+    leasehold_bytes_free(req, n);
+    leasehold_bytes_free(reply, rn);
+    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"set_lease\",\"set\":%llu}", (unsigned long long)set)));
+    REFUSED(LEASEHOLD_STATUS_UNKNOWN_LEASE, svc, w.now, "{\"op\":\"leases\",\"set\":%llu}", (unsigned long long)set);
 
     /* Hostile. */
-    FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT, leasehold_renewal_service_new(NULL, &svc));
-    FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT, leasehold_renewal_service_add(NULL, set, &kept, 1, 1, 0));
-    FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT, leasehold_renewal_service_for_each_set(svc, NULL, NULL));
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT,
-          leasehold_renewal_service_drive(svc, 0, 7, transmit, NULL, &w, &has, &at));
     FAILS(LEASEHOLD_STATUS_DECODE,
-          leasehold_renewal_service_handle_reply_bytes(svc, (const uint8_t *)"\x4c", 1, LEASEHOLD_ENCODING_BINARY, 0));
-    mc.attempts = 0;
-    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_service_config_set_manager(cfg, &mc));
-    leasehold_service_config_free(NULL);
-    leasehold_renewal_service_free(NULL);
+          leasehold_machine_serve(svc, "reply", NULL, (const uint8_t *)"\x4c", 1, LEASEHOLD_ENCODING_BINARY, 0, &reply, &rn));
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_machine_serve(svc, "serve", "lease", (const uint8_t *)"{}", 2,
+                                                                     LEASEHOLD_ENCODING_JSON, 0, &reply, &rn));
+    REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0, "{\"op\":\"add\",\"set\":1}");
+    REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0, "{\"op\":\"set_of\",\"lease\":{\"landlord\":\"x\"}}");
 
-    leasehold_renewal_service_free(svc);
-    leasehold_service_config_free(cfg);
+    leasehold_machine_free(svc);
     leasehold_gap_tracker_free(w.tracker);
     leasehold_landlord_free(w.ll);
 }

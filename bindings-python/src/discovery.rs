@@ -1,8 +1,7 @@
 //! The lookup discovery service's native class (`machine_class!`), its announcement datagram,
 //! and values read back through the core so that Python builds them as the core does.
 
-use leasehold::discovery::{Announcement, DiscoveryService, Registrar, UnicastResponse};
-use pyo3::exceptions::PyTypeError;
+use leasehold::discovery::{Announcement, DiscoveryService};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -30,19 +29,4 @@ pub fn announcement_decode<'py>(
     data: &Bound<'_, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, &Announcement::decode(&bytes_arg(data, "data")?).py(py)?)
-}
-
-/// `value` read as the core value `kind` and written back (checked, in the core's normal form).
-#[pyfunction]
-pub fn normalize<'py>(
-    py: Python<'py>,
-    kind: &str,
-    value: &Bound<'_, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    match kind {
-        "Announcement" => to_py(py, &from_py::<Announcement>(value)?),
-        "UnicastResponse" => to_py(py, &from_py::<UnicastResponse>(value)?),
-        "Registrar" => to_py(py, &from_py::<Registrar>(value)?),
-        other => Err(PyTypeError::new_err(format!("no value kind {other:?}"))),
-    }
 }

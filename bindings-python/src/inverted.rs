@@ -1,163 +1,26 @@
 //! Inverted leasing (seed 004): the landlord polls (`Poller`), holders answer (`PollListener`).
 
 use leasehold::inverted::{
-    Admission, Confirm, ListenerConfig, ListenerEvent, ListenerTransmit, Poll, PollListener,
-    Poller, PollerConfig, TrafficStats,
+    ListenerConfig, ListenerEvent, ListenerTransmit, Poll, PollListener, Poller, PollerConfig,
 };
 use leasehold::LeaseError;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use serde::de::DeserializeOwned;
 
 use crate::convert::{
-    cookie_arg, cookie_str, duration_arg, i64_arg, landlord_arg, text_arg, u64_arg, usize_arg,
+    cookie_arg, cookie_str, duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg,
 };
-use crate::errors::{from_instance, to_instance, to_py, IntoPyResult};
+use crate::data::{from_py, to_py};
+use crate::errors::{from_instance, to_instance, IntoPyResult};
 use crate::guard::{Guarded, Held};
 use crate::landlord::{seed_arg, PyExpired};
-
-fn stats_dict<'py>(py: Python<'py>, s: &TrafficStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("messages_sent", s.messages_sent)?;
-    d.set_item("messages_received", s.messages_received)?;
-    d.set_item("bytes_sent", s.bytes_sent)?;
-    d.set_item("bytes_received", s.bytes_received)?;
-    d.set_item("polls", s.polls)?;
-    d.set_item("joins", s.joins)?;
-    d.set_item("denials", s.denials)?;
-    d.set_item("responses", s.responses)?;
-    d.set_item("cancelled", s.cancelled)?;
-    Ok(d)
-}
-
-fn decode_json<T: serde::de::DeserializeOwned>(
-    py: Python<'_>,
-    text: &Bound<'_, PyAny>,
-    what: &str,
-) -> PyResult<T> {
-    let t = text_arg(text, what)?;
-    if t.len() > 4096 {
-        return Err(to_py(py, &LeaseError::Decode(format!("{what} JSON is too long"))));
-    }
-    serde_json::from_str(&t)
-        .map_err(|e| to_py(py, &LeaseError::Decode(format!("{what} JSON: {e}"))))
-}
 
 fn f64_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
     if obj.is_instance_of::<pyo3::types::PyBool>() {
         return Err(PyTypeError::new_err(format!("{what} must be a number")));
     }
     obj.extract::<f64>().map_err(|_| PyTypeError::new_err(format!("{what} must be a number")))
-}
-
-/// A poll, multicast by the landlord to every holder: round `seq`, listening time `duration`
-/// (D) and extra time `extra` (A), in ms.
-#[pyclass(frozen, module = "leasehold._native", name = "Poll")]
-#[derive(Clone)]
-pub struct PyPoll(Poll);
-
-#[pymethods]
-impl PyPoll {
-    #[new]
-    fn new(
-        landlord: &Bound<'_, PyAny>,
-        seq: &Bound<'_, PyAny>,
-        duration: &Bound<'_, PyAny>,
-        extra: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        Ok(PyPoll(Poll {
-            landlord: landlord_arg(landlord)?,
-            seq: u64_arg(seq, "seq")?,
-            duration: duration_arg(duration, "duration")?,
-            extra: duration_arg(extra, "extra")?,
-        }))
-    }
-    #[getter]
-    fn landlord(&self) -> u64 {
-        self.0.landlord.0
-    }
-    #[getter]
-    fn seq(&self) -> u64 {
-        self.0.seq
-    }
-    #[getter]
-    fn duration(&self) -> i64 {
-        self.0.duration
-    }
-    #[getter]
-    fn extra(&self) -> i64 {
-        self.0.extra
-    }
-    fn to_json(&self) -> String {
-        serde_json::to_string(&self.0).unwrap_or_default()
-    }
-    #[staticmethod]
-    fn from_json(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Self> {
-        decode_json(py, text, "poll").map(PyPoll)
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "Poll(landlord={}, seq={}, duration={}, extra={})",
-            self.0.landlord.0, self.0.seq, self.0.duration, self.0.extra
-        )
-    }
-}
-
-/// The landlord's answer to a join: the holder's cookie and when the next poll comes (ms).
-#[pyclass(frozen, module = "leasehold._native", name = "Admission")]
-pub struct PyAdmission(Admission);
-
-#[pymethods]
-impl PyAdmission {
-    #[new]
-    fn new(cookie: &Bound<'_, PyAny>, next_poll_in: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyAdmission(Admission {
-            cookie: cookie_arg(cookie)?,
-            next_poll_in: duration_arg(next_poll_in, "next_poll_in")?,
-        }))
-    }
-    #[getter]
-    fn cookie(&self) -> String {
-        cookie_str(self.0.cookie)
-    }
-    #[getter]
-    fn next_poll_in(&self) -> i64 {
-        self.0.next_poll_in
-    }
-    fn to_json(&self) -> String {
-        serde_json::to_string(&self.0).unwrap_or_default()
-    }
-    #[staticmethod]
-    fn from_json(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Self> {
-        decode_json(py, text, "admission").map(PyAdmission)
-    }
-}
-
-/// The landlord's confirmation of a poll response.
-#[pyclass(frozen, module = "leasehold._native", name = "Confirm")]
-pub struct PyConfirm(Confirm);
-
-#[pymethods]
-impl PyConfirm {
-    #[new]
-    fn new(cookie: &Bound<'_, PyAny>, seq: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyConfirm(Confirm { cookie: cookie_arg(cookie)?, seq: u64_arg(seq, "seq")? }))
-    }
-    #[getter]
-    fn cookie(&self) -> String {
-        cookie_str(self.0.cookie)
-    }
-    #[getter]
-    fn seq(&self) -> u64 {
-        self.0.seq
-    }
-    fn to_json(&self) -> String {
-        serde_json::to_string(&self.0).unwrap_or_default()
-    }
-    #[staticmethod]
-    fn from_json(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Self> {
-        decode_json(py, text, "confirm").map(PyConfirm)
-    }
 }
 
 /// The polling landlord of inverted leasing: admits holders, polls them, expires the silent.
@@ -213,13 +76,12 @@ impl PyPoller {
         self.0.with(py, |m| m.len())
     }
     /// Message and byte counters.
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.0.with(py, |m| *m.stats())?;
-        stats_dict(py, &s)
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0.with(py, |m| *m.stats())?)
     }
     /// The last poll sent, if any.
-    fn last_poll(&self, py: Python<'_>) -> PyResult<Option<PyPoll>> {
-        Ok(self.0.with(py, |m| m.last_poll().copied())?.map(PyPoll))
+    fn last_poll<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0.with(py, |m| m.last_poll().copied())?)
     }
     /// When the next poll goes out.
     fn next_poll_at(&self, py: Python<'_>) -> PyResult<i64> {
@@ -231,28 +93,28 @@ impl PyPoller {
         self.0.with(py, |m| m.contains(c))
     }
     /// Admits a holder on `resource`, or raises LeaseDeniedError beyond N_MAX.
-    fn join(
+    fn join<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         resource: &Bound<'_, PyAny>,
         now: &Bound<'_, PyAny>,
-    ) -> PyResult<PyAdmission> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let now = i64_arg(now, "now")?;
         let r = Held::new(resource.clone().unbind());
-        self.0.with(py, |m| m.join(r, now))?.py(py).map(PyAdmission)
+        to_py(py, &self.0.with(py, |m| m.join(r, now))?.py(py)?)
     }
     /// Takes a holder's answer to poll `seq`; returns the confirmation.
-    fn respond(
+    fn respond<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         cookie: &Bound<'_, PyAny>,
         seq: &Bound<'_, PyAny>,
         now: &Bound<'_, PyAny>,
-    ) -> PyResult<PyConfirm> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let c = cookie_arg(cookie)?;
         let seq = u64_arg(seq, "seq")?;
         let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.respond(c, seq, now))?.py(py).map(PyConfirm)
+        to_py(py, &self.0.with(py, |m| m.respond(c, seq, now))?.py(py)?)
     }
     /// A holder leaves; returns its resource.
     fn leave(
@@ -273,8 +135,8 @@ impl PyPoller {
         self.0.with(py, |m| m.handle_timeout(now))
     }
     /// The next poll to multicast, if one is due.
-    fn poll_transmit(&self, py: Python<'_>) -> PyResult<Option<PyPoll>> {
-        Ok(self.0.with(py, |m| m.poll_transmit())?.map(PyPoll))
+    fn poll_transmit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0.with(py, |m| m.poll_transmit())?)
     }
     /// The next holder that lost its lease (did not answer in time).
     fn poll_expired(&self, py: Python<'_>) -> PyResult<Option<PyExpired>> {
@@ -311,14 +173,12 @@ pub struct PyListenerEvent {
 #[pyclass(frozen, module = "leasehold._native", name = "PollListener")]
 pub struct PyPollListener(Guarded<PollListener>);
 
-fn result_arg<T>(
-    obj: &Bound<'_, PyAny>,
-    ok: impl FnOnce(&Bound<'_, PyAny>) -> Option<T>,
-) -> PyResult<Result<T, LeaseError>> {
-    if let Some(v) = ok(obj) {
-        return Ok(Ok(v));
+/// A landlord's answer: a `LeaseError`, or the value `T` (data).
+fn result_arg<T: DeserializeOwned>(obj: &Bound<'_, PyAny>) -> PyResult<Result<T, LeaseError>> {
+    match from_instance(obj) {
+        Ok(e) => Ok(Err(e)),
+        Err(_) => Ok(Ok(from_py(obj)?)),
     }
-    Ok(Err(from_instance(obj)?))
 }
 
 #[pymethods]
@@ -342,9 +202,8 @@ impl PyPollListener {
     fn cookie(&self, py: Python<'_>) -> PyResult<Option<String>> {
         Ok(self.0.with(py, |m| m.cookie())?.map(cookie_str))
     }
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.0.with(py, |m| *m.stats())?;
-        stats_dict(py, &s)
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0.with(py, |m| *m.stats())?)
     }
     /// Starts joining (a "join" transmit follows).
     fn join(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -364,7 +223,7 @@ impl PyPollListener {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        let r = result_arg(result, |o| o.cast::<PyAdmission>().ok().map(|a| a.get().0))?;
+        let r = result_arg(result)?;
         self.0.with(py, |m| m.handle_admission(r, now))?;
         Ok(())
     }
@@ -372,11 +231,12 @@ impl PyPollListener {
     fn handle_poll(
         &self,
         py: Python<'_>,
-        poll: PyRef<'_, PyPoll>,
+        poll: &Bound<'_, PyAny>,
         now: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        let poll: Poll = from_py(poll)?;
         let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.handle_poll(&poll.0, now))?;
+        self.0.with(py, |m| m.handle_poll(&poll, now))?;
         Ok(())
     }
     /// The landlord's answer to a response: a `Confirm` or a `LeaseError`.
@@ -387,7 +247,7 @@ impl PyPollListener {
         now: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let now = i64_arg(now, "now")?;
-        let r = result_arg(result, |o| o.cast::<PyConfirm>().ok().map(|c| c.get().0))?;
+        let r = result_arg(result)?;
         self.0.with(py, |m| m.handle_confirm(r, now))?;
         Ok(())
     }

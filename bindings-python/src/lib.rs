@@ -55,9 +55,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<service::PyGapTracker>()?;
     m.add_class::<inverted::PyPoller>()?;
     m.add_class::<inverted::PyPollListener>()?;
-    m.add_class::<inverted::PyPoll>()?;
-    m.add_class::<inverted::PyAdmission>()?;
-    m.add_class::<inverted::PyConfirm>()?;
     m.add_class::<inverted::PyListenerTransmit>()?;
     m.add_class::<inverted::PyListenerEvent>()?;
     m.add_function(wrap_pyfunction!(inverted::inverted_bandwidth, m)?)?;
@@ -66,7 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<discovery::PyDiscoveryMachine>()?;
     m.add_function(wrap_pyfunction!(discovery::announcement_encode, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::announcement_decode, m)?)?;
-    m.add_function(wrap_pyfunction!(discovery::normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(data::normalize, m)?)?;
     m.add_class::<coord::PyFenceMachine>()?;
     m.add_function(wrap_pyfunction!(data::encode_message, m)?)?;
     m.add_function(wrap_pyfunction!(data::decode_message, m)?)?;

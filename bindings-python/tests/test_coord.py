@@ -110,6 +110,8 @@ class Server:
     def close(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         self.dir.cleanup()
 
 

@@ -97,6 +97,48 @@ declare module './leasehold_wasm.js' {
   interface RenewalService {
     /** A handle on one set. */
     set(id: number): RenewalSet;
+    /** The landlord id of the set leases, 16 hex digits. */
+    readonly id: string;
+    /** The policy of set leases, as given. */
+    readonly setPolicy: import('./leasehold_wasm.js').PolicyDescription;
+    /** Creates a renewal set leased for `leaseDuration` ms (ANY lets the service choose). */
+    createSet(leaseDuration: number, now: number): { set: number; lease: L };
+    /** The live sets' ids. */
+    sets(): number[];
+    /** The set's lease (service's clock), or undefined. */
+    setLease(set: number, now: number): L | undefined;
+    /** The set whose lease `lease` is, or undefined. */
+    setOf(lease: L, now: number): number | undefined;
+    /** Adds `lease` to a set (Jini `renewFor`): kept `membershipDuration` ms, renewed `renewDuration` ms at a time. */
+    add(set: number, lease: L, membershipDuration: number, renewDuration: number, now: number): void;
+    /** Takes `lease` out of a set (not cancelled); returns it, or undefined if it was not there. */
+    remove(set: number, lease: L, now: number): L | undefined;
+    /** The client leases of a set. */
+    leases(set: number, now: number): L[];
+    /** `{expiration, renewDuration}` of `lease` in a set, or undefined. */
+    membership(set: number, lease: L, now: number): { expiration: number; renewDuration: number } | undefined;
+    /** Registers for the set's expiration-warning event, `minWarning` ms before its lease expires. */
+    setExpirationWarningListener(set: number, minWarning: number, handback: Uint8Array | string, now: number): import('./leasehold_wasm.js').EventRegistration;
+    /** Registers for the set's renewal-failure events. */
+    setRenewalFailureListener(set: number, handback: Uint8Array | string, now: number): import('./leasehold_wasm.js').EventRegistration;
+    /** Ends the set's expiration-warning registration. */
+    clearExpirationWarningListener(set: number, now: number): void;
+    /** Ends the set's renewal-failure registration. */
+    clearRenewalFailureListener(set: number, now: number): void;
+    /** The listener of `eventId` answered "unknown event": that registration ends. Whether it was active. */
+    unknownEvent(eventId: number): boolean;
+    /** The set's active event registrations. */
+    registrations(set: number, now: number): import('./leasehold_wasm.js').EventRegistration[];
+    /** Answers a request about set leases (renew or cancel a set's lease), object form. */
+    handleRequest(request: import('./leasehold_wasm.js').Request, now: number): import('./leasehold_wasm.js').Reply;
+    /** The next renewal request for a client lease's landlord, or undefined. */
+    pollTransmit(now: number): import('./leasehold_wasm.js').Transmit | undefined;
+    /** A client lease landlord's reply, received at `now`. */
+    handleReply(reply: import('./leasehold_wasm.js').Reply, now: number): void;
+    /** Request `id` failed in transport (indefinite unless `error` carries a definite code). */
+    handleFailure(id: number | bigint, error: unknown, now: number): void;
+    /** The next set event for a listener, or undefined. */
+    pollEvent(now?: number): import('./leasehold_wasm.js').SetEvent | undefined;
   }
 }
 

@@ -53,6 +53,7 @@ export {
   decodeDiscoveryReply, encodeDiscoveryEvent, decodeDiscoveryEvent, encodeEventReply, decodeEventReply,
   discoveryEventFromBytes,
 } from './discovery.js';
+export { RenewalSet } from './service.js';
 
 /** `Lease.FOREVER`: a lease or duration that never ends. `Infinity` here (i64::MAX in core). */
 export const FOREVER = Infinity;
@@ -320,60 +321,6 @@ export function __install(exports, platform = {}) {
     }
     return resources;
   };
-  RenewalService.prototype.set = function (id) {
-    return new RenewalSet(this, id);
-  };
-}
-
-/**
- * A handle on one set of a RenewalService (Jini `LeaseRenewalSet`): the same calls with the set
- * filled in. Get one with `service.set(id)`.
- */
-export class RenewalSet {
-  #service;
-  #id;
-  constructor(service, id) {
-    if (!(service instanceof RenewalService)) throw new TypeError('RenewalSet needs a RenewalService');
-    this.#service = service;
-    this.#id = id;
-  }
-  get id() {
-    return this.#id;
-  }
-  get service() {
-    return this.#service;
-  }
-  /** The set's own lease at `now`, or undefined once the set is gone. */
-  lease(now) {
-    return this.#service.setLease(this.#id, now);
-  }
-  renewFor(lease, membershipDuration, renewDuration, now) {
-    return this.#service.add(this.#id, lease, membershipDuration, renewDuration, now);
-  }
-  remove(lease, now) {
-    return this.#service.remove(this.#id, lease, now);
-  }
-  leases(now) {
-    return this.#service.leases(this.#id, now);
-  }
-  membership(lease, now) {
-    return this.#service.membership(this.#id, lease, now);
-  }
-  setExpirationWarningListener(minWarning, handback, now) {
-    return this.#service.setExpirationWarningListener(this.#id, minWarning, handback, now);
-  }
-  setRenewalFailureListener(handback, now) {
-    return this.#service.setRenewalFailureListener(this.#id, handback, now);
-  }
-  clearExpirationWarningListener(now) {
-    return this.#service.clearExpirationWarningListener(this.#id, now);
-  }
-  clearRenewalFailureListener(now) {
-    return this.#service.clearRenewalFailureListener(this.#id, now);
-  }
-  registrations(now) {
-    return this.#service.registrations(this.#id, now);
-  }
 }
 
 function defaultNow() {

@@ -9,9 +9,9 @@ const snake = (name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
  * Adds one method per entry of `calls` to `Class.prototype`: `name: [field, ...]` makes
  * `name(field1, ..., now)` call `handle({op: snake(name), field1, ...}, now)`; `name: ['=op', ...]`
  * names the op explicitly; a leading `'-'` field means the method takes no `now`. `convert`, if
- * given for a name, maps the answer.
+ * given for a name, maps the answer; `fieldIn`, if given for a field, maps that argument.
  */
-export function defineCalls(Class, calls, convert = {}) {
+export function defineCalls(Class, calls, convert = {}, fieldIn = {}) {
   for (const [name, spec] of Object.entries(calls)) {
     let fields = spec;
     let op = snake(name);
@@ -24,7 +24,7 @@ export function defineCalls(Class, calls, convert = {}) {
       writable: true,
       value(...args) {
         const input = { op };
-        fields.forEach((f, i) => { input[f] = args[i]; });
+        fields.forEach((f, i) => { input[f] = fieldIn[f] ? fieldIn[f](args[i]) : args[i]; });
         return out(this.handle(input, timeless ? undefined : args[fields.length]));
       },
     });

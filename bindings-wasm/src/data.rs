@@ -1,17 +1,19 @@
 //! Data across the boundary, written once: any core value with a serde description to
-//! JavaScript and back (serde-wasm-bindgen), and any wire message between its encodings and its
+//! JavaScript (serde-wasm-bindgen) and back (JSON text, serde_json), and any wire message between its encodings and its
 //! JSON object form.
 //!
 //! The core's serde description has Rust (snake_case) field names and no attribute that depends
 //! on a feature or a target (see `docs/bindings.md`). This module gives JavaScript its own case
-//! at run time: a struct comes out of serde-wasm-bindgen as a plain object, and its keys are
-//! renamed to camelCase; a plain object going in has its keys renamed back (keys whose value
+//! at run time (`src/data.js`, one call per value): a struct comes out of serde-wasm-bindgen as
+//! a plain object, and its keys are renamed to camelCase; a plain object going in has its keys
+//! renamed back as it is written as JSON text (bytes as arrays of numbers, BigInts exact) (keys whose value
 //! is `undefined` are dropped: absent). Maps come out as `Map`s and are never renamed (their
 //! keys are data). Numbers stay exact: 64-bit integers come out as numbers when they are safe
 //! integers, as `BigInt`s otherwise, and `i64::MAX` (`FOREVER`) as `Infinity`; going in,
-//! `Infinity` is `FOREVER`. Enum tags (`op`, `kind`) are values and keep the core's snake_case.
+//! `Infinity` is `FOREVER`. Enum tags (`op`, `kind`) are values and keep the core's snake_case
+//! (a `kind` given in camelCase is read as its snake_case name).
 
-use js_sys::{Array, BigInt, Map, Object, Reflect, Uint8Array, JSON};
+use js_sys::{Uint8Array, JSON};
 use leasehold::machine::Message;
 use leasehold::{Encoding, LeaseError, Limits};
 use serde::de::DeserializeOwned;
@@ -19,28 +21,55 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::convert::{encoding_in, js, lease_error, type_error, wire_in, MAX_SAFE};
+use crate::convert::{encoding_in, js, lease_error, type_error, wire_in};
 use crate::landlord::limits_in;
 
 const OUT: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::new()
     .serialize_large_number_types_as_bigints(true)
     .serialize_missing_as_null(true);
 
+#[wasm_bindgen(module = "/src/data.js")]
+extern "C" {
+    /// `v` as the core's JSON text (the case walk, in JavaScript: see `src/data.js`).
+    #[wasm_bindgen(catch, js_name = dataIn)]
+    fn data_in(v: &JsValue) -> Result<String, JsValue>;
+    /// What serde-wasm-bindgen made, in JavaScript's case.
+    #[wasm_bindgen(js_name = dataOut)]
+    fn data_out(v: JsValue) -> JsValue;
+}
+
 /// `value` as JavaScript data.
 pub fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
     let raw = value.serialize(&OUT).map_err(|e| type_error(e.to_string()))?;
-    Ok(outward(raw))
+    Ok(data_out(raw))
 }
 
 /// A core value from JavaScript data: a wrong type, a missing or unknown field is an
 /// `ArgumentTypeError`; a value the core refuses is its error (`DecodeError` for an id that does
 /// not parse), any other bad value an `InvalidArgumentError`.
+///
+/// The value crosses as JSON text written by `src/data.js` (one call, no boundary crossing per
+/// key or probe), read here by serde_json: serde buffers an `op`-tagged input in Rust.
 pub fn from_js<T: DeserializeOwned>(v: &JsValue) -> Result<T, JsValue> {
-    serde_wasm_bindgen::from_value(inward(v)).map_err(|e| {
-        let text = e.to_string();
-        let text = text.strip_prefix("Error: ").unwrap_or(&text);
-        const TYPE: [&str; 5] =
-            ["invalid type", "missing field", "unknown field", "unknown variant", "expected"];
+    let text = data_in(v).map_err(|e| {
+        let why = e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message()));
+        type_error(why.unwrap_or_else(|| "a value JSON cannot carry".into()))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        let full = e.to_string();
+        // serde_json's position is in the text we wrote, not in anything the caller wrote.
+        let text = match e.line() {
+            0 => &full[..],
+            _ => full.rsplit_once(" at line ").map_or(&full[..], |(t, _)| t),
+        };
+        const TYPE: [&str; 6] = [
+            "invalid type",
+            "missing field",
+            "unknown field",
+            "unknown variant",
+            "expected",
+            "duplicate field",
+        ];
         if TYPE.iter().any(|t| text.starts_with(t)) {
             type_error(text)
         } else if let Some(why) = text.strip_prefix("decode error: ") {
@@ -49,79 +78,6 @@ pub fn from_js<T: DeserializeOwned>(v: &JsValue) -> Result<T, JsValue> {
             lease_error(&LeaseError::InvalidArgument(text.into()))
         }
     })
-}
-
-fn rename(key: &str, to_camel: bool) -> String {
-    let mut out = String::with_capacity(key.len() + 4);
-    let mut up = false;
-    for c in key.chars() {
-        if to_camel && c == '_' {
-            up = true;
-        } else if to_camel && up {
-            out.extend(c.to_uppercase());
-            up = false;
-        } else if !to_camel && c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn is_plain(v: &JsValue) -> bool {
-    v.is_object()
-        && !Array::is_array(v)
-        && !v.is_instance_of::<Map>()
-        && !v.is_instance_of::<Uint8Array>()
-        && !v.is_instance_of::<js_sys::ArrayBuffer>()
-        && !v.is_function()
-}
-
-fn rekey(v: &JsValue, to_camel: bool, value: fn(JsValue) -> JsValue) -> JsValue {
-    let o = Object::new();
-    for entry in Object::entries(v.unchecked_ref()).iter() {
-        let pair: Array = entry.unchecked_into();
-        let (k, x) = (pair.get(0), pair.get(1));
-        if x.is_undefined() {
-            continue;
-        }
-        let k = rename(&k.as_string().unwrap_or_default(), to_camel);
-        let _ = Reflect::set(&o, &k.into(), &value(x));
-    }
-    o.into()
-}
-
-fn outward(v: JsValue) -> JsValue {
-    if v.is_bigint() {
-        let b: BigInt = v.clone().unchecked_into();
-        return match i64::try_from(b) {
-            Ok(i64::MAX) => f64::INFINITY.into(),
-            Ok(x) if (x as f64).abs() <= MAX_SAFE => (x as f64).into(),
-            _ => v,
-        };
-    }
-    if Array::is_array(&v) {
-        return Array::from(&v).iter().map(outward).collect::<Array>().into();
-    }
-    if is_plain(&v) {
-        return rekey(&v, true, outward);
-    }
-    v
-}
-
-fn inward(v: &JsValue) -> JsValue {
-    if v.as_f64() == Some(f64::INFINITY) {
-        return BigInt::from(i64::MAX).into();
-    }
-    if Array::is_array(v) {
-        return Array::from(v).iter().map(|x| inward(&x)).collect::<Array>().into();
-    }
-    if is_plain(v) {
-        return rekey(v, false, |x| inward(&x));
-    }
-    v.clone()
 }
 
 /// A message in one form read and written in another: bytes in `from` (or, when `from` is

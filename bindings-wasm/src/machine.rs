@@ -76,20 +76,9 @@ pub fn opened(service: JsValue, ops: JsValue, recovery: JsValue) -> JsValue {
 /// The class of a part: see the module docs.
 macro_rules! machine_class {
     ($js:ident, $t:ty, $name:literal) => {
-        #[doc = concat!("The `", $name, "` part (see `js/machine.js` for the calls it names).")]
-        #[wasm_bindgen::prelude::wasm_bindgen]
-        pub struct $js {
-            inner: std::cell::RefCell<$t>,
-            durability: std::cell::RefCell<Option<$crate::store::Durability>>,
-        }
+        $crate::machine::machine_class!($js, $t, $name, plain);
 
         impl $js {
-            fn b(&self) -> Result<std::cell::RefMut<'_, $t>, wasm_bindgen::JsValue> {
-                self.inner.try_borrow_mut().map_err(|_| $crate::convert::busy_error($name))
-            }
-            fn wrap(inner: $t, durability: Option<$crate::store::Durability>) -> $js {
-                $js { inner: inner.into(), durability: durability.into() }
-            }
             fn commit_with(
                 &self,
                 compact: bool,
@@ -108,6 +97,69 @@ macro_rules! machine_class {
                     }
                 };
                 Ok($crate::store::commit_out(ops, durable))
+            }
+        }
+
+        #[wasm_bindgen::prelude::wasm_bindgen]
+        impl $js {
+            /// Opens the part's store from its files: `{service, ops, recovery}` (carry out `ops`).
+            #[wasm_bindgen(js_name = __openStore, skip_typescript)]
+            pub fn open_store(
+                files: wasm_bindgen::JsValue,
+                options: wasm_bindgen::JsValue,
+                config: wasm_bindgen::JsValue,
+                now: wasm_bindgen::JsValue,
+            ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let (state, d, ops, recovery) =
+                    $crate::machine::open::<$t>(&files, &options, &config, &now)?;
+                Ok($crate::machine::opened($js::wrap(state, Some(d)).into(), ops, recovery))
+            }
+            /// Whether it is kept in a store.
+            #[wasm_bindgen(getter)]
+            pub fn durable(&self) -> bool {
+                self.durability.try_borrow().map(|d| d.is_some()).unwrap_or(true)
+            }
+            /// The last journal record written (what anything handed out now depends on).
+            #[wasm_bindgen(getter, js_name = journalSeq)]
+            pub fn journal_seq(&self) -> Result<f64, wasm_bindgen::JsValue> {
+                Ok(leasehold::journal::Journaled::journal_seq(&*self.b()?) as f64)
+            }
+            /// The records since the last commit as file operations: `{ops, durable}`.
+            #[wasm_bindgen(js_name = __commit, skip_typescript)]
+            pub fn commit(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                self.commit_with(false)
+            }
+            /// As `__commit`, then a new snapshot.
+            #[wasm_bindgen(js_name = __compact, skip_typescript)]
+            pub fn compact(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                self.commit_with(true)
+            }
+            /// `{logBytes, snapshotBytes, committed}` of its store.
+            #[wasm_bindgen(js_name = __storeStats, skip_typescript)]
+            pub fn store_stats(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                let d =
+                    self.durability.try_borrow().map_err(|_| $crate::convert::busy_error($name))?;
+                Ok(d.as_ref()
+                    .ok_or_else(|| $crate::convert::type_error("not kept in a store"))?
+                    .stats())
+            }
+        }
+    };
+    ($js:ident, $t:ty, $name:literal, plain) => {
+        #[doc = concat!("The `", $name, "` part (see `js/machine.js` for the calls it names).")]
+        #[wasm_bindgen::prelude::wasm_bindgen]
+        pub struct $js {
+            inner: std::cell::RefCell<$t>,
+            #[allow(dead_code)] // read only by the store methods, which a plain part has not
+            durability: std::cell::RefCell<Option<$crate::store::Durability>>,
+        }
+
+        impl $js {
+            fn b(&self) -> Result<std::cell::RefMut<'_, $t>, wasm_bindgen::JsValue> {
+                self.inner.try_borrow_mut().map_err(|_| $crate::convert::busy_error($name))
+            }
+            fn wrap(inner: $t, durability: Option<$crate::store::Durability>) -> $js {
+                $js { inner: inner.into(), durability: durability.into() }
             }
         }
 
@@ -186,47 +238,6 @@ macro_rules! machine_class {
                 let now = $crate::convert::now_in(&now)?;
                 let e = leasehold::machine::Machine::poll_event(&mut *self.b()?, now);
                 e.map(|e| $crate::data::to_js(&e)).unwrap_or(Ok(wasm_bindgen::JsValue::UNDEFINED))
-            }
-            /// Opens the part's store from its files: `{service, ops, recovery}` (carry out `ops`).
-            #[wasm_bindgen(js_name = __openStore, skip_typescript)]
-            pub fn open_store(
-                files: wasm_bindgen::JsValue,
-                options: wasm_bindgen::JsValue,
-                config: wasm_bindgen::JsValue,
-                now: wasm_bindgen::JsValue,
-            ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
-                let (state, d, ops, recovery) =
-                    $crate::machine::open::<$t>(&files, &options, &config, &now)?;
-                Ok($crate::machine::opened($js::wrap(state, Some(d)).into(), ops, recovery))
-            }
-            /// Whether it is kept in a store.
-            #[wasm_bindgen(getter)]
-            pub fn durable(&self) -> bool {
-                self.durability.try_borrow().map(|d| d.is_some()).unwrap_or(true)
-            }
-            /// The last journal record written (what anything handed out now depends on).
-            #[wasm_bindgen(getter, js_name = journalSeq)]
-            pub fn journal_seq(&self) -> Result<f64, wasm_bindgen::JsValue> {
-                Ok(leasehold::journal::Journaled::journal_seq(&*self.b()?) as f64)
-            }
-            /// The records since the last commit as file operations: `{ops, durable}`.
-            #[wasm_bindgen(js_name = __commit, skip_typescript)]
-            pub fn commit(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
-                self.commit_with(false)
-            }
-            /// As `__commit`, then a new snapshot.
-            #[wasm_bindgen(js_name = __compact, skip_typescript)]
-            pub fn compact(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
-                self.commit_with(true)
-            }
-            /// `{logBytes, snapshotBytes, committed}` of its store.
-            #[wasm_bindgen(js_name = __storeStats, skip_typescript)]
-            pub fn store_stats(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
-                let d =
-                    self.durability.try_borrow().map_err(|_| $crate::convert::busy_error($name))?;
-                Ok(d.as_ref()
-                    .ok_or_else(|| $crate::convert::type_error("not kept in a store"))?
-                    .stats())
             }
         }
     };

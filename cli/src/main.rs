@@ -74,6 +74,11 @@ struct Cli {
     /// Time-out of one attempt at one server, ms.
     #[arg(long, global = true, default_value_t = 2000)]
     timeout_ms: u64,
+    /// How long `lease grant`, `renew` and `cancel` keep trying while no server answers (a
+    /// shard being taken over answers 503 for a moment; each round waits the Retry-After a
+    /// server asked for), ms; 0: one round over the servers.
+    #[arg(long, global = true, default_value_t = 5000)]
+    retry_ms: u64,
     #[command(flatten)]
     access: Access,
     #[command(subcommand)]
@@ -453,8 +458,11 @@ async fn run(cli: Cli) -> Result<Outcome, Fail> {
         command => {
             let (config, tls) = connection(&cli.servers, cli.timeout_ms, &cli.access)?;
             match tls {
-                Some(tls) => served(Cluster::with_tls(config, &tls)?, command, cli.output).await,
-                None => served(Cluster::new(config)?, command, cli.output).await,
+                Some(tls) => {
+                    served(Cluster::with_tls(config, &tls)?, command, cli.output, cli.retry_ms)
+                        .await
+                }
+                None => served(Cluster::new(config)?, command, cli.output, cli.retry_ms).await,
             }
         }
     }
@@ -465,13 +473,14 @@ async fn served<C: Connect + Clone + Send + Sync + 'static>(
     c: Cluster<C>,
     command: Top,
     output: Output,
+    retry_ms: u64,
 ) -> Result<Outcome, Fail> {
     match command {
         Top::Lease(LeaseCmd::Watch { resource, prefix, renewals, duration_ms, r }) => {
             let selector = resource_arg(&resource, &r)?;
             coord::watch(c, selector, prefix, renewals, duration_ms, output).await
         }
-        Top::Lease(cmd) => lease_cmd(&c, cmd).await.map(Outcome::Show),
+        Top::Lease(cmd) => lease_cmd(&c, cmd, retry_ms).await.map(Outcome::Show),
         Top::Cluster(ClusterCmd::Status) => status(&c).await.map(Outcome::Show),
         Top::Lock { name, wait_ms, duration_ms, holder, kill_after_ms, command } => {
             let holder = holder.unwrap_or_else(default_holder);
@@ -648,12 +657,18 @@ fn revoked_shown(r: &Revoked) -> Shown {
 async fn lease_cmd<C: Connect + Clone + Send + Sync + 'static>(
     c: &Cluster<C>,
     cmd: LeaseCmd,
+    retry_ms: u64,
 ) -> Done {
+    // One round over the servers, then more until the deadline while none gives a reply.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(retry_ms);
+    let send = |landlord: Option<LandlordId>, req: Request| async move {
+        c.send_until(landlord, &req, deadline).await.map(|(r, _)| r)
+    };
     match cmd {
         LeaseCmd::Grant { resource, duration_ms, r } => {
             let resource = resource_arg(&resource, &r)?;
             let req = grant_request(request_id(), resource, duration_arg(&duration_ms)?);
-            let reply = answered(c.send(None, &req).await?)?;
+            let reply = answered(send(None, req).await?)?;
             let ReplyBody::Granted { cookie, duration } = reply.body else {
                 return Err(Fail::No(format!("unexpected answer: {reply:?}")));
             };
@@ -670,7 +685,7 @@ async fn lease_cmd<C: Connect + Clone + Send + Sync + 'static>(
                 id: request_id(),
                 body: RequestBody::Renew { cookie, duration: duration_arg(&duration_ms)? },
             };
-            let reply = answered(c.send(Some(landlord), &req).await?)?;
+            let reply = answered(send(Some(landlord), req).await?)?;
             let ReplyBody::Renewed { duration } = reply.body else {
                 return Err(Fail::No(format!("unexpected answer: {reply:?}")));
             };
@@ -684,7 +699,7 @@ async fn lease_cmd<C: Connect + Clone + Send + Sync + 'static>(
         LeaseCmd::Cancel { landlord, cookie } => {
             let (landlord, cookie) = (landlord_arg(&landlord)?, cookie_arg(&cookie)?);
             let req = Request { id: request_id(), body: RequestBody::Cancel { cookie } };
-            answered(c.send(Some(landlord), &req).await?)?;
+            answered(send(Some(landlord), req).await?)?;
             Ok(Shown {
                 headers: vec!["LANDLORD", "COOKIE", "STATE"],
                 rows: vec![vec![landlord.to_string(), cookie.to_string(), "cancelled".into()]],

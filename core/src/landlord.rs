@@ -607,7 +607,7 @@ impl<R> Landlord<R> {
 
     /// Renews a lease for (at most) `requested` ms from `now`; returns the granted duration.
     /// A denied renewal leaves the lease as it was.
-    #[inline]
+    #[inline(always)]
     pub fn renew(&mut self, cookie: Cookie, requested: Duration, now: Millis) -> Result<Duration> {
         let now = self.tick(now);
         check_requested(requested)?;

@@ -23,9 +23,25 @@ pub struct LandlordId(pub u64);
 
 macro_rules! hex_id {
     ($t:ident, $inner:ty, $digits:expr, $what:expr) => {
+        impl $t {
+            /// The lower-case hex digits, without going through `fmt`: ids and cookies are in
+            /// most answers a binding hands out, and a serializer's `collect_str` wrote them a
+            /// digit at a time (serde_json escaping each piece).
+            fn hex(&self) -> [u8; $digits] {
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                let mut buf = [0u8; $digits];
+                let mut v = self.0;
+                for b in buf.iter_mut().rev() {
+                    *b = DIGITS[(v & 0xf) as usize];
+                    v >>= 4;
+                }
+                buf
+            }
+        }
         impl fmt::Display for $t {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{:0width$x}", self.0, width = $digits)
+                // ASCII hex digits are valid UTF-8.
+                f.write_str(std::str::from_utf8(&self.hex()).unwrap_or_default())
             }
         }
         impl fmt::Debug for $t {
@@ -51,7 +67,7 @@ macro_rules! hex_id {
         }
         impl Serialize for $t {
             fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.collect_str(self)
+                s.serialize_str(std::str::from_utf8(&self.hex()).unwrap_or_default())
             }
         }
         impl<'de> Deserialize<'de> for $t {

@@ -152,7 +152,8 @@ fn at(t: Millis, d: i64) -> Millis {
     if d == FOREVER {
         FOREVER
     } else {
-        t.saturating_add(d)
+        // Finite stays finite, as the manager's own clock conversion keeps it.
+        t.saturating_add(d).min(FOREVER - 1)
     }
 }
 
@@ -244,7 +245,10 @@ fn run(cfg: RenewalManagerConfig, ops: Vec<Op>) {
                     // Times the host gives, on the clock this twin is given.
                     let mut lease = *w.leases.last().unwrap();
                     if lease.expiration() != FOREVER {
-                        lease.set_expiration(lease.expiration().saturating_add(t - now));
+                        // A finite time stays finite on the shifted clock, as the manager's own
+                        // conversion keeps it (a saturating shift would make it FOREVER).
+                        let shifted = lease.expiration().saturating_add(t - now).min(FOREVER - 1);
+                        lease.set_expiration(shifted);
                     }
                     let res = if *until {
                         m.renew_until(lease, at(t, *md), *r, t)

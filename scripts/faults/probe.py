@@ -15,8 +15,11 @@ binding, in the namespace the servers are reached from). Each subcommand prints 
   "statuses", "served": bool, "unserved": [...], "healthz_early": n, "changed": n}``:
   ``healthz_early`` counts polls where ``/healthz`` said 200 while ``/readyz``, asked before
   and after it, did not.
-- ``not-ready URL --limit-ms L``: polls until ``/readyz`` answers anything but 200 (503, or no
-  answer); ``{"ms", "status", "body"}``.
+- ``not-ready URL --limit-ms L [--grants N]``: polls until ``/readyz`` answers anything but 200
+  (503, or no answer); ``{"ms", "status", "body", "grants"}``. With ``--grants``, each poll also
+  sends N grants of distinct 400-byte resources (2 s leases, never renewed), so that the
+  stores must write: a full disk is only found out by a write, and the holders' own renewals
+  may be too few to need a new page of the file system within the limit on a loaded machine.
 - ``readyz URL``: ``{"status", "body"}`` (the body parsed when it is JSON).
 - ``metric URL NAME``: ``{"values": {labels: value}}`` of one metric from ``/metrics``.
 - ``shard URL K``: one renewal of a made-up cookie sent to that server alone for landlord K:
@@ -53,26 +56,30 @@ def get(url: str, path: str, timeout: float = 1.0) -> Tuple[int, bytes]:
         c.close()
 
 
-def post_shard(url: str, k: int, timeout: float = 1.0) -> Tuple[int, Optional[str]]:
+def post_wire(url: str, path: str, request: Request, timeout: float) -> Tuple[int, str, bytes]:
+    """POSTs one wire request (binary); the status, the Content-Type and the body."""
     u = urllib.parse.urlsplit(url)
     c = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
-    body = Request.renew(k, COOKIE, 1).encode("binary")
     try:
-        c.request("POST", f"/lease?landlord={k:016x}", body=body, headers={"Content-Type": "application/octet-stream"})
+        c.request("POST", path, body=request.encode("binary"), headers={"Content-Type": "application/octet-stream"})
         r = c.getresponse()
-        data = r.read()
+        return r.status, r.getheader("Content-Type") or "", r.read()
+    finally:
+        c.close()
+
+
+def post_shard(url: str, k: int, timeout: float = 1.0) -> Tuple[int, Optional[str]]:
+    try:
+        status, ctype, data = post_wire(url, f"/lease?landlord={k:016x}", Request.renew(k, COOKIE, 1), timeout)
         # A wire reply comes with the status that says what it is (404 for "unknown lease", 409,
         # 400): any of them means the shard answered. 503 (not served, plain text) and any
         # answer without a wire reply mean it did not.
-        wire = (r.getheader("Content-Type") or "").startswith("application/octet-stream")
-        if r.status >= 500 or not wire:
-            return r.status, None
+        if status >= 500 or not ctype.startswith("application/octet-stream"):
+            return status, None
         reply = Reply.decode(data, "binary")
         return 200, reply.op if reply.landlord == k else f"landlord {reply.landlord}"
     except (OSError, http.client.HTTPException, ValueError) as e:
         return 0, repr(e)
-    finally:
-        c.close()
 
 
 def parse(body: bytes) -> Any:
@@ -125,6 +132,17 @@ def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
                 s, op = post_shard(a.url, k)
                 if s != 200 or op != "error":
                     unserved.append({"shard": k, "status": s, "op": op})
+            # A shard handed over in the instant between /readyz and the probe answers again
+            # within a moment (a holder retries); one that still does not after 1 s is a lie.
+            grace = now_ms() + 1000
+            while unserved and now_ms() < grace:
+                time.sleep(0.1)
+                still = []
+                for u in unserved:
+                    s, op = post_shard(a.url, u["shard"])
+                    if s != 200 or op != "error":
+                        still.append({"shard": u["shard"], "status": s, "op": op})
+                unserved = still
             again, body2 = get(a.url, "/readyz", timeout=0.5)
             if not unserved or again == 200:
                 claimed = parse(body)
@@ -142,14 +160,25 @@ def cmd_first_ready(a: argparse.Namespace) -> Dict[str, Any]:
         time.sleep(0.02)
 
 
+def post_grant(url: str, i: int, timeout: float = 0.5) -> int:
+    try:
+        return post_wire(url, "/lease", Request.grant(i, b"fault/fill/%08d/" % i + b"x" * 384, 2000), timeout)[0]
+    except (OSError, http.client.HTTPException):
+        return 0
+
+
 def cmd_not_ready(a: argparse.Namespace) -> Dict[str, Any]:
     t0 = now_ms()
+    sent: Dict[str, int] = {}
     while True:
         status, body = get(a.url, "/readyz", timeout=0.5)
         if status != 200:
-            return {"ms": round(now_ms() - t0), "status": status, "body": parse(body)}
+            return {"ms": round(now_ms() - t0), "status": status, "body": parse(body), "grants": sent}
         if now_ms() - t0 > a.limit_ms:
-            return {"ms": -1, "status": status, "body": parse(body)}
+            return {"ms": -1, "status": status, "body": parse(body), "grants": sent}
+        for _ in range(a.grants):
+            k = str(post_grant(a.url, sum(sent.values())))
+            sent[k] = sent.get(k, 0) + 1
         time.sleep(0.05)
 
 
@@ -194,6 +223,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("not-ready")
     p.add_argument("url")
     p.add_argument("--limit-ms", type=int, default=30000)
+    p.add_argument("--grants", type=int, default=0, help="grants to send with each poll")
     p = sub.add_parser("readyz")
     p.add_argument("url")
     p = sub.add_parser("metric")

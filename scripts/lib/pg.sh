@@ -3,7 +3,9 @@
 # a temporary directory.
 #
 # One cluster on loopback: pg_start (PG_OPTS: more postgres -c settings, e.g. ssl=on); then PG_URL (a fresh database), PG_DIR, PG_PORT,
-# pg_sql "SQL"; pg_stop (call it from a trap) stops it and removes the directory.
+# pg_sql "SQL"; pg_stop (call it from a trap) stops it and removes the directory. Or in a network
+# namespace (scripts/lib/nemesis.sh): set PG_NETNS, PG_HOST (its address there), PG_PORT and
+# PG_HBA_NET (the clients' network) before pg_start; pg_sql then goes through the Unix socket.
 #
 # A primary with a synchronous streaming standby (production's topology): pg_ha_start; see
 # its comment below.
@@ -40,21 +42,27 @@ pg_start() {
   local bin
   bin=$(pg_bin)
   PG_DIR=$(mktemp -d /tmp/leasehold-pg.XXXXXX)
-  PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  local host=${PG_HOST:-127.0.0.1} run=()
+  [ -n "${PG_NETNS:-}" ] && run=(ip netns exec "$PG_NETNS")
+  [ -n "${PG_NETNS:-}" ] && [ -n "${PG_PORT:-}" ] \
+    || PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   pg_owner
   local as=("${PG_AS[@]}")
   if [ "$(id -u)" -eq 0 ]; then chown leasehold "$PG_DIR"; fi
   "${as[@]}" "$bin/initdb" -D "$PG_DIR/data" -A trust -U leasehold >"$PG_DIR/initdb.log" 2>&1
-  # Loopback only; fsync stays on (durability is what is tested).
-  "${as[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/pg.log" -w \
-    -o "-h 127.0.0.1 -p $PG_PORT -k $PG_DIR -c max_connections=200 ${PG_OPTS:-}" start >/dev/null
-  PG_URL="postgres://leasehold@127.0.0.1:$PG_PORT/leasehold_test"
-  "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U leasehold -d postgres -qc "CREATE DATABASE leasehold_test"
+  [ -n "${PG_HBA_NET:-}" ] && echo "host all all $PG_HBA_NET trust" >>"$PG_DIR/data/pg_hba.conf"
+  # Loopback only (or the namespace's address); fsync stays on (durability is what is tested).
+  "${run[@]}" "${as[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/pg.log" -w \
+    -o "-h $host -p $PG_PORT -k $PG_DIR -c max_connections=200 ${PG_OPTS:-}" start >/dev/null
+  PG_URL="postgres://leasehold@$host:$PG_PORT/leasehold_test"
+  PG_SQL_HOST=$host
+  [ -n "${PG_NETNS:-}" ] && PG_SQL_HOST=$PG_DIR
+  "$bin/psql" -h "$PG_SQL_HOST" -p "$PG_PORT" -U leasehold -d postgres -qc "CREATE DATABASE leasehold_test"
   PG_BIN=$bin
 }
 
 pg_sql() {
-  PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U leasehold -d leasehold_test -qAtc "$1"
+  PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -h "${PG_SQL_HOST:-127.0.0.1}" -p "$PG_PORT" -U leasehold -d leasehold_test -qAtc "$1"
 }
 
 pg_stop() {

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `/livez`, `/openapi.json` | nothing (they reveal no lease and no server state) |
 //! | `POST /lease` | an identity with the operation (`grant`, `renew`, `cancel`) |
+//! | `POST /renewal` | an identity with `grant` (`create_set`) or `renew` (every other set operation) |
 //! | `/readyz`, `/healthz`, `/metrics` | `metrics` (or the `--metrics-listen` listener) |
 //! | `/admin/...` | `admin` |
 //! | `/watch...` | `watch` |
@@ -44,6 +45,8 @@ enum Need {
     Lease,
     /// `/coord`: as `/lease`, its refusals in the coordination reply's form.
     Coord,
+    /// `/renewal`: as `/lease`, its refusals in the set reply's form.
+    Renewal,
 }
 
 fn need(path: &str) -> Need {
@@ -51,6 +54,7 @@ fn need(path: &str) -> Need {
         "/livez" | "/openapi.json" => Need::Nothing,
         "/lease" => Need::Lease,
         "/coord" => Need::Coord,
+        "/renewal" => Need::Renewal,
         "/readyz" | "/healthz" | "/metrics" => Need::Op(Op::Metrics),
         p if p.starts_with("/admin/") || p == "/admin" => Need::Op(Op::Admin),
         p if p.starts_with("/watch") => Need::Op(Op::Watch),
@@ -76,7 +80,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
     if matches!(need, Need::Nothing) {
         return next.run(req).await;
     }
-    if matches!(need, Need::Lease | Need::Coord)
+    if matches!(need, Need::Lease | Need::Coord | Need::Renewal)
         && req.headers().contains_key(crate::http::FORWARDED)
     {
         // The handler checks the proof against the body.
@@ -93,6 +97,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
                 Need::Coord => {
                     crate::coord::refused(&r, 0, crate::http::encoding_of(req.headers()))
                 }
+                Need::Renewal => crate::renewal::refused(&r, 0),
                 _ => text(r.status(), r.message()),
             };
         }
@@ -107,6 +112,62 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
     }
     req.extensions_mut().insert(Caller(Some(who)));
     next.run(req).await
+}
+
+/// A wire request's body and who sends it, read the same way for `/lease` and `/coord`.
+pub struct Intake {
+    /// The body, at most the message limit.
+    pub body: axum::body::Bytes,
+    /// The identity that speaks (`None`: authentication is off, or a server forwarded it
+    /// without one).
+    pub caller: Option<Arc<Identity>>,
+    /// A server forwarded it (with a valid proof).
+    pub forwarded: bool,
+}
+
+/// Why a request was not read; each endpoint answers it in its own reply form.
+pub enum Unread {
+    /// Declared or found larger than the message limit (413).
+    TooLarge(usize),
+    /// The body did not arrive within the head time-out.
+    Slow(leasehold::LeaseError),
+    /// A forwarded request whose proof does not hold.
+    Refused(Refused),
+}
+
+/// Reads a wire request's body (bounded in size and in time, as a head is) and settles who
+/// speaks: the identity [`guard`] found, or the one a forwarding server vouches for.
+pub async fn intake(app: &App, req: HttpRequest) -> Result<Intake, Unread> {
+    let max = app.config.limits.max_message_bytes;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(Unread::TooLarge(max));
+    }
+    let proof =
+        req.headers().get(crate::http::FORWARDED).map(|v| v.to_str().unwrap_or("").to_string());
+    let raw_query = req.uri().query().unwrap_or("").to_string();
+    let caller = req.extensions().get::<Caller>().cloned();
+    let limit = std::time::Duration::from_millis(app.config.security.header_timeout_ms);
+    let body = match tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => return Err(Unread::TooLarge(max)),
+        Err(_) => {
+            return Err(Unread::Slow(leasehold::LeaseError::InvalidArgument(format!(
+                "the request body did not arrive within {} ms",
+                limit.as_millis()
+            ))))
+        }
+    };
+    let caller = match (&proof, caller) {
+        (Some(p), _) => app.auth.verify_forward(p, &raw_query, &body).map_err(Unread::Refused)?,
+        (None, Some(c)) => c.0,
+        (None, None) => None,
+    };
+    Ok(Intake { body, caller, forwarded: proof.is_some() })
 }
 
 /// A refusal as a wire error reply (request id 0: it was not read).

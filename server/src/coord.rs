@@ -39,7 +39,7 @@ use leasehold::wire::WireError;
 use leasehold::{Cookie, Encoding, LandlordId, LeaseError};
 use serde::Deserialize;
 
-use crate::http::{content_type, encoding_of, pick_shard, FORWARDED, OWNER};
+use crate::http::{content_type, encoding_of, pick_shard, OWNER};
 use crate::shard::Answer;
 use crate::App;
 
@@ -307,6 +307,25 @@ fn encoded_with(
     enc: Encoding,
     owner: Option<&str>,
 ) -> Response {
+    let explained;
+    let reply = match &reply.body {
+        // The core's "unknown lease" has no message (as for `POST /lease`, see
+        // [`crate::reply::explain`]): say what it can mean.
+        CoordReplyBody::Error(e)
+            if e.error_code() == Some(leasehold::ErrorCode::UnknownLease)
+                && e.message.is_empty() =>
+        {
+            let mut e = e.clone();
+            e.message = format!(
+                "the lease or watch is unknown to landlord {}: never granted there, cancelled, \
+                 revoked, or expired",
+                reply.landlord
+            );
+            explained = CoordReply { body: CoordReplyBody::Error(e), ..reply.clone() };
+            &explained
+        }
+        _ => reply,
+    };
     let mut r =
         (status, [(header::CONTENT_TYPE, content_type(enc))], reply.encode(enc)).into_response();
     if let Some(o) = owner.and_then(|o| HeaderValue::from_str(o).ok()) {
@@ -381,42 +400,13 @@ pub(crate) async fn coord(
         Ok(l) => l,
         Err(e) => return error_reply(0, 0, &e, enc),
     };
-    let max = app.config.limits.max_message_bytes;
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return too_large(max, enc);
-    }
-    let forwarded = req.headers().get(FORWARDED).map(|v| v.to_str().unwrap_or("").to_string());
-    let raw_query = req.uri().query().unwrap_or("").to_string();
-    let caller = req.extensions().get::<crate::access::Caller>().cloned();
-    // A body that trickles in is bounded like a head that does.
-    let limit = Duration::from_millis(app.config.security.header_timeout_ms);
-    let body: Bytes =
-        match tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await {
-            Ok(Ok(b)) => b,
-            Ok(Err(_)) => return too_large(max, enc),
-            Err(_) => {
-                let e = LeaseError::InvalidArgument(format!(
-                    "the request body did not arrive within {} ms",
-                    limit.as_millis()
-                ));
-                return error_reply(0, 0, &e, enc);
-            }
+    let crate::access::Intake { body, caller, forwarded } =
+        match crate::access::intake(&app, req).await {
+            Ok(i) => i,
+            Err(crate::access::Unread::TooLarge(max)) => return too_large(max, enc),
+            Err(crate::access::Unread::Slow(e)) => return error_reply(0, 0, &e, enc),
+            Err(crate::access::Unread::Refused(r)) => return refused(&r, 0, enc),
         };
-    // Who speaks: the identity the guard found, or the one a forwarding server vouches for.
-    let caller = match (&forwarded, caller) {
-        (Some(proof), _) => match app.auth.verify_forward(proof, &raw_query, &body) {
-            Ok(who) => who,
-            Err(r) => return refused(&r, 0, enc),
-        },
-        (None, Some(c)) => c.0,
-        (None, None) => None,
-    };
-    let forwarded = forwarded.is_some();
     let named = match landlord.as_deref().map(crate::reply::parse_landlord) {
         None => None,
         Some(Ok(id)) => Some(id.0),

@@ -111,42 +111,13 @@ async fn lease(
         Ok(l) => l,
         Err(e) => return error_reply(0, 0, &e, enc),
     };
-    let max = app.config.limits.max_message_bytes;
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return crate::reply::too_large(max, enc);
-    }
-    let forwarded = req.headers().get(FORWARDED).map(|v| v.to_str().unwrap_or("").to_string());
-    let raw_query = req.uri().query().unwrap_or("").to_string();
-    let caller = req.extensions().get::<crate::access::Caller>().cloned();
-    // A body that trickles in is bounded like a head that does.
-    let limit = std::time::Duration::from_millis(app.config.security.header_timeout_ms);
-    let body: Bytes =
-        match tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await {
-            Ok(Ok(b)) => b,
-            Ok(Err(_)) => return crate::reply::too_large(max, enc),
-            Err(_) => {
-                let e = LeaseError::InvalidArgument(format!(
-                    "the request body did not arrive within {} ms",
-                    limit.as_millis()
-                ));
-                return error_reply(0, 0, &e, enc);
-            }
+    let crate::access::Intake { body, caller, forwarded } =
+        match crate::access::intake(&app, req).await {
+            Ok(i) => i,
+            Err(crate::access::Unread::TooLarge(max)) => return crate::reply::too_large(max, enc),
+            Err(crate::access::Unread::Slow(e)) => return error_reply(0, 0, &e, enc),
+            Err(crate::access::Unread::Refused(r)) => return crate::access::refused_wire(&r, enc),
         };
-    // Who speaks: the identity the guard found, or the one a forwarding server vouches for.
-    let caller = match (&forwarded, caller) {
-        (Some(proof), _) => match app.auth.verify_forward(proof, &raw_query, &body) {
-            Ok(who) => who,
-            Err(r) => return crate::access::refused_wire(&r, enc),
-        },
-        (None, Some(c)) => c.0,
-        (None, None) => None,
-    };
-    let forwarded = forwarded.is_some();
     let named = match landlord.as_deref().map(crate::reply::parse_landlord) {
         None => None,
         Some(Ok(id)) => Some(id.0),

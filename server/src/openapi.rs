@@ -690,7 +690,8 @@ fn renewal_path() -> Value {
                 "done": { "value": rep(SetReplyBody::Done) }
             }}}},
             "400": { "description": "An error reply: the body does not decode, is not JSON (code 5), or a bad argument such as a URL that is not http:// (code 4).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
-            "403": { "description": "An error reply (code 2): the identity may not use this operation (create_set needs grant, the others renew).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "401": { "description": "An error reply (code 2): a tokens file is in force and the request names no identity.", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "403": { "description": "An error reply (code 2): the token names no identity, or the identity may not use this operation (create_set needs grant, the others renew).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
             "404": { "description": "An error reply (code 1): the set is unknown (expired, cancelled), the landlord is not a renewal service, or the cluster runs none.", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
             "409": { "description": "An error reply (code 2): the set-lease policy denies the request.", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
             "413": { "description": "An error reply: the body is over the size limit (code 5).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },

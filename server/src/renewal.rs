@@ -545,6 +545,17 @@ fn set_error(id: u64, landlord: u64, e: impl Into<WireError>) -> Response {
     set_answer(&reply, None)
 }
 
+/// A refusal (no identity, a bad token or forwarding proof) as a set error reply, `lease_denied`
+/// under 401 or 403, so that clients read it as a definite answer and do not fail over.
+pub fn refused(r: &crate::auth::Refused, id: u64) -> Response {
+    let mut resp = set_error(id, 0, &LeaseError::LeaseDenied(r.message()));
+    *resp.status_mut() = r.status();
+    if r.status() == StatusCode::UNAUTHORIZED {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    resp
+}
+
 fn unknown(message: String) -> WireError {
     WireError { code: leasehold::ErrorCode::UnknownLease as i32, message }
 }
@@ -578,29 +589,25 @@ pub async fn endpoint(
         );
         return set_error(0, 0, &e);
     }
-    let max = app.config.limits.max_message_bytes;
-    let caller = req.extensions().get::<crate::access::Caller>().and_then(|c| c.0.clone());
-    let limit = Duration::from_millis(app.config.security.header_timeout_ms);
-    let body = match tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await {
-        Ok(Ok(b)) => b,
-        Ok(Err(_)) => {
-            let e = LeaseError::Decode(format!("the message is over {max} bytes"));
-            let mut r = set_error(0, 0, &e);
-            *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-            return r;
-        }
-        Err(_) => {
-            let e = LeaseError::InvalidArgument(format!(
-                "the request body did not arrive within {} ms",
-                limit.as_millis()
-            ));
-            return set_error(0, 0, &e);
-        }
-    };
+    // Read as /lease and /coord read: bounded in size and time, the identity the guard found
+    // or the one a forwarding server vouches for.
+    let crate::access::Intake { body, caller, forwarded } =
+        match crate::access::intake(&app, req).await {
+            Ok(i) => i,
+            Err(crate::access::Unread::TooLarge(max)) => {
+                let e = LeaseError::Decode(format!("the message is over {max} bytes"));
+                let mut r = set_error(0, 0, &e);
+                *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+                return r;
+            }
+            Err(crate::access::Unread::Slow(e)) => return set_error(0, 0, &e),
+            Err(crate::access::Unread::Refused(r)) => return refused(&r, 0),
+        };
     let mut request = match SetRequest::from_json(&body, &app.config.limits) {
         Ok(r) => r,
         Err(e) => return set_error(0, named.unwrap_or(0), &e),
     };
+    let mut body = body;
     if let Some(who) = &caller {
         let op = match request.body {
             SetRequestBody::CreateSet { .. } => crate::auth::Op::Grant,
@@ -621,6 +628,8 @@ pub async fn endpoint(
         {
             if *duration == leasehold::ANY || *duration > max {
                 *duration = max;
+                // Forward what is answered.
+                body = Bytes::from(request.to_json());
             }
         }
     }
@@ -664,6 +673,16 @@ pub async fn endpoint(
         },
         None => app.unserved_why(shard),
     };
+    if !forwarded {
+        // PostgreSQL mode: the shard's owner answers (as /lease and /coord are forwarded).
+        let who = caller.as_ref().map(|c| c.name.as_str());
+        let enc = leasehold::Encoding::Json;
+        if let Some(r) =
+            app.forward_to("/renewal", shard, Some(shard), enc, body, who, Duration::ZERO).await
+        {
+            return r;
+        }
+    }
     app.stats.unavailable.fetch_add(1, Relaxed);
     crate::reply::unavailable(why)
 }

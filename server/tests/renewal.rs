@@ -37,11 +37,17 @@ const N: usize = 100;
 
 /// POSTs `body` to `path` as JSON; (status, body).
 fn post_json(addr: SocketAddr, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
+    post_json_as(addr, path, body, None)
+}
+
+/// POSTs `body` to `path` as JSON with a bearer token, if given; (status, body).
+fn post_json_as(addr: SocketAddr, path: &str, body: &[u8], token: Option<&str>) -> (u16, Vec<u8>) {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
     write!(
         s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .unwrap();
@@ -350,6 +356,67 @@ fn renewal_requests_are_refused_clearly() {
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("renewal-service shards"), "{err}");
+}
+
+/// With a tokens file, `/renewal` speaks as an identity: `create_set` needs `grant` (and the
+/// set's lease is cut to the identity's longest lease), the other operations `renew`; a refusal
+/// is a set error reply (`lease_denied`, 401 or 403), read as a definite answer.
+#[test]
+fn renewal_sets_need_the_right_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.toml");
+    let tokens = tokens.to_str().unwrap();
+    let token = |args: &[&str]| {
+        let mut a = vec!["token", "add", "--file", tokens];
+        a.extend_from_slice(args);
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{err}");
+        out.trim().to_string()
+    };
+    let owner =
+        token(&["--name", "owner", "--ops", "grant,renew,cancel", "--max-lease-ms", "20000"]);
+    let renewer = token(&["--name", "renewer", "--ops", "renew"]);
+    let data = dir.path().join("data");
+    let s = Server::start(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--renewal-shards",
+        "1",
+        "--tokens",
+        tokens,
+    ]);
+    let op = |token: Option<&str>, service: Option<LandlordId>, body: SetRequestBody| {
+        let path = match service {
+            Some(l) => format!("/renewal?landlord={l}"),
+            None => "/renewal".to_string(),
+        };
+        let (status, bytes) =
+            post_json_as(s.addr, &path, &SetRequest { id: 7, body }.to_json(), token);
+        let reply = SetReply::from_json(&bytes, &Limits::default())
+            .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(&bytes)));
+        (status, reply)
+    };
+    let denied = |r: &SetReply| matches!(&r.body, SetReplyBody::Error(e) if e.code == ErrorCode::LeaseDenied as i32);
+    let create = SetRequestBody::CreateSet { duration: 600_000 };
+    let (status, r) = op(None, None, create.clone());
+    assert_eq!(status, 401, "{r:?}");
+    assert!(denied(&r), "{r:?}");
+    let (status, r) = op(Some("not-a-token"), None, create.clone());
+    assert_eq!(status, 403, "{r:?}");
+    let (status, r) = op(Some(&renewer), None, create.clone());
+    assert_eq!(status, 403, "{r:?}");
+    assert!(denied(&r), "{r:?}");
+    // Granted, cut to the owner's longest lease.
+    let (status, r) = op(Some(&owner), None, create);
+    assert_eq!(status, 200, "{r:?}");
+    let SetReplyBody::SetCreated { cookie: set, duration, .. } = r.body else { panic!("{r:?}") };
+    assert_eq!(duration, 20_000);
+    let service = r.landlord;
+    // Reading the set takes `renew`: the renewer may, with the set's cookie.
+    let (status, r) = op(Some(&renewer), Some(service), SetRequestBody::Leases { set });
+    assert_eq!(status, 200, "{r:?}");
+    let (status, r) = op(None, Some(service), SetRequestBody::Leases { set });
+    assert_eq!(status, 401, "{r:?}");
 }
 
 #[test]

@@ -27,11 +27,8 @@ from ._errors import (
 )
 from ._native import (
     ABSOLUTE,
-    Admission,
-    Confirm,
     ListenerEvent,
     ListenerTransmit,
-    Poll,
     PollListener,
     Poller,
     expected_detection,
@@ -67,6 +64,7 @@ from ._native import (
 )
 from ._types import Duration, Encoding
 from ._data import Record
+from .inverted import Admission, Confirm, Poll, TrafficStats
 from .discovery import (
     ANNOUNCEMENT_MAX_BYTES,
     Announcement,
@@ -120,6 +118,7 @@ __all__ = [
     "ListenerEvent",
     "ListenerTransmit",
     "Poll",
+    "TrafficStats",
     "PollListener",
     "Poller",
     "expected_detection",

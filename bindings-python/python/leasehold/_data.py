@@ -14,12 +14,10 @@ Records of names no class declares are made on the fly (untyped).
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Dict, Tuple, Type
+from operator import itemgetter
+from typing import Any, ClassVar, Dict, Tuple, Type
 
 _KINDS: Dict[str, Type["Record"]] = {}
-#: Rust names whose values become another Python type (a native ``Lease``, say): name to
-#: a function of the record's fields.
-FACTORIES: Dict[str, Callable[[Dict[str, Any]], Any]] = {}
 
 
 def _frozen(v: Any) -> Any:
@@ -47,7 +45,10 @@ class Record(Dict[str, Any]):
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        cls._fields = tuple(getattr(cls, "__annotations__", {}))
+        cls._fields = tuple(cls.__dict__.get("__annotations__", {}))
+        for name in cls._fields:  # attribute access in C, and no `__getattr__` for pythonize's probes
+            if not hasattr(dict, name):
+                setattr(cls, name, property(itemgetter(name)))
         _KINDS.setdefault(cls.__name__, cls)
 
     def __init__(self, *args: Any, **fields: Any) -> None:
@@ -69,12 +70,6 @@ class Record(Dict[str, Any]):
         """The fields as the core reads them (a subclass checks and normalises them there)."""
         return d
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"{type(self).__name__} has no field {name!r}") from None
-
     __setattr__ = __delattr__ = _frozen_attr
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _frozen_error
 
@@ -95,21 +90,12 @@ class Record(Dict[str, Any]):
         return f"{type(self).__name__}({inner})"
 
 
-#: The kinds whose fields were checked against their declaration (once: they cannot change).
-_CHECKED: Dict[str, Type[Record]] = {}
-
-
 def record(name: str, fields: Dict[str, Any]) -> Any:
-    """The record for Rust type ``name`` (called by the native module)."""
-    cls = _CHECKED.get(name)
-    if cls is None:
-        make = FACTORIES.get(name)
-        if make is not None:
-            return make(fields)
-        cls = _KINDS.get(name) or type(name, (Record,), {"__slots__": (), "__module__": __name__})
-        if cls._fields and tuple(fields) != cls._fields:
-            raise TypeError(f"{name}: the core sends {tuple(fields)}, leasehold declares {cls._fields}")
-        _CHECKED[name] = cls
-    r = dict.__new__(cls)
+    """The record for Rust type ``name``, its fields checked against the declared ones (called by
+    the native module for the first value of each name; it then makes that class's records)."""
+    cls: Type[Record] = _KINDS.get(name) or type(name, (Record,), {"__slots__": (), "__module__": __name__, "__annotations__": dict.fromkeys(fields, "Any")})
+    if cls._fields and tuple(fields) != cls._fields:
+        raise TypeError(f"{name}: the core sends {tuple(fields)}, leasehold declares {cls._fields}")
+    r: Record = dict.__new__(cls)
     dict.update(r, fields)
     return r

@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Type, TypeVar, Union
 
 from ._types import Encoding
 
-from . import _data, _native
+from . import _native
 
 P = TypeVar("P", bound="Part")
 
@@ -123,16 +123,3 @@ class MessageKind:
         raw = data.encode() if isinstance(data, str) else data
         return _native.decode_message(cls.kind, raw, encoding, limits)
 
-
-def lease(rec: Any) -> Any:
-    """A lease record as the native ``Lease`` (usable with a ``RenewalManager``)."""
-    return _native.Lease(int(rec["landlord"], 16), rec["cookie"], rec["expiration"])
-
-
-def event_registration(rec: Any) -> Any:
-    """An event registration record as the native ``EventRegistration``."""
-    s = rec["source"]
-    return _native.EventRegistration(rec["event_id"], int(s["service"], 16), s["object"], rec["lease"], rec["sequence"])
-
-
-_data.FACTORIES.update(Lease=lease, EventRegistration=event_registration)

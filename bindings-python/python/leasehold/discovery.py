@@ -44,8 +44,8 @@ class Announcement(Record):
     ttl: int
 
     def _check(self, d: Dict[str, Any]) -> Any:
-        d = {**d, "groups": names(d["groups"], "groups"), "registrar": registrar_id(d["registrar"])}
-        return _native.normalize("Announcement", settings(**d))
+        d = {**d, "groups": names(d["groups"], "groups"), "registrar": registrar_id(d["registrar"]), "ttl": _machine.ms(d["ttl"])}
+        return _native.normalize("Announcement", d)
 
     def encode(self) -> bytes:
         return _native.announcement_encode(self)
@@ -287,7 +287,7 @@ class DiscoveryRegistration:
         self.service, self.id = service, id
 
     def _call(self, op: str, now: int, **fields: Any) -> Any:
-        return self.service._call(op, now, registration=self.id, **fields)
+        return self.service._m.handle({"op": op, "registration": self.id, **fields}, now)
 
     def lease(self, now: int) -> Any:
         return self._call("lease", now)

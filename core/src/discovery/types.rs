@@ -21,9 +21,23 @@ pub const MAX_NAME_BYTES: usize = 255;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct RegistrarId(pub u128);
 
+impl RegistrarId {
+    /// The 32 lowercase hex digits, without going through `fmt` (ids are written in every
+    /// registrar a binding hands out, so this is on the bindings' hot path).
+    fn hex(&self) -> [u8; 32] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [0u8; 32];
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = DIGITS[((self.0 >> (124 - 4 * i)) & 0xf) as usize];
+        }
+        buf
+    }
+}
+
 impl fmt::Display for RegistrarId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}", self.0)
+        // ASCII hex digits are valid UTF-8.
+        f.write_str(std::str::from_utf8(&self.hex()).unwrap_or_default())
     }
 }
 
@@ -50,7 +64,7 @@ impl FromStr for RegistrarId {
 
 impl Serialize for RegistrarId {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        s.serialize_str(std::str::from_utf8(&self.hex()).unwrap_or_default())
     }
 }
 
@@ -192,7 +206,8 @@ impl FromStr for Locator {
 
 impl Serialize for Locator {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        // One string, not `collect_str`: serde_json escapes each piece `fmt` writes.
+        s.serialize_str(&self.to_string())
     }
 }
 

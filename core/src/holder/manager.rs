@@ -15,8 +15,9 @@ use crate::lease::{Cookie, LandlordId, Lease};
 use crate::time::{self, Duration, Millis, ANY, FOREVER};
 use crate::wire::{Limits, Reply, ReplyBody, Request, RequestBody};
 
-/// How a [`RenewalManager`] schedules, batches and retries.
-#[derive(Debug, Clone, PartialEq)]
+/// How a [`RenewalManager`] schedules, batches and retries. Its data form (serde, written only:
+/// settings are read through [`super::ManagerOptions`]) has the field names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RenewalManagerConfig {
     /// When a lease falls due, other leases of the same landlord due within this window join
     /// its request, if they are past `batch_join_after` of their current grant. Default 5

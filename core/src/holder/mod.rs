@@ -63,8 +63,10 @@
 
 pub(crate) mod bin;
 pub mod grant;
+pub mod machine;
 mod manager;
 mod map;
+mod options;
 mod renewer;
 mod rtt;
 
@@ -74,5 +76,6 @@ pub use manager::{
     MANAGER_SNAPSHOT_VERSION,
 };
 pub use map::LeaseMap;
+pub use options::ManagerOptions;
 pub use renewer::Renewer;
 pub use rtt::{RttEstimator, CLOCK_GRANULARITY};

@@ -127,6 +127,7 @@
 
 mod durable;
 mod handle;
+pub mod machine;
 mod remote;
 mod set;
 mod snapshot;

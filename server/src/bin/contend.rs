@@ -11,6 +11,11 @@
 //!   write): only the fence stands between it and the register.
 //! - `--role watcher`: a watch on the lock; every event it polls is logged (number, kind,
 //!   token). It resumes from its last number after every failure.
+//! - `--role register --listen ADDR`: the register over HTTP, for contenders in other runtimes
+//!   (the Python and JS lock recipes, scripts/coord/): `POST /write?writer=NAME&token=N` runs
+//!   the same fenced statement as a holder here and answers `{"ok": true, "log_id": ..}`,
+//!   `{"ok": false, "highest": ..}` (refused by the fence, recorded in `fenced_refused`), or
+//!   503 `{"error": ..}`. The fence stays in PostgreSQL: this process checks nothing itself.
 //!
 //! The register: `fenced_register (id, token, writes, writer)` and `fenced_log (id bigserial,
 //! writer, token)`, created by `--setup`.
@@ -63,8 +68,14 @@ struct Opts {
     #[arg(long, default_value_t = 30_000)]
     run_ms: u64,
     /// Where to log (JSON lines).
-    #[arg(long)]
+    #[arg(long, default_value = "/dev/null")]
     log: String,
+    /// Stop (a holder: after its turn; a watcher: at once) once this file exists.
+    #[arg(long)]
+    stop_file: Option<String>,
+    /// Where the register listens (`--role register`).
+    #[arg(long, default_value = "127.0.0.1:7600")]
+    listen: String,
 }
 
 const SCHEMA: &str = "
@@ -108,6 +119,15 @@ fn main() -> ExitCode {
             }
         };
     }
+    if o.role == "register" {
+        return match rt.block_on(register_server(&o, db)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("leasehold-contend: register: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let mut log = LineWriter::new(File::create(&o.log).expect("the log file"));
     let config = ClusterConfig::new(o.servers.clone()).attempt_timeout(Duration::from_millis(500));
     let cluster = match Cluster::new(config) {
@@ -121,7 +141,7 @@ fn main() -> ExitCode {
         "holder" => rt.block_on(holder(&o, cluster, &db, &mut log)),
         "watcher" => rt.block_on(watcher(&o, cluster, &mut log)),
         r => {
-            eprintln!("leasehold-contend: --role holder or watcher, not {r}");
+            eprintln!("leasehold-contend: --role holder, watcher or register, not {r}");
             return ExitCode::from(2);
         }
     }
@@ -134,6 +154,11 @@ async fn connect(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Er
         let _ = conn.await;
     });
     Ok(client)
+}
+
+/// Whether `--stop-file` exists.
+fn stopped(o: &Opts) -> bool {
+    o.stop_file.as_deref().is_some_and(|f| std::path::Path::new(f).exists())
 }
 
 fn ms(start: Instant) -> u64 {
@@ -153,7 +178,7 @@ async fn holder(o: &Opts, cluster: Cluster, db: &tokio_postgres::Client, log: &m
     let mut line = |v: serde_json::Value| {
         let _ = writeln!(log, "{v}");
     };
-    while Instant::now() < end {
+    while Instant::now() < end && !stopped(o) {
         let lock = match driver.lock(&o.lock, &opts).await {
             Ok(l) => l,
             Err(ClientError::Lease(LeaseError::LeaseDenied(_))) => continue,
@@ -171,28 +196,10 @@ async fn holder(o: &Opts, cluster: Cluster, db: &tokio_postgres::Client, log: &m
                 line(json!({"at": ms(start), "lost": token}));
                 break;
             }
-            let r = db.query(&write, &[&(token as i64), &o.name]).await;
-            match r {
-                Ok(rows) if rows.len() == 1 => {
-                    let id: i64 = rows[0].get(0);
-                    line(json!({"at": ms(start), "write": token, "ok": true, "log_id": id}));
-                }
-                Ok(_) => {
-                    let highest: i64 = db
-                        .query_one("SELECT token FROM fenced_register WHERE id = 1", &[])
-                        .await
-                        .map(|r| r.get(0))
-                        .unwrap_or(-1);
-                    let _ = db
-                        .execute(
-                            "INSERT INTO fenced_refused (writer, token, highest) VALUES ($1, $2, $3)",
-                            &[&o.name, &(token as i64), &highest],
-                        )
-                        .await;
-                    line(json!({"at": ms(start), "write": token, "ok": false, "highest": highest}));
-                }
-                Err(e) => line(json!({"at": ms(start), "write": token, "error": e.to_string()})),
-            }
+            let mut v = fenced_write(db, &write, token as i64, &o.name).await;
+            v["at"] = json!(ms(start));
+            v["write"] = json!(token);
+            line(v);
             tokio::time::sleep(Duration::from_millis(o.gap_ms)).await;
         }
         match lock.release().await {
@@ -201,6 +208,73 @@ async fn holder(o: &Opts, cluster: Cluster, db: &tokio_postgres::Client, log: &m
         }
     }
     line(json!({"at": ms(start), "done": true}));
+}
+
+/// The fenced write of `writer` with `token`: `{"ok": true, "log_id"}` if the register took
+/// it, `{"ok": false, "highest"}` if the fence refused it (recorded in `fenced_refused`),
+/// `{"error"}` if PostgreSQL did not answer.
+async fn fenced_write(
+    db: &tokio_postgres::Client,
+    write: &tokio_postgres::Statement,
+    token: i64,
+    writer: &str,
+) -> serde_json::Value {
+    match db.query(write, &[&token, &writer]).await {
+        Ok(rows) if rows.len() == 1 => {
+            let id: i64 = rows[0].get(0);
+            json!({"ok": true, "log_id": id})
+        }
+        Ok(_) => {
+            let highest: i64 = db
+                .query_one("SELECT token FROM fenced_register WHERE id = 1", &[])
+                .await
+                .map(|r| r.get(0))
+                .unwrap_or(-1);
+            let _ = db
+                .execute(
+                    "INSERT INTO fenced_refused (writer, token, highest) VALUES ($1, $2, $3)",
+                    &[&writer, &token, &highest],
+                )
+                .await;
+            json!({"ok": false, "highest": highest})
+        }
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct WriteQuery {
+    writer: String,
+    token: i64,
+}
+
+/// `--role register`: the fenced register over HTTP (`POST /write?writer=&token=`).
+async fn register_server(o: &Opts, db: tokio_postgres::Client) -> std::io::Result<()> {
+    use axum::extract::{Query, State};
+    use axum::http::StatusCode;
+    use std::sync::Arc;
+    let write = db.prepare(WRITE).await.map_err(std::io::Error::other)?;
+    let state = Arc::new((db, write));
+    let app = axum::Router::new()
+        .route(
+            "/write",
+            axum::routing::post(
+                |State(s): State<Arc<(tokio_postgres::Client, tokio_postgres::Statement)>>,
+                 Query(q): Query<WriteQuery>| async move {
+                    let v = fenced_write(&s.0, &s.1, q.token, &q.writer).await;
+                    let status = if v.get("error").is_some() {
+                        StatusCode::SERVICE_UNAVAILABLE
+                    } else {
+                        StatusCode::OK
+                    };
+                    (status, [("content-type", "application/json")], v.to_string())
+                },
+            ),
+        )
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind(&o.listen).await?;
+    eprintln!("leasehold-contend: register on {}", listener.local_addr()?);
+    axum::serve(listener, app).await
 }
 
 async fn register(o: &Opts, c: &Cluster) -> Option<(LandlordId, Cookie, u64, u64)> {
@@ -237,9 +311,10 @@ async fn watcher(o: &Opts, c: Cluster, log: &mut impl Write) {
     };
     line(json!({"at": ms(start), "watching": event_id, "landlord": landlord.0}));
     let mut renewed = Instant::now();
-    // Watch a little past the holders' end, to see their last releases.
+    // Watch a little past the holders' end, to see their last releases (or until the stop
+    // file exists: scripts/test-coord.sh makes the watchers' once every holder has exited).
     let stop = end + Duration::from_secs(3);
-    while Instant::now() < stop {
+    while Instant::now() < stop && !stopped(o) {
         if renewed.elapsed() > Duration::from_secs(5) {
             let req = Request { id: 2, body: RequestBody::Renew { cookie, duration: 30_000 } };
             if let Ok(r) = c.send(Some(landlord), &req).await {

@@ -1,4 +1,5 @@
-//! `leasehold-bench-coord`: the load of `scripts/bench-coord.sh`. Measures, against one
+//! `leasehold-bench-coord`: the load of `scripts/bench-coord.sh` (in the examples crate, so
+//! that nothing shipped depends on it). Measures, against one
 //! `leasehold-server` or one etcd (its v3 HTTP/JSON gateway, the same requests its
 //! `concurrency.Mutex` and `Election` make server-side: `/v3/lock/lock`, `/v3/lock/unlock`,
 //! `/v3/election/campaign`, `/v3/election/resign`):
