@@ -32,7 +32,8 @@ pub struct Flags {
     #[arg(long, value_name = "N")]
     pub shards: Option<u64>,
     /// Number of renewal-service shards (seed 003, LR), numbered after the landlords:
-    /// `shards+1..=shards+N`. Default 0. File store only, for now (docs/renewal-service.md).
+    /// `shards+1..=shards+N`. Default 0. With PostgreSQL, the cluster keeps the largest number any
+    /// server was started with (docs/renewal-service.md).
     #[arg(long, value_name = "N")]
     pub renewal_shards: Option<u64>,
     /// Longest lease a renewal set is granted, in ms (default 7200000: two hours; ANY gets
@@ -318,11 +319,6 @@ impl Config {
         let renewal_shards = flags.renewal_shards.or(file.renewal_shards).unwrap_or(0);
         if renewal_shards > 4096 {
             return Err(format!("--renewal-shards must be 0 to 4096, got {renewal_shards}"));
-        }
-        if renewal_shards > 0 && matches!(store, StoreKind::Postgres(_)) {
-            return Err("--renewal-shards needs the file store (--data) for now: renewal-service \
-                        shards in PostgreSQL are not built yet (docs/renewal-service.md)"
-                .into());
         }
         let max_set = flags.max_set_lease_ms.or(file.max_set_lease_ms).unwrap_or(7_200_000);
         if max_set <= 0 {

@@ -351,7 +351,7 @@ pub fn open_renewal(
     config: StoreConfig,
     rewrite: bool,
 ) -> Result<OpenedRenewal, OpenError> {
-    use leasehold::service::{RenewalService, RenewalServiceConfig};
+    use leasehold::service::RenewalService;
     let path = shard_dir(data, id);
     let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
     let mut dir = Dir::open(&path).map_err(|e| {
@@ -375,17 +375,7 @@ pub fn open_renewal(
     let Opened { state: mut svc, mut store, ops, recovered, created } =
         Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
             Some(bytes) => RenewalService::from_snapshot_bytes(bytes),
-            None => {
-                let mut c = RenewalServiceConfig::new(LandlordId(id), fresh_seed());
-                c.set_policy = set_policy.clone();
-                // Renew client leases at half their grant (the core's default is an eighth):
-                // a restart of the service shorter than half a grant then loses none of them.
-                // Kept in the snapshot: the setting of a service is the one it was made with.
-                c.manager.renew_divisor = 2;
-                let mut svc = RenewalService::new(c)?;
-                svc.enable_journal();
-                Ok(svc)
-            }
+            None => new_renewal_service(id, set_policy),
         })
         .map_err(|e| damaged(e.to_string()))?;
     if svc.id() != LandlordId(id) {
@@ -414,6 +404,23 @@ pub fn open_renewal(
         torn: recovered.torn.map(|(_, _, why)| why),
         created,
     })
+}
+
+/// A new renewal service for shard `id`, with a journal (file store and PostgreSQL alike).
+pub fn new_renewal_service(
+    id: u64,
+    set_policy: &PolicySpec,
+) -> leasehold::Result<leasehold::service::RenewalService> {
+    use leasehold::service::{RenewalService, RenewalServiceConfig};
+    let mut c = RenewalServiceConfig::new(LandlordId(id), fresh_seed());
+    c.set_policy = set_policy.clone();
+    // Renew client leases at half their grant (the core's default is an eighth): a restart
+    // or a takeover of the service shorter than half a grant then loses none of them. Kept in
+    // the snapshot: the setting of a service is the one it was made with.
+    c.manager.renew_divisor = 2;
+    let mut svc = RenewalService::new(c)?;
+    svc.enable_journal();
+    Ok(svc)
 }
 
 /// Opens renewal shard `id` on a blocking thread and serves it (see [`open_and_serve`]).
@@ -557,7 +564,7 @@ pub(crate) async fn supervise(app: Weak<App>, data: PathBuf) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let Some(app) = app.upgrade() else { return };
         let now = Instant::now();
-        for id in 1..=app.shard_count() + app.config.renewal_shards {
+        for id in 1..=app.total_shards() {
             let Some(l) = app.local(id) else { continue };
             match l.state {
                 ShardState::Failed if l.retry_at <= now => {

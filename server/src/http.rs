@@ -170,6 +170,12 @@ async fn lease(
             }
             None => app.unserved_why(shard),
         };
+        if !forwarded {
+            let who = caller.as_ref().map(|c| c.name.as_str());
+            if let Some(r) = app.forward(shard, Some(shard), enc, body, who).await {
+                return r;
+            }
+        }
         app.stats.unavailable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         return crate::reply::unavailable(why);
     }

@@ -86,6 +86,7 @@ pub struct App {
     local: Mutex<BTreeMap<u64, Local>>,
     shard_stats: Mutex<BTreeMap<u64, Arc<ShardStats>>>,
     shard_count: AtomicU64,
+    renewal_count: AtomicU64,
     /// Server-wide counters.
     pub stats: ServerStats,
     cluster: Mutex<Option<Arc<pg::Cluster>>>,
@@ -106,6 +107,7 @@ pub struct App {
 impl App {
     fn new(config: Config) -> Result<Arc<App>, String> {
         let shard_count = AtomicU64::new(config.shards);
+        let renewal_count = AtomicU64::new(config.renewal_shards);
         let auth = auth::Auth::load(
             config.security.tokens.as_deref(),
             config.security.cluster_secret.as_deref(),
@@ -118,6 +120,7 @@ impl App {
             local: Mutex::new(BTreeMap::new()),
             shard_stats: Mutex::new(BTreeMap::new()),
             shard_count,
+            renewal_count,
             stats: ServerStats::default(),
             cluster: Mutex::new(None),
             coord_metrics: Arc::new(coord::CoordMetrics::default()),
@@ -158,11 +161,50 @@ impl App {
         self.shards.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
     }
 
+    /// How many renewal-service shards the cluster has (with PostgreSQL, the cluster row's
+    /// number wins over `--renewal-shards`).
+    pub fn renewal_count(&self) -> u64 {
+        self.renewal_count.load(Relaxed)
+    }
+
+    /// Every shard's id, landlords and renewal services: `1..=` this.
+    pub fn total_shards(&self) -> u64 {
+        self.shard_count() + self.renewal_count()
+    }
+
     /// The renewal-service shards' ids: after the landlords' (empty without
     /// `--renewal-shards`).
     pub fn renewal_ids(&self) -> std::ops::RangeInclusive<u64> {
-        let first = self.config.shards + 1;
-        first..=self.config.shards + self.config.renewal_shards
+        let first = self.shard_count() + 1;
+        first..=self.total_shards()
+    }
+
+    /// Whether this server serves shard `id` now (a landlord or a renewal service).
+    pub fn serves(&self, id: u64) -> bool {
+        self.shard(id).is_some() || self.renewal(id).is_some()
+    }
+
+    /// Takes shard `id` (of either kind) out of the routing table and stops it after writing
+    /// what it answered. Whether there was one.
+    pub(crate) async fn stop_shard(&self, id: u64) -> bool {
+        if let Some(h) = self.remove(id) {
+            h.stop().await;
+            return true;
+        }
+        let h = self.renewals.write().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        match h {
+            Some(h) => {
+                self.stats.released.fetch_add(1, Relaxed);
+                h.stop().await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every renewal shard this server serves.
+    pub(crate) fn renewal_handles(&self) -> Vec<renewal::RenewalHandle> {
+        self.renewals.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
     /// Whether `id` names a renewal-service shard of this cluster.
@@ -203,6 +245,10 @@ impl App {
             drop(r);
             if let Ended::Failed(e) = &ended {
                 app.set_failed(id, ErrorKind::Write, format!("store write failed: {e}"));
+            }
+            let cluster = app.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(c) = cluster {
+                c.shard_ended(id, &ended);
             }
         }
     }
@@ -317,7 +363,7 @@ impl App {
             return c.shard_reports();
         }
         if matches!(self.config.store, StoreKind::Postgres(_)) {
-            return (1..=self.shard_count())
+            return (1..=self.total_shards())
                 .map(|id| ShardReport {
                     shard: id,
                     state: ShardState::Unowned,
@@ -337,7 +383,7 @@ impl App {
             .collect::<Vec<_>>();
         served.extend(self.renewals.read().unwrap_or_else(|p| p.into_inner()).keys().copied());
         let locals = self.locals().clone();
-        (1..=self.shard_count() + self.config.renewal_shards)
+        (1..=self.total_shards())
             .map(|id| {
                 if served.contains(&id) {
                     return ShardReport {
@@ -645,9 +691,7 @@ pub async fn run(
             h.stop().await;
         }
     }
-    let renewals: Vec<_> =
-        app.renewals.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
-    for h in renewals {
+    for h in app.renewal_handles() {
         h.stop().await;
     }
     Ok(())

@@ -323,6 +323,17 @@ impl Actor {
                     self.in_flight = Some((Instant::now(), durable, snap));
                     return Ok(());
                 }
+                // Nothing new to write, but another server may own the shard by now
+                // (PostgreSQL): what waits leaves after a fence check, as a landlord's does.
+                None if !self.gate.is_empty() && self.planner.needs_fence() => {
+                    let job = Job::Rows { frame: None, snapshot: None };
+                    self.jobs
+                        .send(job)
+                        .await
+                        .map_err(|_| WriteError::Failed("writer gone".into()))?;
+                    self.in_flight = Some((Instant::now(), self.svc.journal_seq(), false));
+                    return Ok(());
+                }
                 // Nothing new to write: everything waiting is durable already. Releasing it
                 // may make new records (a request that could not leave is reported to the
                 // service at once): look again.
