@@ -335,7 +335,9 @@ fn dispatch<'py>(
         "CoordReply" => message::<leasehold::coord::CoordReply>(py, data, from, to, limits),
         "SetRequest" => message::<leasehold::service::wire::SetRequest>(py, data, from, to, limits),
         "SetReply" => message::<leasehold::service::wire::SetReply>(py, data, from, to, limits),
-        "SetEvent" => message::<leasehold::service::wire::SetEventMessage>(py, data, from, to, limits),
+        "SetEvent" => {
+            message::<leasehold::service::wire::SetEventMessage>(py, data, from, to, limits)
+        }
         other => Err(PyTypeError::new_err(format!("no message kind {other:?}"))),
     }
 }

@@ -358,8 +358,9 @@ export declare class LandlordDriver implements Disposable {
 export type Transport = (
   body: Uint8Array | string,
   landlord: string | undefined,
-  /** `endpoint: 'coord'`: a coordination message (js/coord.js); `wait`: ms a server may hold it. */
-  options?: { endpoint?: 'lease' | 'coord'; wait?: number },
+  /** `endpoint: 'coord'`: a coordination message (js/coord.js); `'renewal'`: a renewal set
+   * message (js/renewal.js, JSON); `wait`: ms a server may hold it. */
+  options?: { endpoint?: 'lease' | 'coord' | 'renewal'; wait?: number },
 ) => Promise<Uint8Array | ArrayBuffer | string>;
 
 /**
@@ -439,3 +440,7 @@ export {
   type Lock, type LockOptions, type Leader, type Observer, type CoordRequest, type CoordReply, type CoordEvent,
   type CoordHolder, type Token,
 } from './coord.js';
+export {
+  RemoteSet, encodeSetRequest, decodeSetRequest, encodeSetReply, decodeSetReply, encodeSetEvent, decodeSetEvent,
+  type SetRequest, type SetReply, type SetEventMessage, type ClientLease, type SetEventType,
+} from './renewal.js';

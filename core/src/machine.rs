@@ -131,11 +131,10 @@ macro_rules! json_message {
             fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<Self> {
                 match encoding {
                     Encoding::Json => <$t>::from_json(bytes, limits),
-                    Encoding::Binary => Err(crate::error::LeaseError::Decode(concat!(
-                        $name,
-                        " messages are JSON only (there is no binary form yet)"
-                    )
-                    .into())),
+                    Encoding::Binary => Err(crate::error::LeaseError::Decode(
+                        concat!($name, " messages are JSON only (there is no binary form yet)")
+                            .into(),
+                    )),
                 }
             }
         }
