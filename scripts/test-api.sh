@@ -5,7 +5,7 @@
 #  3. deploy/: every metric the Grafana dashboard queries exists; the systemd unit verifies;
 #     the OpenAPI document the server serves against the shared wire vectors
 #     (scripts/lib/check_openapi.py), then schemathesis (PyPI, in a venv) against the running
-#     server: on one shard and on three, every documented status, content type, header and
+#     server: on one shard and on three (each with the discovery service), every documented status, content type, header and
 #     schema holds and nothing answers 500;
 #  4. the `leasehold` CLI against two servers sharing a real PostgreSQL (scripts/lib/pg.sh):
 #     leases through either server (admin calls forwarded to the owner), cluster status, and
@@ -40,6 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_udp_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_up() { # $1: url
   for _ in $(seq 1 100); do curl -sf -o /dev/null "$1/metrics" && return 0; sleep 0.1; done
   echo "server at $1 did not come up"; return 1
@@ -105,7 +106,10 @@ schemathesis() { # $1: shards
   # Waits cut to 2 s: a long poll of a live watch (GET /watch waits 25 s by default) or an
   # acquire that waits is the API working, not hanging, and must end within the request timeout.
   printf '[coordination]\nmax_wait_ms = 2000\n' >"$WORK/st.toml"
-  leasehold-server --config "$WORK/st.toml" --data "$WORK/st-$1" --shards "$1" --listen "127.0.0.1:$p" >"$WORK/st-$1.log" 2>&1 &
+  # With the lookup discovery service, so that POST /discovery and GET /discovery/status are
+  # fuzzed too (unicast announcements on a port of its own: no multicast self-test).
+  leasehold-server --config "$WORK/st.toml" --data "$WORK/st-$1" --shards "$1" --listen "127.0.0.1:$p" \
+    --discovery-port "$(free_udp_port)" --discovery-announce unicast >"$WORK/st-$1.log" 2>&1 &
   PIDS+=($!)
   wait_up "$url"
   # Leases on the documented example resource, so that the admin lookups find something.

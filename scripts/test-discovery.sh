@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The discovery run (seed 003, LD) over real loopback: two registrars announcing over UDP, the
-# lookup discovery service (lds) serving clients over HTTP with its registrations in a data
-# directory, and clients of each runtime (Rust: ld-client; Python: client.py on the wheel; Node:
-# client.mjs on the npm package) receiving discovered and discarded events. Registrar 1 and the lds are
+# lookup discovery service (leasehold-server --discovery-port) serving clients over HTTP with its
+# registrations in the server's file store, and clients of each runtime (Rust: ld-client; Python: client.py on the wheel; Node:
+# client.mjs on the npm package) receiving discovered and discarded events. Registrar 1 and the server are
 # killed with SIGKILL on the way (examples/discovery/run.py says what is checked). Runs twice:
 # announcements as the machine allows (multicast on loopback if it works) and forced unicast.
 # Ends with "discovery: N passed, M failed" per run.
@@ -12,8 +12,8 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 case "$TARGET" in /*) ;; *) TARGET=$ROOT/$TARGET ;; esac
 export CARGO_TARGET_DIR=$TARGET
 cd "$ROOT"
-echo "== Rust: registrar, lds, ld-client"
-cargo build -q -p leasehold-discovery-run
+echo "== Rust: registrar, leasehold-server, ld-client"
+cargo build -q -p leasehold-discovery-run -p leasehold-server
 # The clients of each runtime (run.py starts two of each and checks them all alike).
 CLIENTS=(--client "rust=$TARGET/debug/ld-client")
 # shellcheck source=lib/bindings.sh

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 
 from conftest import repo_root
-from leasehold import DecodeError, IndefiniteError, LeaseDeniedError
+from leasehold import DecodeError, IndefiniteError, LeaseDeniedError, monotonic_ms
 from leasehold.coord import (
     CoordReply,
     CoordRequest,
@@ -217,3 +217,39 @@ def test_asyncio_recipes(server: Server) -> None:
 def test_no_server_is_indefinite() -> None:
     with pytest.raises(IndefiniteError):
         lock("http://127.0.0.1:9", "locks/x", wait=0.3, timeout=0.1)
+
+
+def _silent_server() -> Any:
+    """A server that accepts connections and never answers (a paused owner)."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    return sock
+
+
+def test_a_lock_after_a_failover_counts_from_the_answered_attempt(server: Server) -> None:
+    # The first server never answers: its attempt (the 0.3 s time-out plus the 2 s the acquire
+    # may be held) takes longer than the 1 s lease. Counted from that first attempt, the lock
+    # would be over when returned.
+    silent = _silent_server()
+    try:
+        urls = [f"http://127.0.0.1:{silent.getsockname()[1]}", server.url]
+        t = time.monotonic()
+        with lock(Cluster(urls, timeout=0.3), "locks/failover", wait=2.0, lease=1.0) as a:
+            assert time.monotonic() - t >= 2.0
+            safe = a.safe_until()
+            assert safe is not None and safe - monotonic_ms() > 500, safe
+
+        async def main() -> None:
+            t = time.monotonic()
+            b = await alock(Cluster(urls, timeout=0.3), "locks/failover", wait=2.0, lease=1.0)
+            assert time.monotonic() - t >= 2.0
+            safe = b.safe_until()
+            assert safe is not None and safe - monotonic_ms() > 500, safe
+            await b.release()
+
+        asyncio.run(main())
+    finally:
+        silent.close()

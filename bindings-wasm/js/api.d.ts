@@ -358,9 +358,13 @@ export declare class LandlordDriver implements Disposable {
 export type Transport = (
   body: Uint8Array | string,
   landlord: string | undefined,
-  /** `endpoint: 'coord'`: a coordination message (js/coord.js); `'renewal'`: a renewal set
-   * message (js/renewal.js, JSON); `wait`: ms a server may hold it. */
-  options?: { endpoint?: 'lease' | 'coord' | 'renewal'; wait?: number },
+  /**
+   * `endpoint: 'coord'`: a coordination message (js/coord.js); `'renewal'`: a renewal set
+   * message (js/renewal.js, JSON); `wait`: ms a server may hold it; `onAttempt`: called as each
+   * server is tried, just before its request goes out (the last call before the reply is when
+   * the answered request was sent).
+   */
+  options?: { endpoint?: 'lease' | 'coord' | 'renewal'; wait?: number; onAttempt?: () => void },
 ) => Promise<Uint8Array | ArrayBuffer | string>;
 
 /**

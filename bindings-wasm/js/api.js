@@ -741,8 +741,9 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
   // `endpoint: 'coord'` sends a coordination message to `/coord` beside the lease endpoint (its
   // reply is a CoordReply), `endpoint: 'renewal'` a renewal set message to `/renewal` (a SetReply,
   // JSON: js/renewal.js); `wait` ms (how long a server may hold it: an acquire that waits, a
-  // long poll) add to the attempt's time-out.
-  return async (body, landlord, { endpoint = 'lease', wait = 0 } = {}) => {
+  // long poll) add to the attempt's time-out. `onAttempt` is called just before each server is
+  // tried: a lease the reply grants counts from the last call (after a failover, not the first).
+  return async (body, landlord, { endpoint = 'lease', wait = 0, onAttempt } = {}) => {
     const query = landlord === undefined || landlord === null ? '' : landlordQuery(landlord);
     const kind = endpoint === 'renewal' ? 'SetReply' : 'CoordReply';
     const isReply = endpoint === 'lease' ? (b) => decodeReply(b, encoding) : (b) => wasm.__decodeMessage(kind, b, encoding);
@@ -754,6 +755,7 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
       if (endpoint !== 'lease') url.pathname = url.pathname.replace(/\/[^/]*$/, `/${endpoint}`);
       if (query) url.search = url.search ? `${url.search}&${query}` : query;
       const t = timeoutSignal(timeout + wait);
+      onAttempt?.();
       try {
         const res = await f(url, {
           method: 'POST', body, redirect: 'follow', signal: t.signal,

@@ -94,8 +94,8 @@ function bodyOf(reply, op) {
   return b;
 }
 
-async function call(transport, encoding, body, landlord, wait = 0) {
-  const bytes = await transport(encodeCoordRequest(request(body), encoding), landlord, { endpoint: 'coord', wait });
+async function call(transport, encoding, body, landlord, wait = 0, onAttempt) {
+  const bytes = await transport(encodeCoordRequest(request(body), encoding), landlord, { endpoint: 'coord', wait, onAttempt });
   return decodeCoordReply(bytes instanceof Uint8Array || typeof bytes === 'string' ? bytes : new Uint8Array(bytes), encoding);
 }
 
@@ -183,10 +183,13 @@ export async function lock(transport, name, { wait = 0, lease = 10_000, holder =
   for (;;) {
     const left = Math.max(0, deadline - Date.now());
     const held = Math.min(left, MOST_HELD);
-    const sentAt = d.now();
+    // The lease counts from when the answered attempt went out: after a failover (an attempt
+    // that timed out, perhaps held for the wait) the first attempt's time could leave the lock
+    // already over when returned. A transport that does not call onAttempt leaves the first.
+    let sentAt = d.now();
     let reply;
     try {
-      reply = await call(transport, encoding, { op: 'acquire', resource: hex(name), duration: String(lease), wait: String(held), holder: hex(holder) }, undefined, held);
+      reply = await call(transport, encoding, { op: 'acquire', resource: hex(name), duration: String(lease), wait: String(held), holder: hex(holder) }, undefined, held, () => { sentAt = d.now(); });
       bodyOf(reply, 'acquired');
     } catch (err) {
       if (err instanceof IndefiniteError && Date.now() < deadline) {

@@ -127,6 +127,27 @@ test('elect and observe: one leader, observers follow it in order', async () => 
   await o.close();
 });
 
+test('a lock taken after a failover counts from the answered attempt', async () => {
+  // The first server accepts connections and never answers: its attempt (300 ms plus the 2 s the
+  // acquire may be held) outlasts the 1 s lease, which counted from it would be over on return.
+  const { createServer } = await import('node:net');
+  const open = [];
+  const silent = createServer((sock) => open.push(sock));
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    const t0 = Date.now();
+    const a = await lock(fetchTransport([`http://127.0.0.1:${silent.address().port}`, url], { timeout: 300 }), 'locks/failover', { wait: 2000, lease: 1000 });
+    assert.ok(Date.now() - t0 >= 2000, 'no failover');
+    assert.ok(a.held, 'not known held when returned');
+    await sleep(600);
+    assert.ok(a.held, 'lost before its first renewal');
+    await a.release();
+  } finally {
+    for (const s of open) s.destroy();
+    silent.close();
+  }
+});
+
 test('no server answering is indefinite', async () => {
   await assert.rejects(lock(fetchTransport('http://127.0.0.1:9', { timeout: 100 }), 'locks/x', { wait: 300 }), IndefiniteError);
 });

@@ -181,6 +181,11 @@ pub struct Answered {
     pub server: String,
     /// The `X-Leasehold-Owner` it named: the server whose shard answered, when it forwarded.
     pub owner: Option<String>,
+    /// When the request that was answered went out (the start of the attempt at that server;
+    /// earlier attempts at servers that failed come before it). A lease the reply grants counts
+    /// from here: not from the first attempt, which after a failover (an attempt that timed out,
+    /// perhaps after the server held it) would lose the time spent on the failed servers.
+    pub sent: tokio::time::Instant,
 }
 
 struct State {
@@ -312,6 +317,16 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         landlord: Option<LandlordId>,
         request: &CoordRequest,
     ) -> Result<CoordReply, ClientError> {
+        self.send_coord_traced(landlord, request).await.map(|(r, _)| r)
+    }
+
+    /// [`Cluster::send_coord`], also saying which server answered and when the answered
+    /// attempt was sent.
+    pub async fn send_coord_traced(
+        &self,
+        landlord: Option<LandlordId>,
+        request: &CoordRequest,
+    ) -> Result<(CoordReply, Answered), ClientError> {
         let held = match &request.body {
             CoordRequestBody::Acquire { wait, .. } | CoordRequestBody::Poll { wait, .. } => {
                 Duration::from_millis((*wait).max(0) as u64)
@@ -321,7 +336,6 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         let body = Bytes::from(request.encode(self.inner.config.encoding));
         self.round(landlord, Endpoint::Coord, body, held, &CoordReply::decode)
             .await
-            .map(|(r, _)| r)
             .map_err(|(e, _)| e)
     }
 
@@ -406,6 +420,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
             };
             let mut origin = server.origin.clone();
             let mut redirected = false;
+            let sent = tokio::time::Instant::now();
             loop {
                 let answer =
                     match self.exchange(Method::POST, &target, Some(body.clone()), held, enc).await
@@ -442,7 +457,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
                             let owner = answer.owner.as_deref().and_then(|o| self.index_of(o));
                             s.owner_of.insert(l, owner.unwrap_or(i));
                         }
-                        return Ok((reply, Answered { server: origin, owner: answer.owner }));
+                        return Ok((reply, Answered { server: origin, owner: answer.owner, sent }));
                     }
                     Err(why) => {
                         if let Some(secs) = answer.retry_after {

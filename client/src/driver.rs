@@ -87,6 +87,12 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
         now_since(self.origin)
     }
 
+    /// The driver's clock at `at` (an instant already past: when a request went out, as
+    /// [`crate::Answered::sent`] says).
+    pub fn at(&self, at: Instant) -> Millis {
+        now_since(self.origin).saturating_sub(at.elapsed().as_millis() as Millis)
+    }
+
     /// The clock drift its leases allow for, in ppm (the manager's `max_clock_drift_ppm`).
     pub fn max_clock_drift_ppm(&self) -> u32 {
         self.drift_ppm
@@ -98,7 +104,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
     }
 
     /// Asks the cluster for a lease on `resource` for `duration` ms (or `ANY`, `FOREVER`): the
-    /// lease, counted from the time the request was sent (driver's clock). Not yet renewed:
+    /// lease, counted from the time the answered request was sent (driver's clock). Not yet renewed:
     /// hand it to [`RenewalDriver::renew_for`] or [`RenewalDriver::renew_until`].
     ///
     /// A landlord's refusal is [`ClientError::Lease`]; no server answering is
@@ -111,9 +117,9 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
     ) -> Result<Lease, ClientError> {
         let id = self.grant_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let request = grant_request(id, resource.into(), duration);
-        let sent = self.now();
-        let reply = self.cluster.send(None, &request).await?;
-        Ok(lease_from_reply_with_drift(&reply, sent, self.drift_ppm)?)
+        // Counted from when the answered attempt went out (after a failover, not the first).
+        let (reply, answered) = self.cluster.send_traced(None, &request).await?;
+        Ok(lease_from_reply_with_drift(&reply, self.at(answered.sent), self.drift_ppm)?)
     }
 
     async fn ask<T>(&self, cmd: impl FnOnce(oneshot::Sender<T>) -> Cmd) -> Result<T, ClientError> {

@@ -110,7 +110,6 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
     ) -> Result<Lock<C>, ClientError> {
         let deadline = tokio::time::Instant::now() + opts.wait.unwrap_or_default();
         loop {
-            let sent = self.now();
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let request = CoordRequest {
                 id: next_id(),
@@ -122,7 +121,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
                 },
             };
             let asked = tokio::time::Instant::now();
-            let reply = match self.cluster().send_coord(None, &request).await {
+            let (reply, answered) = match self.cluster().send_coord_traced(None, &request).await {
                 Ok(r) => r,
                 Err(ClientError::Unavailable(why)) => {
                     if tokio::time::Instant::now() >= deadline {
@@ -135,6 +134,10 @@ impl<C: Connect + Clone + Send + Sync + 'static> RenewalDriver<C> {
             };
             match reply.acquired() {
                 Ok(a) => {
+                    // Counted from when the answered attempt went out: after a failover
+                    // (an attempt that timed out, perhaps held while waiting) the first
+                    // attempt's time would leave the lock already over when returned.
+                    let sent = self.at(answered.sent);
                     let lease = a.lease(reply.landlord, sent, self.max_clock_drift_ppm());
                     let lock = Lock {
                         driver: self.clone(),
@@ -240,7 +243,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Lock<C> {
     }
 
     /// Until when (the driver's clock, [`RenewalDriver::now`]) the lease is known held: its
-    /// expiration as last granted, counted from when the request was sent, less the clock
+    /// expiration as last granted, counted from when the answered request was sent, less the clock
     /// drift allowed. `None` once it is lost (a renewal refused, or none got through in time)
     /// or released. Act on the resource only before it, and still fence every operation.
     pub async fn safe_until(&self) -> Option<Millis> {
@@ -370,7 +373,6 @@ impl<C: Connect + Clone + Send + Sync + 'static> Observer<C> {
         if let Some(old) = self.lease.take() {
             let _ = self.driver.remove(old).await;
         }
-        let sent = self.driver.now();
         let request = CoordRequest {
             id: next_id(),
             body: CoordRequestBody::Watch {
@@ -381,7 +383,8 @@ impl<C: Connect + Clone + Send + Sync + 'static> Observer<C> {
                 handback: Vec::new(),
             },
         };
-        let r = self.driver.cluster().send_coord(None, &request).await?;
+        let (r, answered) = self.driver.cluster().send_coord_traced(None, &request).await?;
+        let sent = self.driver.at(answered.sent);
         match r.body {
             CoordReplyBody::Watching { cookie, duration, sequence, current, .. } => {
                 let expiration = leasehold::holder::local_expiration(

@@ -189,6 +189,9 @@ pub fn transcode<M: Message>(
     Ok(M::decode(bytes, from, limits)?.encode(to))
 }
 
+/// Reading inputs tagged by `op` without buffering them.
+pub(crate) mod op_first;
+
 /// Bytes in the data form: serialized as bytes (`bytes` in Python, `Uint8Array` in JS); read
 /// from bytes, a sequence of byte values, or text (taken as its UTF-8 bytes, a convenience for
 /// handbacks and listeners given as strings).

@@ -53,16 +53,32 @@ if (enc !== 'json' && enc !== 'binary') throw new Error(`--encoding must be json
 const contentType = (e) => (e === 'json' ? 'application/json' : 'application/octet-stream');
 const encodingOf = (ct) => ((ct ?? '').trim().startsWith('application/json') ? 'json' : 'binary');
 
+// The registration lease's landlord (16 hex digits), once registered: named in every later
+// request, so that a leasehold-server with landlord shards beside its discovery service sends
+// them to the service.
+let landlord = null;
+const hex16 = (l) => (typeof l === 'string' ? l : BigInt(l).toString(16).padStart(16, '0'));
+
 async function post(path, body, headers = {}) {
-  const res = await fetch(`${lds}${path}`, {
+  const query = landlord === null ? '' : `?landlord=${landlord}`;
+  const res = await fetch(`${lds}${path}${query}`, {
     method: 'POST', body, headers: { 'content-type': contentType(enc), ...headers }, signal: AbortSignal.timeout(5_000),
   });
-  if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+  // An error reply comes with a status that says what it is (404, 409, ...) and the reply in
+  // the body; any other status (503: not served now) is a failure to retry.
+  const type = res.headers.get('content-type') ?? '';
+  if (res.status !== 200 && !(res.status >= 400 && res.status < 500 && encodingOf(type) === enc)) {
+    throw new Error(`HTTP ${res.status}`);
+  }
   return enc === 'json' ? res.text() : new Uint8Array(await res.arrayBuffer());
 }
 let nextId = 1;
-const discovery = async (body, headers) => decodeDiscoveryReply(
-  await post('/discovery', encodeDiscoveryRequest({ v: 1, id: String(nextId++), body }, enc), headers), enc).body;
+const discovery = async (body, headers) => {
+  const reply = decodeDiscoveryReply(
+    await post('/discovery', encodeDiscoveryRequest({ v: 1, id: String(nextId++), body }, enc), headers), enc);
+  if (reply.body.op === 'registered') landlord = hex16(reply.landlord);
+  return reply.body;
+};
 const lease = async (body) => decodeReply(await post('/lease', encodeRequest({ id: nextId++, body }, enc), {}), enc).body;
 
 // The listener: each event is a POST; the answer is an event reply in the event's encoding.

@@ -9,7 +9,8 @@ Everything it says and hears is a message of the installed ``leasehold`` wheel: 
 registration is a ``DiscoveryRequest`` (its JSON object form, as the shared vectors write it,
 encoded by the wheel) POSTed to ``<lds>/discovery`` with the listener's URL in the
 ``leasehold-listener`` header, renewals and the final cancel are lease ``Request`` messages
-POSTed to ``<lds>/lease``, and each event pushed to the listener (``leasehold.http``'s server)
+POSTed to ``<lds>/lease?landlord=<the registration's landlord>`` (a leasehold-server runs
+landlord shards beside its discovery service: the query sends them to the service), and each event pushed to the listener (``leasehold.http``'s server)
 is decoded as a ``DiscoveryEvent`` (a dict) and answered with an ``EventReply``.
 
     client.py --lds URL --name NAME [--groups all|none|G1,G2] [--locators H:P,...]
@@ -39,7 +40,7 @@ from leasehold import (
     http,
 )
 
-#: The header the lds reads a registration's listener from (examples/discovery/lib.rs).
+#: The header the discovery service reads a registration's listener from.
 LISTENER_HEADER = "leasehold-listener"
 
 _out = threading.Lock()
@@ -58,17 +59,25 @@ class Client:
         self.lds = lds.rstrip("/")
         self.name = name
         self.encoding: Encoding = encoding
+        #: The registration lease's landlord, once registered (named in later requests).
+        self.landlord: Optional[int] = None
+        self.service = http.Cluster(self.lds + "/discovery", encoding=encoding, timeout=5.0)
 
     def discovery(self, op: str, listener: Optional[str] = None, **fields: Any) -> Dict[str, Any]:
         """A discovery request (its JSON object form) and the reply's body."""
         headers = {LISTENER_HEADER: listener} if listener is not None else None
         request = DiscoveryRequest.encode({"v": 1, "id": "1", "body": {"op": op, **fields}}, self.encoding)
-        body = http.post(self.lds + "/discovery", request, self.encoding, headers=headers)
-        reply: Dict[str, Any] = DiscoveryReply.decode(body, self.encoding)["body"]
+        # An error reply under a 4xx status (404: no such registration) is the service's answer.
+        body = self.service.post(request, self.landlord, headers=headers, kind="DiscoveryReply")
+        decoded = DiscoveryReply.decode(body, self.encoding)
+        reply: Dict[str, Any] = decoded["body"]
+        if reply.get("op") == "registered":
+            landlord = decoded["landlord"]
+            self.landlord = int(landlord, 16) if isinstance(landlord, str) else int(landlord)
         return reply
 
     def lease(self, request: Request) -> Reply:
-        body = http.post(self.lds + "/lease", request.encode(self.encoding), self.encoding)
+        body = http.post(self.lds + "/lease", request.encode(self.encoding), self.encoding, landlord=self.landlord)
         return Reply.decode(body, self.encoding)
 
     def on_event(self, body: bytes, encoding: Encoding) -> bytes:
@@ -116,7 +125,7 @@ def groups_of(text: str) -> Optional[Iterable[str]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Registers with a lookup discovery service and prints what it hears.")
-    ap.add_argument("--lds", required=True, help="the service (http://127.0.0.1:PORT)")
+    ap.add_argument("--lds", required=True, help="the service: a leasehold-server run with --discovery-port (http://127.0.0.1:PORT)")
     ap.add_argument("--name", required=True, help="printed on every line; also the registration's handback")
     ap.add_argument("--groups", default="none", help="all | none | a comma-separated list (default none)")
     ap.add_argument("--locators", default="", help="comma-separated host:port locators (default none)")

@@ -24,7 +24,7 @@ use leasehold::discovery::wire::{
 };
 use leasehold::discovery::{Groups, Locator, RemoteDiscoveryEvent};
 use leasehold::wire::{Reply, ReplyBody, Request, RequestBody};
-use leasehold::{Cookie, Encoding, ErrorCode, Limits};
+use leasehold::{Cookie, Encoding, ErrorCode, LandlordId, Limits};
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 
@@ -34,7 +34,8 @@ ld-client: registers with a lookup discovery service and prints what it hears.
 USAGE: ld-client --lds URL --name NAME [OPTIONS]
 
 OPTIONS:
-  --lds URL          the service (http://127.0.0.1:PORT)
+  --lds URL          the service: a leasehold-server run with --discovery-port
+                     (http://127.0.0.1:PORT)
   --name NAME        printed on every line; also the registration's handback
   --groups G         all | none | a comma-separated list (default none)
   --locators L       comma-separated host:port locators (default none)
@@ -65,6 +66,19 @@ struct Client {
     lds: String,
     enc: Encoding,
     name: String,
+    /// The landlord of the registration lease, once registered: named in every later request
+    /// (`?landlord=<16 hex digits>`), so that a leasehold-server with landlord shards beside
+    /// its discovery service sends them to the service.
+    landlord: std::sync::OnceLock<LandlordId>,
+}
+
+impl Client {
+    fn url(&self, path: &str) -> String {
+        match self.landlord.get() {
+            Some(l) => format!("{}{path}?landlord={l}", self.lds),
+            None => format!("{}{path}", self.lds),
+        }
+    }
 }
 
 impl Client {
@@ -74,32 +88,33 @@ impl Client {
         headers: &[(&str, &str)],
     ) -> Result<DiscoveryReplyBody, String> {
         let req = DiscoveryRequest { id: 1, body };
-        let url = format!("{}/discovery", self.lds);
+        let url = self.url("/discovery");
         let (status, bytes) = self
             .http
             .post(&url, self.enc, req.encode(self.enc), headers, StdDuration::from_secs(5))
             .await
             .map_err(|e| e.to_string())?;
-        if status != 200 {
-            return Err(format!("HTTP {status}"));
-        }
+        // An error reply comes with a status that says what it is (404, 409, ...) and the
+        // reply in the body; a status without a reply (503) is a failure to retry.
         let reply = DiscoveryReply::decode(&bytes, self.enc, &Limits::default())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("HTTP {status}: {e}"))?;
+        if let DiscoveryReplyBody::Registered { .. } = reply.body {
+            let _ = self.landlord.set(reply.landlord);
+        }
         Ok(reply.body)
     }
 
     async fn lease(&self, body: RequestBody) -> Result<ReplyBody, String> {
-        let url = format!("{}/lease", self.lds);
+        let url = self.url("/lease");
         let req = Request { id: 1, body };
         let (status, bytes) = self
             .http
             .post(&url, self.enc, req.encode(self.enc), &[], StdDuration::from_secs(5))
             .await
             .map_err(|e| e.to_string())?;
-        if status != 200 {
-            return Err(format!("HTTP {status}"));
-        }
-        Ok(Reply::decode(&bytes, self.enc, &Limits::default()).map_err(|e| e.to_string())?.body)
+        Ok(Reply::decode(&bytes, self.enc, &Limits::default())
+            .map_err(|e| format!("HTTP {status}: {e}"))?
+            .body)
     }
 }
 
@@ -126,7 +141,13 @@ async fn run() -> Result<(), String> {
         "binary" => Encoding::Binary,
         e => return Err(format!("--encoding must be json or binary, got {e:?}")),
     };
-    let client = Arc::new(Client { http: Http::new(), lds, enc, name: name.clone() });
+    let client = Arc::new(Client {
+        http: Http::new(),
+        lds,
+        enc,
+        name: name.clone(),
+        landlord: Default::default(),
+    });
 
     // The listener: events arrive as POSTs; each is answered with an event reply.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;

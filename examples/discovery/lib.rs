@@ -1,4 +1,5 @@
-//! What the three programs of the discovery run share: the clock, how announcements travel
+//! What the programs of the discovery run (registrar, ld-client; the lookup discovery service is
+//! `leasehold-server --discovery-port`) share: the clock, how announcements travel
 //! (multicast on loopback when the machine allows it, unicast to a port otherwise), unicast
 //! discovery over TCP, and a small HTTP client on hyper.
 //!
@@ -196,7 +197,7 @@ impl Http {
     }
 }
 
-/// The value of `--name value` style arguments: a small parser shared by the three programs.
+/// The value of `--name value` style arguments: a small parser shared by the programs.
 pub struct Args {
     pairs: Vec<(String, String)>,
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The discovery run: registrars announcing over UDP on loopback, the lookup discovery service
-(lds) discovering them for its clients over HTTP, clients of each runtime receiving events.
+(leasehold-server with --discovery-port) discovering them for its clients over HTTP, clients of
+each runtime receiving events.
 
     run.py --bin DIR [--client NAME=COMMAND ...] [--work DIR]
 
-DIR holds the `registrar`, `lds` and `ld-client` programs. Each --client names a runtime and
+DIR holds the `registrar`, `leasehold-server` and `ld-client` programs. Each --client names a runtime and
 the command that starts its client (see examples/discovery/client.rs for the contract: flags,
 JSON lines on stdout, `registrars` and `quit` on stdin); without any, the Rust client runs.
 Every runtime runs two clients: one that wants groups `printers` and `lab` ("group"), and one
@@ -13,7 +14,7 @@ that wants registrar 1 by its locator only ("locator"). The run checks:
  1. both registrars are discovered by the group clients, registrar 1 by the locator clients;
  2. registrar 1 killed with SIGKILL: once its announcements stop, each group client gets a
     discarded event for it, and no locator client does (it still lists registrar 1);
- 3. the lds killed with SIGKILL and restarted on its data directory: every registration is
+ 3. the server killed with SIGKILL and restarted on its data directory: every registration is
     there (same registrations, renewals go on with the same cookies, registrars kept);
  4. registrar 1 restarted: the group clients discover it again, with sequence numbers that
     carry on from before the crash; the locator clients hear nothing new;
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 R1 = "00000000000000000000000000000001"
 R2 = "00000000000000000000000000000002"
@@ -52,10 +54,11 @@ def free_port(kind=socket.SOCK_STREAM):
 class Proc:
     """A child process whose stdout JSON lines are collected."""
 
-    def __init__(self, name, argv, stdin=False):
+    def __init__(self, name, argv, stdin=False, env=None):
         self.name = name
         self.p = subprocess.Popen(
             argv,
+            env=env,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=sys.stderr,
@@ -115,7 +118,7 @@ def main():
     a = ap.parse_args()
     tmp = None if a.work else tempfile.TemporaryDirectory(prefix="ldrun-")
     work = a.work or tmp.name
-    data = os.path.join(work, "lds-data")
+    data = os.path.join(work, "server-data")
     exe = lambda n: os.path.join(a.bin, n)
     clients = [c.split("=", 1) for c in a.client] or [["rust", exe("ld-client")]]
     aport = free_port(socket.SOCK_DGRAM)
@@ -134,14 +137,28 @@ def main():
         return ok
 
     def start_lds():
-        p = Proc("lds", [exe("lds"), "--data", data, "--announce-port", str(aport),
-                         "--http", f"127.0.0.1:{hport}", "--max-lease-ms", "60000",
-                         "--announce", a.announce])
+        """The discovery service: leasehold-server with its discovery shard (the landlord shard
+        beside it is idle), up once GET /discovery/status answers."""
+        env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
+        p = Proc("leasehold-server", [exe("leasehold-server"), "--data", data,
+                                      "--listen", f"127.0.0.1:{hport}",
+                                      "--discovery-port", str(aport),
+                                      "--discovery-announce", a.announce,
+                                      "--max-registration-ms", "60000"], env=env)
         procs.append(p)
-        up = p.wait_for(lambda v: "lds" in v, 10)
-        if up is None:
-            raise SystemExit("the lds did not start")
-        return p, up
+        url = f"http://127.0.0.1:{hport}"
+        end = time.time() + 15
+        while time.time() < end:
+            if p.p.poll() is not None:
+                raise SystemExit(f"leasehold-server exited ({p.p.returncode})")
+            try:
+                with urllib.request.urlopen(url + "/discovery/status", timeout=2) as r:
+                    up = json.loads(r.read())
+                    up["lds"] = url
+                    return p, up
+            except OSError:
+                time.sleep(0.1)
+        raise SystemExit("leasehold-server did not serve its discovery service")
 
     def start_registrar(rid, groups, port):
         p = Proc(rid, [exe("registrar"), "--id", rid, "--groups", groups, "--port", str(port),
@@ -187,7 +204,7 @@ def main():
     try:
         lds, up = start_lds()
         url = up["lds"]
-        print(f"== lds at {url}; announcements: {up['announcements']}"
+        print(f"== leasehold-server at {url}, discovery shard {up['landlord']}; announcements: {up['announcements']}"
               + (f" (multicast unavailable: {up['multicast_unavailable']})"
                  if up.get("multicast_unavailable") else ""), flush=True)
         p1, p2 = free_port(), free_port()
@@ -236,14 +253,14 @@ def main():
         for name, c in group.items():
             check(registrars_of(c) == [R2], f"{c.name}: holds registrar 2 only")
 
-        print("== 3. lds killed (SIGKILL) and restarted on its data directory", flush=True)
+        print("== 3. leasehold-server killed (SIGKILL) and restarted on its data directory", flush=True)
         before = {c.name: c.count() for c in list(group.values()) + list(locator.values())}
         lds.kill()
         time.sleep(0.5)
         lds, up = start_lds()
         rec = up["recovered"]
         check(rec["registrations"] == len(regs),
-              f"lds recovered {rec['registrations']} registrations from {rec['records']} journal records")
+              f"server recovered {rec['registrations']} registrations from {rec['records']} journal records")
         time.sleep(2.0)  # a few renewal rounds (lease 4 s, renewed every 1.3 s)
         for c in list(group.values()) + list(locator.values()):
             lost = [v for v in c.since(before[c.name]) if v.get("type") == "lost"]

@@ -10,6 +10,8 @@
 //! | `/readyz`, `/healthz`, `/metrics` | `metrics` (or the `--metrics-listen` listener) |
 //! | `/admin/...` | `admin` |
 //! | `/watch...` | `watch` |
+//! | `POST /discovery` | an identity; `grant` to register |
+//! | `GET /discovery/status` | `metrics` |
 //! | anything else | an identity |
 //!
 //! A refused `/lease` gets a wire error reply (`lease_denied` with a message that says why)
@@ -55,7 +57,7 @@ fn need(path: &str) -> Need {
         "/lease" => Need::Lease,
         "/coord" => Need::Coord,
         "/renewal" => Need::Renewal,
-        "/readyz" | "/healthz" | "/metrics" => Need::Op(Op::Metrics),
+        "/readyz" | "/healthz" | "/metrics" | "/discovery/status" => Need::Op(Op::Metrics),
         p if p.starts_with("/admin/") || p == "/admin" => Need::Op(Op::Admin),
         p if p.starts_with("/watch") => Need::Op(Op::Watch),
         _ => Need::Identity,

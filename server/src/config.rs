@@ -87,6 +87,9 @@ pub struct Flags {
     /// Limits, TLS and authentication (docs/security.md).
     #[command(flatten)]
     pub security: crate::security::SecurityFlags,
+    /// The lookup discovery service (docs/discovery-service.md).
+    #[command(flatten)]
+    pub discovery: crate::discovery::DiscoveryFlags,
     /// An operator command instead of serving (none: serve).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -219,6 +222,9 @@ pub struct FileConfig {
     /// Limits, TLS and authentication: the flags' names with `_` for `-`, in a `[security]`
     /// table.
     security: Option<crate::security::SecurityFlags>,
+    /// The lookup discovery service: the flags' names with `_` for `-` and without the
+    /// `discovery_` prefix, in a `[discovery]` table.
+    discovery: Option<crate::discovery::DiscoveryFlags>,
 }
 
 /// The landlords' default grace: the longest lease times the clock rate bound, so that a lease
@@ -287,6 +293,8 @@ pub struct Config {
     pub db_timeout_ms: u64,
     /// Limits, TLS and authentication.
     pub security: crate::security::Security,
+    /// The lookup discovery service, if it runs.
+    pub discovery: Option<crate::discovery::DiscoverySettings>,
 }
 
 impl Config {
@@ -339,6 +347,12 @@ impl Config {
         policy.build().map_err(|e| format!("bad policy: {e}"))?;
         let security =
             crate::security::Security::load(flags.security, file.security.unwrap_or_default())?;
+        let discovery = crate::discovery::DiscoverySettings::load(
+            flags.discovery,
+            file.discovery.unwrap_or_default(),
+            matches!(store, StoreKind::Postgres(_)),
+            shards,
+        )?;
         let mut store_config = leasehold::store::StoreConfig::default();
         if let Some(b) = file.segment_bytes {
             store_config.segment_bytes = b;
@@ -412,6 +426,7 @@ impl Config {
             json_logs,
             security,
             coord,
+            discovery,
         })
     }
 }

@@ -73,11 +73,11 @@ pub fn read_tip(bytes: &[u8]) -> Option<u64> {
 }
 
 /// Records `seq` as the shard's durable tip (in place, not synced).
-fn write_tip(file: &File, seq: u64) -> std::io::Result<()> {
+pub(crate) fn write_tip(file: &File, seq: u64) -> std::io::Result<()> {
     file.write_all_at(&tip_bytes(seq), 0)
 }
 
-fn open_tip(dir: &Path) -> std::io::Result<File> {
+pub(crate) fn open_tip(dir: &Path) -> std::io::Result<File> {
     OpenOptions::new().create(true).write(true).truncate(false).open(dir.join(TIP_FILE))
 }
 
@@ -85,6 +85,13 @@ fn open_tip(dir: &Path) -> std::io::Result<File> {
 pub struct FileWriter {
     dir: Option<Dir>,
     tip: Option<File>,
+}
+
+impl FileWriter {
+    /// A writer of the opened directory `dir`, recording the durable tip in `tip`.
+    pub(crate) fn new(dir: Dir, tip: File) -> FileWriter {
+        FileWriter { dir: Some(dir), tip: Some(tip) }
+    }
 }
 
 impl Writer for FileWriter {
@@ -518,7 +525,7 @@ async fn open_and_serve(
 
 /// Marks shard `id` quarantined on disk (so that a restart, and the operator, see it), logs
 /// it at ERROR and counts it.
-fn quarantine_shard(app: &App, data: &Path, id: u64, why: String) {
+pub(crate) fn quarantine_shard(app: &App, data: &Path, id: u64, why: String) {
     tracing::error!(
         shard = id,
         reason = %why,

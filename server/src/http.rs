@@ -74,6 +74,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/coord", post(crate::coord::coord))
         .route("/renewal", post(crate::renewal::endpoint))
         .route("/watch", get(crate::coord::watch))
+        .route("/discovery", post(crate::discovery::endpoint))
+        .route("/discovery/status", get(crate::discovery::status))
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .route("/healthz", get(healthz))
@@ -149,6 +151,10 @@ async fn lease(
             return error_reply(request.id, 0, &e, enc);
         }
     };
+    if app.discovery.as_ref().is_some_and(|d| d.settings.id == shard) {
+        // A registration lease of the discovery service: renewed and cancelled as any lease.
+        return crate::discovery::lease(&app, request, enc).await;
+    }
     if app.is_renewal(shard) {
         // A renewal set's own lease: renewed and cancelled like any lease, at its service.
         let why = match app.renewal(shard) {

@@ -17,6 +17,8 @@
 //! - [`coord`]: coordination over HTTP (acquire with a wait, watches by long polling),
 //!   routing that keeps exclusive resources, pools and watched prefixes in one shard;
 //! - [`renewal`]: renewal-service shards (seed 003, LR) beside the landlords, `POST /renewal`;
+//! - [`discovery`]: the lookup discovery service (seed 003, LD) beside the landlords,
+//!   `POST /discovery`, announcements over UDP;
 #![deny(missing_docs)]
 
 pub mod access;
@@ -25,6 +27,7 @@ pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod coord;
+pub mod discovery;
 pub mod files;
 pub mod guard;
 pub mod health;
@@ -102,6 +105,8 @@ pub struct App {
     pub tls: Option<Arc<tls::Reloadable>>,
     /// Connection counters of the listeners.
     pub conns: Arc<listener::ConnStats>,
+    /// The lookup discovery service, with `--discovery-port`.
+    pub discovery: Option<Arc<discovery::Discovery>>,
 }
 
 impl App {
@@ -113,7 +118,9 @@ impl App {
             config.security.cluster_secret.as_deref(),
         )?;
         let tls = tls::server_config(&config.security)?.map(|c| Arc::new(tls::Reloadable::new(c)));
+        let discovery = config.discovery.clone().map(|s| Arc::new(discovery::Discovery::new(s)));
         Ok(Arc::new(App {
+            discovery,
             config,
             shards: RwLock::new(BTreeMap::new()),
             renewals: RwLock::new(BTreeMap::new()),
@@ -383,6 +390,7 @@ impl App {
             .collect::<Vec<_>>();
         served.extend(self.renewals.read().unwrap_or_else(|p| p.into_inner()).keys().copied());
         let locals = self.locals().clone();
+        let discovery = self.discovery.as_ref().map(|d| discovery::report(self, d));
         (1..=self.total_shards())
             .map(|id| {
                 if served.contains(&id) {
@@ -408,6 +416,7 @@ impl App {
                     ok: false,
                 }
             })
+            .chain(discovery)
             .collect()
     }
 
@@ -476,6 +485,9 @@ impl App {
         let mut out = metrics::render(&shards, &self.stats, pg.as_ref());
         self.conns.render(&mut out);
         self.coord_metrics.render(&mut out, &coord);
+        if let Some(d) = &self.discovery {
+            d.render(&mut out);
+        }
         out
     }
 
@@ -583,6 +595,7 @@ pub async fn run(
     match &config.store {
         StoreKind::Files(data) => {
             files::open_all(&app, data).await?;
+            discovery::start(&app, data).await?;
             tokio::spawn(files::supervise(Arc::downgrade(&app), data.clone()));
         }
         StoreKind::Postgres(url) => {
@@ -692,6 +705,9 @@ pub async fn run(
         }
     }
     for h in app.renewal_handles() {
+        h.stop().await;
+    }
+    if let Some(h) = app.discovery.as_ref().and_then(|d| d.handle()) {
         h.stop().await;
     }
     Ok(())

@@ -15,6 +15,10 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest, CoordRequestBody};
 use leasehold::coord::{EventKind, Events, Holder, LeaseEvent, Missed};
+use leasehold::discovery::wire::{
+    DiscoveryReply, DiscoveryReplyBody, DiscoveryRequest, DiscoveryRequestBody,
+};
+use leasehold::discovery::{Groups, Locator, Registrar, RegistrarId};
 use leasehold::holder::grant_request;
 use leasehold::wire::{Outcome, WireError};
 use leasehold::{
@@ -46,6 +50,108 @@ fn enc_coord_req(r: &CoordRequest) -> Value {
 
 fn enc_coord_reply(r: &CoordReply) -> Value {
     serde_json::from_slice(&r.encode(Encoding::Json)).expect("the codec writes JSON")
+}
+
+fn enc_disc_req(r: &DiscoveryRequest) -> Value {
+    serde_json::from_slice(&r.encode(Encoding::Json)).expect("the codec writes JSON")
+}
+
+fn enc_disc_reply(r: &DiscoveryReply) -> Value {
+    serde_json::from_slice(&r.encode(Encoding::Json)).expect("the codec writes JSON")
+}
+
+const DISCOVERY: LandlordId = LandlordId(crate::discovery::DEFAULT_ID);
+
+/// Example discovery requests (POST /discovery): (name, summary, message).
+pub fn discovery_request_examples() -> Vec<(&'static str, &'static str, DiscoveryRequest)> {
+    let loc = |s: &str| s.parse::<Locator>().expect("a locator");
+    vec![
+        (
+            "register",
+            "discover the registrars of group \"printers\" and the one at lookup.example:4160, for 60 s",
+            DiscoveryRequest {
+                id: 1,
+                body: DiscoveryRequestBody::Register {
+                    groups: Groups::of(["printers"]),
+                    locators: vec![loc("lookup.example:4160")],
+                    handback: b"client-7".to_vec(),
+                    duration: 60_000,
+                },
+            },
+        ),
+        (
+            "get_registrars",
+            "the registrars discovered for the registration",
+            DiscoveryRequest { id: 2, body: DiscoveryRequestBody::GetRegistrars { cookie: COOKIE } },
+        ),
+        (
+            "add_groups",
+            "add group \"lab\"",
+            DiscoveryRequest {
+                id: 3,
+                body: DiscoveryRequestBody::AddGroups { cookie: COOKIE, groups: vec!["lab".into()] },
+            },
+        ),
+        (
+            "set_locators",
+            "replace the locators",
+            DiscoveryRequest {
+                id: 4,
+                body: DiscoveryRequestBody::SetLocators {
+                    cookie: COOKIE,
+                    locators: vec![loc("lookup.example:4160")],
+                },
+            },
+        ),
+        (
+            "discard",
+            "discard a registrar (it may be discovered again)",
+            DiscoveryRequest {
+                id: 5,
+                body: DiscoveryRequestBody::Discard { cookie: COOKIE, registrar: RegistrarId(1) },
+            },
+        ),
+    ]
+}
+
+/// Example discovery replies: (name, status, summary, message).
+pub fn discovery_reply_examples() -> Vec<(&'static str, u16, &'static str, DiscoveryReply)> {
+    let r = |id, body| DiscoveryReply { id, landlord: DISCOVERY, body };
+    let registrar = Registrar {
+        id: RegistrarId(1),
+        groups: ["printers".to_string()].into(),
+        locators: ["lookup.example:4160".parse::<Locator>().expect("a locator")].into(),
+    };
+    vec![
+        (
+            "registered",
+            200,
+            "registered for 60 s; renew and cancel its lease with POST /lease?landlord=00000000000f4240",
+            r(1, DiscoveryReplyBody::Registered {
+                registration: 1,
+                cookie: COOKIE,
+                duration: 60_000,
+                event_id: 1,
+                sequence: 0,
+            }),
+        ),
+        ("registrars", 200, "one registrar discovered", r(2, DiscoveryReplyBody::Registrars { registrars: vec![registrar] })),
+        ("done", 200, "changed (or nothing to change)", r(3, DiscoveryReplyBody::Done)),
+        (
+            "no_listener",
+            400,
+            "a registration without its listener",
+            r(1, DiscoveryReplyBody::Error(WireError::from(&LeaseError::InvalidArgument(
+                "a registration needs its listener: the URL events are POSTed to, in the leasehold-listener header".into(),
+            )))),
+        ),
+        (
+            "unknown_registration",
+            404,
+            "no such registration (its lease ended, or it was cancelled)",
+            r(2, DiscoveryReplyBody::Error(WireError::from(&LeaseError::UnknownLease))),
+        ),
+    ]
 }
 
 /// Example coordination requests: (name, summary, message).
@@ -309,6 +415,80 @@ fn op(name: &str, required: &[&str], mut props: Value) -> Value {
 }
 
 fn schemas() -> Value {
+    let mut all = core_schemas();
+    if let (Some(a), Value::Object(d)) = (all.as_object_mut(), discovery_schemas()) {
+        a.extend(d);
+    }
+    all
+}
+
+/// The schemas of the lookup discovery service's messages (POST /discovery).
+fn discovery_schemas() -> Value {
+    let r = |n: &str| json!({ "$ref": format!("#/components/schemas/{n}") });
+    json!({
+        "Groups": {
+            "description": "Group names; null means every group (a registration that wants all groups).",
+            "oneOf": [ { "type": "null" }, { "type": "array", "items": { "type": "string" } } ]
+        },
+        "Locator": { "description": "A registrar's address for unicast discovery: host:port.", "type": "string" },
+        "RegistrarId": { "description": "A registrar (lookup service) id: 32 hex digits.", "type": "string", "pattern": "^[0-9a-fA-F]{32}$" },
+        "Registrar": obj(&["id", "groups", "locators"], json!({ "id": r("RegistrarId"),
+            "groups": { "type": "array", "items": { "type": "string" } },
+            "locators": { "type": "array", "items": r("Locator") } })),
+        "DiscoveryRequest": {
+            "description": "A request to the lookup discovery service (POST /discovery), JSON form version 1 (core/src/discovery/wire.rs).",
+            "type": "object", "additionalProperties": false, "required": ["v", "id", "body"],
+            "properties": { "v": { "const": 1 }, "id": r("DecU64"), "body": r("DiscoveryRequestBody") },
+            "examples": discovery_request_examples().iter().map(|(_, _, m)| enc_disc_req(m)).collect::<Vec<_>>()
+        },
+        "DiscoveryRequestBody": { "oneOf": [
+            op("register", &["groups", "locators", "handback", "duration"], json!({ "groups": r("Groups"),
+                "locators": { "type": "array", "items": r("Locator") }, "handback": r("HexBytes"), "duration": r("Duration") })),
+            op("get_groups", &["cookie"], json!({ "cookie": r("Cookie") })),
+            op("add_groups", &["cookie", "groups"], json!({ "cookie": r("Cookie"), "groups": { "type": "array", "items": { "type": "string" } } })),
+            op("set_groups", &["cookie", "groups"], json!({ "cookie": r("Cookie"), "groups": r("Groups") })),
+            op("remove_groups", &["cookie", "groups"], json!({ "cookie": r("Cookie"), "groups": { "type": "array", "items": { "type": "string" } } })),
+            op("get_locators", &["cookie"], json!({ "cookie": r("Cookie") })),
+            op("add_locators", &["cookie", "locators"], json!({ "cookie": r("Cookie"), "locators": { "type": "array", "items": r("Locator") } })),
+            op("set_locators", &["cookie", "locators"], json!({ "cookie": r("Cookie"), "locators": { "type": "array", "items": r("Locator") } })),
+            op("remove_locators", &["cookie", "locators"], json!({ "cookie": r("Cookie"), "locators": { "type": "array", "items": r("Locator") } })),
+            op("get_registrars", &["cookie"], json!({ "cookie": r("Cookie") })),
+            op("discard", &["cookie", "registrar"], json!({ "cookie": r("Cookie"), "registrar": r("RegistrarId") }))
+        ]},
+        "DiscoveryReply": {
+            "description": "The discovery service's reply, JSON form version 1: the request's id, the service's landlord id (of its registration leases), the answer.",
+            "type": "object", "additionalProperties": false, "required": ["v", "id", "landlord", "body"],
+            "properties": { "v": { "const": 1 }, "id": r("DecU64"), "landlord": r("LandlordId"), "body": r("DiscoveryReplyBody") },
+            "examples": discovery_reply_examples().iter().map(|(_, _, _, m)| enc_disc_reply(m)).collect::<Vec<_>>()
+        },
+        "DiscoveryReplyBody": { "oneOf": [
+            op("registered", &["registration", "cookie", "duration", "event_id", "sequence"], json!({ "registration": r("DecU64"),
+                "cookie": r("Cookie"), "duration": r("Duration"), "event_id": r("DecU64"),
+                "sequence": { "description": "The first event carries the number after this one.", "$ref": "#/components/schemas/DecU64" } })),
+            op("groups", &["groups"], json!({ "groups": r("Groups") })),
+            op("locators", &["locators"], json!({ "locators": { "type": "array", "items": r("Locator") } })),
+            op("registrars", &["registrars"], json!({ "registrars": { "type": "array", "items": r("Registrar") } })),
+            op("done", &[], json!({})),
+            op("error", &["code", "message"], json!({ "code": { "type": "integer", "format": "int32" }, "message": { "type": "string" } }))
+        ]},
+        "DiscoveryStatus": {
+            "description": "What the discovery service holds.",
+            "type": "object",
+            "required": ["shard", "landlord", "announcements", "registrations", "discovered", "journal_seq", "recovered"],
+            "properties": {
+                "shard": { "type": "integer" }, "landlord": r("LandlordId"),
+                "announcements": { "type": "string", "description": "How announcements arrive (multicast group and port, or unicast)." },
+                "multicast_unavailable": { "type": ["string", "null"], "description": "Why multicast is not used, when --discovery-announce auto fell back." },
+                "registrations": { "type": "array", "items": { "type": "integer" } },
+                "discovered": { "type": "array", "items": r("RegistrarId") },
+                "journal_seq": { "type": "integer" },
+                "recovered": { "type": "object", "description": "What opening the store found (records replayed, registrations, a torn tail cut)." }
+            }
+        }
+    })
+}
+
+fn core_schemas() -> Value {
     let r = |n: &str| json!({ "$ref": format!("#/components/schemas/{n}") });
     json!({
         "LandlordId": {
@@ -492,6 +672,23 @@ fn coord_response(status: u16, description: &str) -> Value {
     })
 }
 
+fn disc_response(status: u16, description: &str) -> Value {
+    let examples: serde_json::Map<String, Value> = discovery_reply_examples()
+        .into_iter()
+        .filter(|(_, s, _, _)| *s == status)
+        .map(|(name, _, summary, m)| {
+            (name.to_string(), json!({ "summary": summary, "value": enc_disc_reply(&m) }))
+        })
+        .collect();
+    let mut content = json!({ "application/json": { "schema": { "$ref": "#/components/schemas/DiscoveryReply" } } });
+    if !examples.is_empty() {
+        content["application/json"]["examples"] = Value::Object(examples);
+    }
+    content["application/octet-stream"] =
+        json!({ "schema": { "type": "string", "format": "binary" } });
+    json!({ "description": description, "content": content })
+}
+
 fn coord_responses() -> Value {
     json!({
         "200": coord_response(200, "The landlord's answer: acquired (with its fencing token), watching, events, holders."),
@@ -539,6 +736,12 @@ pub fn document() -> Value {
         .into_iter()
         .map(|(name, summary, m)| {
             (name.to_string(), json!({ "summary": summary, "value": enc_coord_req(&m) }))
+        })
+        .collect();
+    let disc_req_examples: serde_json::Map<String, Value> = discovery_request_examples()
+        .into_iter()
+        .map(|(name, summary, m)| {
+            (name.to_string(), json!({ "summary": summary, "value": enc_disc_req(&m) }))
         })
         .collect();
     let page_example = LeasePage {
@@ -611,6 +814,39 @@ pub fn document() -> Value {
                     param("max", "query", json!({ "type": "integer", "minimum": 0, "maximum": 4294967295u64 }), "At most this many events (0: no limit).", false)
                 ],
                 "responses": coord_responses()
+            }},
+            "/discovery": { "post": {
+                "operationId": "discovery",
+                "summary": "The lookup discovery service (with --discovery-port): register for the registrars of groups and locators, change a registration's groups and locators, list its registrars, discard one.",
+                "description": "One discovery message in (JSON or binary by Content-Type), one reply out in the same encoding, with the statuses of POST /lease. A register request names its listener in the leasehold-listener header: the http:// URL the service POSTs discovered and discarded events to (in the register request's encoding), each answered with an event reply. Renew and cancel a registration's lease with POST /lease?landlord=<the reply's landlord>, like any lease. A server without a discovery service answers 400.",
+                "parameters": [
+                    param("landlord", "query", r("LandlordId"), "The discovery service's id (the landlord of its registration leases), 16 hex digits; another id: 404.", false),
+                    param("leasehold-listener", "header", json!({ "type": "string" }), "A register request's listener: the http:// URL events are POSTed to.", false)
+                ],
+                "requestBody": { "required": true, "content": {
+                    "application/json": { "schema": r("DiscoveryRequest"), "examples": disc_req_examples },
+                    "application/octet-stream": { "schema": { "type": "string", "format": "binary" } }
+                }},
+                "responses": {
+                    "200": disc_response(200, "The service's answer: registered, groups, locators, registrars, done."),
+                    "400": disc_response(400, "An error reply: the body does not decode (code 5), or a bad argument (code 4): no listener, a landlord id in another form, groups added to a registration that wants all, no discovery service here."),
+                    "401": { "description": "The server has a tokens file and the request carried neither a token nor a client certificate.", "content": { "text/plain": { "schema": { "type": "string" } } } },
+                    "403": { "description": "The identity may not register (it lacks grant): an error reply (code 2); or the token names no identity (text).",
+                        "content": { "application/json": { "schema": r("DiscoveryReply") }, "application/octet-stream": { "schema": { "type": "string", "format": "binary" } }, "text/plain": { "schema": { "type": "string" } } } },
+                    "404": disc_response(404, "An error reply (code 1): no such registration (its lease ended or was cancelled), or another landlord than the service's."),
+                    "409": disc_response(409, "An error reply (code 2): the service refuses (a policy)."),
+                    "413": disc_response(413, "An error reply: the body is over the size limit (code 5)."),
+                    "503": unavailable()
+                }
+            }},
+            "/discovery/status": { "get": {
+                "operationId": "discoveryStatus",
+                "summary": "What the lookup discovery service holds: how announcements arrive, its registrations, the registrars it has discovered, its journal position, what opening its store found.",
+                "responses": {
+                    "200": { "description": "The status.", "content": { "application/json": { "schema": r("DiscoveryStatus") } } },
+                    "404": text_response("This server runs no discovery service."),
+                    "503": unavailable()
+                }
             }},
             "/livez": { "get": { "operationId": "livez", "summary": "Whether the process answers at all (restart it if not).", "responses": {
                 "200": text_response("The process runs.") } } },
@@ -777,6 +1013,46 @@ mod tests {
             }
         }
         assert_eq!(ops("CoordRequestBody"), ["acquire", "watch", "poll", "holders"]);
+        for ex in schemas["DiscoveryRequest"]["examples"].as_array().unwrap() {
+            let text = serde_json::to_vec(ex).unwrap();
+            let m = DiscoveryRequest::decode(&text, Encoding::Json, &limits).unwrap();
+            assert_eq!(enc_disc_req(&m), *ex);
+        }
+        let post = &doc["paths"]["/discovery"]["post"];
+        for (status, resp) in post["responses"].as_object().unwrap() {
+            let Some(examples) = resp["content"]["application/json"]["examples"].as_object() else {
+                continue;
+            };
+            for (name, ex) in examples {
+                let text = serde_json::to_vec(&ex["value"]).unwrap();
+                let reply = DiscoveryReply::decode(&text, Encoding::Json, &limits).unwrap();
+                let expected = match &reply.body {
+                    DiscoveryReplyBody::Error(e) => crate::reply::status_of_error(e).as_u16(),
+                    _ => 200,
+                };
+                assert_eq!(status, &expected.to_string(), "{name}");
+            }
+        }
+        assert_eq!(
+            ops("DiscoveryRequestBody"),
+            [
+                "register",
+                "get_groups",
+                "add_groups",
+                "set_groups",
+                "remove_groups",
+                "get_locators",
+                "add_locators",
+                "set_locators",
+                "remove_locators",
+                "get_registrars",
+                "discard"
+            ]
+        );
+        assert_eq!(
+            ops("DiscoveryReplyBody"),
+            ["registered", "groups", "locators", "registrars", "done", "error"]
+        );
         assert_eq!(ops("CoordReplyBody"), ["acquired", "watching", "events", "holders", "error"]);
         for (_, _, m) in request_examples() {
             let v = enc_req(&m);

@@ -163,6 +163,81 @@ async fn locks_deny_with_a_reason_wait_in_line_and_grow_their_tokens() {
     other.release().await.unwrap();
 }
 
+/// A lock granted after a wait longer than its lease is held from the moment it is returned:
+/// the lease counted from when the waiting request was sent would already be over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_granted_after_a_long_wait_is_known_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let url = s.url();
+    let short = LockOptions { lease_ms: 1000, ..LockOptions::default() };
+    let a = driver(&url).lock("locks/w", &short).await.unwrap();
+    let waiter = {
+        let d = driver(&url);
+        tokio::spawn(async move {
+            let opts = LockOptions { wait: Some(Duration::from_secs(20)), ..short };
+            let l = d.lock("locks/w", &opts).await.unwrap();
+            let (safe, held) = (l.safe_for().await, l.is_held().await);
+            (l, safe, held, d)
+        })
+    };
+    // The waiter waits 2.5 lease periods (the holder keeps renewing meanwhile).
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    a.release().await.unwrap();
+    let (b, safe, held, _d) = waiter.await.unwrap();
+    assert!(held, "not known held when returned (safe for {safe:?})");
+    assert!(safe > Duration::from_millis(500), "safe for only {safe:?} when returned");
+    // And it stays held: the driver renews it.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(b.is_held().await, "lost after {:?}", b.safe_for().await);
+    b.release().await.unwrap();
+}
+
+/// A lock (and a plain grant) taken after a failover counts from the attempt that was
+/// answered: the first server here accepts connections and never answers, so the first
+/// attempt (held for the acquire's wait on top of the time-out) ends after 3.5 s, longer than
+/// the 1 s lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_taken_after_a_failover_counts_from_the_answered_attempt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let accepted = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((sock, _)) = silent.accept().await {
+            open.push(sock);
+        }
+    });
+    let config = ClusterConfig::new([silent_url.as_str(), s.url().as_str()])
+        .encoding(Encoding::Json)
+        .attempt_timeout(Duration::from_millis(500));
+    let d = RenewalDriver::start(Cluster::new(config).unwrap(), Default::default()).unwrap().0;
+    let opts = LockOptions {
+        lease_ms: 1000,
+        wait: Some(Duration::from_secs(3)),
+        ..LockOptions::default()
+    };
+    let t = Instant::now();
+    let l = d.lock("locks/f", &opts).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_secs(3), "no failover: {:?}", t.elapsed());
+    let safe = l.safe_for().await;
+    assert!(safe > Duration::from_millis(500), "safe for only {safe:?} after the failover");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(l.is_held().await, "lost after {:?}", l.safe_for().await);
+    l.release().await.unwrap();
+    // A grant fails over the same way (now to the server that answered last, so a fresh
+    // driver, whose cluster starts at the silent one).
+    let config = ClusterConfig::new([silent_url.as_str(), s.url().as_str()])
+        .encoding(Encoding::Json)
+        .attempt_timeout(Duration::from_millis(1500));
+    let d = RenewalDriver::start(Cluster::new(config).unwrap(), Default::default()).unwrap().0;
+    let lease = d.grant("plain/f", 1000).await.unwrap();
+    let left = lease.expiration() - d.now();
+    assert!(left > 500, "{left} ms left of a 1 s grant after the failover");
+    accepted.abort();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_that_goes_away_is_granted_nothing() {
     let tmp = tempfile::tempdir().unwrap();

@@ -23,7 +23,7 @@ import asyncio
 import itertools
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._clock import monotonic_ms
@@ -187,6 +187,23 @@ class _Coord:
         data = await self.cluster.apost(self._encode(body), landlord, endpoint="coord", kind="CoordReply", wait=wait_ms / 1000)
         return CoordReply.decode(data, self.encoding)
 
+    # An acquire's reply and when the answered attempt was sent (monotonic ms): its lease counts
+    # from there, not from a first attempt at a server that failed (after a failover that
+    # attempt, held for the wait, can take longer than the lease).
+    def acquire(self, body: Dict[str, Any], wait_ms: int) -> Tuple[Dict[str, Any], int]:
+        sent = [monotonic_ms()]
+        data = self.cluster.post(
+            self._encode(body), None, endpoint="coord", kind="CoordReply", wait=wait_ms / 1000, on_attempt=lambda: sent.__setitem__(0, monotonic_ms())
+        )
+        return CoordReply.decode(data, self.encoding), sent[0]
+
+    async def aacquire(self, body: Dict[str, Any], wait_ms: int) -> Tuple[Dict[str, Any], int]:
+        sent = [monotonic_ms()]
+        data = await self.cluster.apost(
+            self._encode(body), None, endpoint="coord", kind="CoordReply", wait=wait_ms / 1000, on_attempt=lambda: sent.__setitem__(0, monotonic_ms())
+        )
+        return CoordReply.decode(data, self.encoding), sent[0]
+
 
 def _cluster(servers: Union[str, Sequence[str], Cluster], timeout: float) -> Cluster:
     return servers if isinstance(servers, Cluster) else Cluster(servers, timeout=timeout)
@@ -325,10 +342,9 @@ def lock(
     deadline = time.monotonic() + (wait or 0.0)
     while True:
         left = max(0.0, deadline - time.monotonic())
-        sent = monotonic_ms()
         body = _acquire_body(name, _ms(lease), _ms(min(left, MOST_HELD)), holder)
         try:
-            reply = coord.call(body, wait_ms=_ms(min(left, MOST_HELD)))
+            reply, sent = coord.acquire(body, _ms(min(left, MOST_HELD)))
             got = _acquired(reply)
         except IndefiniteError:
             if time.monotonic() >= deadline:
@@ -404,10 +420,9 @@ async def alock(
     deadline = time.monotonic() + (wait or 0.0)
     while True:
         left = max(0.0, deadline - time.monotonic())
-        sent = monotonic_ms()
         body = _acquire_body(name, _ms(lease), _ms(min(left, MOST_HELD)), holder)
         try:
-            reply = await coord.acall(body, wait_ms=_ms(min(left, MOST_HELD)))
+            reply, sent = await coord.aacquire(body, _ms(min(left, MOST_HELD)))
             got = _acquired(reply)
         except IndefiniteError:
             if time.monotonic() >= deadline:

@@ -323,6 +323,7 @@ class Cluster:
         endpoint: str = "lease",
         kind: str = "Reply",
         wait: float = 0.0,
+        on_attempt: Optional[Callable[[], None]] = None,
     ) -> bytes:
         """POSTs a message (for ``landlord``: a renewal or cancel; None: a grant) and returns
         the reply body; raises ``IndefiniteError`` once every server failed. ``headers`` are
@@ -330,12 +331,17 @@ class Cluster:
         with a line break raises ``ValueError`` before anything is sent). ``endpoint``
         ``"coord"`` sends a coordination message (``kind`` ``"CoordReply"`` comes back) to
         ``/coord`` beside the lease endpoint; ``wait`` seconds (how long the server may hold
-        it: an acquire that waits, a long poll) are added to each attempt's time-out."""
+        it: an acquire that waits, a long poll) are added to each attempt's time-out.
+        ``on_attempt`` is called as each server is tried, just before its request goes out: the
+        last call before the reply is when the answered request was sent (what a lease it grants
+        counts from; after a failover, not the first attempt)."""
         headers = {**self._headers, **_extra_headers(headers)}
         failures: List[str] = []
         timeout = self.timeout + wait
         for i in self._order(landlord):
             u, target, url = self._servers[i], self._target(i, landlord, endpoint), self.urls[i]
+            if on_attempt is not None:
+                on_attempt()
             try:
                 response = _exchange(u, target, data, self.encoding, timeout, headers, self._ssl)
                 for _ in range(MAX_REDIRECTS):
@@ -359,6 +365,7 @@ class Cluster:
         endpoint: str = "lease",
         kind: str = "Reply",
         wait: float = 0.0,
+        on_attempt: Optional[Callable[[], None]] = None,
     ) -> bytes:
         """As :meth:`post`, with asyncio streams (TLS for https://)."""
         headers = {**self._headers, **_extra_headers(headers)}
@@ -366,6 +373,8 @@ class Cluster:
         timeout = self.timeout + wait
         for i in self._order(landlord):
             u, target, url = self._servers[i], self._target(i, landlord, endpoint), self.urls[i]
+            if on_attempt is not None:
+                on_attempt()
             try:
                 response = await _aexchange(u, target, data, self.encoding, timeout, headers, self._ssl)
                 for _ in range(MAX_REDIRECTS):

@@ -25,7 +25,7 @@ pub struct FenceOptions {
 
 /// A call on a fence.
 #[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FenceInput {
     /// [`Fence::check`]: accept `token` (and remember it) if it is at least the highest.
     Check {
@@ -40,6 +40,7 @@ pub enum FenceInput {
     /// [`Fence::highest`].
     Highest,
 }
+crate::machine::op_first::op_first!(FenceInput);
 
 /// What a check decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

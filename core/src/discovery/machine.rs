@@ -105,7 +105,7 @@ pub enum Protocol {
 /// Every call a host makes of a discovery service besides the timer and polling (data form:
 /// an object tagged by `op`, snake_case). `registration` is a registration's number.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DiscoveryInput {
     /// [`DiscoveryService::register`], then [`DiscoveryService::set_listener`] in the same step
     /// when a listener is given (a refused listener cancels the registration again).
@@ -314,6 +314,7 @@ pub enum DiscoveryInput {
         listener: Option<Vec<u8>>,
     },
 }
+crate::machine::op_first::op_first!(DiscoveryInput);
 
 /// What a [`DiscoveryInput`] answers (data form: the value itself, untagged).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -19,7 +19,7 @@ use crate::wire::{Encoding, Limits, Reply};
 /// Every call a host makes of a renewal manager besides the timer and polling (data form: an
 /// object tagged by `op`, snake_case).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ManagerInput {
     /// [`RenewalManager::renew_for`].
     RenewFor {
@@ -111,6 +111,7 @@ pub enum ManagerInput {
         message: String,
     },
 }
+crate::machine::op_first::op_first!(ManagerInput);
 
 /// A round-trip estimate (data form).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

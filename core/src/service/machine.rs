@@ -70,7 +70,7 @@ impl ServiceOptions {
 /// Every call a host makes of a renewal service besides the timer and polling (data form: an
 /// object tagged by `op`, snake_case). `set` is a set's number.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServiceInput {
     /// The landlord id of the set leases.
     Id,
@@ -193,6 +193,7 @@ pub enum ServiceInput {
         message: String,
     },
 }
+crate::machine::op_first::op_first!(ServiceInput);
 
 /// What a [`ServiceInput`] answers (data form, untagged).
 #[derive(Debug, Clone, PartialEq, Serialize)]

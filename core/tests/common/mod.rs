@@ -89,7 +89,7 @@ pub fn mutate(text: &str, ms: &[Mutation]) -> String {
                     1 => x.wrapping_add(1),
                     2 => x.wrapping_sub(1),
                     3 => x.wrapping_add(m.value),
-                    _ => -x,
+                    _ => x.wrapping_neg(),
                 };
                 *at(&mut doc, path) = Value::from(y);
             }
