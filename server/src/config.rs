@@ -353,6 +353,16 @@ impl Config {
             matches!(store, StoreKind::Postgres(_)),
             shards,
         )?;
+        if let Some(d) = &discovery {
+            if d.id <= shards + renewal_shards {
+                return Err(format!(
+                    "--discovery-id must be above the landlord and renewal-service shards (1 to \
+                     {}), got {}",
+                    shards + renewal_shards,
+                    d.id
+                ));
+            }
+        }
         let mut store_config = leasehold::store::StoreConfig::default();
         if let Some(b) = file.segment_bytes {
             store_config.segment_bytes = b;

@@ -356,6 +356,21 @@ fn renewal_requests_are_refused_clearly() {
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("renewal-service shards"), "{err}");
+    // The discovery service's landlord id may not be a renewal shard's.
+    let (code, _, err) = run(&[
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--renewal-shards",
+        "2",
+        "--discovery-port",
+        "1",
+        "--discovery-id",
+        "3",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("above the landlord and renewal-service shards (1 to 3)"), "{err}");
 }
 
 /// With a tokens file, `/renewal` speaks as an identity: `create_set` needs `grant` (and the
