@@ -333,6 +333,11 @@ fn dispatch<'py>(
         "EventReply" => message::<dw::EventReply>(py, data, from, to, limits),
         "CoordRequest" => message::<leasehold::coord::CoordRequest>(py, data, from, to, limits),
         "CoordReply" => message::<leasehold::coord::CoordReply>(py, data, from, to, limits),
+        "SetRequest" => message::<leasehold::service::wire::SetRequest>(py, data, from, to, limits),
+        "SetReply" => message::<leasehold::service::wire::SetReply>(py, data, from, to, limits),
+        "SetEvent" => {
+            message::<leasehold::service::wire::SetEventMessage>(py, data, from, to, limits)
+        }
         other => Err(PyTypeError::new_err(format!("no message kind {other:?}"))),
     }
 }

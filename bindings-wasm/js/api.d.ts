@@ -359,11 +359,12 @@ export type Transport = (
   body: Uint8Array | string,
   landlord: string | undefined,
   /**
-   * `endpoint: 'coord'`: a coordination message (js/coord.js); `wait`: ms a server may hold it;
-   * `onAttempt`: called as each server is tried, just before its request goes out (the last
-   * call before the reply is when the answered request was sent).
+   * `endpoint: 'coord'`: a coordination message (js/coord.js); `'renewal'`: a renewal set
+   * message (js/renewal.js, JSON); `wait`: ms a server may hold it; `onAttempt`: called as each
+   * server is tried, just before its request goes out (the last call before the reply is when
+   * the answered request was sent).
    */
-  options?: { endpoint?: 'lease' | 'coord'; wait?: number; onAttempt?: () => void },
+  options?: { endpoint?: 'lease' | 'coord' | 'renewal'; wait?: number; onAttempt?: () => void },
 ) => Promise<Uint8Array | ArrayBuffer | string>;
 
 /**
@@ -443,3 +444,7 @@ export {
   type Lock, type LockOptions, type Leader, type Observer, type CoordRequest, type CoordReply, type CoordEvent,
   type CoordHolder, type Token,
 } from './coord.js';
+export {
+  RemoteSet, encodeSetRequest, decodeSetRequest, encodeSetReply, decodeSetReply, encodeSetEvent, decodeSetEvent,
+  type SetRequest, type SetReply, type SetEventMessage, type ClientLease, type SetEventType,
+} from './renewal.js';

@@ -54,6 +54,9 @@ export {
   discoveryEventFromBytes,
 } from './discovery.js';
 export { RenewalSet } from './service.js';
+export {
+  RemoteSet, encodeSetRequest, decodeSetRequest, encodeSetReply, decodeSetReply, encodeSetEvent, decodeSetEvent,
+} from './renewal.js';
 
 /** `Lease.FOREVER`: a lease or duration that never ends. `Infinity` here (i64::MAX in core). */
 export const FOREVER = Infinity;
@@ -736,12 +739,14 @@ export function fetchTransport(urls, { fetch: f = globalThis.fetch, headers = {}
   const owners = new Map(); // landlord (16 hex digits) -> index of the server that owns it
   const indexOf = (origin) => list.findIndex((u) => u.origin === origin);
   // `endpoint: 'coord'` sends a coordination message to `/coord` beside the lease endpoint (its
-  // reply is a CoordReply); `wait` ms (how long a server may hold it: an acquire that waits, a
+  // reply is a CoordReply), `endpoint: 'renewal'` a renewal set message to `/renewal` (a SetReply,
+  // JSON: js/renewal.js); `wait` ms (how long a server may hold it: an acquire that waits, a
   // long poll) add to the attempt's time-out. `onAttempt` is called just before each server is
   // tried: a lease the reply grants counts from the last call (after a failover, not the first).
   return async (body, landlord, { endpoint = 'lease', wait = 0, onAttempt } = {}) => {
     const query = landlord === undefined || landlord === null ? '' : landlordQuery(landlord);
-    const isReply = endpoint === 'lease' ? (b) => decodeReply(b, encoding) : (b) => wasm.__decodeMessage('CoordReply', b, encoding);
+    const kind = endpoint === 'renewal' ? 'SetReply' : 'CoordReply';
+    const isReply = endpoint === 'lease' ? (b) => decodeReply(b, encoding) : (b) => wasm.__decodeMessage(kind, b, encoding);
     const first = owners.get(landlord) ?? current;
     const failures = [];
     for (let k = 0; k < list.length; k++) {

@@ -126,6 +126,9 @@ fn dispatch(
         "EventReply" => message::<dw::EventReply>(data, from, to, limits),
         "CoordRequest" => message::<leasehold::coord::CoordRequest>(data, from, to, limits),
         "CoordReply" => message::<leasehold::coord::CoordReply>(data, from, to, limits),
+        "SetRequest" => message::<leasehold::service::wire::SetRequest>(data, from, to, limits),
+        "SetReply" => message::<leasehold::service::wire::SetReply>(data, from, to, limits),
+        "SetEvent" => message::<leasehold::service::wire::SetEventMessage>(data, from, to, limits),
         other => Err(type_error(format!("no message kind {other:?}"))),
     }
 }

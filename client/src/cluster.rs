@@ -34,6 +34,7 @@ use hyper_util::client::legacy::connect::{Connect, HttpConnector};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use leasehold::coord::wire::{CoordReply, CoordRequest, CoordRequestBody};
+use leasehold::service::wire::{SetReply, SetRequest};
 use leasehold::{Encoding, LandlordId, LeaseError, Limits, Reply, Request};
 
 use crate::error::ClientError;
@@ -126,6 +127,17 @@ struct Server {
     lease_path: String,
     /// The coordination endpoint's path: `/coord` beside the lease endpoint.
     coord_path: String,
+    /// The renewal service's endpoint: `/renewal` beside the lease endpoint.
+    renewal_path: String,
+}
+
+/// Which endpoint a message goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Lease,
+    Coord,
+    /// Set messages: JSON whatever the configured encoding.
+    Renewal,
 }
 
 fn parse_server(url: &str) -> Result<Server, ClientError> {
@@ -141,11 +153,10 @@ fn parse_server(url: &str) -> Result<Server, ClientError> {
         "" | "/" => "/lease".to_string(),
         p => p.to_string(),
     };
-    let coord_path = match lease_path.strip_suffix("/lease") {
-        Some(base) => format!("{base}/coord"),
-        None => "/coord".to_string(),
-    };
-    Ok(Server { origin: format!("{scheme}://{authority}"), lease_path, coord_path })
+    let base = lease_path.strip_suffix("/lease").unwrap_or("");
+    let coord_path = format!("{base}/coord");
+    let renewal_path = format!("{base}/renewal");
+    Ok(Server { origin: format!("{scheme}://{authority}"), lease_path, coord_path, renewal_path })
 }
 
 /// A reply decoder: [`Reply::decode`] or [`CoordReply::decode`].
@@ -291,7 +302,9 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         request: &Request,
     ) -> Result<(Reply, Answered), ClientError> {
         let body = Bytes::from(request.encode(self.inner.config.encoding));
-        self.round(landlord, false, body, Duration::ZERO, &Reply::decode).await.map_err(|(e, _)| e)
+        self.round(landlord, Endpoint::Lease, body, Duration::ZERO, &Reply::decode)
+            .await
+            .map_err(|(e, _)| e)
     }
 
     /// Sends a coordination request (`POST /coord`: acquire, watch, poll, holders) and returns
@@ -321,7 +334,9 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
             _ => Duration::ZERO,
         };
         let body = Bytes::from(request.encode(self.inner.config.encoding));
-        self.round(landlord, true, body, held, &CoordReply::decode).await.map_err(|(e, _)| e)
+        self.round(landlord, Endpoint::Coord, body, held, &CoordReply::decode)
+            .await
+            .map_err(|(e, _)| e)
     }
 
     /// Like [`Cluster::send_traced`], but when no server gives a reply, waits a moment (the
@@ -338,7 +353,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
     ) -> Result<(Reply, Answered), ClientError> {
         loop {
             let body = Bytes::from(request.encode(self.inner.config.encoding));
-            let round = self.round(landlord, false, body, Duration::ZERO, &Reply::decode);
+            let round = self.round(landlord, Endpoint::Lease, body, Duration::ZERO, &Reply::decode);
             let (e, retry_after) = match round.await {
                 Ok(r) => return Ok(r),
                 Err(x) => x,
@@ -353,13 +368,29 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         }
     }
 
+    /// Sends a renewal set message (`POST /renewal`, JSON whatever the configured encoding;
+    /// `landlord` is the set's, `None` for `create_set`) and returns the service's reply, which
+    /// may be an error reply (a definite answer), with failover as [`Cluster::send`].
+    pub async fn send_set(
+        &self,
+        landlord: Option<LandlordId>,
+        request: &SetRequest,
+    ) -> Result<SetReply, ClientError> {
+        let body = Bytes::from(request.to_json());
+        let decode = |b: &[u8], _: Encoding, l: &Limits| SetReply::from_json(b, l);
+        self.round(landlord, Endpoint::Renewal, body, Duration::ZERO, &decode)
+            .await
+            .map(|(r, _)| r)
+            .map_err(|(e, _)| e)
+    }
+
     /// One round over the servers; on failure, the error and any `Retry-After` a server gave.
-    /// `coord`: to the coordination endpoint; `held`: how long the server may hold the request
-    /// (added to each attempt's time-out); `decode`: the reply's decoder.
+    /// `endpoint`: where to; `held`: how long the server may hold the request (added to each
+    /// attempt's time-out); `decode`: the reply's decoder.
     async fn round<T>(
         &self,
         landlord: Option<LandlordId>,
-        coord: bool,
+        endpoint: Endpoint,
         body: Bytes,
         held: Duration,
         decode: &Decoder<T>,
@@ -374,7 +405,15 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         for k in 0..n {
             let i = (first + k) % n;
             let server = &self.inner.servers[i];
-            let path = if coord { &server.coord_path } else { &server.lease_path };
+            let path = match endpoint {
+                Endpoint::Lease => &server.lease_path,
+                Endpoint::Coord => &server.coord_path,
+                Endpoint::Renewal => &server.renewal_path,
+            };
+            let enc = match endpoint {
+                Endpoint::Renewal => Encoding::Json,
+                _ => self.inner.config.encoding,
+            };
             let mut target = match landlord {
                 Some(l) => format!("{}{path}?{}", server.origin, landlord_query(l)),
                 None => format!("{}{path}", server.origin),
@@ -384,7 +423,8 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
             let sent = tokio::time::Instant::now();
             loop {
                 let answer =
-                    match self.exchange(Method::POST, &target, Some(body.clone()), held).await {
+                    match self.exchange(Method::POST, &target, Some(body.clone()), held, enc).await
+                    {
                         Ok(a) => a,
                         Err(why) => {
                             failures.push(format!("{target}: {why}"));
@@ -409,7 +449,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
                         continue;
                     }
                 }
-                match self.wire_reply(&answer, decode) {
+                match self.wire_reply(&answer, decode, enc) {
                     Ok(reply) => {
                         let mut s = self.state();
                         s.current = i;
@@ -434,8 +474,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
 
     /// The reply an answer carries, if it carries one: a wire content type and a body that
     /// decodes. A 5xx never does (the server could not answer; the next one may).
-    fn wire_reply<T>(&self, a: &Answer, decode: &Decoder<T>) -> Result<T, String> {
-        let enc = self.inner.config.encoding;
+    fn wire_reply<T>(&self, a: &Answer, decode: &Decoder<T>, enc: Encoding) -> Result<T, String> {
         if a.status.is_server_error() || a.status.is_informational() {
             return Err(format!("HTTP {}{}", a.status.as_u16(), snippet(a)));
         }
@@ -458,15 +497,13 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         url: &str,
         body: Option<Bytes>,
         held: Duration,
+        enc: Encoding,
     ) -> Result<Answer, String> {
         let mut req = hyper::Request::builder().method(method).uri(url);
         let headers = req.headers_mut().expect("a fresh builder");
         headers.extend(self.inner.config.headers.clone());
         if body.is_some() {
-            headers.insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static(content_type(self.inner.config.encoding)),
-            );
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type(enc)));
         }
         let req = req
             .body(Full::new(body.unwrap_or_default()))
@@ -517,7 +554,8 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
         for k in 0..n {
             let i = (first + k) % n;
             let url = format!("{}{path}", self.inner.servers[i].origin);
-            match self.exchange(method.clone(), &url, body.clone(), Duration::ZERO).await {
+            let enc = self.inner.config.encoding;
+            match self.exchange(method.clone(), &url, body.clone(), Duration::ZERO, enc).await {
                 Ok(a) if !a.status.is_server_error() => return Ok((a.status, a.body)),
                 Ok(a) => failures.push(format!("{url}: HTTP {}{}", a.status.as_u16(), snippet(&a))),
                 Err(why) => failures.push(format!("{url}: {why}")),
@@ -539,7 +577,7 @@ impl<C: Connect + Clone + Send + Sync + 'static> Cluster<C> {
             .get(index)
             .ok_or_else(|| ClientError::Config(format!("no server {index}")))?;
         let url = format!("{}{path}", server.origin);
-        self.exchange(Method::GET, &url, None, Duration::ZERO)
+        self.exchange(Method::GET, &url, None, Duration::ZERO, self.inner.config.encoding)
             .await
             .map(|a| (a.status, a.body))
             .map_err(|why| ClientError::Unavailable(format!("{url}: {why}")))

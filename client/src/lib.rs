@@ -15,6 +15,8 @@
 //!   [`RenewalDriver::elect`], [`RenewalDriver::observe`]) on `POST /coord`.
 //! - [`admin`]: typed calls of the admin endpoints (list a landlord's leases, look up by
 //!   resource, revoke).
+//! - [`RemoteSet`]: a renewal set at a remote lease renewal service (`POST /renewal`): hand
+//!   leases to it before going away, take them back, listen for its events.
 //!
 //! Every rule of leasing (when to renew, batching, retries, what an answer means) is the
 //! core's; this crate carries messages and runs timers.
@@ -55,9 +57,11 @@ pub mod cluster;
 pub mod driver;
 pub mod error;
 pub mod recipes;
+pub mod renewal;
 pub mod tls;
 
 pub use cluster::{content_type, landlord_query, Answered, Cluster, ClusterConfig, OWNER_HEADER};
 pub use driver::RenewalDriver;
 pub use error::ClientError;
+pub use renewal::RemoteSet;
 pub use tls::{HttpsConnector, TlsOptions};

@@ -11,6 +11,8 @@ use std::path::PathBuf;
 mod coord;
 #[path = "vectors_gen/discovery.rs"]
 mod discovery;
+#[path = "vectors_gen/renewal.rs"]
+mod renewal;
 
 use leasehold::serial::LEASE_JSON_MAX;
 use leasehold::wire::{Outcome, WireError};
@@ -954,6 +956,7 @@ fn vectors_are_up_to_date() {
         ("store.json", store_vectors()),
         ("discovery.json", discovery::vectors()),
         ("coord.json", coord::vectors()),
+        ("renewal.json", renewal::vectors()),
     ];
     let regen = std::env::var_os("LEASEHOLD_REGEN_VECTORS").is_some();
     let mut stale = vec![];

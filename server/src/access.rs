@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `/livez`, `/openapi.json` | nothing (they reveal no lease and no server state) |
 //! | `POST /lease` | an identity with the operation (`grant`, `renew`, `cancel`) |
+//! | `POST /renewal` | an identity with `grant` (`create_set`) or `renew` (every other set operation) |
 //! | `/readyz`, `/healthz`, `/metrics` | `metrics` (or the `--metrics-listen` listener) |
 //! | `/admin/...` | `admin` |
 //! | `/watch...` | `watch` |
@@ -46,6 +47,8 @@ enum Need {
     Lease,
     /// `/coord`: as `/lease`, its refusals in the coordination reply's form.
     Coord,
+    /// `/renewal`: as `/lease`, its refusals in the set reply's form.
+    Renewal,
 }
 
 fn need(path: &str) -> Need {
@@ -53,6 +56,7 @@ fn need(path: &str) -> Need {
         "/livez" | "/openapi.json" => Need::Nothing,
         "/lease" => Need::Lease,
         "/coord" => Need::Coord,
+        "/renewal" => Need::Renewal,
         "/readyz" | "/healthz" | "/metrics" | "/discovery/status" => Need::Op(Op::Metrics),
         p if p.starts_with("/admin/") || p == "/admin" => Need::Op(Op::Admin),
         p if p.starts_with("/watch") => Need::Op(Op::Watch),
@@ -78,7 +82,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
     if matches!(need, Need::Nothing) {
         return next.run(req).await;
     }
-    if matches!(need, Need::Lease | Need::Coord)
+    if matches!(need, Need::Lease | Need::Coord | Need::Renewal)
         && req.headers().contains_key(crate::http::FORWARDED)
     {
         // The handler checks the proof against the body.
@@ -95,6 +99,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
                 Need::Coord => {
                     crate::coord::refused(&r, 0, crate::http::encoding_of(req.headers()))
                 }
+                Need::Renewal => crate::renewal::refused(&r, 0),
                 _ => text(r.status(), r.message()),
             };
         }

@@ -31,6 +31,15 @@ pub struct Flags {
     /// cluster. Default 1.
     #[arg(long, value_name = "N")]
     pub shards: Option<u64>,
+    /// Number of renewal-service shards (seed 003, LR), numbered after the landlords:
+    /// `shards+1..=shards+N`. Default 0. With PostgreSQL, the cluster keeps the largest number any
+    /// server was started with (docs/renewal-service.md).
+    #[arg(long, value_name = "N")]
+    pub renewal_shards: Option<u64>,
+    /// Longest lease a renewal set is granted, in ms (default 7200000: two hours; ANY gets
+    /// the smaller of this and one hour).
+    #[arg(long, value_name = "MS")]
+    pub max_set_lease_ms: Option<Duration>,
     /// The URL other servers use to reach this one (default `http://<listen>`).
     #[arg(long, value_name = "URL")]
     pub advertise: Option<String>,
@@ -188,6 +197,8 @@ pub struct FileConfig {
     data: Option<PathBuf>,
     store: Option<String>,
     shards: Option<u64>,
+    renewal_shards: Option<u64>,
+    max_set_lease_ms: Option<Duration>,
     advertise: Option<String>,
     name: Option<String>,
     max_lease_ms: Option<Duration>,
@@ -258,6 +269,10 @@ pub struct Config {
     pub store: StoreKind,
     /// Shards (landlords 1..=shards).
     pub shards: u64,
+    /// Renewal-service shards (`shards+1..=shards+renewal_shards`).
+    pub renewal_shards: u64,
+    /// The policy of renewal sets' leases.
+    pub set_policy: PolicySpec,
     /// URL of this server for the others.
     pub advertise: String,
     /// Name in logs.
@@ -319,6 +334,16 @@ impl Config {
         if shards == 0 || shards > 65_536 {
             return Err(format!("--shards must be 1 to 65536, got {shards}"));
         }
+        let renewal_shards = flags.renewal_shards.or(file.renewal_shards).unwrap_or(0);
+        if renewal_shards > 4096 {
+            return Err(format!("--renewal-shards must be 0 to 4096, got {renewal_shards}"));
+        }
+        let max_set = flags.max_set_lease_ms.or(file.max_set_lease_ms).unwrap_or(7_200_000);
+        if max_set <= 0 {
+            return Err(format!("--max-set-lease-ms must be positive, got {max_set}"));
+        }
+        let set_policy = PolicySpec::Bounded { max: max_set, default: max_set.min(3_600_000) };
+        set_policy.build().map_err(|e| format!("bad set lease policy: {e}"))?;
         let advertise =
             flags.advertise.or(file.advertise).unwrap_or_else(|| format!("http://{listen}"));
         let name = flags.name.or(file.name).unwrap_or_else(|| advertise.clone());
@@ -338,6 +363,16 @@ impl Config {
             matches!(store, StoreKind::Postgres(_)),
             shards,
         )?;
+        if let Some(d) = &discovery {
+            if d.id <= shards + renewal_shards {
+                return Err(format!(
+                    "--discovery-id must be above the landlord and renewal-service shards (1 to \
+                     {}), got {}",
+                    shards + renewal_shards,
+                    d.id
+                ));
+            }
+        }
         let mut store_config = leasehold::store::StoreConfig::default();
         if let Some(b) = file.segment_bytes {
             store_config.segment_bytes = b;
@@ -405,6 +440,8 @@ impl Config {
             listen,
             store,
             shards,
+            renewal_shards,
+            set_policy,
             advertise,
             name,
             policy,

@@ -487,7 +487,9 @@ pub(crate) async fn coord(
             }
             match answer {
                 Answer::Coord(reply) => return encoded(&reply, enc, Some(&app.config.advertise)),
-                Answer::Reply(_) => "a landlord reply to a coordination request".to_string(),
+                Answer::Reply(_) | Answer::Set(_) => {
+                    "a landlord reply to a coordination request".to_string()
+                }
                 Answer::Unavailable(why) => why,
             }
         }

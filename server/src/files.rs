@@ -309,6 +309,180 @@ pub fn open_shard(
     })
 }
 
+/// The file in a data directory that records how many renewal-service shards it has.
+pub const RENEWAL_SHARDS_FILE: &str = "renewal-shards";
+
+/// Refuses fewer renewal-service shards than a data directory was made with (their sets would
+/// be dropped in silence); records a new number (more shards add services, moving nothing).
+pub fn check_renewal_count(data: &Path, renewal_shards: u64) -> Result<(), String> {
+    let path = data.join(RENEWAL_SHARDS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(n) if n > renewal_shards => Err(format!(
+                "{} has {n} renewal-service shards, not {renewal_shards}: fewer would drop \
+                 the renewal sets of the others; start with --renewal-shards {n} or more",
+                data.display()
+            )),
+            Ok(n) if n == renewal_shards => Ok(()),
+            Ok(_) => std::fs::write(&path, format!("{renewal_shards}\n"))
+                .map_err(|e| format!("{}: {e}", path.display())),
+            Err(_) => Err(format!("{}: not a number of shards: {text:?}", path.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if renewal_shards == 0 {
+                return Ok(());
+            }
+            std::fs::write(&path, format!("{renewal_shards}\n"))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// What opening a renewal-service shard's directory found.
+pub struct OpenedRenewal {
+    /// The service, recovered and resumed.
+    pub svc: leasehold::service::RenewalService,
+    /// Its store's bookkeeping.
+    pub planner: Planner,
+    /// Its writer.
+    pub writer: FileWriter,
+    /// Journal records replayed on top of the snapshot.
+    pub replayed: u64,
+    /// A torn tail that was cut, if any.
+    pub torn: Option<String>,
+    /// Whether the directory was new.
+    pub created: bool,
+}
+
+/// Opens (or creates) renewal-service shard `id` in `data`, as [`open_shard`] opens a
+/// landlord's: the lock, the snapshot and the log, the durable tip, a torn tail cut, the
+/// service resumed at the server's clock (set leases do not count the time down; client
+/// leases and memberships are absolute, on the epoch clock). With `rewrite`, a new snapshot
+/// replaces the log (after a failed write).
+pub fn open_renewal(
+    data: &Path,
+    id: u64,
+    set_policy: &PolicySpec,
+    config: StoreConfig,
+    rewrite: bool,
+) -> Result<OpenedRenewal, OpenError> {
+    use leasehold::service::RenewalService;
+    let path = shard_dir(data, id);
+    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
+    let mut dir = Dir::open(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            OpenError::Busy(format!("{}: {e}", path.display()))
+        } else {
+            io(e)
+        }
+    })?;
+    let files = dir.read().map_err(io)?;
+    let damaged = |m: String| OpenError::Damaged(format!("{}: {m}", path.display()));
+    let has = |f: &dyn Fn(&str) -> bool| files.iter().any(|(n, _)| f(n));
+    if !has(&|n| n == leasehold::store::SNAPSHOT_FILE) && has(&|n| n.ends_with(".lhj")) {
+        return Err(damaged(
+            "the snapshot is missing but log segments remain: restore the snapshot from a \
+             backup (it holds the set leases' cookie seed); refusing to start the shard afresh"
+                .into(),
+        ));
+    }
+    let tip = files.iter().find(|(n, _)| n == TIP_FILE).and_then(|(_, b)| read_tip(b));
+    let Opened { state: mut svc, mut store, ops, recovered, created } =
+        Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
+            Some(bytes) => RenewalService::from_snapshot_bytes(bytes),
+            None => new_renewal_service(id, set_policy),
+        })
+        .map_err(|e| damaged(e.to_string()))?;
+    if svc.id() != LandlordId(id) {
+        return Err(damaged(format!("holds renewal service {}, not shard {id}", svc.id().0)));
+    }
+    let last = store.committed();
+    if let Some(tip) = tip.filter(|&t| t > last) {
+        return Err(damaged(format!(
+            "records {}..={tip} are missing: the log ends at record {last}, but record {tip} was \
+             durable (the tip file); a deleted or truncated log",
+            last + 1
+        )));
+    }
+    dir.apply_all(&ops).map_err(io)?;
+    if rewrite {
+        let ops = store.compact(&mut svc);
+        dir.apply_all(&ops).map_err(io)?;
+    }
+    let tip = open_tip(&path).map_err(io)?;
+    write_tip(&tip, svc.journal_seq().max(last)).map_err(io)?;
+    Ok(OpenedRenewal {
+        svc,
+        planner: Planner::Files(store),
+        writer: FileWriter { dir: Some(dir), tip: Some(tip) },
+        replayed: recovered.replayed,
+        torn: recovered.torn.map(|(_, _, why)| why),
+        created,
+    })
+}
+
+/// A new renewal service for shard `id`, with a journal (file store and PostgreSQL alike).
+pub fn new_renewal_service(
+    id: u64,
+    set_policy: &PolicySpec,
+) -> leasehold::Result<leasehold::service::RenewalService> {
+    use leasehold::service::{RenewalService, RenewalServiceConfig};
+    let mut c = RenewalServiceConfig::new(LandlordId(id), fresh_seed());
+    c.set_policy = set_policy.clone();
+    // Renew client leases at half their grant (the core's default is an eighth): a restart
+    // or a takeover of the service shorter than half a grant then loses none of them. Kept in
+    // the snapshot: the setting of a service is the one it was made with.
+    c.manager.renew_divisor = 2;
+    let mut svc = RenewalService::new(c)?;
+    svc.enable_journal();
+    Ok(svc)
+}
+
+/// Opens renewal shard `id` on a blocking thread and serves it (see [`open_and_serve`]).
+async fn open_and_serve_renewal(
+    app: &Arc<App>,
+    data: &Path,
+    id: u64,
+    rewrite: bool,
+) -> Result<(), OpenError> {
+    let (dir, c) = (data.to_path_buf(), app.config.clone());
+    let opened = tokio::task::spawn_blocking(move || {
+        open_renewal(&dir, id, &c.set_policy, c.store_config, rewrite)
+    })
+    .await
+    .map_err(|e| OpenError::Io(format!("opening thread: {e}")))?;
+    match opened {
+        Ok(o) => {
+            tracing::info!(
+                shard = id,
+                sets = o.svc.sets().len(),
+                client_leases = o.svc.manager().len(),
+                replayed = o.replayed,
+                created = o.created,
+                rewritten = rewrite,
+                torn = o.torn.as_deref().unwrap_or("none"),
+                "renewal shard opened"
+            );
+            let h = crate::renewal::spawn(
+                id,
+                o.svc,
+                o.planner,
+                o.writer,
+                app.shard_stats(id),
+                App::on_end_renewal(Arc::downgrade(app)),
+            );
+            app.insert_renewal(h);
+            Ok(())
+        }
+        Err(OpenError::Damaged(why)) => {
+            quarantine_shard(app, data, id, why);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Opens shard `id` on a blocking thread and serves it; a damaged one is quarantined, one
 /// that failed for a passing reason is retried later. `Err` only for a busy directory at
 /// start (another server runs on it).
@@ -318,6 +492,9 @@ async fn open_and_serve(
     id: u64,
     rewrite: bool,
 ) -> Result<(), OpenError> {
+    if app.is_renewal(id) {
+        return open_and_serve_renewal(app, data, id, rewrite).await;
+    }
     let (dir, c) = (data.to_path_buf(), app.config.clone());
     let opened = tokio::task::spawn_blocking(move || {
         open_shard(&dir, id, &c.policy, c.grace_ms, c.limits, c.store_config, &c.coord, rewrite)
@@ -378,7 +555,8 @@ pub(crate) fn quarantine_shard(app: &App, data: &Path, id: u64, why: String) {
 pub(crate) async fn open_all(app: &Arc<App>, data: &Path) -> Result<(), String> {
     std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
     check_shard_count(data, app.config.shards)?;
-    for id in 1..=app.config.shards {
+    check_renewal_count(data, app.config.renewal_shards)?;
+    for id in 1..=app.config.shards + app.config.renewal_shards {
         if let Some(q) = quarantine::files_marker(data, id) {
             tracing::error!(shard = id, reason = %q.reason, "shard is quarantined (marker found); not served");
             app.set_quarantined(id, q.reason);
@@ -403,7 +581,7 @@ pub(crate) async fn supervise(app: Weak<App>, data: PathBuf) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let Some(app) = app.upgrade() else { return };
         let now = Instant::now();
-        for id in 1..=app.shard_count() {
+        for id in 1..=app.total_shards() {
             let Some(l) = app.local(id) else { continue };
             match l.state {
                 ShardState::Failed if l.retry_at <= now => {
@@ -414,7 +592,7 @@ pub(crate) async fn supervise(app: Weak<App>, data: PathBuf) {
                     app.set_taking_over(id, format!("reopening after: {}", l.why));
                     match open_and_serve(&app, &data, id, true).await {
                         Ok(()) => {
-                            if app.shard(id).is_some() {
+                            if app.shard(id).is_some() || app.renewal(id).is_some() {
                                 tracing::info!(
                                     shard = id,
                                     failures = l.failures,

@@ -72,6 +72,7 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/lease", post(lease))
         .route("/coord", post(crate::coord::coord))
+        .route("/renewal", post(crate::renewal::endpoint))
         .route("/watch", get(crate::coord::watch))
         .route("/discovery", post(crate::discovery::endpoint))
         .route("/discovery/status", get(crate::discovery::status))
@@ -154,6 +155,36 @@ async fn lease(
         // A registration lease of the discovery service: renewed and cancelled as any lease.
         return crate::discovery::lease(&app, request, enc).await;
     }
+    if app.is_renewal(shard) {
+        // A renewal set's own lease: renewed and cancelled like any lease, at its service.
+        let why = match app.renewal(shard) {
+            Some(h) => {
+                let cookie = match &request.body {
+                    RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie } => {
+                        Some(*cookie)
+                    }
+                    _ => None,
+                };
+                match h.lease(request).await {
+                    Answer::Reply(reply) => {
+                        let reply = crate::reply::explain(reply, cookie);
+                        return crate::reply::wire(&reply, enc, Some(&app.config.advertise));
+                    }
+                    Answer::Unavailable(why) => why,
+                    _ => "a set answer to a landlord request".to_string(),
+                }
+            }
+            None => app.unserved_why(shard),
+        };
+        if !forwarded {
+            let who = caller.as_ref().map(|c| c.name.as_str());
+            if let Some(r) = app.forward(shard, Some(shard), enc, body, who).await {
+                return r;
+            }
+        }
+        app.stats.unavailable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return crate::reply::unavailable(why);
+    }
     if shard == 0 || shard > shards {
         let reply = Reply {
             id: request.id,
@@ -202,7 +233,9 @@ async fn lease(
                     let reply = crate::reply::explain(reply, cookie);
                     return crate::reply::wire(&reply, enc, Some(&app.config.advertise));
                 }
-                Answer::Coord(_) => "a coordination answer to a landlord request".to_string(),
+                Answer::Coord(_) | Answer::Set(_) => {
+                    "a coordination answer to a landlord request".to_string()
+                }
                 Answer::Unavailable(why) => why,
             }
         }

@@ -16,6 +16,7 @@
 //!   TLS and mTLS, identities with permissions and quotas (`docs/security.md`);
 //! - [`coord`]: coordination over HTTP (acquire with a wait, watches by long polling),
 //!   routing that keeps exclusive resources, pools and watched prefixes in one shard;
+//! - [`renewal`]: renewal-service shards (seed 003, LR) beside the landlords, `POST /renewal`;
 //! - [`discovery`]: the lookup discovery service (seed 003, LD) beside the landlords,
 //!   `POST /discovery`, announcements over UDP;
 #![deny(missing_docs)]
@@ -36,6 +37,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod pg;
 pub mod quarantine;
+pub mod renewal;
 pub mod reply;
 pub mod security;
 pub mod shard;
@@ -83,9 +85,11 @@ pub struct App {
     /// Settings.
     pub config: Config,
     shards: RwLock<BTreeMap<u64, ShardHandle>>,
+    renewals: RwLock<BTreeMap<u64, renewal::RenewalHandle>>,
     local: Mutex<BTreeMap<u64, Local>>,
     shard_stats: Mutex<BTreeMap<u64, Arc<ShardStats>>>,
     shard_count: AtomicU64,
+    renewal_count: AtomicU64,
     /// Server-wide counters.
     pub stats: ServerStats,
     cluster: Mutex<Option<Arc<pg::Cluster>>>,
@@ -108,6 +112,7 @@ pub struct App {
 impl App {
     fn new(config: Config) -> Result<Arc<App>, String> {
         let shard_count = AtomicU64::new(config.shards);
+        let renewal_count = AtomicU64::new(config.renewal_shards);
         let auth = auth::Auth::load(
             config.security.tokens.as_deref(),
             config.security.cluster_secret.as_deref(),
@@ -118,9 +123,11 @@ impl App {
             discovery,
             config,
             shards: RwLock::new(BTreeMap::new()),
+            renewals: RwLock::new(BTreeMap::new()),
             local: Mutex::new(BTreeMap::new()),
             shard_stats: Mutex::new(BTreeMap::new()),
             shard_count,
+            renewal_count,
             stats: ServerStats::default(),
             cluster: Mutex::new(None),
             coord_metrics: Arc::new(coord::CoordMetrics::default()),
@@ -159,6 +166,98 @@ impl App {
     /// The shard `id`, if this server serves it.
     pub fn shard(&self, id: u64) -> Option<ShardHandle> {
         self.shards.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+    }
+
+    /// How many renewal-service shards the cluster has (with PostgreSQL, the cluster row's
+    /// number wins over `--renewal-shards`).
+    pub fn renewal_count(&self) -> u64 {
+        self.renewal_count.load(Relaxed)
+    }
+
+    /// Every shard's id, landlords and renewal services: `1..=` this.
+    pub fn total_shards(&self) -> u64 {
+        self.shard_count() + self.renewal_count()
+    }
+
+    /// The renewal-service shards' ids: after the landlords' (empty without
+    /// `--renewal-shards`).
+    pub fn renewal_ids(&self) -> std::ops::RangeInclusive<u64> {
+        let first = self.shard_count() + 1;
+        first..=self.total_shards()
+    }
+
+    /// Whether this server serves shard `id` now (a landlord or a renewal service).
+    pub fn serves(&self, id: u64) -> bool {
+        self.shard(id).is_some() || self.renewal(id).is_some()
+    }
+
+    /// Takes shard `id` (of either kind) out of the routing table and stops it after writing
+    /// what it answered. Whether there was one.
+    pub(crate) async fn stop_shard(&self, id: u64) -> bool {
+        if let Some(h) = self.remove(id) {
+            h.stop().await;
+            return true;
+        }
+        let h = self.renewals.write().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        match h {
+            Some(h) => {
+                self.stats.released.fetch_add(1, Relaxed);
+                h.stop().await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every renewal shard this server serves.
+    pub(crate) fn renewal_handles(&self) -> Vec<renewal::RenewalHandle> {
+        self.renewals.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+
+    /// Whether `id` names a renewal-service shard of this cluster.
+    pub fn is_renewal(&self, id: u64) -> bool {
+        self.renewal_ids().contains(&id)
+    }
+
+    /// The renewal-service shard `id`, if this server serves it.
+    pub fn renewal(&self, id: u64) -> Option<renewal::RenewalHandle> {
+        self.renewals.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+    }
+
+    pub(crate) fn insert_renewal(&self, h: renewal::RenewalHandle) {
+        self.clear_local(h.id);
+        self.renewals.write().unwrap_or_else(|p| p.into_inner()).insert(h.id, h);
+        self.stats.acquired.fetch_add(1, Relaxed);
+    }
+
+    /// What a renewal shard's actor does when it ends: out of the routing table; a failed
+    /// store is retried (reopened from disk).
+    pub(crate) fn on_end_renewal(app: Weak<App>) -> impl FnOnce(u64, Ended) + Send + 'static {
+        move |id, ended| {
+            let Some(app) = app.upgrade() else { return };
+            match &ended {
+                Ended::Stopped => tracing::info!(shard = id, "renewal shard stopped"),
+                Ended::Fenced => {
+                    app.stats.fenced.fetch_add(1, Relaxed);
+                    app.shard_stats(id).error(ErrorKind::Fenced);
+                    tracing::warn!(shard = id, "renewal shard lost: the store refused a write")
+                }
+                Ended::Failed(_) => {}
+            }
+            let mut r = app.renewals.write().unwrap_or_else(|p| p.into_inner());
+            if r.get(&id).is_some_and(|h| h.is_closed()) {
+                r.remove(&id);
+                app.stats.released.fetch_add(1, Relaxed);
+            }
+            drop(r);
+            if let Ended::Failed(e) = &ended {
+                app.set_failed(id, ErrorKind::Write, format!("store write failed: {e}"));
+            }
+            let cluster = app.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(c) = cluster {
+                c.shard_ended(id, &ended);
+            }
+        }
     }
 
     /// This server's part in a PostgreSQL cluster, once joined.
@@ -271,7 +370,7 @@ impl App {
             return c.shard_reports();
         }
         if matches!(self.config.store, StoreKind::Postgres(_)) {
-            return (1..=self.shard_count())
+            return (1..=self.total_shards())
                 .map(|id| ShardReport {
                     shard: id,
                     state: ShardState::Unowned,
@@ -282,16 +381,17 @@ impl App {
                 })
                 .collect();
         }
-        let served = self
+        let mut served = self
             .shards
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .keys()
             .copied()
             .collect::<Vec<_>>();
+        served.extend(self.renewals.read().unwrap_or_else(|p| p.into_inner()).keys().copied());
         let locals = self.locals().clone();
         let discovery = self.discovery.as_ref().map(|d| discovery::report(self, d));
-        (1..=self.shard_count())
+        (1..=self.total_shards())
             .map(|id| {
                 if served.contains(&id) {
                     return ShardReport {
@@ -603,6 +703,9 @@ pub async fn run(
         for h in app.handles() {
             h.stop().await;
         }
+    }
+    for h in app.renewal_handles() {
+        h.stop().await;
     }
     if let Some(h) = app.discovery.as_ref().and_then(|d| d.handle()) {
         h.stop().await;

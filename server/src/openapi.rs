@@ -802,6 +802,7 @@ pub fn document() -> Value {
                 }},
                 "responses": coord_responses()
             }},
+            "/renewal": { "post": renewal_path() },
             "/watch": { "get": {
                 "operationId": "watch",
                 "summary": "A watch's events after `since`, as JSON (the events reply of a poll), waiting up to `wait_ms` for one: long polling for clients with only GET.",
@@ -885,6 +886,53 @@ pub fn document() -> Value {
             }
         },
         "components": { "schemas": schemas() }
+    })
+}
+
+/// `POST /renewal`: the renewal service's set messages (JSON), with real messages as examples.
+fn renewal_path() -> Value {
+    use leasehold::service::wire::{
+        ClientLease, SetReply, SetReplyBody, SetRequest, SetRequestBody,
+    };
+    let set = Cookie(0x0f0e_0d0c_0b0a_0908_0706_0504_0302_0100);
+    let msg = |b: Vec<u8>| serde_json::from_slice::<Value>(&b).unwrap_or(Value::Null);
+    let req = |body| msg(SetRequest { id: 1, body }.to_json());
+    let rep = |body| msg(SetReply { id: 1, landlord: LandlordId(2), body }.to_json());
+    let lease = ClientLease {
+        landlord: LandlordId(1),
+        cookie: Cookie(0x0011_2233_4455_6677_8899_aabb_ccdd_eeff),
+        remaining: 25_000,
+        urls: vec!["http://10.0.0.1:7420".into()],
+        membership: None,
+        renew: None,
+    };
+    let object = |d: &str| json!({ "type": "object", "description": d });
+    let r = |n: &str| json!({ "$ref": format!("#/components/schemas/{n}") });
+    json!({
+        "operationId": "renewal",
+        "summary": "The lease renewal service (seed 003, LR): create a renewal set, add and remove client leases, list them, register listeners for its events.",
+        "description": "One set message of leasehold::service::wire in, JSON only (core/tests/vectors/renewal.json has every op), one set reply out, with the statuses of POST /lease. create_set goes to the renewal shard named, or to the next one in turn; every other operation names its set's landlord (the renewal shard, the landlord of the set's lease). The set's own lease is renewed and cancelled with POST /lease at that landlord. Events are POSTed to the listener's URL as JSON. See docs/renewal-service.md.",
+        "parameters": [param("landlord", "query", r("LandlordId"), "The set's landlord (a renewal shard), 16 hex digits; required except for create_set.", false)],
+        "requestBody": { "required": true, "content": {
+            "application/json": { "schema": object("A set request: {v, id, body: {op: create_set | add | remove | leases | listen | unlisten, ...}}."), "examples": {
+                "create_set": { "value": req(SetRequestBody::CreateSet { duration: 3_600_000 }) },
+                "add": { "value": req(SetRequestBody::Add { set, lease, membership: 600_000, renew: 60_000 }) },
+                "leases": { "value": req(SetRequestBody::Leases { set }) }
+            }}
+        }},
+        "responses": {
+            "200": { "description": "The service's answer.", "content": { "application/json": { "schema": object("A set reply: {v, id, landlord, body: {op: set_created | done | removed | leases | registered, ...}}."), "examples": {
+                "set_created": { "value": rep(SetReplyBody::SetCreated { set: 1, cookie: set, duration: 3_600_000 }) },
+                "done": { "value": rep(SetReplyBody::Done) }
+            }}}},
+            "400": { "description": "An error reply: the body does not decode, is not JSON (code 5), or a bad argument such as a URL that is not http:// (code 4).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "401": { "description": "An error reply (code 2): a tokens file is in force and the request names no identity.", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "403": { "description": "An error reply (code 2): the token names no identity, or the identity may not use this operation (create_set needs grant, the others renew).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "404": { "description": "An error reply (code 1): the set is unknown (expired, cancelled), the landlord is not a renewal service, or the cluster runs none.", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "409": { "description": "An error reply (code 2): the set-lease policy denies the request.", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "413": { "description": "An error reply: the body is over the size limit (code 5).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "503": unavailable()
+        }
     })
 }
 

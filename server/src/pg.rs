@@ -90,6 +90,7 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS leasehold_cluster (
     id int PRIMARY KEY CHECK (id = 1),
     shards bigint NOT NULL CHECK (shards > 0));
+ALTER TABLE leasehold_cluster ADD COLUMN IF NOT EXISTS renewal_shards bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS leasehold_servers (
     name text PRIMARY KEY,
     url text NOT NULL,
@@ -665,21 +666,28 @@ impl Cluster {
             )
             .await
             .map_err(|e| e.text())?;
-            let shards: i64 = tx
-                .query_one("SELECT shards FROM leasehold_cluster WHERE id = 1", &[])
+            // Renewal-service shards follow the landlords (ids shards+1..): the cluster has
+            // as many as any server asked for (fewer would drop the sets of the others).
+            let row = tx
+                .query_one(
+                    "UPDATE leasehold_cluster SET renewal_shards = greatest(renewal_shards, $1)
+                     WHERE id = 1 RETURNING shards, renewal_shards",
+                    &[&(app.config.renewal_shards as i64)],
+                )
                 .await
-                .map_err(|e| e.text())?
-                .get(0);
+                .map_err(|e| e.text())?;
+            let (shards, renewal): (i64, i64) = (row.get(0), row.get(1));
             tx.execute(
                 "INSERT INTO leasehold_shards (shard) SELECT generate_series(1, $1::bigint) ON CONFLICT DO NOTHING",
-                &[&shards],
+                &[&(shards + renewal)],
             )
             .await
             .map_err(|e| e.text())?;
             tx.commit().await.map_err(|e| e.text())?;
-            Ok::<i64, String>(shards)
+            Ok::<(i64, i64), String>((shards, renewal))
         })
         .await?;
+        let (shards, renewal) = shards;
         if shards as u64 != app.config.shards {
             tracing::info!(
                 cluster = shards,
@@ -687,7 +695,15 @@ impl Cluster {
                 "the cluster's shard count wins"
             );
         }
+        if renewal as u64 != app.config.renewal_shards {
+            tracing::info!(
+                cluster = renewal,
+                flag = app.config.renewal_shards,
+                "the cluster's renewal-service shard count wins"
+            );
+        }
         app.shard_count.store(shards as u64, Relaxed);
+        app.renewal_count.store(renewal as u64, Relaxed);
         let pool = Arc::new(Pool {
             url: url.to_string(),
             timeout: limit,
@@ -720,7 +736,7 @@ impl Cluster {
             stop,
             ticker: Mutex::new(None),
         });
-        tracing::info!(instance = %cluster.instance, shards, "joined the cluster");
+        tracing::info!(instance = %cluster.instance, shards, renewal_shards = renewal, "joined the cluster");
         let c = cluster.clone();
         let task = tokio::spawn(async move { c.ownership_loop(stop_rx).await });
         *cluster.ticker.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
@@ -785,7 +801,7 @@ impl Cluster {
         let me = app.config.advertise.clone();
         let s = self.lock();
         let now = Instant::now();
-        (1..=app.shard_count())
+        (1..=app.total_shards())
             .map(|id| {
                 let row = s.view.get(&id);
                 let report = |state, owner: Option<String>, why: Option<String>, ok| ShardReport {
@@ -796,7 +812,7 @@ impl Cluster {
                     why,
                     ok,
                 };
-                if let (Some(_), Some(&epoch)) = (app.shard(id), s.owned.get(&id)) {
+                if let (true, Some(&epoch)) = (app.serves(id), s.owned.get(&id)) {
                     let mut r = report(ShardState::Served, Some(me.clone()), None, true);
                     r.epoch = Some(epoch);
                     return r;
@@ -916,7 +932,7 @@ impl Cluster {
     fn next_retry(&self) -> Option<Duration> {
         let app = self.app.upgrade()?;
         let now = Instant::now();
-        (1..=app.shard_count())
+        (1..=app.total_shards())
             .filter_map(|id| app.local(id))
             .filter(|l| l.state == ShardState::Failed)
             .map(|l| l.retry_at.saturating_duration_since(now))
@@ -988,7 +1004,7 @@ impl Cluster {
         // really serves now (other servers count a shard as served only then).
         let serving: Vec<i64> = {
             let s = self.lock();
-            s.owned.keys().filter(|id| app.shard(**id).is_some()).map(|id| *id as i64).collect()
+            s.owned.keys().filter(|id| app.serves(**id)).map(|id| *id as i64).collect()
         };
         let rows = within(limit, "renewing", db.query(
             "UPDATE leasehold_shards SET lease_until = now() + make_interval(secs => $2::float8 / 1000),
@@ -1006,14 +1022,12 @@ impl Cluster {
         for id in gone {
             tracing::warn!(shard = id, "ownership lost to another server");
             self.lock().owned.remove(&id);
-            if let Some(h) = app.remove(id) {
-                h.stop().await;
-            }
+            app.stop_shard(id).await;
         }
         // Failed shards of ours: say why in the row (every server's readiness shows it), or
         // forget them if they are not ours any more.
         let mut due = Vec::new();
-        for id in 1..=app.shard_count() {
+        for id in 1..=app.total_shards() {
             let Some(l) = app.local(id) else { continue };
             if l.state != ShardState::Failed {
                 continue;
@@ -1145,11 +1159,9 @@ impl Cluster {
         let owned: Vec<u64> = std::mem::take(&mut self.lock().owned).into_keys().collect();
         for id in &owned {
             tracing::error!(shard = id, "clock guard: handing the shard back");
-            if let Some(h) = app.remove(*id) {
-                h.stop().await;
-            }
+            app.stop_shard(*id).await;
         }
-        for id in 1..=app.shard_count() {
+        for id in 1..=app.total_shards() {
             if app.local(id).is_some_and(|l| l.state == ShardState::Failed) {
                 app.clear_local(id);
             }
@@ -1244,6 +1256,9 @@ impl Cluster {
         };
         let c = &app.config;
         let min_compact = c.store_config.min_compact_bytes;
+        if app.is_renewal(id) {
+            return self.take_renewal(app, db, id, epoch, durable, snap, writer).await;
+        }
         let (ll, planner, replayed): (LL, Planner, u64) = match snap {
             Some(row) => {
                 let seq: i64 = row.get(0);
@@ -1379,6 +1394,162 @@ impl Cluster {
         Ok((leases, replayed))
     }
 
+    /// Restores an acquired renewal-service shard (`snap`: its snapshot row, if any) and
+    /// starts serving it, as [`Cluster::take`] does a landlord's: the snapshot and the journal
+    /// rows after it, replayed exactly, then resumed (set leases do not count the time down;
+    /// client leases are absolute, so renewals that fell due meanwhile go out at once). Returns
+    /// (client leases, records replayed).
+    #[allow(clippy::too_many_arguments)] // take's own arguments, and what it already read
+    async fn take_renewal(
+        &self,
+        app: &Arc<App>,
+        db: &Client,
+        id: u64,
+        epoch: i64,
+        durable: u64,
+        snap: Option<tokio_postgres::Row>,
+        writer: PgWriter,
+    ) -> Result<(usize, u64), TakeError> {
+        use leasehold::service::RenewalService;
+        let transient = TakeError::Transient;
+        let damaged = TakeError::Damaged;
+        let long = self.limit() * 10;
+        let min_compact = app.config.store_config.min_compact_bytes;
+        let (svc, planner, replayed) = match snap {
+            Some(row) => {
+                let seq: i64 = row.get(0);
+                let bytes: Vec<u8> = row.get(1);
+                let frames = within(long, "reading the journal", db.query(
+                    "SELECT frame FROM leasehold_journal WHERE shard = $1 AND last_seq > $2 ORDER BY first_seq",
+                    &[&(id as i64), &seq],
+                ))
+                .await
+                .map_err(transient)?;
+                let mut log = Vec::new();
+                for f in &frames {
+                    log.extend_from_slice(f.get::<_, &[u8]>(0));
+                }
+                let (svc, rec) = RenewalService::recover(&bytes, &[&log], now_ms())
+                    .map_err(|e| damaged(format!("restore refused: {e}")))?;
+                if let Some((_, _, why)) = rec.torn {
+                    return Err(damaged(format!("journal rows are damaged: {why}")));
+                }
+                if svc.id() != leasehold::LandlordId(id) {
+                    return Err(damaged(format!(
+                        "holds renewal service {}, not shard {id}",
+                        svc.id().0
+                    )));
+                }
+                let planner = Planner::Rows {
+                    log_bytes: log.len() as u64,
+                    snapshot_bytes: bytes.len() as u64,
+                    min_compact_bytes: min_compact,
+                };
+                (svc, planner, rec.replayed)
+            }
+            None => {
+                let n: i64 = within(
+                    long,
+                    "counting journal rows",
+                    db.query_one(
+                        "SELECT count(*) FROM leasehold_journal WHERE shard = $1",
+                        &[&(id as i64)],
+                    ),
+                )
+                .await
+                .map_err(transient)?
+                .get(0);
+                if n > 0 {
+                    return Err(damaged(format!(
+                        "{n} journal rows but no snapshot (it holds the set leases' cookie seed)"
+                    )));
+                }
+                if durable > 0 {
+                    return Err(damaged(format!(
+                        "no snapshot and no journal rows, but record {durable} was durable"
+                    )));
+                }
+                // A new service: its first snapshot (with its cookie seed) before anything.
+                let mut svc = crate::files::new_renewal_service(id, &app.config.set_policy)
+                    .map_err(|e| transient(e.to_string()))?;
+                svc.resume(now_ms());
+                let mut bytes = Vec::new();
+                let seq = svc.snapshot_bytes(&mut bytes);
+                writer
+                    .run(None, Some((bytes.clone(), seq)))
+                    .await
+                    .map_err(|e| transient(format!("first snapshot: {e:?}")))?;
+                let planner = Planner::Rows {
+                    log_bytes: 0,
+                    snapshot_bytes: bytes.len() as u64,
+                    min_compact_bytes: min_compact,
+                };
+                (svc, planner, 0)
+            }
+        };
+        let last = svc.journal_seq();
+        if last < durable {
+            return Err(damaged(format!(
+                "records {}..={durable} are missing: the journal ends at record {last}, but record \
+                 {durable} was durable (a deleted journal row)",
+                last + 1
+            )));
+        }
+        self.took(db, id, epoch, last).await.map_err(transient)?;
+        let leases = svc.manager().len();
+        self.lock().owned.insert(id, epoch);
+        let h = crate::renewal::spawn(
+            id,
+            svc,
+            planner,
+            writer,
+            app.shard_stats(id),
+            App::on_end_renewal(Arc::downgrade(app)),
+        );
+        app.insert_renewal(h);
+        self.mark_serving(db, id, epoch).await;
+        Ok((leases, replayed))
+    }
+
+    /// Records a takeover (its history row, and the clock baseline every write of this owner
+    /// is checked against).
+    async fn took(&self, db: &Client, id: u64, epoch: i64, last: u64) -> Result<(), String> {
+        within(self.limit(), "recording the takeover", db.execute(
+            "INSERT INTO leasehold_takeovers (shard, epoch, owner, base_seq) VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING",
+            &[&(id as i64), &epoch, &self.instance, &(last as i64)],
+        ))
+        .await?;
+        within(
+            self.limit(),
+            "recording the clock baseline",
+            db.execute(
+                "UPDATE leasehold_shards SET clock_local = $3, clock_db = clock_timestamp()
+             WHERE shard = $1 AND epoch = $2",
+                &[&(id as i64), &epoch, &crate::clock::mono_ms()],
+            ),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Says in the row that this server serves shard `id` now (for the other servers'
+    /// readiness); if this fails, the next round's renewal says it.
+    async fn mark_serving(&self, db: &Client, id: u64, epoch: i64) {
+        if let Err(e) = within(
+            self.limit(),
+            "marking the shard served",
+            db.execute(
+                "UPDATE leasehold_shards SET serving = true WHERE shard = $1 AND epoch = $2",
+                &[&(id as i64), &epoch],
+            ),
+        )
+        .await
+        {
+            tracing::debug!(shard = id, error = %e, "could not mark the shard served yet");
+        }
+    }
+
     /// Stops serving a shard (after writing what it answered) and lets its ownership lapse at
     /// once, so that another server takes it.
     async fn give_up(
@@ -1389,9 +1560,7 @@ impl Cluster {
         epoch: i64,
     ) -> Result<(), String> {
         self.lock().owned.remove(&id);
-        if let Some(h) = app.remove(id) {
-            h.stop().await;
-        }
+        app.stop_shard(id).await;
         within(self.limit(), "handing over", db.execute(
             "UPDATE leasehold_shards SET owner = NULL, owner_url = NULL, status = NULL, serving = false, lease_until = '-infinity'
              WHERE shard = $1 AND epoch = $2",
@@ -1412,6 +1581,9 @@ impl Cluster {
         let owned: Vec<(u64, i64)> = self.lock().owned.iter().map(|(a, b)| (*a, *b)).collect();
         let Ok(guard) = self.control().await else {
             for h in app.handles() {
+                h.stop().await;
+            }
+            for h in app.renewal_handles() {
                 h.stop().await;
             }
             return;

@@ -45,6 +45,8 @@ pub enum Answer {
     Reply(Reply),
     /// The landlord's answer to a coordination request, durable.
     Coord(CoordReply),
+    /// A renewal service's answer to a set operation, durable ([`crate::renewal`]).
+    Set(leasehold::service::wire::SetReply),
     /// The shard cannot answer here (not owned any more, or its store failed): try elsewhere.
     Unavailable(String),
 }
@@ -164,7 +166,7 @@ impl Planner {
 
     /// Whether a reply that depends on no new record must still wait for a write (a fence
     /// check), because another server may own the shard by now.
-    fn needs_fence(&self) -> bool {
+    pub fn needs_fence(&self) -> bool {
         matches!(self, Planner::Rows { .. })
     }
 }

@@ -29,6 +29,7 @@
 //! | 14   | resume        | dt                                         |
 //! | 15   | clock         | dt                                         |
 //! | 16   | taken         | count (u32): events handed out             |
+//! | 17   | locator       | landlord, locator bytes (no time)          |
 //!
 //! # Time across restarts
 //!
@@ -81,6 +82,7 @@ const FAILURE: u8 = 13;
 const RESUME: u8 = 14;
 const CLOCK: u8 = 15;
 const TAKEN: u8 = 16;
+const LOCATE: u8 = 17;
 
 /// Messages in records were checked when they first came in: read them back without limits.
 const UNLIMITED: Limits =
@@ -127,6 +129,14 @@ impl Journal {
             self.pending.end();
             return;
         }
+        if let Command::Locate { landlord, locator } = c {
+            // No time either: a locator changes nothing that depends on it.
+            let b = self.pending.begin(LOCATE);
+            bin::put_landlord(b, *landlord);
+            put_bytes(b, locator);
+            self.pending.end();
+            return;
+        }
         let now = (raw.unwrap_or(self.raw), now);
         match c {
             Command::CreateSet { duration } => {
@@ -162,7 +172,9 @@ impl Journal {
             Command::ClearFailure { set } => {
                 put_varint(self.head(CLEAR_FAILURE, now.0, now.1), set.0)
             }
-            Command::UnknownEvent { .. } => unreachable!("recorded above"),
+            Command::UnknownEvent { .. } | Command::Locate { .. } => {
+                unreachable!("recorded above")
+            }
             Command::Request(r) => {
                 let bytes = r.encode(Encoding::Binary);
                 self.head(REQUEST, now.0, now.1).extend_from_slice(&bytes);
@@ -233,6 +245,12 @@ fn read_record(rec: &[u8], raw: Millis) -> Result<Record> {
         let event_id = r.varint()?;
         r.finish()?;
         return Ok(Record::Run(None, Command::UnknownEvent { event_id }));
+    }
+    if kind == LOCATE {
+        let landlord = bin::landlord(&mut r)?;
+        let locator = r.bytes()?.to_vec();
+        r.finish()?;
+        return Ok(Record::Run(None, Command::Locate { landlord, locator }));
     }
     let t = raw.wrapping_add(r.ivarint()?);
     let set = |r: &mut Reader<'_>| -> Result<super::SetId> { Ok(super::SetId(r.varint()?)) };
@@ -367,14 +385,15 @@ impl RenewalService {
         if snap.kind != KIND_RENEWAL_SERVICE {
             return Err(bad(format!("snapshot of kind {}, not a renewal service's", snap.kind)));
         }
-        if snap.version != BINARY_SNAPSHOT_VERSION {
+        if snap.version == 0 || snap.version > BINARY_SNAPSHOT_VERSION {
             return Err(bad(format!(
-                "binary version {}, this build reads version {BINARY_SNAPSHOT_VERSION}",
+                "binary version {}, this build reads versions 1 to {BINARY_SNAPSHOT_VERSION}",
                 snap.version
             )));
         }
         let mut r = Reader::new(snap.body, "renewal service snapshot");
-        let (set_policy, restore_jump, raw, s) = super::ServiceSnapshot::decode(&mut r)?;
+        let (set_policy, restore_jump, raw, s) =
+            super::ServiceSnapshot::decode(&mut r, snap.version)?;
         r.finish()?;
         let mut config = RenewalServiceConfig::new(s.landlord_id(), [0; 32]);
         config.set_policy = set_policy;

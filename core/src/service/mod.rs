@@ -128,8 +128,10 @@
 mod durable;
 mod handle;
 pub mod machine;
+mod remote;
 mod set;
 mod snapshot;
+pub mod wire;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -143,6 +145,7 @@ use crate::time::{self, Duration, Millis};
 use crate::wire::{Encoding, Outcome, Reply, ReplyBody, Request, RequestBody, WireError};
 
 pub use handle::RenewalSet;
+pub use remote::{unwrap_handback, Route, ALIAS_BASE};
 pub use set::{check_membership, check_min_warning, Membership, SetId};
 use set::{key_of, ClientKey, SetState, Warning};
 pub use snapshot::{ServiceSnapshot, BINARY_SNAPSHOT_VERSION, SNAPSHOT_VERSION};
@@ -151,6 +154,10 @@ pub use snapshot::{ServiceSnapshot, BINARY_SNAPSHOT_VERSION, SNAPSHOT_VERSION};
 pub const DEFAULT_MAX_SET_LEASE: Duration = 2 * 60 * 60 * 1000;
 /// One hour: the set lease the default policy grants for ANY (Norm's default).
 pub const DEFAULT_SET_LEASE: Duration = 60 * 60 * 1000;
+/// The longest locator [`RenewalService::set_locator`] accepts.
+pub const MAX_LOCATOR_BYTES: usize = 4096;
+/// The most locators a service holds.
+pub const MAX_LOCATORS: usize = 65_536;
 
 /// How a renewal service is set up.
 #[derive(Debug, Clone)]
@@ -251,6 +258,10 @@ pub struct RenewalService {
     /// The set-lease landlord's clock minus the service's (non-zero after a resume: time spent
     /// down does not count for set leases).
     set_offset: Millis,
+    /// The host's locators of client-lease landlords ([`RenewalService::set_locator`]).
+    locators: BTreeMap<LandlordId, Vec<u8>>,
+    /// The landlord id of each locator (derived from `locators`).
+    by_locator: BTreeMap<Vec<u8>, LandlordId>,
     journal: Option<Box<durable::Journal>>,
 }
 
@@ -288,6 +299,11 @@ pub(crate) enum Command {
     },
     UnknownEvent {
         event_id: EventId,
+    },
+    /// A host's locator for a client-lease landlord (no time: it changes nothing else).
+    Locate {
+        landlord: LandlordId,
+        locator: Vec<u8>,
     },
     Request(Request),
     Timeout,
@@ -337,6 +353,8 @@ impl RenewalService {
             out: VecDeque::new(),
             clock: Millis::MIN,
             set_offset: 0,
+            locators: BTreeMap::new(),
+            by_locator: BTreeMap::new(),
             journal: None,
         })
     }
@@ -622,6 +640,61 @@ impl RenewalService {
         }
     }
 
+    /// Records how the host reaches the landlord of client leases whose landlord id is
+    /// `landlord`: `locator` is opaque to the service (a list of URLs, an address, a channel
+    /// name), journaled and snapshotted with it, so that a host restored from its store knows
+    /// again where to send each [`Transmit`] ([`RenewalService::locator`] of its `landlord`).
+    /// Replaces an earlier locator of that id; an empty `locator` forgets it. A host whose
+    /// client leases come from landlords that share ids (two clusters, each with a landlord 1)
+    /// gives each landlord an id of its own inside the service and translates at its edge.
+    ///
+    /// A locator longer than [`MAX_LOCATOR_BYTES`] is an invalid argument, as is a new one
+    /// beyond [`MAX_LOCATORS`]. Like every change, it may be relied on (a reply about it may
+    /// leave) once [`RenewalService::journal_seq`] is durable.
+    pub fn set_locator(&mut self, landlord: LandlordId, locator: Vec<u8>) -> Result<()> {
+        match self.command(Command::Locate { landlord, locator }, None) {
+            Output::Unit(r) => r,
+            _ => unreachable!("set_locator answers a unit"),
+        }
+    }
+
+    /// The host's locator of `landlord`, if it gave one ([`RenewalService::set_locator`]).
+    pub fn locator(&self, landlord: LandlordId) -> Option<&[u8]> {
+        self.locators.get(&landlord).map(|v| v.as_slice())
+    }
+
+    /// Every locator the host gave, by landlord id.
+    pub fn locators(&self) -> impl Iterator<Item = (LandlordId, &[u8])> + '_ {
+        self.locators.iter().map(|(k, v)| (*k, v.as_slice()))
+    }
+
+    fn do_locate(&mut self, landlord: LandlordId, locator: &[u8]) -> Result<()> {
+        if locator.len() > MAX_LOCATOR_BYTES {
+            return Err(LeaseError::InvalidArgument(format!(
+                "a locator is at most {MAX_LOCATOR_BYTES} bytes, got {}",
+                locator.len()
+            )));
+        }
+        if !locator.is_empty()
+            && !self.locators.contains_key(&landlord)
+            && self.locators.len() >= MAX_LOCATORS
+        {
+            return Err(LeaseError::InvalidArgument(format!(
+                "the service holds {MAX_LOCATORS} locators already"
+            )));
+        }
+        if let Some(old) = self.locators.remove(&landlord) {
+            if self.by_locator.get(&old) == Some(&landlord) {
+                self.by_locator.remove(&old);
+            }
+        }
+        if !locator.is_empty() {
+            self.locators.insert(landlord, locator.to_vec());
+            self.by_locator.entry(locator.to_vec()).or_insert(landlord);
+        }
+        Ok(())
+    }
+
     /// The active event registrations of `set` (expiration warning first, then failure).
     /// `now` is read as the service's time.
     pub fn registrations(&self, set: SetId, now: Millis) -> Result<Vec<EventRegistration>> {
@@ -716,6 +789,14 @@ impl RenewalService {
         }
     }
 
+    /// Whether [`RenewalService::poll_transmit`] has a request to hand out (or requests to
+    /// drop). When it has not, `poll_transmit` only moves the service's time, which a
+    /// journaled service records: a host that polls after every write asks this first, so
+    /// that polling does not make a record (and a write) of its own.
+    pub fn wants_transmit(&self) -> bool {
+        self.manager.has_transmit()
+    }
+
     /// A landlord's reply to a request from [`RenewalService::poll_transmit`], received at
     /// `now` (read as the service's time).
     pub fn handle_reply(&mut self, reply: &Reply, now: Millis) {
@@ -759,6 +840,9 @@ impl RenewalService {
             Command::ClearWarning { set } => Output::Unit(self.do_clear_warning(*set, now)),
             Command::ClearFailure { set } => Output::Unit(self.do_clear_failure(*set, now)),
             Command::UnknownEvent { event_id } => Output::Known(self.do_unknown_event(*event_id)),
+            Command::Locate { landlord, locator } => {
+                Output::Unit(self.do_locate(*landlord, locator))
+            }
             Command::Request(r) => Output::Reply(self.do_request(r, now)),
             Command::Timeout => {
                 self.do_timeout(now);

@@ -69,6 +69,18 @@ pub struct ServiceSnapshot {
     manager: ManagerSnapshot,
     events: EventTable,
     pending: Vec<PendingEvent>,
+    /// The host's locators of client-lease landlords (absent when there are none, as in
+    /// snapshots written before locators existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    locators: Vec<LocatorRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LocatorRecord {
+    landlord: LandlordId,
+    #[serde(with = "crate::wire::hex_bytes")]
+    locator: Vec<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,6 +249,11 @@ impl RenewalService {
             manager: self.manager.snapshot(),
             events: self.events.clone(),
             pending,
+            locators: self
+                .locators
+                .iter()
+                .map(|(l, b)| LocatorRecord { landlord: *l, locator: b.clone() })
+                .collect(),
         }
     }
 
@@ -290,6 +307,7 @@ impl RenewalService {
             manager,
             events,
             pending,
+            locators,
         } = snapshot;
         if version != SNAPSHOT_VERSION {
             return Err(bad(format!(
@@ -480,14 +498,35 @@ impl RenewalService {
             };
             svc.out.push_back(e);
         }
+        if locators.len() > super::MAX_LOCATORS {
+            return Err(bad(format!(
+                "{} locators, at most {}",
+                locators.len(),
+                super::MAX_LOCATORS
+            )));
+        }
+        for l in locators {
+            if l.locator.is_empty() || l.locator.len() > super::MAX_LOCATOR_BYTES {
+                return Err(bad(format!(
+                    "the locator of landlord {} is {} bytes",
+                    l.landlord,
+                    l.locator.len()
+                )));
+            }
+            svc.by_locator.entry(l.locator.clone()).or_insert(l.landlord);
+            if svc.locators.insert(l.landlord, l.locator).is_some() {
+                return Err(bad(format!("two locators of landlord {}", l.landlord)));
+            }
+        }
         Ok(svc)
     }
 }
 
 // ---- binary body ----
 
-/// Version of the binary snapshot body written by this build (and the only one it reads).
-pub const BINARY_SNAPSHOT_VERSION: u16 = 1;
+/// Version of the binary snapshot body written by this build. It reads version 1 too (written
+/// before locators: a snapshot without any).
+pub const BINARY_SNAPSHOT_VERSION: u16 = 2;
 
 /// Deepest nesting of capacity policies read back.
 const MAX_POLICY_DEPTH: u32 = 8;
@@ -693,12 +732,21 @@ impl ServiceSnapshot {
                 }
             }
         }
+        // Version 2.
+        put_varint(out, self.locators.len() as u64);
+        for l in &self.locators {
+            bin::put_landlord(out, l.landlord);
+            put_bytes(out, &l.locator);
+        }
     }
 
     /// Reads a binary body back: the set policy, the restore jump, the host's `now` of the
     /// journal's last record, and the snapshot (what it says is checked by
     /// [`RenewalService::from_snapshot`]).
-    pub(super) fn decode(r: &mut Reader<'_>) -> Result<(PolicySpec, u64, Millis, ServiceSnapshot)> {
+    pub(super) fn decode(
+        r: &mut Reader<'_>,
+        binary_version: u16,
+    ) -> Result<(PolicySpec, u64, Millis, ServiceSnapshot)> {
         let set_policy = policy(r, 0)?;
         let restore_jump = r.varint()?;
         let journal_raw = r.ivarint()?;
@@ -764,6 +812,17 @@ impl ServiceSnapshot {
             };
             pending.push(PendingEvent { event_id, source, sequence, handback, kind });
         }
+        let mut locators = Vec::new();
+        if binary_version >= 2 {
+            let n = r.count(3)?;
+            locators.reserve(n);
+            for _ in 0..n {
+                locators.push(LocatorRecord {
+                    landlord: bin::landlord(r)?,
+                    locator: r.bytes()?.to_vec(),
+                });
+            }
+        }
         let snapshot = ServiceSnapshot {
             version,
             taken_at,
@@ -775,6 +834,7 @@ impl ServiceSnapshot {
             manager,
             events,
             pending,
+            locators,
         };
         Ok((set_policy, restore_jump, journal_raw, snapshot))
     }
