@@ -5,7 +5,8 @@
 // (at 30 %). Every reply is judged against what each lease was promised: the time the request
 // was *sent* plus the duration granted.
 //
-// - early expiries: "unknown lease" to a request sent before the lease's promised expiration;
+// - early expiries: "unknown lease" to a request sent before the lease's promised expiration (not
+//   counted for a lease this holder is cancelling: a renewal under way may reach it after the cancel);
 // - lost: a lease renewed to the end is unknown at the final check;
 // - cancelled back: a lease whose cancel was acknowledged is renewable again;
 // - expired back: an abandoned lease that a landlord once said was gone is renewable again.
@@ -212,7 +213,10 @@ class Holder {
         tr.kind = 'cancelled';
         tr.nextProbe = sent + 100;
       } else {
-        if (outcome.error.code === UNKNOWN && sent < tr.promised) {
+        // A lease this holder is cancelling (or cancelled) may be answered unknown early: a
+        // renewal the manager had under way when the lease was handed over for cancelling can
+        // reach the landlord after the cancel.
+        if (outcome.error.code === UNKNOWN && sent < tr.promised && tr.kind !== 'cancelling' && tr.kind !== 'cancelled') {
           this.log(`holder ${this.h}: lease ${cookie} unknown ${tr.promised - sent} ms before its promised expiration`);
           this.c.early_expiries++;
         }
