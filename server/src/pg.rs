@@ -628,6 +628,37 @@ enum TakeError {
     Damaged(String),
 }
 
+/// A shard without a snapshot must have nothing else stored either: its first snapshot holds
+/// `seed` (what every later journal frame replays onto), so journal rows or a durable record
+/// without one mean the stored state is damaged.
+async fn no_state_yet(
+    db: &Client,
+    long: Duration,
+    id: u64,
+    durable: u64,
+    seed: &str,
+) -> Result<(), TakeError> {
+    let n: i64 = within(
+        long,
+        "counting journal rows",
+        db.query_one("SELECT count(*) FROM leasehold_journal WHERE shard = $1", &[&(id as i64)]),
+    )
+    .await
+    .map_err(TakeError::Transient)?
+    .get(0);
+    if n > 0 {
+        return Err(TakeError::Damaged(format!(
+            "{n} journal rows but no snapshot (it holds {seed})"
+        )));
+    }
+    if durable > 0 {
+        return Err(TakeError::Damaged(format!(
+            "no snapshot and no journal rows, but record {durable} was durable"
+        )));
+    }
+    Ok(())
+}
+
 /// This server's part in a cluster of servers sharing one PostgreSQL.
 pub struct Cluster {
     app: Weak<App>,
@@ -1295,27 +1326,7 @@ impl Cluster {
                 (ll, planner, rec.replayed)
             }
             None => {
-                let n: i64 = within(
-                    long,
-                    "counting journal rows",
-                    db.query_one(
-                        "SELECT count(*) FROM leasehold_journal WHERE shard = $1",
-                        &[&(id as i64)],
-                    ),
-                )
-                .await
-                .map_err(transient)?
-                .get(0);
-                if n > 0 {
-                    return Err(damaged(format!(
-                        "{n} journal rows but no snapshot (it holds the cookie seed)"
-                    )));
-                }
-                if durable > 0 {
-                    return Err(damaged(format!(
-                        "no snapshot and no journal rows, but record {durable} was durable"
-                    )));
-                }
+                no_state_yet(db, long, id, durable, "the cookie seed").await?;
                 // A new shard: its first snapshot (with its cookie seed) is written before
                 // anything is granted, so every later frame replays onto it.
                 let mut ll =
@@ -1448,27 +1459,7 @@ impl Cluster {
                 (svc, planner, rec.replayed)
             }
             None => {
-                let n: i64 = within(
-                    long,
-                    "counting journal rows",
-                    db.query_one(
-                        "SELECT count(*) FROM leasehold_journal WHERE shard = $1",
-                        &[&(id as i64)],
-                    ),
-                )
-                .await
-                .map_err(transient)?
-                .get(0);
-                if n > 0 {
-                    return Err(damaged(format!(
-                        "{n} journal rows but no snapshot (it holds the set leases' cookie seed)"
-                    )));
-                }
-                if durable > 0 {
-                    return Err(damaged(format!(
-                        "no snapshot and no journal rows, but record {durable} was durable"
-                    )));
-                }
+                no_state_yet(db, long, id, durable, "the set leases' cookie seed").await?;
                 // A new service: its first snapshot (with its cookie seed) before anything.
                 let mut svc = crate::files::new_renewal_service(id, &app.config.set_policy)
                     .map_err(|e| transient(e.to_string()))?;
