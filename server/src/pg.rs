@@ -1159,8 +1159,17 @@ impl Cluster {
                 return Err(why);
             }
         } else if owned > fair {
-            // Above a fair share (a server joined): hand one shard over cleanly.
-            let pick = self.lock().owned.iter().next_back().map(|(id, e)| (*id, *e));
+            // Above a fair share (a server joined): hand one shard over cleanly. Never the
+            // discovery shard: the server that joined may not run the service (then nobody
+            // would take it back), and above a fair share this server owns another.
+            let discovery = app.discovery_id();
+            let pick = self
+                .lock()
+                .owned
+                .iter()
+                .rev()
+                .find(|(id, _)| Some(**id) != discovery)
+                .map(|(id, e)| (*id, *e));
             if let Some((id, epoch)) = pick {
                 self.give_up(&app, db, id, epoch).await?;
                 tracing::info!(shard = id, fair, "shard handed over (rebalance)");
