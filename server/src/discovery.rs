@@ -1,12 +1,16 @@
 //! The lookup discovery service (seed 003, LD; River's Fiddler) in the server: the core's
-//! [`DiscoveryService`] driven by one actor with group commit, kept in the file store beside
-//! the landlord shards (`docs/discovery-service.md`).
+//! [`DiscoveryService`] driven by one actor with group commit, kept in the store of the
+//! landlord shards (the file store, or PostgreSQL) (`docs/discovery-service.md`).
 //!
 //! With `--discovery-port P` a server runs one *discovery shard* besides its landlords. Its id
 //! (`--discovery-id`, default [`DEFAULT_ID`]) is the landlord id of its registration leases and
-//! the event source of its events; it lives in `<data>/shard-<id>` with the same snapshot, log,
-//! durable tip and quarantine marker as a landlord shard, and is reopened the same way after a
-//! failed write.
+//! the event source of its events. On the file store it lives in `<data>/shard-<id>` with the
+//! same snapshot, log, durable tip and quarantine marker as a landlord shard, and is reopened
+//! the same way after a failed write. On PostgreSQL it is a row of `leasehold_shards` at its
+//! id, owned, fenced, taken over and restored by [`crate::pg::Cluster`] like every shard, and
+//! served by its owner only ([`serve_taken`]): every server started with `--discovery-port`
+//! binds the UDP port and drops what it hears unless it owns the shard, and forwards
+//! `POST /discovery` and the registration leases' `POST /lease` to the owner.
 //!
 //! What the host does, and nothing more (every rule is the core's):
 //!

@@ -14,6 +14,14 @@
 //! leasehold_takeovers (shard, epoch, owner, base_seq, at)        history of acquisitions
 //! ```
 //!
+//! # Kinds of shards
+//!
+//! Landlord shards are `1..=shards`, renewal-service shards follow them
+//! (`leasehold_cluster.renewal_shards`), and the discovery shard has its own row at its id
+//! (`--discovery-id`, far above them). A server takes only the shards it knows how to run: the
+//! numbered ones it read at join, and the discovery shard if it runs the service with that id;
+//! a rebalance never hands the discovery shard over (a server that joined may not run it).
+//!
 //! # Ownership and fencing
 //!
 //! A server owns a shard through its row in `leasehold_shards`: it holds the row's current
@@ -1083,7 +1091,13 @@ impl Cluster {
         .await?
         .get(0);
         let view: BTreeMap<u64, RowView> = rows.iter().map(row_view).collect();
-        let open = view.values().filter(|r| r.quarantine.is_none()).count() as u64;
+        // The shards this server could run (a discovery row of a service it does not run, or
+        // of an id no longer in use, is not part of its share).
+        let (total, discovery) = (app.total_shards(), app.discovery_id());
+        let open = view
+            .iter()
+            .filter(|(id, r)| r.quarantine.is_none() && (**id <= total || Some(**id) == discovery))
+            .count() as u64;
         self.set_view(view);
         if first {
             // Let servers started together see each other before anyone takes shards.
