@@ -16,8 +16,8 @@
 //! without the discovery service: the rebalance hands it the landlord shard, never the
 //! discovery shard (which it could not take).
 //!
-//! `discovery_shard_moves_with_its_owner` runs in `cargo test` and in `scripts/test-server.sh`
-//! (about 15 s).
+//! `forwarded_registrations_keep_their_identity` does it with identities and a cluster secret.
+//! Both run in `cargo test` and in `scripts/test-server.sh` (about 10 s together).
 
 mod common;
 
@@ -348,6 +348,113 @@ fn discovery_shard_moves_with_its_owner() {
         discovery(survivor, DiscoveryRequestBody::GetRegistrars { cookie: Cookie(5) }, &[]);
     assert_eq!(code, 404);
     eprintln!("0 of {N} registrations lost; {:?} in all", t0.elapsed());
+    for s in servers.into_iter().flatten() {
+        s.stop();
+    }
+}
+
+/// With identities: a register through the server that does not own the discovery shard is
+/// forwarded with the cluster secret's proof and the identity that spoke; the owner checks the
+/// proof and the identity's `grant` again. An identity without `grant` is refused (403) at the
+/// first server, never forwarded.
+#[test]
+fn forwarded_registrations_keep_their_identity() {
+    let pg = Pg::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.toml");
+    let tokens = tokens.to_str().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "5f".repeat(32)).unwrap();
+    let secret = secret.to_str().unwrap();
+    let token = |args: &[&str]| {
+        let mut a = vec!["token", "add", "--file", tokens];
+        a.extend_from_slice(args);
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{err}");
+        format!("Bearer {}", out.trim())
+    };
+    let full = token(&["--name", "client", "--ops", "grant,renew,cancel,metrics"]);
+    let renewer = token(&["--name", "renewer", "--ops", "renew,metrics"]);
+    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let url = pg.url();
+    let start = |i: usize| {
+        let iface = format!("127.0.0.{}", i + 1);
+        let name = format!("lds-auth-{i}");
+        Server::start(&[
+            "--store",
+            &url,
+            "--ownership-ms",
+            "1000",
+            "--shards",
+            "1",
+            "--name",
+            &name,
+            "--tokens",
+            tokens,
+            "--cluster-secret",
+            secret,
+            "--discovery-port",
+            &port,
+            "--discovery-announce",
+            "unicast",
+            "--discovery-interface",
+            &iface,
+        ])
+    };
+    let servers = vec![Some(start(0)), Some(start(1))];
+    let metrics_ready = |s: &Server| {
+        let t0 = Instant::now();
+        loop {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            write!(c, "GET /readyz HTTP/1.1\r\nHost: x\r\nAuthorization: {full}\r\nConnection: close\r\n\r\n").unwrap();
+            let mut out = String::new();
+            c.read_to_string(&mut out).unwrap();
+            if out.split_whitespace().nth(1) == Some("200") && out.contains("\"served\"") {
+                let body = &out[out.find("\r\n\r\n").unwrap() + 4..];
+                return serde_json::from_str::<serde_json::Value>(body).unwrap();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "not ready: {out}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    // The non-owner of the discovery shard (both ready, the shards shared out).
+    let t0 = Instant::now();
+    let other = loop {
+        let found = servers.iter().flatten().position(|s| {
+            let r = metrics_ready(s);
+            r["shards"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["shard"] == ID && x["state"] == "elsewhere")
+        });
+        if let Some(i) = found {
+            break i;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "no server forwards the discovery shard");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let at = servers[other].as_ref().unwrap().addr;
+    let (listen, events) = listener();
+    let register = DiscoveryRequestBody::Register {
+        groups: Groups::of(["lab"]),
+        locators: vec![],
+        handback: vec![],
+        duration: 30_000,
+    };
+    let (code, r) = discovery(
+        at,
+        register.clone(),
+        &[("leasehold-listener", &listen), ("authorization", &renewer)],
+    );
+    assert_eq!(code, 403, "{r:?}");
+    let (code, r) =
+        discovery(at, register, &[("leasehold-listener", &listen), ("authorization", &full)]);
+    assert_eq!(code, 200, "{r:?}");
+    let DiscoveryReplyBody::Registered { event_id, sequence, .. } = r.body else { panic!("{r:?}") };
+    announce(port.parse().unwrap(), 7, "lab", 1);
+    let got = collect(&events, &[(event_id, sequence + 1)].into());
+    assert_eq!(got.len(), 1);
     for s in servers.into_iter().flatten() {
         s.stop();
     }
