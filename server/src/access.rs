@@ -49,6 +49,8 @@ enum Need {
     Coord,
     /// `/renewal`: as `/lease`, its refusals in the set reply's form.
     Renewal,
+    /// `/discovery`: an identity, or a forwarding server's proof (checked with the body).
+    Discovery,
 }
 
 fn need(path: &str) -> Need {
@@ -57,6 +59,7 @@ fn need(path: &str) -> Need {
         "/lease" => Need::Lease,
         "/coord" => Need::Coord,
         "/renewal" => Need::Renewal,
+        "/discovery" => Need::Discovery,
         "/readyz" | "/healthz" | "/metrics" | "/discovery/status" => Need::Op(Op::Metrics),
         p if p.starts_with("/admin/") || p == "/admin" => Need::Op(Op::Admin),
         p if p.starts_with("/watch") => Need::Op(Op::Watch),
@@ -82,7 +85,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
     if matches!(need, Need::Nothing) {
         return next.run(req).await;
     }
-    if matches!(need, Need::Lease | Need::Coord | Need::Renewal)
+    if matches!(need, Need::Lease | Need::Coord | Need::Renewal | Need::Discovery)
         && req.headers().contains_key(crate::http::FORWARDED)
     {
         // The handler checks the proof against the body.

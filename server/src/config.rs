@@ -360,7 +360,6 @@ impl Config {
         let discovery = crate::discovery::DiscoverySettings::load(
             flags.discovery,
             file.discovery.unwrap_or_default(),
-            matches!(store, StoreKind::Postgres(_)),
             shards,
         )?;
         if let Some(d) = &discovery {

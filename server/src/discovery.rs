@@ -1,12 +1,16 @@
 //! The lookup discovery service (seed 003, LD; River's Fiddler) in the server: the core's
-//! [`DiscoveryService`] driven by one actor with group commit, kept in the file store beside
-//! the landlord shards (`docs/discovery-service.md`).
+//! [`DiscoveryService`] driven by one actor with group commit, kept in the store of the
+//! landlord shards (the file store, or PostgreSQL) (`docs/discovery-service.md`).
 //!
 //! With `--discovery-port P` a server runs one *discovery shard* besides its landlords. Its id
 //! (`--discovery-id`, default [`DEFAULT_ID`]) is the landlord id of its registration leases and
-//! the event source of its events; it lives in `<data>/shard-<id>` with the same snapshot, log,
-//! durable tip and quarantine marker as a landlord shard, and is reopened the same way after a
-//! failed write.
+//! the event source of its events. On the file store it lives in `<data>/shard-<id>` with the
+//! same snapshot, log, durable tip and quarantine marker as a landlord shard, and is reopened
+//! the same way after a failed write. On PostgreSQL it is a row of `leasehold_shards` at its
+//! id, owned, fenced, taken over and restored by [`crate::pg::Cluster`] like every shard, and
+//! served by its owner only ([`serve_taken`]): every server started with `--discovery-port`
+//! binds the UDP port and drops what it hears unless it owns the shard, and forwards
+//! `POST /discovery` and the registration leases' `POST /lease` to the owner.
 //!
 //! What the host does, and nothing more (every rule is the core's):
 //!
@@ -92,7 +96,8 @@ const PROBE_ATTEMPT: Duration = Duration::from_secs(2);
 #[serde(deny_unknown_fields)]
 pub struct DiscoveryFlags {
     /// Run the lookup discovery service (seed 003, LD): announcements are heard on this UDP
-    /// port. File store only (docs/discovery-service.md).
+    /// port. With PostgreSQL, every server started with it binds the port and only the
+    /// discovery shard's owner acts on what it hears (docs/discovery-service.md).
     #[arg(long = "discovery-port", value_name = "PORT")]
     #[serde(rename = "port")]
     pub discovery_port: Option<u16>,
@@ -164,11 +169,10 @@ pub struct DiscoverySettings {
 
 impl DiscoverySettings {
     /// The settings from the flags over the file's `[discovery]` table; `None` without a
-    /// port (no discovery service). `postgres` and `shards` say what else the server runs.
+    /// port (no discovery service). `shards`: the landlord shards the server runs.
     pub fn load(
         f: DiscoveryFlags,
         c: DiscoveryFlags,
-        postgres: bool,
         shards: u64,
     ) -> Result<Option<DiscoverySettings>, String> {
         let Some(port) = f.discovery_port.or(c.discovery_port) else {
@@ -176,11 +180,6 @@ impl DiscoverySettings {
         };
         if port == 0 {
             return Err("--discovery-port must be 1 to 65535".into());
-        }
-        if postgres {
-            return Err("--discovery-port needs the file store (--data): the discovery service \
-                        in PostgreSQL is not built yet (docs/discovery-service.md)"
-                .into());
         }
         let announce = match f.discovery_announce.or(c.discovery_announce).as_deref() {
             None | Some("auto") => Announce::Auto,
@@ -436,10 +435,13 @@ impl Discovery {
     }
 }
 
-/// Starts the discovery service of `app` (file store in `data`): binds its UDP sockets (an
-/// error stops the server: its port is taken), opens its shard, and keeps it served (reopened
-/// after a failed write, taken back after an operator's release).
-pub(crate) async fn start(app: &Arc<App>, data: &Path) -> Result<(), String> {
+/// Starts the discovery service of `app`: binds its UDP sockets (an error stops the server:
+/// its port is taken). With the file store (`data`), opens its shard and keeps it served
+/// (reopened after a failed write, taken back after an operator's release); with PostgreSQL
+/// (`None`), the cluster's ownership loop takes the shard like any other
+/// ([`crate::pg::Cluster`]) and serves it through [`serve_taken`]: until then (and on every
+/// server but its owner) what the sockets hear is dropped.
+pub(crate) async fn start(app: &Arc<App>, data: Option<&Path>) -> Result<(), String> {
     let Some(d) = app.discovery.clone() else { return Ok(()) };
     let udp = bind_udp(&d.settings)?;
     *d.announcements.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -455,6 +457,7 @@ pub(crate) async fn start(app: &Arc<App>, data: &Path) -> Result<(), String> {
         let s = tokio::net::UdpSocket::from_std(s).map_err(|e| e.to_string())?;
         tokio::spawn(listen_udp(s, Arc::downgrade(&d)));
     }
+    let Some(data) = data else { return Ok(()) };
     let id = d.settings.id;
     if let Some(q) = crate::quarantine::files_marker(data, id) {
         tracing::error!(shard = id, reason = %q.reason, "discovery shard is quarantined (marker found); not served");
@@ -634,6 +637,8 @@ fn on_end(app: Weak<App>, id: u64, ended: Ended) {
     match &ended {
         Ended::Stopped => tracing::info!(shard = id, "discovery shard stopped"),
         Ended::Fenced => {
+            app.stats.fenced.fetch_add(1, Relaxed);
+            app.shard_stats(id).error(ErrorKind::Fenced);
             tracing::warn!(shard = id, "discovery shard lost: the store refused a write")
         }
         Ended::Failed(_) => {}
@@ -645,6 +650,65 @@ fn on_end(app: Weak<App>, id: u64, ended: Ended) {
     if let Ended::Failed(e) = &ended {
         app.set_failed(id, ErrorKind::Write, format!("store write failed: {e}"));
     }
+    // PostgreSQL: the ownership loop forgets it (a failed one is taken back with a new epoch).
+    if let Some(c) = app.cluster() {
+        c.shard_ended(id, &ended);
+    }
+}
+
+/// Serves the discovery shard that the PostgreSQL cluster took and restored (`svc`, resumed,
+/// with the settings in force), writing through `writer` (fenced by the takeover's epoch).
+pub(crate) fn serve_taken(
+    app: &Arc<App>,
+    svc: DiscoveryService,
+    planner: Planner,
+    writer: impl Writer,
+    rec: Recovered,
+) -> Result<(), String> {
+    let Some(d) = app.discovery.clone() else {
+        return Err("this server runs no discovery service".into());
+    };
+    let id = d.settings.id;
+    *d.recovered.lock().unwrap_or_else(|p| p.into_inner()) = rec;
+    let h = spawn(id, svc, planner, writer, app.shard_stats(id), d.clone(), {
+        let app = Arc::downgrade(app);
+        move |id, ended| on_end(app, id, ended)
+    });
+    app.clear_local(id);
+    app.stats.acquired.fetch_add(1, Relaxed);
+    d.set_handle(Some(h));
+    Ok(())
+}
+
+/// A new discovery service for the settings in force (a fresh cookie seed), with a journal.
+pub(crate) fn new_service(settings: &DiscoverySettings) -> leasehold::Result<DiscoveryService> {
+    let mut svc =
+        DiscoveryService::new(settings.core(LandlordId(settings.id), files::fresh_seed())?)?;
+    svc.enable_journal();
+    Ok(svc)
+}
+
+/// Gives a restored service the settings in force (journaled if they changed).
+pub(crate) fn reconfigure(
+    svc: &mut DiscoveryService,
+    settings: &DiscoverySettings,
+) -> leasehold::Result<()> {
+    svc.reconfigure(settings.core(LandlordId(settings.id), [0; 32])?)
+}
+
+/// Stops the discovery shard if this server serves it (after writing what it answered).
+/// Whether it did.
+pub(crate) async fn stop(app: &App) -> bool {
+    let Some(h) = app.discovery.as_ref().and_then(|d| d.handle()) else { return false };
+    h.stop().await;
+    true
+}
+
+/// Whether this server serves the discovery shard `id` now.
+pub(crate) fn serves(app: &App, id: u64) -> bool {
+    app.discovery
+        .as_ref()
+        .is_some_and(|d| d.settings.id == id && d.handle().is_some_and(|h| !h.is_closed()))
 }
 
 /// Reopens the discovery shard from disk when it failed (after its backoff), takes it back
@@ -1005,6 +1069,12 @@ impl Actor {
         let job = match self.planner.plan(&mut self.svc) {
             Some(j) => Some(j),
             None if self.gate.is_empty() => return Ok(()),
+            // Nothing new to write, but another server may own the shard by now
+            // (PostgreSQL): what waits leaves after a fence check, as a landlord's does.
+            None if self.planner.needs_fence() => {
+                let job = Job::Rows { frame: None, snapshot: None };
+                Some((job, self.svc.journal_seq(), false))
+            }
             None => None,
         };
         self.next_job += 1;
@@ -1225,21 +1295,36 @@ pub async fn endpoint(
         },
         Ok(None) => {}
     }
-    let listener = listener_of(req.headers());
-    let crate::access::Intake { body, caller, .. } = match crate::access::intake(&app, req).await {
-        Ok(i) => i,
-        Err(crate::access::Unread::TooLarge(max)) => {
-            let e = LeaseError::Decode(format!("a message is at most {max} bytes"));
-            return with_status(discovery_error(enc, id, 0, &e), StatusCode::PAYLOAD_TOO_LARGE);
-        }
-        Err(crate::access::Unread::Slow(e)) => return discovery_error(enc, id, 0, &e),
-        Err(crate::access::Unread::Refused(r)) => {
-            return (r.status(), r.message() + "\n").into_response()
-        }
-    };
-    let Some(h) = d.handle() else { return unavailable(&app, app.unserved_why(id)) };
+    let mut listener = listener_of(req.headers());
+    let crate::access::Intake { body, caller, forwarded } =
+        match crate::access::intake(&app, req).await {
+            Ok(i) => i,
+            Err(crate::access::Unread::TooLarge(max)) => {
+                let e = LeaseError::Decode(format!("a message is at most {max} bytes"));
+                return with_status(discovery_error(enc, id, 0, &e), StatusCode::PAYLOAD_TOO_LARGE);
+            }
+            Err(crate::access::Unread::Slow(e)) => return discovery_error(enc, id, 0, &e),
+            Err(crate::access::Unread::Refused(r)) => {
+                return (r.status(), r.message() + "\n").into_response()
+            }
+        };
+    if forwarded {
+        // A server forwarded it to this owner: the listener is in the query, which the
+        // forwarding proof covers (a header is not).
+        listener = match crate::reply::one_param(&q, FORWARDED_LISTENER) {
+            Ok(l) => l,
+            Err(e) => return discovery_error(enc, id, 0, &e),
+        };
+    }
+    let handle = d.handle().filter(|h| !h.is_closed());
     let answer = match DiscoveryRequest::decode(&body, enc, &app.config.limits) {
-        Err(_) => h.ask(|done| Msg::Undecoded(body, enc, done)).await,
+        Err(_) => match &handle {
+            Some(h) => h.ask(|done| Msg::Undecoded(body, enc, done)).await,
+            // The owner answers it with its error.
+            None => {
+                return forward_or_unavailable(&app, id, forwarded, enc, body, &caller, None).await
+            }
+        },
         Ok(mut req) => {
             let mut keep = None;
             if let DiscoveryRequestBody::Register { duration, .. } = &mut req.body {
@@ -1263,7 +1348,17 @@ pub async fn endpoint(
                     Err(e) => return discovery_error(enc, id, req.id, &e),
                 }
             }
-            h.ask(|done| Msg::Discovery(req, keep, done)).await
+            match &handle {
+                Some(h) => h.ask(|done| Msg::Discovery(req, keep, done)).await,
+                None => {
+                    // PostgreSQL: the shard's owner answers (what is forwarded is what was
+                    // decided here: a duration cut to the identity's longest lease).
+                    let body = Bytes::from(req.encode(enc));
+                    let l = keep.as_ref().and(listener.as_deref());
+                    return forward_or_unavailable(&app, id, forwarded, enc, body, &caller, l)
+                        .await;
+                }
+            }
         }
     };
     match answer {
@@ -1277,6 +1372,42 @@ pub async fn endpoint(
         Answer::Unavailable(why) => unavailable(&app, why),
         _ => unavailable(&app, "a lease answer to a discovery request".into()),
     }
+}
+
+/// The query parameter a forwarded register carries its listener in.
+const FORWARDED_LISTENER: &str = "listener";
+
+/// A discovery request for the discovery shard `id`, which this server does not serve:
+/// forwarded to its owner (PostgreSQL, unless it was forwarded here already), else 503.
+async fn forward_or_unavailable(
+    app: &App,
+    id: u64,
+    forwarded: bool,
+    enc: Encoding,
+    body: Bytes,
+    caller: &Option<Arc<crate::auth::Identity>>,
+    listener: Option<&str>,
+) -> Response {
+    if !forwarded {
+        let who = caller.as_ref().map(|c| c.name.as_str());
+        let extra = listener.map(|l| format!("{FORWARDED_LISTENER}={}", percent_encode(l)));
+        if let Some(r) = app.forward_query("/discovery", id, enc, body, who, extra).await {
+            return r;
+        }
+    }
+    unavailable(app, app.unserved_why(id))
+}
+
+/// `s` with every byte but the unreserved ones (RFC 3986) percent-encoded.
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// `r` under status `s` (a refusal by identity, a body over the limit: the reply's code alone
@@ -1308,8 +1439,17 @@ fn check_listener(url: Option<&str>) -> Result<&str, LeaseError> {
 }
 
 /// `POST /lease?landlord=<the discovery id>`: a renewal or cancel of registration leases
-/// (called by [`crate::http`] once it has read and authorized the request).
-pub(crate) async fn lease(app: &App, request: Request, enc: Encoding) -> Response {
+/// (called by [`crate::http`] once it has read and authorized the request; `body` is what it
+/// decided, forwarded to the shard's owner when this server does not serve it, unless it was
+/// `forwarded` here already).
+pub(crate) async fn lease(
+    app: &App,
+    request: Request,
+    enc: Encoding,
+    body: Bytes,
+    forwarded: bool,
+    who: Option<&str>,
+) -> Response {
     let cookie = match &request.body {
         leasehold::RequestBody::Renew { cookie, .. }
         | leasehold::RequestBody::Cancel { cookie } => Some(*cookie),
@@ -1318,15 +1458,24 @@ pub(crate) async fn lease(app: &App, request: Request, enc: Encoding) -> Respons
     let Some(d) = app.discovery.clone() else {
         return unavailable(app, "no discovery service".into());
     };
-    let Some(h) = d.handle() else { return unavailable(app, app.unserved_why(d.settings.id)) };
-    match h.ask(|done| Msg::Lease(request, done)).await {
-        Answer::Lease(reply) => {
-            let reply = crate::reply::explain(reply, cookie);
-            crate::reply::wire(&reply, enc, Some(&app.config.advertise))
+    let id = d.settings.id;
+    let why = match d.handle().filter(|h| !h.is_closed()) {
+        Some(h) => match h.ask(|done| Msg::Lease(request, done)).await {
+            Answer::Lease(reply) => {
+                let reply = crate::reply::explain(reply, cookie);
+                return crate::reply::wire(&reply, enc, Some(&app.config.advertise));
+            }
+            Answer::Unavailable(why) => why,
+            _ => "a discovery answer to a lease request".into(),
+        },
+        None => app.unserved_why(id),
+    };
+    if !forwarded {
+        if let Some(r) = app.forward(id, Some(id), enc, body, who).await {
+            return r;
         }
-        Answer::Unavailable(why) => unavailable(app, why),
-        _ => unavailable(app, "a discovery answer to a lease request".into()),
     }
+    unavailable(app, why)
 }
 
 /// `GET /discovery/status`: what the discovery service holds (JSON): its id, how
@@ -1363,7 +1512,7 @@ mod tests {
         )
         .unwrap();
         let flags = DiscoveryFlags { discovery_port: Some(4161), ..Default::default() };
-        let s = DiscoverySettings::load(flags, file, false, 16).unwrap().unwrap();
+        let s = DiscoverySettings::load(flags, file, 16).unwrap().unwrap();
         assert_eq!((s.port, s.announce, s.id), (4161, Announce::Multicast, DEFAULT_ID));
         assert_eq!(s.interface, Ipv4Addr::new(10, 0, 0, 5));
         assert_eq!(s.group, DEFAULT_GROUP);
@@ -1371,11 +1520,10 @@ mod tests {
             (s.max_registration_ms, s.event_retry_ms.as_slice()),
             (600_000, &[500, 2000][..])
         );
-        let none = DiscoverySettings::load(Default::default(), Default::default(), false, 1);
+        let none = DiscoverySettings::load(Default::default(), Default::default(), 1);
         assert!(none.unwrap().is_none());
-        let bad = |f: DiscoveryFlags| {
-            DiscoverySettings::load(f, Default::default(), false, 4).unwrap_err()
-        };
+        let bad =
+            |f: DiscoveryFlags| DiscoverySettings::load(f, Default::default(), 4).unwrap_err();
         let port = Some(1);
         assert!(bad(DiscoveryFlags {
             discovery_port: port,
@@ -1396,13 +1544,5 @@ mod tests {
         })
         .contains("above the landlord shards"));
         assert!(toml::from_str::<DiscoveryFlags>("prot = 1").is_err());
-        let e = DiscoverySettings::load(
-            DiscoveryFlags { discovery_port: port, ..Default::default() },
-            Default::default(),
-            true,
-            1,
-        )
-        .unwrap_err();
-        assert!(e.contains("needs the file store"), "{e}");
     }
 }

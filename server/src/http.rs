@@ -153,7 +153,8 @@ async fn lease(
     };
     if app.discovery.as_ref().is_some_and(|d| d.settings.id == shard) {
         // A registration lease of the discovery service: renewed and cancelled as any lease.
-        return crate::discovery::lease(&app, request, enc).await;
+        let who = caller.as_ref().map(|c| c.name.as_str());
+        return crate::discovery::lease(&app, request, enc, body, forwarded, who).await;
     }
     if app.is_renewal(shard) {
         // A renewal set's own lease: renewed and cancelled like any lease, at its service.

@@ -186,9 +186,21 @@ impl App {
         first..=self.total_shards()
     }
 
-    /// Whether this server serves shard `id` now (a landlord or a renewal service).
+    /// Whether this server serves shard `id` now (a landlord, a renewal service or the
+    /// discovery service).
     pub fn serves(&self, id: u64) -> bool {
-        self.shard(id).is_some() || self.renewal(id).is_some()
+        self.shard(id).is_some() || self.renewal(id).is_some() || discovery::serves(self, id)
+    }
+
+    /// Every shard this server may serve: landlords, renewal services, then the discovery
+    /// service's (if it runs one).
+    pub(crate) fn all_ids(&self) -> Vec<u64> {
+        (1..=self.total_shards()).chain(self.discovery_id()).collect()
+    }
+
+    /// The discovery shard's id, if this server runs the discovery service.
+    pub fn discovery_id(&self) -> Option<u64> {
+        self.discovery.as_ref().map(|d| d.settings.id)
     }
 
     /// Takes shard `id` (of either kind) out of the routing table and stops it after writing
@@ -205,6 +217,7 @@ impl App {
                 h.stop().await;
                 true
             }
+            None if self.discovery_id() == Some(id) => discovery::stop(self).await,
             None => false,
         }
     }
@@ -551,6 +564,28 @@ impl App {
             .await
     }
 
+    /// Forwards a request for `path` to the owner of `shard` (its landlord: the shard) with
+    /// `extra` added to the query (covered by the forwarding proof, as the body is); `None`
+    /// if there is nowhere to send it.
+    pub async fn forward_query(
+        &self,
+        path: &str,
+        shard: u64,
+        enc: Encoding,
+        body: Bytes,
+        identity: Option<&str>,
+        extra: Option<String>,
+    ) -> Option<Response> {
+        let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        let r = cluster
+            .forward_extra(path, shard, Some(shard), enc, body, identity, Duration::ZERO, extra)
+            .await;
+        if r.is_some() {
+            self.stats.forwarded.fetch_add(1, Relaxed);
+        }
+        r
+    }
+
     /// Forwards a request for `path` (`/lease`, `/coord`) to the owner of `shard`, waiting up
     /// to `--forward-timeout-ms` plus `held` (the time the owner may hold the request: an
     /// acquire's wait, a long poll's) for its answer; `None` if there is nowhere to send it.
@@ -595,13 +630,16 @@ pub async fn run(
     match &config.store {
         StoreKind::Files(data) => {
             files::open_all(&app, data).await?;
-            discovery::start(&app, data).await?;
+            discovery::start(&app, Some(data)).await?;
             tokio::spawn(files::supervise(Arc::downgrade(&app), data.clone()));
         }
         StoreKind::Postgres(url) => {
             // Serve (livez, readyz: 503) while the database is not there yet; join the cluster
             // as soon as it answers.
             pg::check_url(url)?;
+            // Every server with --discovery-port binds it; only the shard's owner acts on
+            // what it hears.
+            discovery::start(&app, None).await?;
             let (app2, url) = (app.clone(), url.clone());
             tokio::spawn(async move {
                 let mut failures = 0;

@@ -14,6 +14,14 @@
 //! leasehold_takeovers (shard, epoch, owner, base_seq, at)        history of acquisitions
 //! ```
 //!
+//! # Kinds of shards
+//!
+//! Landlord shards are `1..=shards`, renewal-service shards follow them
+//! (`leasehold_cluster.renewal_shards`), and the discovery shard has its own row at its id
+//! (`--discovery-id`, far above them). A server takes only the shards it knows how to run: the
+//! numbered ones it read at join, and the discovery shard if it runs the service with that id;
+//! a rebalance never hands the discovery shard over (a server that joined may not run it).
+//!
 //! # Ownership and fencing
 //!
 //! A server owns a shard through its row in `leasehold_shards`: it holds the row's current
@@ -714,6 +722,23 @@ impl Cluster {
             )
             .await
             .map_err(|e| e.text())?;
+            // The discovery shard (--discovery-port): its own row, at its id, kept outside
+            // the numbering of the others (checked here against the cluster's numbers,
+            // which may be larger than this server's flags).
+            if let Some(id) = app.discovery_id() {
+                if id <= (shards + renewal) as u64 {
+                    return Err(format!(
+                        "--discovery-id {id} is one of the cluster's landlord and renewal-service                          shards (1 to {}): give an id above them",
+                        shards + renewal
+                    ));
+                }
+                tx.execute(
+                    "INSERT INTO leasehold_shards (shard) VALUES ($1) ON CONFLICT DO NOTHING",
+                    &[&(id as i64)],
+                )
+                .await
+                .map_err(|e| e.text())?;
+            }
             tx.commit().await.map_err(|e| e.text())?;
             Ok::<(i64, i64), String>((shards, renewal))
         })
@@ -832,7 +857,8 @@ impl Cluster {
         let me = app.config.advertise.clone();
         let s = self.lock();
         let now = Instant::now();
-        (1..=app.total_shards())
+        app.all_ids()
+            .into_iter()
             .map(|id| {
                 let row = s.view.get(&id);
                 let report = |state, owner: Option<String>, why: Option<String>, ok| ShardReport {
@@ -963,7 +989,8 @@ impl Cluster {
     fn next_retry(&self) -> Option<Duration> {
         let app = self.app.upgrade()?;
         let now = Instant::now();
-        (1..=app.total_shards())
+        app.all_ids()
+            .into_iter()
             .filter_map(|id| app.local(id))
             .filter(|l| l.state == ShardState::Failed)
             .map(|l| l.retry_at.saturating_duration_since(now))
@@ -1058,7 +1085,7 @@ impl Cluster {
         // Failed shards of ours: say why in the row (every server's readiness shows it), or
         // forget them if they are not ours any more.
         let mut due = Vec::new();
-        for id in 1..=app.total_shards() {
+        for id in app.all_ids() {
             let Some(l) = app.local(id) else { continue };
             if l.state != ShardState::Failed {
                 continue;
@@ -1095,7 +1122,13 @@ impl Cluster {
         .await?
         .get(0);
         let view: BTreeMap<u64, RowView> = rows.iter().map(row_view).collect();
-        let open = view.values().filter(|r| r.quarantine.is_none()).count() as u64;
+        // The shards this server could run (a discovery row of a service it does not run, or
+        // of an id no longer in use, is not part of its share).
+        let (total, discovery) = (app.total_shards(), app.discovery_id());
+        let open = view
+            .iter()
+            .filter(|(id, r)| r.quarantine.is_none() && (**id <= total || Some(**id) == discovery))
+            .count() as u64;
         self.set_view(view);
         if first {
             // Let servers started together see each other before anyone takes shards.
@@ -1117,12 +1150,22 @@ impl Cluster {
                  WHERE s.shard IN (
                      SELECT shard FROM leasehold_shards
                      WHERE quarantine IS NULL
+                       AND (shard <= $6::bigint OR shard = $7::bigint)
                        AND (lease_until < now() OR (owner = $1 AND shard = ANY($5::bigint[])))
                      ORDER BY coalesce(owner = $1 AND shard = ANY($5::bigint[]), false) DESC, shard
                      LIMIT greatest($4::bigint, cardinality($5::bigint[]))
                      FOR UPDATE SKIP LOCKED)
                  RETURNING s.shard, s.epoch, s.durable_seq",
-                    &[&self.instance, &app.config.advertise, &ttl_ms, &want, &due],
+                    &[
+                        &self.instance,
+                        &app.config.advertise,
+                        &ttl_ms,
+                        &want,
+                        &due,
+                        &(app.total_shards() as i64),
+                        // A discovery shard only by a server that runs the service (-1: none).
+                        &app.discovery_id().map_or(-1, |d| d as i64),
+                    ],
                 ),
             )
             .await?;
@@ -1161,8 +1204,17 @@ impl Cluster {
                 return Err(why);
             }
         } else if owned > fair {
-            // Above a fair share (a server joined): hand one shard over cleanly.
-            let pick = self.lock().owned.iter().next_back().map(|(id, e)| (*id, *e));
+            // Above a fair share (a server joined): hand one shard over cleanly. Never the
+            // discovery shard: the server that joined may not run the service (then nobody
+            // would take it back), and above a fair share this server owns another.
+            let discovery = app.discovery_id();
+            let pick = self
+                .lock()
+                .owned
+                .iter()
+                .rev()
+                .find(|(id, _)| Some(**id) != discovery)
+                .map(|(id, e)| (*id, *e));
             if let Some((id, epoch)) = pick {
                 self.give_up(&app, db, id, epoch).await?;
                 tracing::info!(shard = id, fair, "shard handed over (rebalance)");
@@ -1192,7 +1244,7 @@ impl Cluster {
             tracing::error!(shard = id, "clock guard: handing the shard back");
             app.stop_shard(*id).await;
         }
-        for id in 1..=app.total_shards() {
+        for id in app.all_ids() {
             if app.local(id).is_some_and(|l| l.state == ShardState::Failed) {
                 app.clear_local(id);
             }
@@ -1289,6 +1341,9 @@ impl Cluster {
         let min_compact = c.store_config.min_compact_bytes;
         if app.is_renewal(id) {
             return self.take_renewal(app, db, id, epoch, durable, snap, writer).await;
+        }
+        if app.discovery_id() == Some(id) {
+            return self.take_discovery(app, db, id, epoch, durable, snap, writer).await;
         }
         let (ll, planner, replayed): (LL, Planner, u64) = match snap {
             Some(row) => {
@@ -1502,6 +1557,127 @@ impl Cluster {
         Ok((leases, replayed))
     }
 
+    /// Restores the acquired discovery shard (`snap`: its snapshot row, if any) and starts
+    /// serving it, as [`Cluster::take_renewal`] does a renewal service: the snapshot and the
+    /// journal rows after it, replayed exactly, resumed (time spent down does not count), given
+    /// the settings in force. Returns (registrations, records replayed).
+    #[allow(clippy::too_many_arguments)] // take's own arguments, and what it already read
+    async fn take_discovery(
+        &self,
+        app: &Arc<App>,
+        db: &Client,
+        id: u64,
+        epoch: i64,
+        durable: u64,
+        snap: Option<tokio_postgres::Row>,
+        writer: PgWriter,
+    ) -> Result<(usize, u64), TakeError> {
+        use leasehold::discovery::DiscoveryService;
+        let transient = TakeError::Transient;
+        let damaged = TakeError::Damaged;
+        let long = self.limit() * 10;
+        let min_compact = app.config.store_config.min_compact_bytes;
+        let Some(settings) = app.discovery.as_ref().map(|d| d.settings.clone()) else {
+            return Err(transient("this server runs no discovery service".into()));
+        };
+        let (mut svc, planner, replayed, created) = match snap {
+            Some(row) => {
+                let seq: i64 = row.get(0);
+                let bytes: Vec<u8> = row.get(1);
+                let frames = within(long, "reading the journal", db.query(
+                    "SELECT frame FROM leasehold_journal WHERE shard = $1 AND last_seq > $2 ORDER BY first_seq",
+                    &[&(id as i64), &seq],
+                ))
+                .await
+                .map_err(transient)?;
+                let mut log = Vec::new();
+                for f in &frames {
+                    log.extend_from_slice(f.get::<_, &[u8]>(0));
+                }
+                let (svc, rec) = DiscoveryService::recover(&bytes, &[&log], now_ms())
+                    .map_err(|e| damaged(format!("restore refused: {e}")))?;
+                if let Some((_, _, why)) = rec.torn {
+                    return Err(damaged(format!("journal rows are damaged: {why}")));
+                }
+                if svc.id() != leasehold::LandlordId(id) {
+                    return Err(damaged(format!(
+                        "holds discovery service {}, not shard {id}",
+                        svc.id().0
+                    )));
+                }
+                let planner = Planner::Rows {
+                    log_bytes: log.len() as u64,
+                    snapshot_bytes: bytes.len() as u64,
+                    min_compact_bytes: min_compact,
+                };
+                (svc, planner, rec.replayed, false)
+            }
+            None => {
+                let n: i64 = within(
+                    long,
+                    "counting journal rows",
+                    db.query_one(
+                        "SELECT count(*) FROM leasehold_journal WHERE shard = $1",
+                        &[&(id as i64)],
+                    ),
+                )
+                .await
+                .map_err(transient)?
+                .get(0);
+                if n > 0 {
+                    return Err(damaged(format!(
+                        "{n} journal rows but no snapshot (it holds the registration cookies' seed)"
+                    )));
+                }
+                if durable > 0 {
+                    return Err(damaged(format!(
+                        "no snapshot and no journal rows, but record {durable} was durable"
+                    )));
+                }
+                // A new service: its first snapshot (with its cookie seed) before anything.
+                let mut svc = crate::discovery::new_service(&settings)
+                    .map_err(|e| transient(e.to_string()))?;
+                svc.resume(now_ms());
+                let mut bytes = Vec::new();
+                let seq = svc.snapshot_bytes(&mut bytes);
+                writer
+                    .run(None, Some((bytes.clone(), seq)))
+                    .await
+                    .map_err(|e| transient(format!("first snapshot: {e:?}")))?;
+                let planner = Planner::Rows {
+                    log_bytes: 0,
+                    snapshot_bytes: bytes.len() as u64,
+                    min_compact_bytes: min_compact,
+                };
+                (svc, planner, 0, true)
+            }
+        };
+        let last = svc.journal_seq();
+        if last < durable {
+            return Err(damaged(format!(
+                "records {}..={durable} are missing: the journal ends at record {last}, but record \
+                 {durable} was durable (a deleted journal row)",
+                last + 1
+            )));
+        }
+        // The settings in force now (policy, schedules), journaled if they changed: written
+        // by the actor's first write, before anything it answers.
+        crate::discovery::reconfigure(&mut svc, &settings)
+            .map_err(|e| damaged(format!("settings refused: {e}")))?;
+        self.took(db, id, epoch, last).await.map_err(transient)?;
+        let registrations = svc.registrations().len();
+        let rec = crate::discovery::Recovered {
+            records: replayed,
+            registrations: registrations as u64,
+            torn_tail: None,
+            created,
+        };
+        self.lock().owned.insert(id, epoch);
+        crate::discovery::serve_taken(app, svc, planner, writer, rec).map_err(transient)?;
+        self.mark_serving(db, id, epoch).await;
+        Ok((registrations, replayed))
+    }
+
     /// Records a takeover (its history row, and the clock baseline every write of this owner
     /// is checked against).
     async fn took(&self, db: &Client, id: u64, epoch: i64, last: u64) -> Result<(), String> {
@@ -1625,6 +1801,23 @@ impl Cluster {
         identity: Option<&str>,
         held: Duration,
     ) -> Option<Response> {
+        self.forward_extra(path, shard, landlord, enc, body, identity, held, None).await
+    }
+
+    /// [`Cluster::forward`] with `extra` (already percent-encoded `name=value` pairs) added
+    /// to the query, which the forwarding proof covers (a forwarded register's listener).
+    #[allow(clippy::too_many_arguments)] // what a forward carries, each distinct
+    pub async fn forward_extra(
+        &self,
+        path: &str,
+        shard: u64,
+        landlord: Option<u64>,
+        enc: Encoding,
+        body: Bytes,
+        identity: Option<&str>,
+        held: Duration,
+        extra: Option<String>,
+    ) -> Option<Response> {
         let app = self.app.upgrade()?;
         let (owner, suspect) = {
             let s = self.lock();
@@ -1644,7 +1837,11 @@ impl Cluster {
                 "shard {shard}'s owner {owner} did not answer in time lately; try again shortly"
             )));
         }
-        let query = format!("landlord={}", leasehold::LandlordId(landlord.unwrap_or(shard)));
+        let mut query = format!("landlord={}", leasehold::LandlordId(landlord.unwrap_or(shard)));
+        if let Some(extra) = extra {
+            query.push('&');
+            query.push_str(&extra);
+        }
         // Proof that a server sent it, with the identity of the client that spoke.
         let proof = app.auth.sign(identity, &query, &body).unwrap_or_else(|| "1".into());
         let uri = format!("{owner}{path}?{query}");

@@ -1,7 +1,8 @@
 //! The lookup discovery service in the real `leasehold-server` binary (`--discovery-port`):
 //! registrations over HTTP, announcements over UDP, events POSTed to a listener, registration
 //! leases renewed through `/lease?landlord=`, readiness and metrics, a restart after SIGKILL
-//! that keeps every registration, identities, and the refused PostgreSQL combination.
+//! that keeps every registration, identities, and a discovery id among the shards refused
+//! (PostgreSQL: `tests/discovery_pg.rs`).
 
 mod common;
 
@@ -295,11 +296,7 @@ fn registering_needs_grant() {
 }
 
 #[test]
-fn postgres_is_refused_clearly() {
-    let (code, _, err) =
-        run(&["--store", "postgres://u@127.0.0.1:1/db", "--discovery-port", "4160"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("needs the file store"), "{err}");
+fn a_discovery_id_among_the_shards_is_refused_clearly() {
     let (code, _, err) = run(&["--discovery-port", "4160", "--discovery-id", "1"]);
     assert_eq!(code, 2);
     assert!(err.contains("--discovery-id must be above"), "{err}");
