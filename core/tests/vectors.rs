@@ -2,33 +2,11 @@
 //! reading the files the way a binding's tests do (plain JSON, hex strings, decimal strings).
 //! The files are made by `tests/vectors_gen.rs`; their schema is in `tests/vectors/README.md`.
 
-use leasehold::{
-    Cookie, Encoding, ErrorCode, LandlordId, Lease, LeaseError, Limits, Reply, Request,
-    SerialFormat,
-};
+use leasehold::{Cookie, ErrorCode, LandlordId, Lease, LeaseError, Reply, Request, SerialFormat};
 use serde_json::Value;
 
-fn load(name: &str) -> Value {
-    let path = format!("{}/tests/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-fn s<'a>(v: &'a Value, k: &str) -> &'a str {
-    v[k].as_str().unwrap_or_else(|| panic!("{k} missing in {v}"))
-}
-
-fn i(v: &Value, k: &str) -> i64 {
-    s(v, k).parse().unwrap()
-}
-
-fn unhex(h: &str) -> Vec<u8> {
-    assert!(h.len() % 2 == 0);
-    (0..h.len()).step_by(2).map(|k| u8::from_str_radix(&h[k..k + 2], 16).unwrap()).collect()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+mod common;
+use common::vectors::*;
 
 fn format_of(name: &str) -> SerialFormat {
     match name {
@@ -75,11 +53,11 @@ fn lease_vectors() {
             "binary" => Lease::from_bytes(&unhex(s(c, "hex")), now),
             e => panic!("encoding {e}"),
         };
-        check_outcome(got, c, name, |l, f| assert_fields(l, f, name), "decoded");
+        check_with(got, c, name, |l, f| assert_fields(l, f, name), "decoded");
     }
 }
 
-fn check_outcome<T: std::fmt::Debug>(
+fn check_with<T: std::fmt::Debug>(
     got: leasehold::Result<T>,
     c: &Value,
     name: &str,
@@ -93,101 +71,23 @@ fn check_outcome<T: std::fmt::Debug>(
     }
 }
 
-fn limits_of(v: &Value) -> Limits {
-    let n = |k: &str| v[k].as_u64().unwrap() as usize;
-    Limits {
-        max_message_bytes: n("max_message_bytes"),
-        max_batch: n("max_batch"),
-        max_resource_bytes: n("max_resource_bytes"),
-    }
-}
-
-fn json_value(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes).unwrap()
-}
+message!(Request, Reply);
 
 #[test]
 fn wire_vectors() {
-    let v = load("wire.json");
-    assert_eq!(v["schema"], 1);
-    let defaults = limits_of(&v["default_limits"]);
-    assert_eq!(defaults, Limits::default());
-    let requests = v["requests"].as_array().unwrap();
-    let replies = v["replies"].as_array().unwrap();
-    for c in requests {
-        let name = s(c, "name");
-        let r = Request::decode(s(c, "json").as_bytes(), Encoding::Json, &defaults).unwrap();
-        assert_eq!(
-            Request::decode(&unhex(s(c, "hex")), Encoding::Binary, &defaults).unwrap(),
-            r,
-            "{name}"
-        );
-        let from_message = serde_json::to_vec(&c["message"]).unwrap();
-        assert_eq!(Request::decode(&from_message, Encoding::Json, &defaults).unwrap(), r, "{name}");
-        assert_eq!(String::from_utf8(r.encode(Encoding::Json)).unwrap(), s(c, "json"), "{name}");
-        assert_eq!(hex(&r.encode(Encoding::Binary)), s(c, "hex"), "{name}");
-    }
-    for c in replies {
-        let name = s(c, "name");
-        let r = Reply::decode(s(c, "json").as_bytes(), Encoding::Json, &defaults).unwrap();
-        assert_eq!(
-            Reply::decode(&unhex(s(c, "hex")), Encoding::Binary, &defaults).unwrap(),
-            r,
-            "{name}"
-        );
-        let from_message = serde_json::to_vec(&c["message"]).unwrap();
-        assert_eq!(Reply::decode(&from_message, Encoding::Json, &defaults).unwrap(), r, "{name}");
-        assert_eq!(String::from_utf8(r.encode(Encoding::Json)).unwrap(), s(c, "json"), "{name}");
-        assert_eq!(hex(&r.encode(Encoding::Binary)), s(c, "hex"), "{name}");
-    }
-    // Every op of both kinds is covered.
-    let ops = |cases: &[Value]| {
-        let mut o: Vec<String> = cases
-            .iter()
-            .map(|c| c["message"]["body"]["op"].as_str().unwrap().to_string())
-            .collect();
-        o.sort();
-        o.dedup();
-        o
-    };
-    assert_eq!(ops(requests), ["cancel", "cancel_all", "grant", "renew", "renew_all"]);
+    let (v, defaults) = open("wire.json");
+    let req_ops = round_trips::<Request>(&v["requests"], &defaults);
+    assert_eq!(req_ops, ops(&["cancel", "cancel_all", "grant", "renew", "renew_all"]));
+    let rep_ops = round_trips::<Reply>(&v["replies"], &defaults);
     assert_eq!(
-        ops(replies),
-        ["cancelled", "cancelled_all", "error", "granted", "renewed", "renewed_all"]
+        rep_ops,
+        ops(&["cancelled", "cancelled_all", "error", "granted", "renewed", "renewed_all"])
     );
-
-    for c in v["decode"].as_array().unwrap() {
-        let name = s(c, "name");
-        let limits = c.get("limits").map(limits_of).unwrap_or(defaults);
-        let enc = match s(c, "encoding") {
-            "json" => Encoding::Json,
-            "binary" => Encoding::Binary,
-            e => panic!("encoding {e}"),
-        };
-        let bytes = unhex(s(c, "hex"));
-        if let Some(t) = c.get("text") {
-            assert_eq!(t.as_str().unwrap().as_bytes(), &bytes[..], "{name}: text and hex agree");
-        }
-        let check = |m: &Value, want: &Value| assert_eq!(m, want, "{name}");
-        match s(c, "kind") {
-            "request" => check_outcome(
-                Request::decode(&bytes, enc, &limits)
-                    .map(|r| json_value(&r.encode(Encoding::Json))),
-                c,
-                name,
-                check,
-                "message",
-            ),
-            "reply" => check_outcome(
-                Reply::decode(&bytes, enc, &limits).map(|r| json_value(&r.encode(Encoding::Json))),
-                c,
-                name,
-                check,
-                "message",
-            ),
-            k => panic!("kind {k}"),
-        }
-    }
+    decode_cases(&v, defaults, "message", |kind, bytes, enc, limits, _| match kind {
+        "request" => Request::canonical(bytes, enc, limits),
+        "reply" => Reply::canonical(bytes, enc, limits),
+        k => panic!("kind {k}"),
+    });
 }
 
 #[test]

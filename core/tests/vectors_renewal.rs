@@ -1,27 +1,12 @@
 //! Checks `core/tests/vectors/renewal.json` against the library, reading the file the way a
 //! binding's tests do. The file is made by `tests/vectors_gen/renewal.rs`.
 
+use common::vectors::*;
 use leasehold::service::wire::{SetEventMessage, SetReply, SetRequest};
 use leasehold::Limits;
 use serde_json::Value;
 
-fn load() -> Value {
-    let path = format!("{}/tests/vectors/renewal.json", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn s<'a>(v: &'a Value, k: &str) -> &'a str {
-    v[k].as_str().unwrap_or_else(|| panic!("{k} missing in {v}"))
-}
-
-fn limits_of(v: &Value) -> Limits {
-    let n = |k: &str| v[k].as_u64().unwrap() as usize;
-    Limits {
-        max_message_bytes: n("max_message_bytes"),
-        max_batch: n("max_batch"),
-        max_resource_bytes: n("max_resource_bytes"),
-    }
-}
+mod common;
 
 /// Decodes `text` as `kind` and encodes it again (canonical JSON).
 fn again(kind: &str, text: &[u8], l: &Limits) -> leasehold::Result<Vec<u8>> {
@@ -35,10 +20,7 @@ fn again(kind: &str, text: &[u8], l: &Limits) -> leasehold::Result<Vec<u8>> {
 
 #[test]
 fn renewal_vectors() {
-    let v = load();
-    assert_eq!(v["schema"], 1);
-    let limits = limits_of(&v["default_limits"]);
-    assert_eq!(limits, Limits::default());
+    let (v, limits) = open("renewal.json");
     for (list, kind) in [("requests", "request"), ("replies", "reply"), ("events", "event")] {
         let cases = v[list].as_array().unwrap();
         assert!(!cases.is_empty());
@@ -52,7 +34,7 @@ fn renewal_vectors() {
     }
     for c in v["decode"].as_array().unwrap() {
         let name = s(c, "name");
-        let l = if c.get("limits").is_some() { limits_of(&c["limits"]) } else { limits };
+        let l = case_limits(c, limits);
         let got = again(s(c, "kind"), s(c, "text").as_bytes(), &l);
         match (c.get("decoded"), c.get("error_code")) {
             (Some(d), None) => {

@@ -142,3 +142,4 @@ pub fn mutate(text: &str, ms: &[Mutation]) -> String {
     }
     serde_json::to_string(&doc).unwrap()
 }
+pub mod vectors;
