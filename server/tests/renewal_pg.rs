@@ -40,8 +40,11 @@ use leasehold::{Cookie, ErrorCode, LandlordId, Limits, Request, RequestBody};
 
 /// What the holder asks of each lease's first grant (time to hand them all over).
 const GRANT: i64 = 30_000;
-/// What each renewal by the service asks for.
-const RENEW: i64 = 10_000;
+/// What each renewal by the service asks for. A lease outlives an outage (PostgreSQL restarting,
+/// a takeover) only if it has more time left than the outage lasts when its renewal falls due:
+/// PostgreSQL's restart took 5.2 s on a loaded machine, which 10 s renewals did not always
+/// cover (one lease ran out, reported as a renewal failure without a landlord's error).
+const RENEW: i64 = 20_000;
 const SETS: usize = 4;
 
 /// One run's shape.
@@ -439,6 +442,7 @@ fn run(run: Run) {
     let got = events.lock().unwrap().clone();
     let mut failures: BTreeMap<Cookie, usize> = BTreeMap::new();
     let mut warned = BTreeSet::new();
+    let mut other = Vec::new();
     for (when, e) in &got {
         let k = e.handback[0] as usize;
         assert_eq!(e.service, sets[k].0);
@@ -448,8 +452,13 @@ fn run(run: Run) {
                 warned.insert(k);
             }
             SetEventBody::RenewalFailure { lease, error } => {
-                assert_eq!(error.as_ref().map(|e| e.code), Some(ErrorCode::UnknownLease as i32));
-                *failures.entry(lease.cookie).or_default() += 1;
+                if error.as_ref().map(|e| e.code) == Some(ErrorCode::UnknownLease as i32) {
+                    *failures.entry(lease.cookie).or_default() += 1;
+                } else {
+                    // the service could not renew it in time (its landlord or the service's
+                    // store was away longer than the lease had left): said below
+                    other.push(format!("{} at {:?}: {error:?}", lease.cookie, *when - t_hand));
+                }
             }
         }
     }
@@ -457,14 +466,16 @@ fn run(run: Run) {
     eprintln!(
         "{} leases kept for {keep} ms by the service (renewals of {RENEW} ms), {samples} samples: \
          {} early, {lost} lost, {late} late; {} of {cancel} refused leases reported; {} of {SETS} \
-         sets warned; run {:?}",
+         sets warned; {} other failures; run {:?}",
         kept.len(),
         early.len(),
         failed.len(),
         warned.len(),
+        other.len(),
         t0.elapsed()
     );
-    assert_eq!((early.len(), lost, late), (0, 0, 0), "early: {early:?}");
+    assert_eq!((early.len(), lost, late), (0, 0, 0), "early: {early:?}; other failures: {other:?}");
+    assert!(other.is_empty(), "failures other than the refused leases: {other:?}");
     assert_eq!(failed, cancelled, "failure events name exactly the refused leases");
     assert!(failures.values().all(|&n| n == 1), "one failure event each: {failures:?}");
     assert_eq!(warned.len(), SETS, "every set warned before its lease ends: {got:?}");
