@@ -186,6 +186,12 @@ impl W {
         self.0.extend_from_slice(&e.code.to_be_bytes());
         self.bytes(e.message.as_bytes());
     }
+    /// The start of every binary message: magic byte, wire version, message kind.
+    pub(crate) fn header(&mut self, kind: u8) {
+        self.u8(MAGIC);
+        self.u8(WIRE_VERSION);
+        self.u8(kind);
+    }
 }
 
 // ---------- binary reader ----------
@@ -257,7 +263,8 @@ impl<'a> R<'a> {
             .to_string();
         Ok(WireError { code, message })
     }
-    pub(crate) fn header(&mut self, kind: u8) -> Result<u64> {
+    /// Reads what [`W::header`] wrote and checks it.
+    pub(crate) fn kind(&mut self, kind: u8) -> Result<()> {
         let magic = self.u8()?;
         if magic != MAGIC {
             return Err(decode_err(format!("bad magic byte 0x{magic:02x}")));
@@ -267,6 +274,11 @@ impl<'a> R<'a> {
         if k != kind {
             return Err(decode_err(format!("message kind 0x{k:02x}, expected 0x{kind:02x}")));
         }
+        Ok(())
+    }
+    /// The header and the 64-bit number after it (the message's id).
+    pub(crate) fn header(&mut self, kind: u8) -> Result<u64> {
+        self.kind(kind)?;
         self.u64()
     }
     pub(crate) fn finish(&self) -> Result<()> {
@@ -292,9 +304,7 @@ impl Request {
             .expect("request JSON cannot fail"),
             Encoding::Binary => {
                 let mut w = W(Vec::with_capacity(32));
-                w.u8(MAGIC);
-                w.u8(WIRE_VERSION);
-                w.u8(KIND_REQUEST);
+                w.header(KIND_REQUEST);
                 w.u64(self.id);
                 match &self.body {
                     RequestBody::Grant { resource, duration } => {
@@ -392,9 +402,7 @@ impl Reply {
             .expect("reply JSON cannot fail"),
             Encoding::Binary => {
                 let mut w = W(Vec::with_capacity(40));
-                w.u8(MAGIC);
-                w.u8(WIRE_VERSION);
-                w.u8(KIND_REPLY);
+                w.header(KIND_REPLY);
                 w.u64(self.id);
                 w.u64(self.landlord.0);
                 match &self.body {

@@ -72,7 +72,6 @@ use crate::codec::{check_size, check_version, decode_err, R, W};
 use crate::error::{LeaseError, Result};
 use crate::event::EventId;
 use crate::lease::{Cookie, LandlordId};
-use crate::serial::MAGIC;
 use crate::time::Duration;
 use crate::wire::{Encoding, Limits, WireError, WIRE_VERSION};
 
@@ -319,12 +318,6 @@ fn check_reply(body: &CoordReplyBody, limits: &Limits) -> Result<()> {
 const MIN_HOLDER: usize = 4 + 8 + 4 + 8;
 const MIN_EVENT: usize = 8 + 1 + 4 + 8 + 4 + 8;
 
-fn header(w: &mut W, kind: u8) {
-    w.u8(MAGIC);
-    w.u8(WIRE_VERSION);
-    w.u8(kind);
-}
-
 fn put_holders(w: &mut W, hs: &[Holder]) {
     w.u32(hs.len() as u32);
     for h in hs {
@@ -403,7 +396,7 @@ impl CoordRequest {
             .expect("request JSON cannot fail"),
             Encoding::Binary => {
                 let mut w = W(Vec::with_capacity(64));
-                header(&mut w, KIND_REQUEST);
+                w.header(KIND_REQUEST);
                 w.u64(self.id);
                 match &self.body {
                     B::Acquire { resource, duration, wait, holder } => {
@@ -510,7 +503,7 @@ impl CoordReply {
             .expect("reply JSON cannot fail"),
             Encoding::Binary => {
                 let mut w = W(Vec::with_capacity(64));
-                header(&mut w, KIND_REPLY);
+                w.header(KIND_REPLY);
                 w.u64(self.id);
                 w.u64(self.landlord.0);
                 match &self.body {

@@ -106,7 +106,6 @@ use crate::codec::{check_size, check_version, decode_err, R, W};
 use crate::error::{LeaseError, Result};
 use crate::event::{EventId, EventSource, RemoteEvent};
 use crate::lease::{Cookie, LandlordId};
-use crate::serial::MAGIC;
 use crate::time::{Duration, Millis};
 use crate::wire::{Encoding, Limits, WireError, WIRE_VERSION};
 
@@ -467,11 +466,6 @@ impl W {
         self.names(r.groups.iter());
         self.locators(r.locators.iter());
     }
-    fn header(&mut self, kind: u8) {
-        self.u8(MAGIC);
-        self.u8(WIRE_VERSION);
-        self.u8(kind);
-    }
 }
 
 /// Smallest encodings, to check counts against the bytes left: a name, a locator, a registrar.
@@ -539,18 +533,6 @@ impl<'a> R<'a> {
             v.push(self.registrar(limits)?);
         }
         Ok(v)
-    }
-    fn kind(&mut self, kind: u8) -> Result<()> {
-        let magic = self.u8()?;
-        if magic != MAGIC {
-            return Err(decode_err(format!("bad magic byte 0x{magic:02x}")));
-        }
-        check_version(self.u8()? as u32)?;
-        let k = self.u8()?;
-        if k != kind {
-            return Err(decode_err(format!("message kind 0x{k:02x}, expected 0x{kind:02x}")));
-        }
-        Ok(())
     }
 }
 
