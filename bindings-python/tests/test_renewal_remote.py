@@ -36,14 +36,22 @@ def test_set_message_vectors() -> None:
             obj = kind.decode(c["json"].encode(), "json")
             assert obj == c["message"], c["name"]
             assert kind.encode(obj, "json") == c["json"].encode(), c["name"]
+            assert kind.decode(bytes.fromhex(c["hex"]), "binary") == obj, c["name"]
+            assert kind.encode(obj, "binary").hex() == c["hex"], c["name"]
     kinds = {"request": SetRequest, "reply": SetReply, "event": SetEventMessage}
     refused = [d for d in v["decode"] if "error_code" in d and "limits" not in d]
     assert refused
     for d in refused:
         with pytest.raises(DecodeError):
             kinds[d["kind"]].decode(d["text"].encode(), "json")
-    with pytest.raises(DecodeError, match="JSON only"):
-        SetRequest.decode(v["requests"][0]["json"].encode(), "binary")
+    for d in v["decode_binary"]:
+        if "limits" in d:
+            continue
+        if "error_code" in d:
+            with pytest.raises(DecodeError):
+                kinds[d["kind"]].decode(bytes.fromhex(d["hex"]), "binary")
+        else:
+            assert kinds[d["kind"]].decode(bytes.fromhex(d["hex"]), "binary") == d["decoded"], d["name"]
 
 
 class Listener:

@@ -1,6 +1,6 @@
 // Types of renewal sets at a remote renewal service (js/renewal.js): the set messages (JSON
 // object forms of core/src/service/wire.rs) and RemoteSet over a fetchTransport.
-import type { Lease, Limits } from './leasehold_wasm.js';
+import type { Lease, Limits, Encoding } from './leasehold_wasm.js';
 import type { Transport } from './api.js';
 
 /** A client lease as the set messages carry it: hex ids, decimal strings of ms. */
@@ -41,12 +41,18 @@ export interface SetEventMessage {
     | { kind: 'renewal_failure'; lease: ClientLease; error?: { code: number; message: string } };
 }
 
-export declare function encodeSetRequest(message: SetRequest): string;
+export declare function encodeSetRequest(message: SetRequest, encoding?: 'json'): string;
+export declare function encodeSetRequest(message: SetRequest, encoding: 'binary'): Uint8Array;
 export declare function decodeSetRequest(data: Uint8Array | string, limits?: Partial<Limits>): SetRequest;
-export declare function encodeSetReply(message: SetReply): string;
+export declare function decodeSetRequest(data: Uint8Array | string, encoding: Encoding, limits?: Partial<Limits>): SetRequest;
+export declare function encodeSetReply(message: SetReply, encoding?: 'json'): string;
+export declare function encodeSetReply(message: SetReply, encoding: 'binary'): Uint8Array;
 export declare function decodeSetReply(data: Uint8Array | string, limits?: Partial<Limits>): SetReply;
-export declare function encodeSetEvent(message: SetEventMessage): string;
+export declare function decodeSetReply(data: Uint8Array | string, encoding: Encoding, limits?: Partial<Limits>): SetReply;
+export declare function encodeSetEvent(message: SetEventMessage, encoding?: 'json'): string;
+export declare function encodeSetEvent(message: SetEventMessage, encoding: 'binary'): Uint8Array;
 export declare function decodeSetEvent(data: Uint8Array | string, limits?: Partial<Limits>): SetEventMessage;
+export declare function decodeSetEvent(data: Uint8Array | string, encoding: Encoding, limits?: Partial<Limits>): SetEventMessage;
 
 /** A renewal set at a remote renewal service (`leasehold-server --renewal-shards N`). */
 export declare class RemoteSet {

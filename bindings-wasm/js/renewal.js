@@ -2,7 +2,7 @@
 // /renewal; Jini's LR, seed 003): hand leases to a set before going away, take them back,
 // register listeners for the set's events, keep the set itself alive.
 //
-// Thin by design: the set messages are the core's (leasehold::service::wire, JSON), encoded and
+// Thin by design: the set messages are the core's (leasehold::service::wire), encoded and
 // checked by the core, and carried by a fetchTransport with `encoding: 'json'` (failover between
 // the service's servers, the owner hint, the line between a definite answer and an indefinite
 // failure). A set's own lease is a lease like any other, renewed and cancelled with the ordinary
@@ -11,8 +11,13 @@
 import { __encodeMessage, __decodeMessage, encodeRequest, decodeReply, Lease } from './leasehold_wasm.js';
 import { LeaseError, LeaseDeniedError, UnknownLeaseError, InvalidArgumentError, DecodeError } from './errors.js';
 
-const codec = (kind) => [(m) => __encodeMessage(kind, m, 'json'), (b, l) => __decodeMessage(kind, b, 'json', l)];
-/** Set requests (create_set, add, remove, leases, listen, unlisten), JSON object form <-> JSON text. */
+// JSON by default (what the service's /renewal and its listeners speak unless told otherwise);
+// decode takes (data, limits) as before, or (data, encoding, limits).
+const codec = (kind) => [
+  (m, e = 'json') => __encodeMessage(kind, m, e),
+  (b, e, l) => (typeof e === 'string' ? __decodeMessage(kind, b, e, l) : __decodeMessage(kind, b, 'json', e)),
+];
+/** Set requests (create_set, add, remove, leases, listen, unlisten), JSON object form <-> JSON text or binary. */
 export const [encodeSetRequest, decodeSetRequest] = codec('SetRequest');
 /** Set replies (set_created, done, removed, leases, registered, error). */
 export const [encodeSetReply, decodeSetReply] = codec('SetReply');

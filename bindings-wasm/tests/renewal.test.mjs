@@ -33,12 +33,20 @@ test('set messages: every vector decodes to its object form and encodes back to 
       assert.deepEqual(obj, c.message, c.name);
       assert.equal(enc(obj), c.json, c.name);
       assert.deepEqual(dec(new TextEncoder().encode(c.json)), obj, c.name);
+      const bin = Buffer.from(c.hex, 'hex');
+      assert.deepEqual(dec(new Uint8Array(bin), 'binary'), obj, c.name);
+      assert.equal(Buffer.from(enc(obj, 'binary')).toString('hex'), c.hex, c.name);
     }
   }
   const decoders = { request: decodeSetRequest, reply: decodeSetReply, event: decodeSetEvent };
   const refused = vectors.decode.filter((d) => 'error_code' in d && !('limits' in d));
   assert.ok(refused.length > 0);
   for (const d of refused) assert.throws(() => decoders[d.kind](d.text), DecodeError, d.name);
+  for (const d of vectors.decode_binary.filter((x) => !('limits' in x))) {
+    const bytes = new Uint8Array(Buffer.from(d.hex, 'hex'));
+    if ('error_code' in d) assert.throws(() => decoders[d.kind](bytes, 'binary'), DecodeError, d.name);
+    else assert.deepEqual(decoders[d.kind](bytes, 'binary'), d.decoded, d.name);
+  }
 });
 
 let server;

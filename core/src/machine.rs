@@ -119,31 +119,9 @@ message!(crate::discovery::wire::EventReply, "EventReply");
 message!(crate::coord::wire::CoordRequest, "CoordRequest");
 message!(crate::coord::wire::CoordReply, "CoordReply");
 
-/// The renewal service's set messages ([`crate::service::wire`]) have one encoding, JSON:
-/// written as JSON whatever encoding is asked for, and refused when read as binary.
-macro_rules! json_message {
-    ($t:ty, $name:literal) => {
-        impl Message for $t {
-            const NAME: &'static str = $name;
-            fn encode(&self, _encoding: Encoding) -> Vec<u8> {
-                self.to_json()
-            }
-            fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<Self> {
-                match encoding {
-                    Encoding::Json => <$t>::from_json(bytes, limits),
-                    Encoding::Binary => Err(crate::error::LeaseError::Decode(
-                        concat!($name, " messages are JSON only (there is no binary form yet)")
-                            .into(),
-                    )),
-                }
-            }
-        }
-    };
-}
-
-json_message!(crate::service::wire::SetRequest, "SetRequest");
-json_message!(crate::service::wire::SetReply, "SetReply");
-json_message!(crate::service::wire::SetEventMessage, "SetEvent");
+message!(crate::service::wire::SetRequest, "SetRequest");
+message!(crate::service::wire::SetReply, "SetReply");
+message!(crate::service::wire::SetEventMessage, "SetEvent");
 
 /// Limits in settings: each one given replaces the default.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize)]

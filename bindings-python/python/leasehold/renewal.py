@@ -9,7 +9,7 @@ back, register listeners for the set's events, keep the set itself alive::
     s.add(lease, ["http://127.0.0.1:7421"], membership=86_400_000, renew=30_000)
     # ... the process may exit now: the service renews the lease for a day ...
 
-Thin by design: the set messages are the core's (``leasehold::service::wire``, JSON), encoded
+Thin by design: the set messages are the core's (``leasehold::service::wire``), encoded
 and checked by the core (:class:`SetRequest`, :class:`SetReply`, :class:`SetEventMessage`), and
 carried by :class:`leasehold.http.Cluster` (failover between the service's servers, the owner
 hint, the line between a definite answer and an indefinite failure). A set's own lease is a
@@ -41,7 +41,7 @@ Servers = Union[str, Sequence[str], Cluster]
 
 class SetRequest(MessageKind):
     """Set requests (create_set, add, remove, leases, listen, unlisten) in their JSON object
-    form; JSON is their only encoding."""
+    form, to and from either encoding (the service answers in the one it was sent)."""
 
     kind = "SetRequest"
 

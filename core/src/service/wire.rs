@@ -6,8 +6,8 @@
 //! 64-bit integers as decimal strings, cookies and landlord ids as hex, byte strings as hex;
 //! decoding never panics, checks [`Limits`] and rejects unknown keys; every failure is a
 //! [`LeaseError::Decode`]. `core/tests/vectors/renewal.json` has an example of every message.
-//! Only the JSON form exists so far (a binary form, like the landlord messages', is to come:
-//! see `docs/renewal-service.md`).
+//! Each also has a binary form, laid out like the landlord messages' (see [Binary
+//! form](#binary-form)); both are in the vectors.
 //!
 //! These are messages of their own, not new ops of [`crate::wire::RequestBody`]: a set's own
 //! lease is renewed and cancelled with the landlord messages of [`crate::wire`] (its landlord
@@ -62,14 +62,36 @@
 //! events. A listener answers 2xx when it took the event, 404 or 410 when it knows no such
 //! registration (the registration then ends, as Jini's `UnknownEventException` ends it).
 
+//!
+//! # Binary form
+//!
+//! Big-endian, as [`crate::wire`]'s: the magic byte, the wire version, the kind
+//! ([`KIND_SET_REQUEST`], [`KIND_SET_REPLY`], [`KIND_SET_EVENT`]), then the `id` (an event:
+//! its `event_id`) as a u64 and the fields in the order of the JSON form. A byte string or a
+//! text is a u32 length and its bytes (URLs at most [`MAX_URL_BYTES`], UTF-8); a list is a u32
+//! count and its items; an optional value a byte 0 (absent) or 1 and the value; a cookie 16
+//! bytes, a landlord id 8, a duration an i64, an error an i32 code and a text. A body starts
+//! with its op (or event kind) as a byte, numbered in the order of the lists above from 1
+//! (`create_set` 1 ... `unlisten` 6; `set_created` 1, `done` 2, `removed` 3, `leases` 4,
+//! `registered` 5, `error` 6; `expiration_warning` 1, `renewal_failure` 2); an event type is a
+//! byte, `expiration_warning` 1, `renewal_failure` 2. A [`ClientLease`] is `landlord`,
+//! `cookie`, `remaining`, `urls`, then `membership` and `renew` as optional values.
+
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{check_size, check_version, decode_err};
+use crate::codec::{check_size, check_version, decode_err, R, W};
 use crate::error::{LeaseError, Result};
 use crate::event::EventId;
 use crate::lease::{Cookie, LandlordId};
 use crate::time::Duration;
-use crate::wire::{Limits, WireError, WIRE_VERSION};
+use crate::wire::{Encoding, Limits, WireError, WIRE_VERSION};
+
+/// Kind byte of a binary [`SetRequest`].
+pub const KIND_SET_REQUEST: u8 = 0x40;
+/// Kind byte of a binary [`SetReply`].
+pub const KIND_SET_REPLY: u8 = 0x41;
+/// Kind byte of a binary [`SetEventMessage`].
+pub const KIND_SET_EVENT: u8 = 0x42;
 
 /// Most URLs a client lease's landlord may be given.
 pub const MAX_URLS: usize = 16;
@@ -387,47 +409,299 @@ fn check_request(body: &SetRequestBody, limits: &Limits) -> Result<()> {
     }
 }
 
+// ---------- binary pieces ----------
+
+/// Smallest encodings, to check counts against the bytes left: a URL, a client lease.
+const MIN_URL: usize = 4;
+const MIN_LEASE: usize = 8 + 16 + 8 + 4 + 1 + 1;
+
+impl W {
+    fn text(&mut self, s: &str) {
+        self.bytes(s.as_bytes())
+    }
+    fn urls(&mut self, urls: &[String]) {
+        self.u32(urls.len() as u32);
+        urls.iter().for_each(|u| self.text(u));
+    }
+    fn opt_i64(&mut self, x: Option<i64>) {
+        match x {
+            None => self.u8(0),
+            Some(x) => {
+                self.u8(1);
+                self.i64(x)
+            }
+        }
+    }
+    fn client_lease(&mut self, l: &ClientLease) {
+        self.u64(l.landlord.0);
+        self.cookie(l.cookie);
+        self.i64(l.remaining);
+        self.urls(&l.urls);
+        self.opt_i64(l.membership);
+        self.opt_i64(l.renew);
+    }
+    fn event_type(&mut self, e: SetEventType) {
+        self.u8(match e {
+            SetEventType::ExpirationWarning => 1,
+            SetEventType::RenewalFailure => 2,
+        })
+    }
+}
+
+impl R<'_> {
+    fn flag(&mut self, what: &str) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(decode_err(format!("{what}: presence byte {b}, not 0 or 1"))),
+        }
+    }
+    fn text(&mut self, max: usize, what: &str) -> Result<String> {
+        let b = self.bytes(max, what)?;
+        std::str::from_utf8(b)
+            .map(str::to_string)
+            .map_err(|_| decode_err(format!("{what} is not UTF-8")))
+    }
+    fn counted(&mut self, max: usize, each: usize, what: &str) -> Result<usize> {
+        let n = self.u32()? as usize;
+        if n > max {
+            return Err(decode_err(format!("{n} {what}, at most {max}")));
+        }
+        if n.saturating_mul(each) > self.b.len() - self.at {
+            return Err(decode_err(format!(
+                "truncated message: {n} {what} announced, only {} byte(s) left",
+                self.b.len() - self.at
+            )));
+        }
+        Ok(n)
+    }
+    fn urls(&mut self) -> Result<Vec<String>> {
+        let n = self.counted(MAX_URLS, MIN_URL, "URLs")?;
+        (0..n).map(|_| self.text(MAX_URL_BYTES, "a URL")).collect()
+    }
+    fn opt_i64(&mut self, what: &str) -> Result<Option<i64>> {
+        Ok(if self.flag(what)? { Some(self.i64()?) } else { None })
+    }
+    fn client_lease(&mut self) -> Result<ClientLease> {
+        Ok(ClientLease {
+            landlord: LandlordId(self.u64()?),
+            cookie: self.cookie()?,
+            remaining: self.i64()?,
+            urls: self.urls()?,
+            membership: self.opt_i64("membership")?,
+            renew: self.opt_i64("renew")?,
+        })
+    }
+    fn event_type(&mut self) -> Result<SetEventType> {
+        match self.u8()? {
+            1 => Ok(SetEventType::ExpirationWarning),
+            2 => Ok(SetEventType::RenewalFailure),
+            b => Err(decode_err(format!("unknown set event type {b}"))),
+        }
+    }
+}
+
+/// Reads a JSON envelope (size and version checked).
+fn read_json<'a, J: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<J> {
+    serde_json::from_slice(bytes).map_err(|e| decode_err(format!("renewal set {what} JSON: {e}")))
+}
+
 impl SetRequest {
+    /// Encodes the request.
+    pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
+        use SetRequestBody as B;
+        if encoding == Encoding::Json {
+            let j = RequestJson { v: WIRE_VERSION as u32, id: self.id, body: self.body.clone() };
+            return serde_json::to_vec(&j).expect("request JSON cannot fail");
+        }
+        let mut w = W(Vec::with_capacity(64));
+        w.header(KIND_SET_REQUEST);
+        w.u64(self.id);
+        match &self.body {
+            B::CreateSet { duration } => {
+                w.u8(1);
+                w.i64(*duration);
+            }
+            B::Add { set, lease, membership, renew } => {
+                w.u8(2);
+                w.cookie(*set);
+                w.client_lease(lease);
+                w.i64(*membership);
+                w.i64(*renew);
+            }
+            B::Remove { set, landlord, cookie, urls } => {
+                w.u8(3);
+                w.cookie(*set);
+                w.u64(landlord.0);
+                w.cookie(*cookie);
+                w.urls(urls);
+            }
+            B::Leases { set } => {
+                w.u8(4);
+                w.cookie(*set);
+            }
+            B::Listen { set, event, min_warning, url, handback } => {
+                w.u8(5);
+                w.cookie(*set);
+                w.event_type(*event);
+                w.i64(*min_warning);
+                w.text(url);
+                w.bytes(handback);
+            }
+            B::Unlisten { set, event } => {
+                w.u8(6);
+                w.cookie(*set);
+                w.event_type(*event);
+            }
+        }
+        w.0
+    }
+
+    /// Decodes a request, enforcing `limits`.
+    pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetRequest> {
+        use SetRequestBody as B;
+        check_size(bytes.len(), limits)?;
+        let m = match encoding {
+            Encoding::Json => {
+                let j: RequestJson = read_json(bytes, "request")?;
+                check_version(j.v)?;
+                SetRequest { id: j.id, body: j.body }
+            }
+            Encoding::Binary => {
+                let mut r = R { b: bytes, at: 0 };
+                let id = r.header(KIND_SET_REQUEST)?;
+                let body = match r.u8()? {
+                    1 => B::CreateSet { duration: r.i64()? },
+                    2 => B::Add {
+                        set: r.cookie()?,
+                        lease: r.client_lease()?,
+                        membership: r.i64()?,
+                        renew: r.i64()?,
+                    },
+                    3 => B::Remove {
+                        set: r.cookie()?,
+                        landlord: LandlordId(r.u64()?),
+                        cookie: r.cookie()?,
+                        urls: r.urls()?,
+                    },
+                    4 => B::Leases { set: r.cookie()? },
+                    5 => B::Listen {
+                        set: r.cookie()?,
+                        event: r.event_type()?,
+                        min_warning: r.i64()?,
+                        url: r.text(MAX_URL_BYTES, "a URL")?,
+                        handback: r.bytes(limits.max_resource_bytes, "handback")?.to_vec(),
+                    },
+                    6 => B::Unlisten { set: r.cookie()?, event: r.event_type()? },
+                    op => return Err(decode_err(format!("unknown renewal set request op {op}"))),
+                };
+                r.finish()?;
+                SetRequest { id, body }
+            }
+        };
+        check_request(&m.body, limits)?;
+        Ok(m)
+    }
+
     /// The canonical JSON text.
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(&RequestJson {
-            v: WIRE_VERSION as u32,
-            id: self.id,
-            body: self.body.clone(),
-        })
-        .expect("request JSON cannot fail")
+        self.encode(Encoding::Json)
     }
 
     /// Reads a request's JSON, enforcing `limits`.
     pub fn from_json(bytes: &[u8], limits: &Limits) -> Result<SetRequest> {
-        check_size(bytes.len(), limits)?;
-        let j: RequestJson = serde_json::from_slice(bytes)
-            .map_err(|e| decode_err(format!("renewal set request JSON: {e}")))?;
-        check_version(j.v)?;
-        check_request(&j.body, limits)?;
-        Ok(SetRequest { id: j.id, body: j.body })
+        SetRequest::decode(bytes, Encoding::Json, limits)
     }
 }
 
 impl SetReply {
-    /// The canonical JSON text.
-    pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(&ReplyJson {
-            v: WIRE_VERSION as u32,
-            id: self.id,
-            landlord: self.landlord,
-            body: self.body.clone(),
-        })
-        .expect("reply JSON cannot fail")
+    /// Encodes the reply.
+    pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
+        use SetReplyBody as B;
+        if encoding == Encoding::Json {
+            let j = ReplyJson {
+                v: WIRE_VERSION as u32,
+                id: self.id,
+                landlord: self.landlord,
+                body: self.body.clone(),
+            };
+            return serde_json::to_vec(&j).expect("reply JSON cannot fail");
+        }
+        let mut w = W(Vec::with_capacity(64));
+        w.header(KIND_SET_REPLY);
+        w.u64(self.id);
+        w.u64(self.landlord.0);
+        match &self.body {
+            B::SetCreated { set, cookie, duration } => {
+                w.u8(1);
+                w.u64(*set);
+                w.cookie(*cookie);
+                w.i64(*duration);
+            }
+            B::Done => w.u8(2),
+            B::Removed { lease } => {
+                w.u8(3);
+                match lease {
+                    None => w.u8(0),
+                    Some(l) => {
+                        w.u8(1);
+                        w.client_lease(l);
+                    }
+                }
+            }
+            B::Leases { leases } => {
+                w.u8(4);
+                w.u32(leases.len() as u32);
+                leases.iter().for_each(|l| w.client_lease(l));
+            }
+            B::Registered { event_id, sequence } => {
+                w.u8(5);
+                w.u64(*event_id);
+                w.u64(*sequence);
+            }
+            B::Error(e) => {
+                w.u8(6);
+                w.error(e);
+            }
+        }
+        w.0
     }
 
-    /// Reads a reply's JSON, enforcing `limits`.
-    pub fn from_json(bytes: &[u8], limits: &Limits) -> Result<SetReply> {
+    /// Decodes a reply, enforcing `limits`.
+    pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetReply> {
+        use SetReplyBody as B;
         check_size(bytes.len(), limits)?;
-        let j: ReplyJson = serde_json::from_slice(bytes)
-            .map_err(|e| decode_err(format!("renewal set reply JSON: {e}")))?;
-        check_version(j.v)?;
-        if let SetReplyBody::Leases { leases } = &j.body {
+        let m = match encoding {
+            Encoding::Json => {
+                let j: ReplyJson = read_json(bytes, "reply")?;
+                check_version(j.v)?;
+                SetReply { id: j.id, landlord: j.landlord, body: j.body }
+            }
+            Encoding::Binary => {
+                let mut r = R { b: bytes, at: 0 };
+                let id = r.header(KIND_SET_REPLY)?;
+                let landlord = LandlordId(r.u64()?);
+                let body = match r.u8()? {
+                    1 => B::SetCreated { set: r.u64()?, cookie: r.cookie()?, duration: r.i64()? },
+                    2 => B::Done,
+                    3 => B::Removed {
+                        lease: if r.flag("lease")? { Some(r.client_lease()?) } else { None },
+                    },
+                    4 => {
+                        let n = r.counted(limits.max_batch, MIN_LEASE, "leases")?;
+                        B::Leases {
+                            leases: (0..n).map(|_| r.client_lease()).collect::<Result<_>>()?,
+                        }
+                    }
+                    5 => B::Registered { event_id: r.u64()?, sequence: r.u64()? },
+                    6 => B::Error(r.error(limits)?),
+                    op => return Err(decode_err(format!("unknown renewal set reply op {op}"))),
+                };
+                r.finish()?;
+                SetReply { id, landlord, body }
+            }
+        };
+        if let SetReplyBody::Leases { leases } = &m.body {
             if leases.len() > limits.max_batch {
                 return Err(decode_err(format!(
                     "{} leases, more than the {} allowed",
@@ -436,39 +710,106 @@ impl SetReply {
                 )));
             }
         }
-        Ok(SetReply { id: j.id, landlord: j.landlord, body: j.body })
+        Ok(m)
+    }
+
+    /// The canonical JSON text.
+    pub fn to_json(&self) -> Vec<u8> {
+        self.encode(Encoding::Json)
+    }
+
+    /// Reads a reply's JSON, enforcing `limits`.
+    pub fn from_json(bytes: &[u8], limits: &Limits) -> Result<SetReply> {
+        SetReply::decode(bytes, Encoding::Json, limits)
     }
 }
 
 impl SetEventMessage {
+    /// Encodes the event.
+    pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
+        if encoding == Encoding::Json {
+            let j = EventJson {
+                v: WIRE_VERSION as u32,
+                event_id: self.event_id,
+                sequence: self.sequence,
+                service: self.service,
+                set: self.set,
+                handback: self.handback.clone(),
+                body: self.body.clone(),
+            };
+            return serde_json::to_vec(&j).expect("event JSON cannot fail");
+        }
+        let mut w = W(Vec::with_capacity(64));
+        w.header(KIND_SET_EVENT);
+        w.u64(self.event_id);
+        w.u64(self.sequence);
+        w.u64(self.service.0);
+        w.u64(self.set);
+        w.bytes(&self.handback);
+        match &self.body {
+            SetEventBody::ExpirationWarning { remaining } => {
+                w.u8(1);
+                w.i64(*remaining);
+            }
+            SetEventBody::RenewalFailure { lease, error } => {
+                w.u8(2);
+                w.client_lease(lease);
+                match error {
+                    None => w.u8(0),
+                    Some(e) => {
+                        w.u8(1);
+                        w.error(e);
+                    }
+                }
+            }
+        }
+        w.0
+    }
+
+    /// Decodes an event, enforcing `limits`.
+    pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetEventMessage> {
+        check_size(bytes.len(), limits)?;
+        let m = match encoding {
+            Encoding::Json => {
+                let j: EventJson = read_json(bytes, "event")?;
+                check_version(j.v)?;
+                SetEventMessage {
+                    event_id: j.event_id,
+                    sequence: j.sequence,
+                    service: j.service,
+                    set: j.set,
+                    handback: j.handback,
+                    body: j.body,
+                }
+            }
+            Encoding::Binary => {
+                let mut r = R { b: bytes, at: 0 };
+                let event_id = r.header(KIND_SET_EVENT)?;
+                let (sequence, service, set) = (r.u64()?, LandlordId(r.u64()?), r.u64()?);
+                let handback = r.bytes(limits.max_resource_bytes, "handback")?.to_vec();
+                let body = match r.u8()? {
+                    1 => SetEventBody::ExpirationWarning { remaining: r.i64()? },
+                    2 => SetEventBody::RenewalFailure {
+                        lease: r.client_lease()?,
+                        error: if r.flag("error")? { Some(r.error(limits)?) } else { None },
+                    },
+                    k => return Err(decode_err(format!("unknown renewal set event kind {k}"))),
+                };
+                r.finish()?;
+                SetEventMessage { event_id, sequence, service, set, handback, body }
+            }
+        };
+        check_bytes(&m.handback, limits, "handback")?;
+        Ok(m)
+    }
+
     /// The canonical JSON text.
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(&EventJson {
-            v: WIRE_VERSION as u32,
-            event_id: self.event_id,
-            sequence: self.sequence,
-            service: self.service,
-            set: self.set,
-            handback: self.handback.clone(),
-            body: self.body.clone(),
-        })
-        .expect("event JSON cannot fail")
+        self.encode(Encoding::Json)
     }
 
     /// Reads an event's JSON, enforcing `limits`.
     pub fn from_json(bytes: &[u8], limits: &Limits) -> Result<SetEventMessage> {
-        check_size(bytes.len(), limits)?;
-        let j: EventJson = serde_json::from_slice(bytes)
-            .map_err(|e| decode_err(format!("renewal set event JSON: {e}")))?;
-        check_version(j.v)?;
-        check_bytes(&j.handback, limits, "handback")?;
-        Ok(SetEventMessage {
-            event_id: j.event_id,
-            sequence: j.sequence,
-            service: j.service,
-            set: j.set,
-            handback: j.handback,
-            body: j.body,
-        })
+        SetEventMessage::decode(bytes, Encoding::Json, limits)
     }
 }
