@@ -102,7 +102,9 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
                 Need::Coord => {
                     crate::coord::refused(&r, 0, crate::http::encoding_of(req.headers()))
                 }
-                Need::Renewal => crate::renewal::refused(&r, 0),
+                Need::Renewal => {
+                    crate::renewal::refused(&r, 0, crate::http::encoding_of(req.headers()))
+                }
                 _ => text(r.status(), r.message()),
             };
         }

@@ -889,7 +889,8 @@ pub fn document() -> Value {
     })
 }
 
-/// `POST /renewal`: the renewal service's set messages (JSON), with real messages as examples.
+/// `POST /renewal`: the renewal service's set messages (JSON or binary), with real messages as
+/// examples.
 fn renewal_path() -> Value {
     use leasehold::service::wire::{
         ClientLease, SetReply, SetReplyBody, SetRequest, SetRequestBody,
@@ -908,10 +909,10 @@ fn renewal_path() -> Value {
     };
     let object = |d: &str| json!({ "type": "object", "description": d });
     let r = |n: &str| json!({ "$ref": format!("#/components/schemas/{n}") });
-    json!({
+    let mut path = json!({
         "operationId": "renewal",
         "summary": "The lease renewal service (seed 003, LR): create a renewal set, add and remove client leases, list them, register listeners for its events.",
-        "description": "One set message of leasehold::service::wire in, JSON only (core/tests/vectors/renewal.json has every op), one set reply out, with the statuses of POST /lease. create_set goes to the renewal shard named, or to the next one in turn; every other operation names its set's landlord (the renewal shard, the landlord of the set's lease). The set's own lease is renewed and cancelled with POST /lease at that landlord. Events are POSTed to the listener's URL as JSON. See docs/renewal-service.md.",
+        "description": "One set message of leasehold::service::wire in, JSON or binary by Content-Type (core/tests/vectors/renewal.json has every op in both), one set reply out in the same encoding, with the statuses of POST /lease. create_set goes to the renewal shard named, or to the next one in turn; every other operation names its set's landlord (the renewal shard, the landlord of the set's lease). The set's own lease is renewed and cancelled with POST /lease at that landlord. Events are POSTed to the listener's URL as JSON. See docs/renewal-service.md.",
         "parameters": [param("landlord", "query", r("LandlordId"), "The set's landlord (a renewal shard), 16 hex digits; required except for create_set.", false)],
         "requestBody": { "required": true, "content": {
             "application/json": { "schema": object("A set request: {v, id, body: {op: create_set | add | remove | leases | listen | unlisten, ...}}."), "examples": {
@@ -925,7 +926,7 @@ fn renewal_path() -> Value {
                 "set_created": { "value": rep(SetReplyBody::SetCreated { set: 1, cookie: set, duration: 3_600_000 }) },
                 "done": { "value": rep(SetReplyBody::Done) }
             }}}},
-            "400": { "description": "An error reply: the body does not decode, is not JSON (code 5), or a bad argument such as a URL that is not http:// (code 4).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
+            "400": { "description": "An error reply: the body does not decode (code 5), or a bad argument such as a URL that is not http:// (code 4).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
             "401": { "description": "An error reply (code 2): a tokens file is in force and the request names no identity.", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
             "403": { "description": "An error reply (code 2): the token names no identity, or the identity may not use this operation (create_set needs grant, the others renew).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
             "404": { "description": "An error reply (code 1): the set is unknown (expired, cancelled), the landlord is not a renewal service, or the cluster runs none.", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
@@ -933,7 +934,14 @@ fn renewal_path() -> Value {
             "413": { "description": "An error reply: the body is over the size limit (code 5).", "content": { "application/json": { "schema": object("A set reply with an error body.") } } },
             "503": unavailable()
         }
-    })
+    });
+    // The binary form, answered in kind (core/tests/vectors/renewal.json has its hex).
+    let bin = json!({ "schema": { "type": "string", "format": "binary" } });
+    path["requestBody"]["content"]["application/octet-stream"] = bin.clone();
+    for status in ["200", "400", "401", "403", "404", "409", "413"] {
+        path["responses"][status]["content"]["application/octet-stream"] = bin.clone();
+    }
+    path
 }
 
 fn with_example(mut responses: Value, ok: &impl serde::Serialize, error: &AdminError) -> Value {

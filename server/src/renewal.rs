@@ -42,7 +42,7 @@ use leasehold::journal::Gate;
 use leasehold::service::wire::{SetReplyBody, SetRequest, SetRequestBody};
 use leasehold::service::{RenewalService, SetEvent};
 use leasehold::wire::WireError;
-use leasehold::{LandlordId, LeaseError, Reply, Request};
+use leasehold::{Encoding, LandlordId, LeaseError, Reply, Request};
 use leasehold_client::{Cluster, ClusterConfig};
 use tokio::sync::{mpsc, oneshot};
 
@@ -534,32 +534,36 @@ async fn sleep_until(deadline: Option<Instant>) {
 /// Round robin over the renewal shards for new sets.
 static NEXT_SET_SHARD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-fn set_answer(reply: &leasehold::service::wire::SetReply, owner: Option<&str>) -> Response {
+fn set_answer(
+    reply: &leasehold::service::wire::SetReply,
+    owner: Option<&str>,
+    enc: Encoding,
+) -> Response {
     let status = match &reply.body {
         SetReplyBody::Error(e) => crate::reply::status_of_error(e),
         _ => StatusCode::OK,
     };
-    let mut r =
-        (status, [(header::CONTENT_TYPE, "application/json")], reply.to_json()).into_response();
+    let ct = crate::http::content_type(enc);
+    let mut r = (status, [(header::CONTENT_TYPE, ct)], reply.encode(enc)).into_response();
     if let Some(o) = owner.and_then(|o| HeaderValue::from_str(o).ok()) {
         r.headers_mut().insert(crate::http::OWNER, o);
     }
     r
 }
 
-fn set_error(id: u64, landlord: u64, e: impl Into<WireError>) -> Response {
+fn set_error(id: u64, landlord: u64, e: impl Into<WireError>, enc: Encoding) -> Response {
     let reply = leasehold::service::wire::SetReply {
         id,
         landlord: LandlordId(landlord),
         body: SetReplyBody::Error(e.into()),
     };
-    set_answer(&reply, None)
+    set_answer(&reply, None, enc)
 }
 
 /// A refusal (no identity, a bad token or forwarding proof) as a set error reply, `lease_denied`
 /// under 401 or 403, so that clients read it as a definite answer and do not fail over.
-pub fn refused(r: &crate::auth::Refused, id: u64) -> Response {
-    let mut resp = set_error(id, 0, &LeaseError::LeaseDenied(r.message()));
+pub fn refused(r: &crate::auth::Refused, id: u64, enc: Encoding) -> Response {
+    let mut resp = set_error(id, 0, &LeaseError::LeaseDenied(r.message()), enc);
     *resp.status_mut() = r.status();
     if r.status() == StatusCode::UNAUTHORIZED {
         resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -572,7 +576,7 @@ fn unknown(message: String) -> WireError {
 }
 
 /// `POST /renewal[?landlord=<16 hex digits>]`: one set message of
-/// [`leasehold::service::wire`], JSON. `create_set` goes to the renewal shard named, or to the
+/// [`leasehold::service::wire`], JSON or binary by `Content-Type` (answered in the same). `create_set` goes to the renewal shard named, or to the
 /// next one in turn; every other operation names its set's landlord (the renewal shard's id,
 /// the `landlord` of the set's lease). The answer is a set reply with the status `POST /lease`
 /// would give it ([`crate::reply`]), or a 503 with `Retry-After` when the shard cannot answer
@@ -586,20 +590,15 @@ pub async fn endpoint(
     Query(q): Query<Vec<(String, String)>>,
     req: axum::extract::Request,
 ) -> Response {
+    let enc = crate::http::encoding_of(req.headers());
     let named = match crate::reply::one_param(&q, "landlord") {
         Ok(None) => None,
         Ok(Some(l)) => match crate::reply::parse_landlord(&l) {
             Ok(id) => Some(id.0),
-            Err(e) => return set_error(0, 0, &e),
+            Err(e) => return set_error(0, 0, &e, enc),
         },
-        Err(e) => return set_error(0, 0, &e),
+        Err(e) => return set_error(0, 0, &e, enc),
     };
-    if crate::http::encoding_of(req.headers()) != leasehold::Encoding::Json {
-        let e = LeaseError::Decode(
-            "set messages are JSON for now: send Content-Type: application/json".into(),
-        );
-        return set_error(0, 0, &e);
-    }
     // Read as /lease and /coord read: bounded in size and time, the identity the guard found
     // or the one a forwarding server vouches for.
     let crate::access::Intake { body, caller, forwarded } =
@@ -607,16 +606,16 @@ pub async fn endpoint(
             Ok(i) => i,
             Err(crate::access::Unread::TooLarge(max)) => {
                 let e = LeaseError::Decode(format!("the message is over {max} bytes"));
-                let mut r = set_error(0, 0, &e);
+                let mut r = set_error(0, 0, &e, enc);
                 *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
                 return r;
             }
-            Err(crate::access::Unread::Slow(e)) => return set_error(0, 0, &e),
-            Err(crate::access::Unread::Refused(r)) => return refused(&r, 0),
+            Err(crate::access::Unread::Slow(e)) => return set_error(0, 0, &e, enc),
+            Err(crate::access::Unread::Refused(r)) => return refused(&r, 0, enc),
         };
-    let mut request = match SetRequest::from_json(&body, &app.config.limits) {
+    let mut request = match SetRequest::decode(&body, enc, &app.config.limits) {
         Ok(r) => r,
-        Err(e) => return set_error(0, named.unwrap_or(0), &e),
+        Err(e) => return set_error(0, named.unwrap_or(0), &e, enc),
     };
     let mut body = body;
     if let Some(who) = &caller {
@@ -630,7 +629,7 @@ pub async fn endpoint(
                 who.name,
                 op.name()
             ));
-            let mut r = set_error(request.id, 0, &e);
+            let mut r = set_error(request.id, 0, &e, enc);
             *r.status_mut() = StatusCode::FORBIDDEN;
             return r;
         }
@@ -640,7 +639,7 @@ pub async fn endpoint(
             if *duration == leasehold::ANY || *duration > max {
                 *duration = max;
                 // Forward what is answered.
-                body = Bytes::from(request.to_json());
+                body = Bytes::from(request.encode(enc));
             }
         }
     }
@@ -650,7 +649,7 @@ pub async fn endpoint(
             "this cluster runs no renewal service (start the server with --renewal-shards N)"
                 .into(),
         );
-        return set_error(request.id, 0, e);
+        return set_error(request.id, 0, e, enc);
     }
     let shard = match (named, &request.body) {
         (Some(id), _) => id,
@@ -664,7 +663,7 @@ pub async fn endpoint(
                  of the set's lease)"
                     .into(),
             );
-            return set_error(request.id, 0, &e);
+            return set_error(request.id, 0, &e, enc);
         }
     };
     if !app.is_renewal(shard) {
@@ -674,11 +673,11 @@ pub async fn endpoint(
             LandlordId(*ids.start()),
             LandlordId(*ids.end())
         ));
-        return set_error(request.id, shard, e);
+        return set_error(request.id, shard, e, enc);
     }
     let why = match app.renewal(shard) {
         Some(h) => match h.set(request).await {
-            Answer::Set(reply) => return set_answer(&reply, Some(&app.config.advertise)),
+            Answer::Set(reply) => return set_answer(&reply, Some(&app.config.advertise), enc),
             Answer::Unavailable(why) => why,
             _ => "a landlord answer to a set operation".to_string(),
         },
@@ -687,7 +686,6 @@ pub async fn endpoint(
     if !forwarded {
         // PostgreSQL mode: the shard's owner answers (as /lease and /coord are forwarded).
         let who = caller.as_ref().map(|c| c.name.as_str());
-        let enc = leasehold::Encoding::Json;
         if let Some(r) =
             app.forward_to("/renewal", shard, Some(shard), enc, body, who, Duration::ZERO).await
         {

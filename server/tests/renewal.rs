@@ -27,7 +27,7 @@ use leasehold::service::wire::{
     ClientLease, SetEventBody, SetEventMessage, SetEventType, SetReply, SetReplyBody, SetRequest,
     SetRequestBody,
 };
-use leasehold::{Cookie, ErrorCode, LandlordId, Limits, Request, RequestBody};
+use leasehold::{Cookie, Encoding, ErrorCode, LandlordId, Limits, Request, RequestBody};
 
 /// The leases' own duration.
 const D: i64 = 8_000;
@@ -42,12 +42,23 @@ fn post_json(addr: SocketAddr, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
 
 /// POSTs `body` to `path` as JSON with a bearer token, if given; (status, body).
 fn post_json_as(addr: SocketAddr, path: &str, body: &[u8], token: Option<&str>) -> (u16, Vec<u8>) {
+    post_as(addr, path, body, token, "application/json")
+}
+
+/// POSTs `body` to `path` as `content_type`, with a bearer token if given; (status, body).
+fn post_as(
+    addr: SocketAddr,
+    path: &str,
+    body: &[u8],
+    token: Option<&str>,
+    content_type: &str,
+) -> (u16, Vec<u8>) {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
     write!(
         s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .unwrap();
@@ -344,6 +355,20 @@ fn renewal_requests_are_refused_clearly() {
     let (status, _) =
         set_op(s.addr, Some(LandlordId(3)), SetRequestBody::Leases { set: Cookie(1) });
     assert_eq!(status, 404);
+    // The binary form, answered in kind; an undecodable one is a binary error reply.
+    let bin = |body: &[u8]| {
+        let (status, r) = post_as(s.addr, "/renewal", body, None, "application/octet-stream");
+        (status, SetReply::decode(&r, Encoding::Binary, &Limits::default()).unwrap())
+    };
+    let create = SetRequest { id: 7, body: SetRequestBody::CreateSet { duration: 60_000 } };
+    let (status, r) = bin(&create.encode(Encoding::Binary));
+    assert_eq!((status, r.id), (200, 7), "{r:?}");
+    let SetReplyBody::SetCreated { duration, .. } = r.body else { panic!("{r:?}") };
+    assert_eq!(duration, 60_000);
+    let (status, r) = bin(b"{\"v\":1}");
+    assert_eq!(status, 400);
+    let SetReplyBody::Error(e) = r.body else { panic!("{r:?}") };
+    assert_eq!(e.code, ErrorCode::Decode as i32, "{e:?}");
     // Fewer renewal shards than the data was made with: refused at start.
     drop(s);
     let (code, _, err) = run(&[
