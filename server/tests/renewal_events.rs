@@ -10,6 +10,10 @@
 //! the listener starts taking everything, and B is started again on its data: every event
 //! (warnings and failures, every lease's failure) must arrive, at least once, each
 //! registration's in sequence order; and the listener never sees more than two POSTs at once.
+//!
+//! On the file store B is one server, started again on its data; on PostgreSQL B is two
+//! servers on one database, and the owner of the renewal shard is killed (the other takes the
+//! shard over; the dead one is started again).
 
 mod common;
 
@@ -141,19 +145,110 @@ impl Listener {
     }
 }
 
+/// The servers that run B's renewal shard (landlord 2), each restartable on its port.
+struct B {
+    servers: Vec<Option<Server>>,
+    listens: Vec<String>,
+    args: Vec<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl B {
+    fn start(args: Vec<String>, n: usize, dir: Option<tempfile::TempDir>) -> B {
+        let listens: Vec<String> = (0..n).map(|_| format!("127.0.0.1:{}", free_port())).collect();
+        let mut b = B { servers: (0..n).map(|_| None).collect(), listens, args, _dir: dir };
+        for i in 0..n {
+            b.start_server(i);
+        }
+        for s in b.servers.iter().flatten() {
+            s.wait_ready(Duration::from_secs(30));
+        }
+        if n > 1 {
+            // One landlord shard and one renewal shard, shared out between the servers.
+            let servers: Vec<&Server> = b.servers.iter().flatten().collect();
+            settled(&servers, 2, Duration::from_secs(30));
+        }
+        b
+    }
+
+    /// One server on the file store.
+    fn files() -> B {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["--data".to_string(), dir.path().to_str().unwrap().to_string()];
+        args.extend(
+            ["--renewal-shards", "1", "--max-event-deliveries", &CAP.to_string()]
+                .map(|s| s.to_string()),
+        );
+        B::start(args, 1, Some(dir))
+    }
+
+    /// Two servers on PostgreSQL.
+    fn postgres(pg: &Pg) -> B {
+        let cap = CAP.to_string();
+        let args = ["--store", &pg.url(), "--ownership-ms", "1000", "--shards", "1"]
+            .into_iter()
+            .chain(["--renewal-shards", "1", "--max-event-deliveries", &cap])
+            .map(|s| s.to_string())
+            .collect();
+        B::start(args, 2, None)
+    }
+
+    fn start_server(&mut self, i: usize) {
+        let args: Vec<&str> = self.args.iter().map(|s| s.as_str()).collect();
+        self.servers[i] = Some(Server::start_at(&self.listens[i], &args));
+    }
+
+    /// Where set operations go (forwarded to the owner with PostgreSQL).
+    fn addr(&self) -> SocketAddr {
+        self.servers.iter().flatten().next().expect("a server runs").addr
+    }
+
+    /// The server that serves landlord 2, as `/readyz` says.
+    fn owner(&self) -> usize {
+        let t0 = Instant::now();
+        loop {
+            for (i, s) in self.servers.iter().enumerate() {
+                let Some(s) = s else { continue };
+                let (_, r) = s.ready();
+                let served = r["shards"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x["shard"] == 2 && x["state"] == "served"));
+                if served {
+                    return i;
+                }
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "nobody serves shard 2");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn log_text(&self) -> String {
+        self.servers.iter().flatten().map(|s| s.log_text()).collect::<Vec<_>>().join("\n")
+    }
+
+    fn stop(self) {
+        for s in self.servers.into_iter().flatten() {
+            s.stop();
+        }
+    }
+}
+
 #[test]
 fn events_pending_delivery_survive_a_sigkill_of_the_owner() {
+    run(B::files());
+}
+
+#[test]
+fn events_pending_delivery_survive_a_takeover_in_postgresql() {
+    let pg = Pg::start();
+    run(B::postgres(&pg));
+}
+
+fn run(mut b: B) {
     let dir_a = tempfile::tempdir().unwrap();
-    let dir_b = tempfile::tempdir().unwrap();
     let a = Server::start(&["--data", dir_a.path().to_str().unwrap()]);
-    let listen_b = format!("127.0.0.1:{}", free_port());
-    let data_b = dir_b.path().to_str().unwrap().to_string();
-    let cap = CAP.to_string();
-    let args_b =
-        ["--data", data_b.as_str(), "--renewal-shards", "1", "--max-event-deliveries", &cap];
-    let b = Server::start_at(&listen_b, &args_b);
     a.wait_ready(Duration::from_secs(20));
-    b.wait_ready(Duration::from_secs(20));
+    b.owner();
     let service = LandlordId(2);
     let listener = Listener::default();
     let url = listener.start();
@@ -165,7 +260,7 @@ fn events_pending_delivery_survive_a_sigkill_of_the_owner() {
     let mut warning_regs = BTreeSet::new();
     let mut leases: BTreeMap<Cookie, usize> = BTreeMap::new();
     for k in 0..SETS {
-        let (status, r) = set_op(b.addr, None, SetRequestBody::CreateSet { duration: 60_000 });
+        let (status, r) = set_op(b.addr(), None, SetRequestBody::CreateSet { duration: 60_000 });
         let SetReplyBody::SetCreated { cookie: set, .. } = r.body else { panic!("{r:?}") };
         assert_eq!(status, 200);
         for (event, min_warning) in
@@ -178,7 +273,7 @@ fn events_pending_delivery_survive_a_sigkill_of_the_owner() {
                 url: url.clone(),
                 handback: vec![k as u8],
             };
-            let (status, r) = set_op(b.addr, Some(service), listen);
+            let (status, r) = set_op(b.addr(), Some(service), listen);
             let SetReplyBody::Registered { event_id, .. } = r.body else { panic!("{r:?}") };
             assert_eq!(status, 200);
             match event {
@@ -203,7 +298,7 @@ fn events_pending_delivery_survive_a_sigkill_of_the_owner() {
                 renew: None,
             };
             let add = SetRequestBody::Add { set, lease, membership: 600_000, renew: D };
-            let (status, r) = set_op(b.addr, Some(service), add);
+            let (status, r) = set_op(b.addr(), Some(service), add);
             assert_eq!((status, &r.body), (200, &SetReplyBody::Done), "{r:?}");
             leases.insert(cookie, k);
         }
@@ -219,7 +314,7 @@ fn events_pending_delivery_survive_a_sigkill_of_the_owner() {
     }
     for set in &sets {
         let renew = Request { id: 9, body: RequestBody::Renew { cookie: *set, duration: 60_000 } };
-        let ans = post(b.addr, Some(service.0), &renew, Duration::from_secs(5)).unwrap();
+        let ans = post(b.addr(), Some(service.0), &renew, Duration::from_secs(5)).unwrap();
         assert_eq!(ans.status, 200, "{}", String::from_utf8_lossy(&ans.body));
     }
 
@@ -227,7 +322,7 @@ fn events_pending_delivery_survive_a_sigkill_of_the_owner() {
     // the records before it are durable, among them those of the events handed out.
     let empty = || {
         sets.iter().all(|set| {
-            let (status, r) = set_op(b.addr, Some(service), SetRequestBody::Leases { set: *set });
+            let (status, r) = set_op(b.addr(), Some(service), SetRequestBody::Leases { set: *set });
             status == 200 && matches!(&r.body, SetReplyBody::Leases { leases } if leases.is_empty())
         })
     };
@@ -248,15 +343,21 @@ fn events_pending_delivery_survive_a_sigkill_of_the_owner() {
     );
     assert!(before_kill.iter().all(|e| e.1 == 1), "{before_kill:?}");
 
-    // SIGKILL, the listener takes everything from now on, the owner starts again.
-    b.kill();
-    // (The listener finishes the POSTs the dead process had under way before the new one
-    // starts: the cap is per process.)
+    // SIGKILL the owner; the listener takes everything from now on; the dead server starts
+    // again on its port (with PostgreSQL the other one takes the shard over meanwhile).
+    let owner = b.owner();
+    b.servers[owner].take().unwrap().kill();
+    // (The listener finishes the POSTs the dead process had under way before another starts:
+    // the cap is per process.)
     assert!(eventually(Duration::from_secs(5), || listener.now.load(SeqCst) == 0));
     listener.open.store(true, SeqCst);
     let killed = Instant::now();
-    let b = Server::start_at(&listen_b, &args_b);
-    b.wait_ready(Duration::from_secs(20));
+    b.start_server(owner);
+    let owner = b.owner();
+    eprintln!(
+        "shard 2 served by server {owner} {} ms after the kill",
+        killed.elapsed().as_millis()
+    );
 
     let mut expected: BTreeSet<(u64, u64)> = BTreeSet::new();
     for id in failure_regs.keys() {
