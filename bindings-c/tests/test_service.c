@@ -444,6 +444,11 @@ void test_service(void) {
     run(svc, &w, w.now + 2500); /* the warning is due 1 s before the set's lease ends */
     CHECK(w.warnings == warnings_before + 1 && w.last_delivery == LEASEHOLD_DELIVERY_GAP);
 
+    /* A delivery report of an event never handed out changes nothing. */
+    v = CALL(svc, w.now, "{\"op\":\"delivered\",\"event_id\":%llu,\"sequence\":999}", (unsigned long long)warn_id);
+    CHECK(v && v->kind == J_BOOL && !v->boolean);
+    json_free(v);
+
     /* An "unknown event" answer ends that registration only. */
     v = CALL(svc, w.now, "{\"op\":\"unknown_event\",\"event_id\":%llu}", (unsigned long long)warn_id);
     CHECK(v && v->kind == J_BOOL && v->boolean);
