@@ -43,7 +43,7 @@ pub struct Flags {
     /// Most event deliveries (POSTs to renewal sets' listeners) under way at once, per
     /// renewal-service shard (default 64); more events wait their turn, none is dropped.
     #[arg(long, value_name = "N")]
-    pub max_event_deliveries: Option<usize>,
+    pub max_event_deliveries: Option<u64>,
     /// The URL other servers use to reach this one (default `http://<listen>`).
     #[arg(long, value_name = "URL")]
     pub advertise: Option<String>,
@@ -203,7 +203,7 @@ pub struct FileConfig {
     shards: Option<u64>,
     renewal_shards: Option<u64>,
     max_set_lease_ms: Option<Duration>,
-    max_event_deliveries: Option<usize>,
+    max_event_deliveries: Option<u64>,
     advertise: Option<String>,
     name: Option<String>,
     max_lease_ms: Option<Duration>,
@@ -357,6 +357,7 @@ impl Config {
                 "--max-event-deliveries must be 1 to 65536, got {max_event_deliveries}"
             ));
         }
+        let max_event_deliveries = max_event_deliveries as usize;
         set_policy.build().map_err(|e| format!("bad set lease policy: {e}"))?;
         let advertise =
             flags.advertise.or(file.advertise).unwrap_or_else(|| format!("http://{listen}"));
