@@ -148,6 +148,12 @@ static void run(leasehold_machine *s, struct world *w, int64_t until) {
             json *e = json_parse(text, strlen(text));
             leasehold_string_free(text);
             on_event(w, e);
+            /* Delivered: reported, so that a restore does not hand it out again. */
+            json *d = CALL(s, w->now, "{\"op\":\"delivered\",\"event_id\":%llu,\"sequence\":%llu}",
+                           (unsigned long long)num(json_get(e, "event_id")),
+                           (unsigned long long)num(json_get(e, "sequence")));
+            CHECK(d && d->kind == J_BOOL && d->boolean);
+            json_free(d);
             json_free(e);
             busy = true;
         }
