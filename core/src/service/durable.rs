@@ -399,7 +399,9 @@ impl RenewalService {
     /// take the restore jump; the renewal manager's own snapshot (see
     /// [`crate::RenewalManager::restore`]), whose time is not ahead of the service's and which
     /// renews only leases a set holds; events not yet handed out fit their registrations and
-    /// are in order.
+    /// are in order; events handed out and not delivered (the outbox) belong to active
+    /// registrations, at most [`super::MAX_UNACKED_EVENTS`] each, in order and before that
+    /// registration's events not yet handed out.
     pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<RenewalService> {
         let snap = read_snapshot(bytes)?;
         let bad = |m: String| LeaseError::Decode(format!("bad renewal service snapshot: {m}"));
