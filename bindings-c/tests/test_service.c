@@ -148,6 +148,12 @@ static void run(leasehold_machine *s, struct world *w, int64_t until) {
             json *e = json_parse(text, strlen(text));
             leasehold_string_free(text);
             on_event(w, e);
+            /* Delivered: reported, so that a restore does not hand it out again. */
+            json *d = CALL(s, w->now, "{\"op\":\"delivered\",\"event_id\":%llu,\"sequence\":%llu}",
+                           (unsigned long long)num(json_get(e, "event_id")),
+                           (unsigned long long)num(json_get(e, "sequence")));
+            CHECK(d && d->kind == J_BOOL && d->boolean);
+            json_free(d);
             json_free(e);
             busy = true;
         }
@@ -443,6 +449,11 @@ void test_service(void) {
     int warnings_before = w.warnings;
     run(svc, &w, w.now + 2500); /* the warning is due 1 s before the set's lease ends */
     CHECK(w.warnings == warnings_before + 1 && w.last_delivery == LEASEHOLD_DELIVERY_GAP);
+
+    /* A delivery report of an event never handed out changes nothing. */
+    v = CALL(svc, w.now, "{\"op\":\"delivered\",\"event_id\":%llu,\"sequence\":999}", (unsigned long long)warn_id);
+    CHECK(v && v->kind == J_BOOL && !v->boolean);
+    json_free(v);
 
     /* An "unknown event" answer ends that registration only. */
     v = CALL(svc, w.now, "{\"op\":\"unknown_event\",\"event_id\":%llu}", (unsigned long long)warn_id);

@@ -375,6 +375,21 @@ impl PyRenewalService {
         self.with(py, |s| s.unknown_event(id))
     }
 
+    /// The host reports that the event `(event_id, sequence)` reached its listener (or was
+    /// given up on): it is not handed out again after a restart. Returns whether it was
+    /// handed out and not yet reported.
+    fn delivered(
+        &self,
+        py: Python<'_>,
+        event_id: &Bound<'_, PyAny>,
+        sequence: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let (id, seq) = (u64_arg(event_id, "event_id")?, u64_arg(sequence, "sequence")?);
+        let now = i64_arg(now, "now")?;
+        self.with(py, |s| s.delivered(id, seq, now))
+    }
+
     /// The client leases the service renews (copies with their actual expirations).
     fn managed_leases(&self, py: Python<'_>) -> PyResult<Vec<PyLease>> {
         self.with(py, |s| s.manager().leases().map(|l| PyLease(*l)).collect())

@@ -87,6 +87,9 @@ def test_events_warn_and_report_failures_with_sequence_numbers() -> None:
     assert warning.handback == b"warn-me" and warning.expiration == 10 * MIN
     assert tracker.observe(warning.event_id, warning.sequence + 5)[0] == "gap"
     assert tracker.observe(warning.event_id, 0) == ("stale", 0)
+    # Delivered: reported once, so that a restart does not hand it out again.
+    assert svc.delivered(failure.event_id, failure.sequence, 9 * MIN)
+    assert not svc.delivered(failure.event_id, failure.sequence, 9 * MIN)
 
 
 def test_set_leases_renew_and_cancel_over_the_wire() -> None:

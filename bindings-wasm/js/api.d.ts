@@ -127,6 +127,8 @@ declare module './leasehold_wasm.js' {
     clearRenewalFailureListener(set: number, now: number): void;
     /** The listener of `eventId` answered "unknown event": that registration ends. Whether it was active. */
     unknownEvent(eventId: number): boolean;
+    /** Event `(eventId, sequence)` reached its listener (or was given up on): not handed out again after a restart. Whether it was handed out and not yet reported. */
+    delivered(eventId: number, sequence: number, now: number): boolean;
     /** The set's active event registrations. */
     registrations(set: number, now: number): import('./leasehold_wasm.js').EventRegistration[];
     /** Answers a request about set leases (renew or cancel a set's lease), object form. */

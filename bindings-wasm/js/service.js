@@ -15,6 +15,7 @@ defineCalls(RenewalService, {
   membership: ['set', 'lease'], setExpirationWarningListener: ['set', 'minWarning', 'handback'],
   setRenewalFailureListener: ['set', 'handback'], clearExpirationWarningListener: ['set'],
   clearRenewalFailureListener: ['set'], unknownEvent: ['-', 'eventId'], registrations: ['set'],
+  delivered: ['eventId', 'sequence'],
 }, {
   createSet: (r) => ({ set: r.set, lease: lease(r.lease) }), setLease: lease, setOf: orUndefined, add: orUndefined,
   remove: lease, leases: (ls) => ls.map(lease), membership: orUndefined, setExpirationWarningListener: registration,

@@ -159,6 +159,9 @@ test('RenewalService: leased sets, renewals, expiration-warning and renewal-fail
   assert.equal(fail.kind.lease.cookie, doomed.cookie);
   assert.ok(fail.kind.error instanceof UnknownLeaseError);
   assert.deepEqual([...fail.handback], [1, 2]);
+  // delivered: reported once, so that a restart does not hand it out again
+  assert.equal(svc.delivered(fail.eventId, fail.sequence, 26_000), true);
+  assert.equal(svc.delivered(fail.eventId, fail.sequence, 26_000), false);
   assert.ok(ll.has(client.cookie, 26_000), 'the service kept the client lease alive');
   assert.deepEqual(set.leases(26_000).map((l) => l.cookie), [client.cookie]);
 

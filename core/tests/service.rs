@@ -80,6 +80,8 @@ impl World {
             }
         }
         while let Some(e) = self.svc.poll_event() {
+            // Delivered at once: the host reports it, so a restore does not hand it out again.
+            assert!(self.svc.delivered(e.event_id, e.sequence, self.now));
             self.events.push((self.now, e));
         }
     }

@@ -178,6 +178,8 @@ impl Run {
             }
         }
         while let Some(e) = self.svc.poll_event() {
+            // Delivered at once, and reported: a restore does not hand it out again.
+            assert!(self.svc.delivered(e.event_id, e.sequence, self.now));
             let SetEventKind::RenewalFailure { set, lease, .. } = e.kind else {
                 panic!("no warnings were registered: {e:?}");
             };

@@ -40,6 +40,10 @@ pub struct Flags {
     /// the smaller of this and one hour).
     #[arg(long, value_name = "MS")]
     pub max_set_lease_ms: Option<Duration>,
+    /// Most event deliveries (POSTs to renewal sets' listeners) under way at once, per
+    /// renewal-service shard (default 64); more events wait their turn, none is dropped.
+    #[arg(long, value_name = "N")]
+    pub max_event_deliveries: Option<u64>,
     /// The URL other servers use to reach this one (default `http://<listen>`).
     #[arg(long, value_name = "URL")]
     pub advertise: Option<String>,
@@ -199,6 +203,7 @@ pub struct FileConfig {
     shards: Option<u64>,
     renewal_shards: Option<u64>,
     max_set_lease_ms: Option<Duration>,
+    max_event_deliveries: Option<u64>,
     advertise: Option<String>,
     name: Option<String>,
     max_lease_ms: Option<Duration>,
@@ -273,6 +278,8 @@ pub struct Config {
     pub renewal_shards: u64,
     /// The policy of renewal sets' leases.
     pub set_policy: PolicySpec,
+    /// Most event POSTs under way at once per renewal-service shard.
+    pub max_event_deliveries: usize,
     /// URL of this server for the others.
     pub advertise: String,
     /// Name in logs.
@@ -343,6 +350,14 @@ impl Config {
             return Err(format!("--max-set-lease-ms must be positive, got {max_set}"));
         }
         let set_policy = PolicySpec::Bounded { max: max_set, default: max_set.min(3_600_000) };
+        let max_event_deliveries =
+            flags.max_event_deliveries.or(file.max_event_deliveries).unwrap_or(64);
+        if !(1..=65_536).contains(&max_event_deliveries) {
+            return Err(format!(
+                "--max-event-deliveries must be 1 to 65536, got {max_event_deliveries}"
+            ));
+        }
+        let max_event_deliveries = max_event_deliveries as usize;
         set_policy.build().map_err(|e| format!("bad set lease policy: {e}"))?;
         let advertise =
             flags.advertise.or(file.advertise).unwrap_or_else(|| format!("http://{listen}"));
@@ -441,6 +456,7 @@ impl Config {
             shards,
             renewal_shards,
             set_policy,
+            max_event_deliveries,
             advertise,
             name,
             policy,

@@ -470,6 +470,7 @@ async fn open_and_serve_renewal(
                 o.planner,
                 o.writer,
                 app.shard_stats(id),
+                app.config.max_event_deliveries,
                 App::on_end_renewal(Arc::downgrade(app)),
             );
             app.insert_renewal(h);

@@ -1550,6 +1550,7 @@ impl Cluster {
             planner,
             writer,
             app.shard_stats(id),
+            app.config.max_event_deliveries,
             App::on_end_renewal(Arc::downgrade(app)),
         );
         app.insert_renewal(h);

@@ -18,7 +18,12 @@
 //! - events, POSTed to their registration's listener URL by one delivery task per registration
 //!   (in sequence order), retried with a growing back-off ([`EVENT_RETRY_FOR`] at most); a
 //!   listener that answers 404 or 410 ends its registration
-//!   ([`RenewalService::unknown_event`]).
+//!   ([`RenewalService::unknown_event`]). At most `--max-event-deliveries` POSTs of a shard are
+//!   under way at once (a semaphore: events wait, none is dropped). A delivered event (or one
+//!   given up on) is reported back to the actor, which records it in the service
+//!   ([`RenewalService::delivered`], journaled and group-committed like every change): an event
+//!   handed out and not delivered when the owner dies is delivered again by the next owner
+//!   (at least once; listeners drop repeats by event id and sequence number).
 //!
 //! Writes go through the same [`Planner`] and [`Writer`] as the landlord shards': one frame
 //! per batch, a snapshot when the log has grown, the file store's durable tip.
@@ -76,6 +81,14 @@ pub enum Msg {
     },
     /// A listener answered "no such registration".
     UnknownEvent(EventId),
+    /// A listener took an event (or its delivery was given up): the service need not hand it
+    /// out again after a restart.
+    Delivered {
+        /// The event's registration.
+        event_id: EventId,
+        /// The event's sequence number.
+        sequence: u64,
+    },
     /// Finish what is under way, write what is left, and stop.
     Stop(oneshot::Sender<()>),
 }
@@ -146,18 +159,24 @@ struct Actor {
     me: mpsc::WeakSender<Msg>,
     /// A cluster client per client-lease landlord (alias), over its URLs.
     landlords: HashMap<LandlordId, Cluster>,
-    /// A delivery queue per event registration.
-    deliveries: HashMap<EventId, mpsc::UnboundedSender<(String, Bytes)>>,
+    /// A delivery queue per event registration: sequence number, URL, body.
+    deliveries: HashMap<EventId, mpsc::UnboundedSender<(u64, String, Bytes)>>,
     http: Events,
+    /// Event POSTs under way at once, at most `--max-event-deliveries`.
+    posts: Arc<tokio::sync::Semaphore>,
+    /// The service's count of events dropped from a full outbox, as last logged.
+    outbox_dropped: u64,
 }
 
 /// Starts a renewal shard's actor and its writer. `on_end` is told why the actor ended.
+/// `max_deliveries` bounds the event POSTs under way at once (`--max-event-deliveries`).
 pub fn spawn(
     id: u64,
     svc: RenewalService,
     planner: Planner,
     writer: impl Writer,
     stats: Arc<ShardStats>,
+    max_deliveries: usize,
     on_end: impl FnOnce(u64, Ended) + Send + 'static,
 ) -> RenewalHandle {
     stats.restart(svc.manager().len() as u64, svc.journal_seq());
@@ -191,6 +210,8 @@ pub fn spawn(
         http: HttpClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(connector),
+        posts: Arc::new(tokio::sync::Semaphore::new(max_deliveries.max(1))),
+        outbox_dropped: 0,
     };
     tokio::spawn(async move {
         let ended = actor.run(rx).await;
@@ -281,6 +302,9 @@ impl Actor {
                 }
                 self.deliveries.remove(&event_id);
             }
+            Msg::Delivered { event_id, sequence } => {
+                self.svc.delivered(event_id, sequence, now);
+            }
             Msg::Stop(_) => unreachable!("handled by the loop"),
         }
     }
@@ -303,6 +327,18 @@ impl Actor {
         }
         while let Some(e) = self.svc.poll_event() {
             self.gate.push(self.svc.journal_seq(), Held::Event(e));
+        }
+        let dropped = self.svc.unacked_dropped();
+        if dropped > self.outbox_dropped {
+            tracing::warn!(
+                shard = self.id,
+                dropped = dropped - self.outbox_dropped,
+                total = dropped,
+                max = leasehold::service::MAX_UNACKED_EVENTS,
+                "events undelivered beyond the outbox bound of a registration: the oldest would \
+                 not be delivered again after a crash"
+            );
+            self.outbox_dropped = dropped;
         }
         // For a renewal shard, `live` counts the client leases it renews and `renewals` the
         // renewals its landlords granted (the renewal manager's count, kept in its state).
@@ -424,10 +460,11 @@ impl Actor {
                 event_id = e.event_id,
                 "an event without a listener URL was dropped"
             );
+            self.svc.delivered(e.event_id, e.sequence, now_ms());
             return;
         };
         let body = Bytes::from(msg.to_json());
-        let item = (url, body);
+        let item = (e.sequence, url, body);
         let item = match self.deliveries.get(&e.event_id) {
             Some(q) => match q.send(item) {
                 Ok(()) => return,
@@ -438,7 +475,8 @@ impl Actor {
         let (q, rx) = mpsc::unbounded_channel();
         let _ = q.send(item);
         self.deliveries.insert(e.event_id, q);
-        tokio::spawn(delivery(self.id, e.event_id, rx, self.http.clone(), self.me.clone()));
+        let posts = self.posts.clone();
+        tokio::spawn(delivery(self.id, e.event_id, rx, self.http.clone(), self.me.clone(), posts));
     }
 
     /// A write failed: nothing waiting is acknowledged, and the actor ends.
@@ -461,7 +499,7 @@ impl Actor {
                 Msg::Stop(ack) => {
                     let _ = ack.send(());
                 }
-                Msg::Replied { .. } | Msg::UnknownEvent(_) => {}
+                Msg::Replied { .. } | Msg::UnknownEvent(_) | Msg::Delivered { .. } => {}
             }
         }
         match e {
@@ -473,19 +511,25 @@ impl Actor {
 
 /// Delivers one registration's events in order: each POSTed until the listener takes it (2xx),
 /// says it knows no such registration (404, 410: the registration ends), or
-/// [`EVENT_RETRY_FOR`] has passed.
+/// [`EVENT_RETRY_FOR`] has passed. Each POST holds a permit of `posts` (the shard's bound on
+/// deliveries under way); a delivered event, or one given up on, is reported to the actor.
 async fn delivery(
     shard: u64,
     event_id: EventId,
-    mut rx: mpsc::UnboundedReceiver<(String, Bytes)>,
+    mut rx: mpsc::UnboundedReceiver<(u64, String, Bytes)>,
     http: Events,
     me: mpsc::WeakSender<Msg>,
+    posts: Arc<tokio::sync::Semaphore>,
 ) {
-    while let Some((url, body)) = rx.recv().await {
+    while let Some((sequence, url, body)) = rx.recv().await {
         let give_up = Instant::now() + EVENT_RETRY_FOR;
         let mut failures = 0u32;
         loop {
-            let why = match post(&http, &url, body.clone()).await {
+            let answer = {
+                let Ok(_permit) = posts.acquire().await else { return };
+                post(&http, &url, body.clone()).await
+            };
+            let why = match answer {
                 Ok(s) if (200..300).contains(&s) => break,
                 Ok(404 | 410) => {
                     if let Some(me) = me.upgrade() {
@@ -498,7 +542,7 @@ async fn delivery(
             };
             failures += 1;
             if Instant::now() >= give_up {
-                tracing::warn!(shard, event_id, url = %url, error = %why, "event dropped: its listener did not take it in time");
+                tracing::warn!(shard, event_id, sequence, url = %url, error = %why, "event dropped: its listener did not take it in time");
                 break;
             }
             let wait = crate::backoff(failures).min(EVENT_RETRY_MAX);
@@ -506,6 +550,9 @@ async fn delivery(
                 tracing::info!(shard, event_id, url = %url, error = %why, retry_in_ms = wait.as_millis() as u64, "event not delivered yet");
             }
             tokio::time::sleep(wait).await;
+        }
+        if let Some(me) = me.upgrade() {
+            let _ = me.send(Msg::Delivered { event_id, sequence }).await;
         }
     }
 }

@@ -30,6 +30,13 @@
 //! | 15   | clock         | dt                                         |
 //! | 16   | taken         | count (u32): events handed out             |
 //! | 17   | locator       | landlord, locator bytes (no time)          |
+//! | 18   | delivered     | dt, event id, sequence number              |
+//!
+//! A `taken` record moves events from the queue into their registrations' outbox, a
+//! `delivered` record takes one out of it, and `resume` puts the outbox back in front of the
+//! queue: a restart hands out again what was handed out and not delivered (at least once; see
+//! the module docs of [`super`], "Delivery"). Journals written before `delivered` existed read
+//! as ever; their events handed out are handed out once more after the upgrade.
 //!
 //! # Time across restarts
 //!
@@ -47,9 +54,10 @@
 //! Everything a call hands out (its return value, a reply, a request to send, an event) may
 //! leave only once the journal is durable up to [`RenewalService::journal_seq`] read right
 //! after the call: push it into a [`crate::journal::Gate`] with that number and release it
-//! when the store confirms. Events record that they were handed out, so a restart never hands
-//! out an event twice; requests to client landlords wait too, so that a request id the service
-//! forgets in a crash was never sent.
+//! when the store confirms. Events record that they were handed out and that they were
+//! delivered, so a restart hands out again only those not reported delivered; requests to
+//! client landlords wait too, so that a request id the service forgets in a crash was never
+//! sent.
 
 use std::ops::Range;
 
@@ -83,6 +91,7 @@ const RESUME: u8 = 14;
 const CLOCK: u8 = 15;
 const TAKEN: u8 = 16;
 const LOCATE: u8 = 17;
+const DELIVERED: u8 = 18;
 
 /// Messages in records were checked when they first came in: read them back without limits.
 const UNLIMITED: Limits =
@@ -197,6 +206,11 @@ impl Journal {
             Command::Resume { .. } => {
                 self.head(RESUME, now.0, now.1);
             }
+            Command::Delivered { event_id, sequence } => {
+                let b = self.head(DELIVERED, now.0, now.1);
+                put_varint(b, *event_id);
+                put_varint(b, *sequence);
+            }
         }
         self.pending.end();
     }
@@ -278,6 +292,7 @@ fn read_record(rec: &[u8], raw: Millis) -> Result<Record> {
         FAILURE => Command::Failure { id: r.varint()?, error: bin::error(&mut r)? },
         // The time before it is the service's, filled in when it runs.
         RESUME => Command::Resume { before: Millis::MIN },
+        DELIVERED => Command::Delivered { event_id: r.varint()?, sequence: r.varint()? },
         CLOCK => {
             r.finish()?;
             return Ok(Record::Clock(t));
@@ -316,6 +331,12 @@ impl RenewalService {
         // the warnings.
         self.file_all_sets();
         let sets: Vec<super::SetId> = self.sets.keys().copied().collect();
+        // So do the expirations that warnings not delivered yet name.
+        for e in &mut self.out {
+            if let super::SetEventKind::ExpirationWarning { expiration, .. } = &mut e.kind {
+                *expiration = crate::time::expiration_after(*expiration, d);
+            }
+        }
         for set in sets {
             if let Some(w) = self.sets.get_mut(&set).and_then(|s| s.warning.as_mut()) {
                 w.sent_for = w.sent_for.map(|t| crate::time::expiration_after(t, d));
@@ -378,7 +399,9 @@ impl RenewalService {
     /// take the restore jump; the renewal manager's own snapshot (see
     /// [`crate::RenewalManager::restore`]), whose time is not ahead of the service's and which
     /// renews only leases a set holds; events not yet handed out fit their registrations and
-    /// are in order.
+    /// are in order; events handed out and not delivered (the outbox) belong to active
+    /// registrations, at most [`super::MAX_UNACKED_EVENTS`] each, in order and before that
+    /// registration's events not yet handed out.
     pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<RenewalService> {
         let snap = read_snapshot(bytes)?;
         let bad = |m: String| LeaseError::Decode(format!("bad renewal service snapshot: {m}"));
@@ -447,7 +470,9 @@ impl RenewalService {
                         self.out.len()
                     )));
                 }
-                self.out.drain(..n as usize);
+                for _ in 0..n {
+                    self.hand_out();
+                }
             }
             Record::Clock(raw) => {
                 j.clock = self.tick(raw);

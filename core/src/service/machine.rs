@@ -156,6 +156,13 @@ pub enum ServiceInput {
         /// The event id the listener did not know.
         event_id: EventId,
     },
+    /// [`RenewalService::delivered`].
+    Delivered {
+        /// The event's registration.
+        event_id: EventId,
+        /// The event's sequence number.
+        sequence: u64,
+    },
     /// [`RenewalService::registrations`].
     Registrations {
         /// The set.
@@ -389,6 +396,7 @@ impl Machine for RenewalService {
                 O::Done
             }
             I::UnknownEvent { event_id } => O::Flag(self.unknown_event(event_id)),
+            I::Delivered { event_id, sequence } => O::Flag(self.delivered(event_id, sequence, now)),
             I::Registrations { set } => O::Registrations(self.registrations(set, now)?),
             I::Stats => O::Stats(self.manager().stats()),
             I::Serve { message, encoding } => O::Bytes(self.handle_bytes(&message, encoding, now)),
@@ -408,7 +416,15 @@ impl Machine for RenewalService {
 
     fn leaves(input: &ServiceInput) -> bool {
         use ServiceInput as I;
-        !matches!(input, I::Id | I::SetPolicy | I::Stats | I::Reply { .. } | I::Failure { .. })
+        !matches!(
+            input,
+            I::Id
+                | I::SetPolicy
+                | I::Stats
+                | I::Reply { .. }
+                | I::Failure { .. }
+                | I::Delivered { .. }
+        )
     }
 
     fn poll_timeout(&self) -> Option<Millis> {

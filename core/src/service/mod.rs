@@ -42,6 +42,28 @@
 //! Events come out of [`RenewalService::poll_event`]; the host delivers them, and reports a
 //! listener that answered "unknown event" with [`RenewalService::unknown_event`].
 //!
+//! ## Delivery: at least once, across restarts
+//!
+//! An event handed out by [`RenewalService::poll_event`] stays in the service's *outbox* (part
+//! of its state: both snapshot forms and the journal) until the host reports that its listener
+//! took it, with [`RenewalService::delivered`] (journaled as its own record). When a service is
+//! rebuilt after a crash (snapshot and journal, [`RenewalService::recover`], or a JSON
+//! [`RenewalService::restore`]), its [`RenewalService::resume`] puts every event that was handed
+//! out and not reported delivered back in front of the events not yet handed out, and
+//! [`RenewalService::poll_event`] hands them out again, in sequence order per registration.
+//! Delivery is thus *at least once*: a listener may see an event twice (the process died
+//! between the delivery and the record of it), and drops repeats by `(event id, sequence
+//! number)`, as in Jini's event model (sequence numbers strictly increase per event id, so
+//! a receiver keeps the last one seen per registration: [`crate::event::GapTracker`]).
+//!
+//! A registration that ends (its set cancelled or expired, the listener cleared, or
+//! [`RenewalService::unknown_event`]) drops its outbox. The outbox of one registration holds at
+//! most [`MAX_UNACKED_EVENTS`] events: handing out one more drops the oldest (which loses only
+//! its redelivery after a crash: the host already has it), counted by
+//! [`RenewalService::unacked_dropped`] for the host to log. A host that gives up delivering an
+//! event (its listener stayed away too long) reports it with [`RenewalService::delivered`] too,
+//! so that it is not handed out again.
+//!
 //! # Driving it
 //!
 //! Like every active part of leasehold it is a sans-I/O state machine: the host calls
@@ -123,7 +145,8 @@
 //! leave only once the journal is durable up to [`RenewalService::journal_seq`] read right after
 //! the call; push it into a [`crate::journal::Gate`] with that number and release it when the
 //! store confirms (one sync covers everything answered meanwhile). Handing out an event is
-//! journaled too, so a restart never hands it out again.
+//! journaled too, and so is its delivery ([`RenewalService::delivered`]): a restart hands out
+//! again exactly the events handed out and not reported delivered (see "Delivery" above).
 
 mod durable;
 mod handle;
@@ -158,6 +181,10 @@ pub const DEFAULT_SET_LEASE: Duration = 60 * 60 * 1000;
 pub const MAX_LOCATOR_BYTES: usize = 4096;
 /// The most locators a service holds.
 pub const MAX_LOCATORS: usize = 65_536;
+/// The most events of one registration kept in the outbox (handed out by
+/// [`RenewalService::poll_event`], not yet reported [`RenewalService::delivered`]); one more
+/// drops the oldest ([`RenewalService::unacked_dropped`]). See the module docs, "Delivery".
+pub const MAX_UNACKED_EVENTS: usize = 1024;
 
 /// How a renewal service is set up.
 #[derive(Debug, Clone)]
@@ -253,6 +280,11 @@ pub struct RenewalService {
     sets_due: BTreeSet<(Millis, SetId)>,
     events: EventTable,
     out: VecDeque<SetEvent>,
+    /// Events handed out and not yet reported delivered, per registration, in sequence order
+    /// (the outbox: handed out again after a restart).
+    unacked: BTreeMap<EventId, VecDeque<SetEvent>>,
+    /// Events dropped from a full outbox since this value was built (replayed records count).
+    unacked_dropped: u64,
     /// The service's time on the host's clock: the latest `now` seen (`i64::MIN` before any).
     clock: Millis,
     /// The set-lease landlord's clock minus the service's (non-zero after a resume: time spent
@@ -299,6 +331,11 @@ pub(crate) enum Command {
     },
     UnknownEvent {
         event_id: EventId,
+    },
+    /// The host delivered an event handed out ([`RenewalService::delivered`]).
+    Delivered {
+        event_id: EventId,
+        sequence: u64,
     },
     /// A host's locator for a client-lease landlord (no time: it changes nothing else).
     Locate {
@@ -351,6 +388,8 @@ impl RenewalService {
             sets_due: BTreeSet::new(),
             events: EventTable::new(),
             out: VecDeque::new(),
+            unacked: BTreeMap::new(),
+            unacked_dropped: 0,
             clock: Millis::MIN,
             set_offset: 0,
             locators: BTreeMap::new(),
@@ -640,6 +679,34 @@ impl RenewalService {
         }
     }
 
+    /// The host reports that the event `(event_id, sequence)` handed out by
+    /// [`RenewalService::poll_event`] reached its listener (or that the host gave up on it):
+    /// it leaves the outbox and is not handed out again after a restart (module docs,
+    /// "Delivery"). Journaled as its own record; nothing waits for it to be durable (a record
+    /// lost in a crash means one more delivery, which the listener drops as a repeat). Returns
+    /// whether the event was in the outbox (a repeated or late report, or one for a
+    /// registration that ended, changes nothing). `now` is read as the service's time.
+    pub fn delivered(&mut self, event_id: EventId, sequence: u64, now: Millis) -> bool {
+        match self.command(Command::Delivered { event_id, sequence }, Some(now)) {
+            Output::Known(k) => k,
+            _ => unreachable!("delivered answers a flag"),
+        }
+    }
+
+    /// Events handed out and not yet reported [`RenewalService::delivered`], over every
+    /// registration (each keeps at most [`MAX_UNACKED_EVENTS`]).
+    pub fn unacked_events(&self) -> usize {
+        self.unacked.values().map(VecDeque::len).sum()
+    }
+
+    /// Events dropped from a full outbox (the oldest of a registration that had
+    /// [`MAX_UNACKED_EVENTS`] handed out and not delivered) since this service value was built
+    /// (records replayed into it count): each is still delivered by the host that has it, but
+    /// would not be handed out again after a crash. A host logs it when it grows.
+    pub fn unacked_dropped(&self) -> u64 {
+        self.unacked_dropped
+    }
+
     /// Records how the host reaches the landlord of client leases whose landlord id is
     /// `landlord`: `locator` is opaque to the service (a list of URLs, an address, a channel
     /// name), journaled and snapshotted with it, so that a host restored from its store knows
@@ -809,17 +876,58 @@ impl RenewalService {
         self.command(Command::Failure { id: request_id, error }, Some(now));
     }
 
-    /// The next event to deliver to a set's listener.
+    /// The next event to deliver to a set's listener. It stays in the outbox until the host
+    /// reports it with [`RenewalService::delivered`]; after a restart, events handed out and not
+    /// reported are handed out again first (module docs, "Delivery": at least once, the
+    /// listener drops repeats by event id and sequence number).
     ///
     /// With a journal, it may be delivered only once [`RenewalService::journal_seq`] (read
-    /// right after this call) is durable: that it was handed out is journaled too, so a
-    /// restart never hands it out again, and it never leaves unless that is durable.
+    /// right after this call) is durable: that it was handed out is journaled too, and it never
+    /// leaves unless that is durable.
     pub fn poll_event(&mut self) -> Option<SetEvent> {
-        let e = self.out.pop_front()?;
+        let e = self.hand_out()?;
         if let Some(j) = self.journal.as_deref_mut() {
             j.taken();
         }
         Some(self.event_to_host(e))
+    }
+
+    /// Takes the next event out of the queue into its registration's outbox (live, or a
+    /// `taken` record replayed): an event of a registration that has ended is not kept.
+    fn hand_out(&mut self) -> Option<SetEvent> {
+        let e = self.out.pop_front()?;
+        if self.events.contains(e.event_id) {
+            let q = self.unacked.entry(e.event_id).or_default();
+            if q.len() >= MAX_UNACKED_EVENTS {
+                q.pop_front();
+                self.unacked_dropped += 1;
+            }
+            q.push_back(e.clone());
+        }
+        Some(e)
+    }
+
+    fn do_delivered(&mut self, event_id: EventId, sequence: u64) -> bool {
+        let Some(q) = self.unacked.get_mut(&event_id) else { return false };
+        let Some(i) = q.iter().position(|e| e.sequence == sequence) else { return false };
+        q.remove(i);
+        if q.is_empty() {
+            self.unacked.remove(&event_id);
+        }
+        true
+    }
+
+    /// After a restart: events handed out and not delivered go back in front of the queue,
+    /// in sequence order per registration (each registration's outbox holds events older than
+    /// any of its events still queued).
+    fn requeue_unacked(&mut self) {
+        if self.unacked.is_empty() {
+            return;
+        }
+        let mut out: VecDeque<SetEvent> =
+            std::mem::take(&mut self.unacked).into_values().flatten().collect();
+        out.append(&mut self.out);
+        self.out = out;
     }
 
     /// Runs one command at the service's time `now`: the one place where the service changes,
@@ -840,6 +948,9 @@ impl RenewalService {
             Command::ClearWarning { set } => Output::Unit(self.do_clear_warning(*set, now)),
             Command::ClearFailure { set } => Output::Unit(self.do_clear_failure(*set, now)),
             Command::UnknownEvent { event_id } => Output::Known(self.do_unknown_event(*event_id)),
+            Command::Delivered { event_id, sequence } => {
+                Output::Known(self.do_delivered(*event_id, *sequence))
+            }
             Command::Locate { landlord, locator } => {
                 Output::Unit(self.do_locate(*landlord, locator))
             }
@@ -860,6 +971,7 @@ impl RenewalService {
                 Output::Nothing
             }
             Command::Resume { before } => {
+                self.requeue_unacked();
                 self.do_resume(*before, now);
                 Output::Nothing
             }
@@ -990,6 +1102,7 @@ impl RenewalService {
         self.unschedule_warning(set);
         if let Some(w) = self.sets.get_mut(&set).expect("checked").warning.take() {
             self.events.remove(w.event_id);
+            self.unacked.remove(&w.event_id);
         }
         Ok(())
     }
@@ -998,6 +1111,7 @@ impl RenewalService {
         self.live_set(set, now)?;
         if let Some(id) = self.sets.get_mut(&set).expect("checked").failure.take() {
             self.events.remove(id);
+            self.unacked.remove(&id);
         }
         Ok(())
     }
@@ -1007,6 +1121,7 @@ impl RenewalService {
             return false;
         };
         self.out.retain(|e| e.event_id != event_id);
+        self.unacked.remove(&event_id);
         let set = SetId(reg.source.object);
         if let Some(s) = self.sets.get_mut(&set) {
             if s.failure == Some(event_id) {
@@ -1330,9 +1445,11 @@ impl RenewalService {
         }
         if let Some(w) = s.warning {
             self.events.remove(w.event_id);
+            self.unacked.remove(&w.event_id);
         }
         if let Some(id) = s.failure {
             self.events.remove(id);
+            self.unacked.remove(&id);
         }
         for (key, m) in s.members {
             self.memberships_due.remove(&(m.expiration, set, key));

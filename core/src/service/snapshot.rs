@@ -7,8 +7,9 @@
 //! schedule), every client lease as last known (with its serial format) and whether its grant
 //! already covers its memberships, the renewal manager's whole state ([`ManagerSnapshot`]: its
 //! schedules, round-trip estimates and requests in flight), the event table, the events not yet
-//! handed out by [`super::RenewalService::poll_event`], the service's time and the set-lease
-//! clock offset. Restored at the time it was taken, a service is the same service: fed the same
+//! handed out by [`super::RenewalService::poll_event`], the events handed out and not yet
+//! reported [`super::RenewalService::delivered`] (the outbox, handed out again after a
+//! restore), the service's time and the set-lease clock offset. Restored at the time it was taken, a service is the same service: fed the same
 //! calls, it gives the same replies, requests, events and time-outs.
 //!
 //! Times: set leases follow the landlord's rule (each keeps the time it had left when the
@@ -73,6 +74,10 @@ pub struct ServiceSnapshot {
     /// snapshots written before locators existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     locators: Vec<LocatorRecord>,
+    /// Events handed out and not yet reported delivered, per registration in sequence order
+    /// (absent when there are none, as in snapshots written before the outbox existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unacked: Vec<PendingEvent>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,28 +221,8 @@ impl RenewalService {
             .iter()
             .map(|(k, l)| ClientRecord { lease: l.into(), covered: self.covered.get(k).copied() })
             .collect();
-        let pending = self
-            .out
-            .iter()
-            .map(|e| PendingEvent {
-                event_id: e.event_id,
-                source: e.source,
-                sequence: e.sequence,
-                handback: e.handback.clone(),
-                kind: match &e.kind {
-                    SetEventKind::ExpirationWarning { set, expiration } => {
-                        PendingKind::ExpirationWarning { set: *set, expiration: *expiration }
-                    }
-                    SetEventKind::RenewalFailure { set, lease, error } => {
-                        PendingKind::RenewalFailure {
-                            set: *set,
-                            lease: lease.into(),
-                            error: error.clone(),
-                        }
-                    }
-                },
-            })
-            .collect();
+        let pending = self.out.iter().map(pending_of).collect();
+        let unacked = self.unacked.values().flatten().map(pending_of).collect();
         ServiceSnapshot {
             version: SNAPSHOT_VERSION,
             taken_at: now,
@@ -254,6 +239,7 @@ impl RenewalService {
                 .iter()
                 .map(|(l, b)| LocatorRecord { landlord: *l, locator: b.clone() })
                 .collect(),
+            unacked,
         }
     }
 
@@ -285,6 +271,8 @@ impl RenewalService {
         }
         let before = svc.clock;
         let now = svc.tick(now);
+        // As a resume does: events handed out and not delivered are handed out again.
+        svc.requeue_unacked();
         svc.do_resume(before, now);
         Ok(svc)
     }
@@ -308,6 +296,7 @@ impl RenewalService {
             events,
             pending,
             locators,
+            unacked,
         } = snapshot;
         if version != SNAPSHOT_VERSION {
             return Err(bad(format!(
@@ -453,49 +442,31 @@ impl RenewalService {
                 )));
             }
         }
+        // The outbox first: each registration's events handed out are older than its events
+        // still queued.
         let mut last_seq: BTreeMap<EventId, u64> = BTreeMap::new();
-        for p in pending {
-            if p.source.service != service {
-                return Err(bad(format!("a pending event of service {}", p.source.service)));
-            }
-            let (set, kind) = match p.kind {
-                PendingKind::ExpirationWarning { set, expiration } => {
-                    (set, SetEventKind::ExpirationWarning { set, expiration })
-                }
-                PendingKind::RenewalFailure { set, lease, error } => {
-                    (set, SetEventKind::RenewalFailure { set, lease: lease.into(), error })
-                }
-            };
-            if p.source.object != set.0 {
+        let mut per_reg: BTreeMap<EventId, usize> = BTreeMap::new();
+        for p in unacked {
+            if !svc.events.contains(p.event_id) {
                 return Err(bad(format!(
-                    "a pending event of {set} names object {}",
-                    p.source.object
+                    "an event handed out of registration {}, which is not active",
+                    p.event_id
                 )));
             }
-            if let Some(reg) = svc.events.get(p.event_id) {
-                if reg.source != p.source || p.sequence > reg.sequence.saturating_sub(jump) {
-                    return Err(bad(format!(
-                        "pending event {} of registration {} does not fit it",
-                        p.sequence, p.event_id
-                    )));
-                }
+            let n = per_reg.entry(p.event_id).or_default();
+            *n += 1;
+            if *n > super::MAX_UNACKED_EVENTS {
+                return Err(bad(format!(
+                    "more than {} events of registration {} handed out",
+                    super::MAX_UNACKED_EVENTS,
+                    p.event_id
+                )));
             }
-            if let Some(&before) = last_seq.get(&p.event_id) {
-                if p.sequence <= before {
-                    return Err(bad(format!(
-                        "pending events of registration {} are not in order",
-                        p.event_id
-                    )));
-                }
-            }
-            last_seq.insert(p.event_id, p.sequence);
-            let e: SetEvent = RemoteEvent {
-                event_id: p.event_id,
-                source: p.source,
-                sequence: p.sequence,
-                handback: p.handback,
-                kind,
-            };
+            let e = event_of(p, service, &svc.events, jump, &mut last_seq)?;
+            svc.unacked.entry(e.event_id).or_default().push_back(e);
+        }
+        for p in pending {
+            let e = event_of(p, service, &svc.events, jump, &mut last_seq)?;
             svc.out.push_back(e);
         }
         if locators.len() > super::MAX_LOCATORS {
@@ -522,11 +493,80 @@ impl RenewalService {
     }
 }
 
+/// An event in its snapshot form.
+fn pending_of(e: &SetEvent) -> PendingEvent {
+    PendingEvent {
+        event_id: e.event_id,
+        source: e.source,
+        sequence: e.sequence,
+        handback: e.handback.clone(),
+        kind: match &e.kind {
+            SetEventKind::ExpirationWarning { set, expiration } => {
+                PendingKind::ExpirationWarning { set: *set, expiration: *expiration }
+            }
+            SetEventKind::RenewalFailure { set, lease, error } => {
+                PendingKind::RenewalFailure { set: *set, lease: lease.into(), error: error.clone() }
+            }
+        },
+    }
+}
+
+/// An event of a snapshot (queued or handed out), checked: of this service, about the set its
+/// source names, fitting its registration (if active) after the restore `jump`, and after the
+/// last one of its registration read so far (`last_seq`).
+fn event_of(
+    p: PendingEvent,
+    service: LandlordId,
+    events: &EventTable,
+    jump: u64,
+    last_seq: &mut BTreeMap<EventId, u64>,
+) -> Result<SetEvent> {
+    if p.source.service != service {
+        return Err(bad(format!("a pending event of service {}", p.source.service)));
+    }
+    let (set, kind) = match p.kind {
+        PendingKind::ExpirationWarning { set, expiration } => {
+            (set, SetEventKind::ExpirationWarning { set, expiration })
+        }
+        PendingKind::RenewalFailure { set, lease, error } => {
+            (set, SetEventKind::RenewalFailure { set, lease: lease.into(), error })
+        }
+    };
+    if p.source.object != set.0 {
+        return Err(bad(format!("a pending event of {set} names object {}", p.source.object)));
+    }
+    if let Some(reg) = events.get(p.event_id) {
+        if reg.source != p.source || p.sequence > reg.sequence.saturating_sub(jump) {
+            return Err(bad(format!(
+                "pending event {} of registration {} does not fit it",
+                p.sequence, p.event_id
+            )));
+        }
+    }
+    if let Some(&before) = last_seq.get(&p.event_id) {
+        if p.sequence <= before {
+            return Err(bad(format!(
+                "pending events of registration {} are not in order",
+                p.event_id
+            )));
+        }
+    }
+    last_seq.insert(p.event_id, p.sequence);
+    Ok(RemoteEvent {
+        event_id: p.event_id,
+        source: p.source,
+        sequence: p.sequence,
+        handback: p.handback,
+        kind,
+    })
+}
+
 // ---- binary body ----
 
-/// Version of the binary snapshot body written by this build. It reads version 1 too (written
-/// before locators: a snapshot without any).
-pub const BINARY_SNAPSHOT_VERSION: u16 = 2;
+/// Version of the binary snapshot body written by this build. It reads versions 1 (written
+/// before locators: a snapshot without any) and 2 (written before the outbox of events handed
+/// out and not delivered: a snapshot with none) too.
+pub const BINARY_SNAPSHOT_VERSION: u16 = 3;
 
 /// Deepest nesting of capacity policies read back.
 const MAX_POLICY_DEPTH: u32 = 8;
@@ -663,6 +703,54 @@ fn landlord_snapshot(r: &mut Reader<'_>) -> Result<LandlordSnapshot<SetId>> {
     Ok(LandlordSnapshot { version, config, taken_at, rng, slots, free, leases, expired })
 }
 
+fn put_events(out: &mut Vec<u8>, events: &[PendingEvent]) {
+    put_varint(out, events.len() as u64);
+    for p in events {
+        put_varint(out, p.event_id);
+        bin::put_landlord(out, p.source.service);
+        put_varint(out, p.source.object);
+        put_varint(out, p.sequence);
+        put_bytes(out, &p.handback);
+        match &p.kind {
+            PendingKind::ExpirationWarning { set, expiration } => {
+                out.push(0);
+                put_varint(out, set.0);
+                put_ivarint(out, *expiration);
+            }
+            PendingKind::RenewalFailure { set, lease, error } => {
+                out.push(1);
+                put_varint(out, set.0);
+                bin::put_lease(out, &(*lease).into());
+                bin::put_opt_error(out, error.as_ref());
+            }
+        }
+    }
+}
+
+fn read_events(r: &mut Reader<'_>) -> Result<Vec<PendingEvent>> {
+    let n = r.count(7)?;
+    let mut pending = Vec::with_capacity(n);
+    for _ in 0..n {
+        let event_id = r.varint()?;
+        let source = EventSource { service: bin::landlord(r)?, object: r.varint()? };
+        let sequence = r.varint()?;
+        let handback = r.bytes()?.to_vec();
+        let kind = match r.u8()? {
+            0 => {
+                PendingKind::ExpirationWarning { set: SetId(r.varint()?), expiration: r.ivarint()? }
+            }
+            1 => PendingKind::RenewalFailure {
+                set: SetId(r.varint()?),
+                lease: (&bin::lease(r)?).into(),
+                error: bin::opt_error(r)?,
+            },
+            k => return Err(r.error(format!("event kind {k}"))),
+        };
+        pending.push(PendingEvent { event_id, source, sequence, handback, kind });
+    }
+    Ok(pending)
+}
+
 impl ServiceSnapshot {
     /// The binary body: the set policy and restore jump (what the JSON form leaves to the
     /// restoring host's configuration), then every field.
@@ -711,33 +799,15 @@ impl ServiceSnapshot {
         }
         self.manager.encode(out);
         self.events.write_binary(out);
-        put_varint(out, self.pending.len() as u64);
-        for p in &self.pending {
-            put_varint(out, p.event_id);
-            bin::put_landlord(out, p.source.service);
-            put_varint(out, p.source.object);
-            put_varint(out, p.sequence);
-            put_bytes(out, &p.handback);
-            match &p.kind {
-                PendingKind::ExpirationWarning { set, expiration } => {
-                    out.push(0);
-                    put_varint(out, set.0);
-                    put_ivarint(out, *expiration);
-                }
-                PendingKind::RenewalFailure { set, lease, error } => {
-                    out.push(1);
-                    put_varint(out, set.0);
-                    bin::put_lease(out, &(*lease).into());
-                    bin::put_opt_error(out, error.as_ref());
-                }
-            }
-        }
+        put_events(out, &self.pending);
         // Version 2.
         put_varint(out, self.locators.len() as u64);
         for l in &self.locators {
             bin::put_landlord(out, l.landlord);
             put_bytes(out, &l.locator);
         }
+        // Version 3.
+        put_events(out, &self.unacked);
     }
 
     /// Reads a binary body back: the set policy, the restore jump, the host's `now` of the
@@ -791,27 +861,7 @@ impl ServiceSnapshot {
         }
         let manager = ManagerSnapshot::decode(r)?;
         let events = EventTable::read_binary(r)?;
-        let n = r.count(7)?;
-        let mut pending = Vec::with_capacity(n);
-        for _ in 0..n {
-            let event_id = r.varint()?;
-            let source = EventSource { service: bin::landlord(r)?, object: r.varint()? };
-            let sequence = r.varint()?;
-            let handback = r.bytes()?.to_vec();
-            let kind = match r.u8()? {
-                0 => PendingKind::ExpirationWarning {
-                    set: SetId(r.varint()?),
-                    expiration: r.ivarint()?,
-                },
-                1 => PendingKind::RenewalFailure {
-                    set: SetId(r.varint()?),
-                    lease: (&bin::lease(r)?).into(),
-                    error: bin::opt_error(r)?,
-                },
-                k => return Err(r.error(format!("event kind {k}"))),
-            };
-            pending.push(PendingEvent { event_id, source, sequence, handback, kind });
-        }
+        let pending = read_events(r)?;
         let mut locators = Vec::new();
         if binary_version >= 2 {
             let n = r.count(3)?;
@@ -823,6 +873,7 @@ impl ServiceSnapshot {
                 });
             }
         }
+        let unacked = if binary_version >= 3 { read_events(r)? } else { Vec::new() };
         let snapshot = ServiceSnapshot {
             version,
             taken_at,
@@ -835,6 +886,7 @@ impl ServiceSnapshot {
             events,
             pending,
             locators,
+            unacked,
         };
         Ok((set_policy, restore_jump, journal_raw, snapshot))
     }
