@@ -45,7 +45,6 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
 use leasehold::discovery::wire::{
@@ -368,19 +367,24 @@ pub struct Discovery {
     pub stats: Arc<DiscoveryStats>,
     announcements: Mutex<(String, Option<String>)>,
     recovered: Mutex<Recovered>,
-    http: HttpClient<HttpConnector, Full<Bytes>>,
+    http: HttpClient<crate::outbound::Guarded, Full<Bytes>>,
+    /// Which listener URLs registrations may name (`--event-allow`).
+    event_allow: crate::outbound::AllowList,
 }
 
 impl Discovery {
-    /// A discovery service with these settings (not started).
-    pub fn new(settings: DiscoverySettings) -> Discovery {
+    /// A discovery service with these settings (not started); its events leave as `outbound`
+    /// says (`http://` and `https://` listeners within `--event-allow`).
+    pub fn new(settings: DiscoverySettings, outbound: &crate::outbound::Outbound) -> Discovery {
         Discovery {
             settings,
             handle: RwLock::new(None),
             stats: Arc::new(DiscoveryStats::default()),
             announcements: Mutex::new((String::new(), None)),
             recovered: Mutex::new(Recovered::default()),
-            http: HttpClient::builder(TokioExecutor::new()).build_http(),
+            http: HttpClient::builder(TokioExecutor::new())
+                .build(outbound.connector(&outbound.event_allow, EVENT_ATTEMPT)),
+            event_allow: outbound.event_allow.clone(),
         }
     }
 
@@ -1207,7 +1211,7 @@ fn listener_value(enc: Encoding, url: &str) -> Vec<u8> {
 
 /// Pushes one event to its listener; `None` when the listener answered received.
 async fn deliver(
-    http: &HttpClient<HttpConnector, Full<Bytes>>,
+    http: &HttpClient<crate::outbound::Guarded, Full<Bytes>>,
     e: RemoteDiscoveryEvent,
     listener: &[u8],
 ) -> Option<DeliveryFailure> {
@@ -1268,8 +1272,8 @@ fn unavailable(app: &App, why: String) -> Response {
 
 /// `POST /discovery[?landlord=<16 hex digits>]`: one discovery request, answered once
 /// durable. A register request names its listener in the `leasehold-listener` header (an
-/// `http://` URL), and needs the `grant` operation when identities are on (its lease is cut
-/// to the identity's longest lease).
+/// `http://` or `https://` URL within `--event-allow`), and needs the `grant` operation when
+/// identities are on (its lease is cut to the identity's longest lease).
 pub async fn endpoint(
     State(app): State<Arc<App>>,
     Query(q): Query<Vec<(String, String)>>,
@@ -1347,6 +1351,10 @@ pub async fn endpoint(
                     Ok(url) => keep = Some(listener_value(enc, url)),
                     Err(e) => return discovery_error(enc, id, req.id, &e),
                 }
+                if let Err(why) = d.event_allow.check(listener.as_deref().unwrap_or_default()) {
+                    let r = discovery_error(enc, id, req.id, &LeaseError::LeaseDenied(why));
+                    return with_status(r, StatusCode::FORBIDDEN);
+                }
             }
             match &handle {
                 Some(h) => h.ask(|done| Msg::Discovery(req, keep, done)).await,
@@ -1421,7 +1429,7 @@ fn listener_of(headers: &HeaderMap) -> Option<String> {
     headers.get(LISTENER_HEADER).and_then(|v| v.to_str().ok()).map(|s| s.trim().to_string())
 }
 
-/// A register request's listener: an `http://` URL (events are POSTed to it).
+/// A register request's listener: an `http://` or `https://` URL (events are POSTed to it).
 fn check_listener(url: Option<&str>) -> Result<&str, LeaseError> {
     let Some(url) = url.filter(|u| !u.is_empty()) else {
         return Err(LeaseError::InvalidArgument(format!(
@@ -1429,9 +1437,11 @@ fn check_listener(url: Option<&str>) -> Result<&str, LeaseError> {
              {LISTENER_HEADER} header"
         )));
     };
-    if !url.starts_with("http://") || url.parse::<hyper::Uri>().is_err() {
+    if !(url.starts_with("http://") || url.starts_with("https://"))
+        || url.parse::<hyper::Uri>().is_err()
+    {
         return Err(LeaseError::InvalidArgument(format!(
-            "the listener {:?} is not an http:// URL",
+            "the listener {:?} is not an http:// or https:// URL",
             url.chars().take(200).collect::<String>()
         )));
     }

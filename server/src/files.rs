@@ -471,6 +471,7 @@ async fn open_and_serve_renewal(
                 o.writer,
                 app.shard_stats(id),
                 App::on_end_renewal(Arc::downgrade(app)),
+                &app.config.outbound,
             );
             app.insert_renewal(h);
             Ok(())

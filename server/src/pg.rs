@@ -1551,6 +1551,7 @@ impl Cluster {
             writer,
             app.shard_stats(id),
             App::on_end_renewal(Arc::downgrade(app)),
+            &app.config.outbound,
         );
         app.insert_renewal(h);
         self.mark_serving(db, id, epoch).await;

@@ -33,7 +33,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
 use leasehold::event::EventId;
@@ -43,11 +42,12 @@ use leasehold::service::wire::{SetReplyBody, SetRequest, SetRequestBody};
 use leasehold::service::{RenewalService, SetEvent};
 use leasehold::wire::WireError;
 use leasehold::{LandlordId, LeaseError, Reply, Request};
-use leasehold_client::{Cluster, ClusterConfig};
+use leasehold_client::Cluster;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::clock::{instant_of, now_ms};
 use crate::metrics::{stamp_us, ShardStats};
+use crate::outbound::{Guarded, Outbound};
 use crate::shard::{Answer, Ended, Job, Planner, WriteError, Writer};
 
 /// How long an event is retried before it is dropped (and logged).
@@ -130,7 +130,8 @@ enum Held {
     Event(SetEvent),
 }
 
-type Events = HttpClient<HttpConnector, Full<Bytes>>;
+/// Event POSTs: `http://` and `https://` listeners, within `--event-allow`.
+type Events = HttpClient<Guarded, Full<Bytes>>;
 
 struct Actor {
     id: u64,
@@ -145,13 +146,18 @@ struct Actor {
     stats: Arc<ShardStats>,
     me: mpsc::WeakSender<Msg>,
     /// A cluster client per client-lease landlord (alias), over its URLs.
-    landlords: HashMap<LandlordId, Cluster>,
+    landlords: HashMap<LandlordId, Cluster<Guarded>>,
     /// A delivery queue per event registration.
     deliveries: HashMap<EventId, mpsc::UnboundedSender<(String, Bytes)>>,
     http: Events,
+    /// TLS, token and allow-lists of renewals and events.
+    outbound: Outbound,
+    /// The connector of landlords' clusters (within `--renewal-allow`).
+    to_landlords: Guarded,
 }
 
-/// Starts a renewal shard's actor and its writer. `on_end` is told why the actor ended.
+/// Starts a renewal shard's actor and its writer. `on_end` is told why the actor ended;
+/// `outbound` says how renewals and events leave.
 pub fn spawn(
     id: u64,
     svc: RenewalService,
@@ -159,6 +165,7 @@ pub fn spawn(
     writer: impl Writer,
     stats: Arc<ShardStats>,
     on_end: impl FnOnce(u64, Ended) + Send + 'static,
+    outbound: &Outbound,
 ) -> RenewalHandle {
     stats.restart(svc.manager().len() as u64, svc.journal_seq());
     let (tx, rx) = mpsc::channel(8192);
@@ -173,9 +180,7 @@ pub fn spawn(
             }
         }
     });
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.set_connect_timeout(Some(EVENT_ATTEMPT));
+    let connector = outbound.connector(&outbound.event_allow, EVENT_ATTEMPT);
     let actor = Actor {
         id,
         svc,
@@ -191,6 +196,8 @@ pub fn spawn(
         http: HttpClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(connector),
+        outbound: outbound.clone(),
+        to_landlords: outbound.connector(&outbound.renewal_allow, RENEW_ATTEMPT),
     };
     tokio::spawn(async move {
         let ended = actor.run(rx).await;
@@ -308,6 +315,7 @@ impl Actor {
         // renewals its landlords granted (the renewal manager's count, kept in its state).
         self.stats.live.store(self.svc.manager().len() as u64, Relaxed);
         self.stats.renewals.store(self.svc.manager().stats().leases_renewed, Relaxed);
+        self.stats.service.observe(self.svc.sets().len(), &self.svc.manager().stats());
         self.stats.journal_seq.store(self.svc.journal_seq(), Relaxed);
     }
 
@@ -388,14 +396,25 @@ impl Actor {
         let cluster = match self.landlords.get(&alias) {
             Some(c) => c.clone(),
             None => {
-                let config = ClusterConfig::new(route.urls.clone()).attempt_timeout(RENEW_ATTEMPT);
-                match Cluster::new(config) {
+                // URLs stored before --renewal-allow changed are not reached: a definite
+                // failure (the set operation that named them would be refused now).
+                let refused =
+                    route.urls.iter().find_map(|u| self.outbound.renewal_allow.check(u).err());
+                let made = match refused {
+                    Some(why) => Err(leasehold_client::ClientError::Config(why)),
+                    None => self.outbound.landlord(
+                        route.urls.clone(),
+                        RENEW_ATTEMPT,
+                        self.to_landlords.clone(),
+                    ),
+                };
+                match made {
                     Ok(c) => {
                         self.landlords.insert(alias, c.clone());
                         c
                     }
                     Err(e) => {
-                        // A definite failure: these URLs will never work (https:// for now).
+                        // A definite failure: these URLs will never work.
                         self.svc.handle_failure(tx.request.id, e.to_lease_error(), now);
                         return;
                     }
@@ -418,7 +437,9 @@ impl Actor {
     /// Queues an event for its listener.
     fn deliver(&mut self, e: SetEvent) {
         let (url, msg) = self.svc.event_message(&e, now_ms());
+        self.stats.service.events_queued.fetch_add(1, Relaxed);
         let Some(url) = url else {
+            self.stats.service.events_dropped.fetch_add(1, Relaxed);
             tracing::warn!(
                 shard = self.id,
                 event_id = e.event_id,
@@ -426,6 +447,13 @@ impl Actor {
             );
             return;
         };
+        if let Err(why) = self.outbound.event_allow.check(&url) {
+            // Stored before --event-allow changed: not reached (a listen naming it would be
+            // refused now).
+            self.stats.service.events_dropped.fetch_add(1, Relaxed);
+            tracing::warn!(shard = self.id, event_id = e.event_id, error = %why, "event dropped");
+            return;
+        }
         let body = Bytes::from(msg.to_json());
         let item = (url, body);
         let item = match self.deliveries.get(&e.event_id) {
@@ -438,7 +466,8 @@ impl Actor {
         let (q, rx) = mpsc::unbounded_channel();
         let _ = q.send(item);
         self.deliveries.insert(e.event_id, q);
-        tokio::spawn(delivery(self.id, e.event_id, rx, self.http.clone(), self.me.clone()));
+        let stats = self.stats.clone();
+        tokio::spawn(delivery(self.id, e.event_id, rx, self.http.clone(), self.me.clone(), stats));
     }
 
     /// A write failed: nothing waiting is acknowledged, and the actor ends.
@@ -480,14 +509,19 @@ async fn delivery(
     mut rx: mpsc::UnboundedReceiver<(String, Bytes)>,
     http: Events,
     me: mpsc::WeakSender<Msg>,
+    stats: Arc<ShardStats>,
 ) {
     while let Some((url, body)) = rx.recv().await {
         let give_up = Instant::now() + EVENT_RETRY_FOR;
         let mut failures = 0u32;
         loop {
             let why = match post(&http, &url, body.clone()).await {
-                Ok(s) if (200..300).contains(&s) => break,
+                Ok(s) if (200..300).contains(&s) => {
+                    stats.service.events_delivered.fetch_add(1, Relaxed);
+                    break;
+                }
                 Ok(404 | 410) => {
+                    stats.service.listeners_gone.fetch_add(1, Relaxed);
                     if let Some(me) = me.upgrade() {
                         let _ = me.send(Msg::UnknownEvent(event_id)).await;
                     }
@@ -498,6 +532,7 @@ async fn delivery(
             };
             failures += 1;
             if Instant::now() >= give_up {
+                stats.service.events_dropped.fetch_add(1, Relaxed);
                 tracing::warn!(shard, event_id, url = %url, error = %why, "event dropped: its listener did not take it in time");
                 break;
             }
@@ -618,6 +653,13 @@ pub async fn endpoint(
         Ok(r) => r,
         Err(e) => return set_error(0, named.unwrap_or(0), &e),
     };
+    // Landlord and listener URLs outside the allow-lists are refused here, with the reason,
+    // rather than taken and failing at every renewal (docs/security.md, "Outgoing traffic").
+    if let Err(e) = app.config.outbound.check_set_request(&request.body) {
+        let mut r = set_error(request.id, named.unwrap_or(0), &e);
+        *r.status_mut() = StatusCode::FORBIDDEN;
+        return r;
+    }
     let mut body = body;
     if let Some(who) = &caller {
         let op = match request.body {
