@@ -335,8 +335,13 @@ pub struct DiscoveryStats {
     pub refused_datagrams: AtomicU64,
     /// Events delivered (the listener answered received).
     pub delivered: AtomicU64,
-    /// Event deliveries that failed (each attempt).
+    /// Event deliveries that failed indefinitely (each attempt; the service retries).
     pub delivery_failures: AtomicU64,
+    /// Event deliveries that failed definitely (the listener said unknown event or broke, or
+    /// its URL is outside `--event-allow`): the registration ended.
+    pub delivery_ended: AtomicU64,
+    /// Registrations held now (as of the last batch).
+    pub registrations: AtomicU64,
     /// Unicast discoveries that answered.
     pub probes_ok: AtomicU64,
     /// Unicast discoveries that failed.
@@ -413,12 +418,21 @@ impl Discovery {
         );
         let _ = writeln!(
             out,
-            "# HELP leasehold_discovery_events_total Event deliveries to registrations' listeners, by outcome.\n\
+            "# HELP leasehold_discovery_events_total Event deliveries to registrations' listeners, by outcome: delivered, failed (indefinitely: retried), ended (definitely: the registration ended).\n\
              # TYPE leasehold_discovery_events_total counter\n\
              leasehold_discovery_events_total{{shard=\"{id}\",outcome=\"delivered\"}} {}\n\
-             leasehold_discovery_events_total{{shard=\"{id}\",outcome=\"failed\"}} {}",
+             leasehold_discovery_events_total{{shard=\"{id}\",outcome=\"failed\"}} {}\n\
+             leasehold_discovery_events_total{{shard=\"{id}\",outcome=\"ended\"}} {}",
             s.delivered.load(Relaxed),
-            s.delivery_failures.load(Relaxed)
+            s.delivery_failures.load(Relaxed),
+            s.delivery_ended.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_discovery_registrations Registrations the discovery service holds.\n\
+             # TYPE leasehold_discovery_registrations gauge\n\
+             leasehold_discovery_registrations{{shard=\"{id}\"}} {}",
+            s.registrations.load(Relaxed)
         );
         let _ = writeln!(
             out,
@@ -1044,7 +1058,10 @@ impl Actor {
                     self.svc.delivered(event_id, sequence, now);
                 }
                 Some(f) => {
-                    self.d.stats.delivery_failures.fetch_add(1, Relaxed);
+                    match f.is_definite() {
+                        true => self.d.stats.delivery_ended.fetch_add(1, Relaxed),
+                        false => self.d.stats.delivery_failures.fetch_add(1, Relaxed),
+                    };
                     self.svc.delivery_failed(event_id, sequence, f, now);
                 }
             },
@@ -1064,6 +1081,7 @@ impl Actor {
             self.hold(Held::Event(e, listener));
         }
         self.stats.live.store(self.svc.registrations().len() as u64, Relaxed);
+        self.d.stats.registrations.store(self.svc.registrations().len() as u64, Relaxed);
         self.stats.journal_seq.store(self.svc.journal_seq(), Relaxed);
         self.d.stats.registrars.store(self.svc.discovered().len() as u64, Relaxed);
     }
@@ -1128,9 +1146,10 @@ impl Actor {
                 }
                 Held::Event(e, listener) => {
                     let (me, http) = (self.me.clone(), self.d.http.clone());
+                    let allow = self.d.event_allow.clone();
                     tokio::spawn(async move {
                         let (event_id, sequence) = (e.event_id, e.sequence);
-                        let failure = deliver(&http, e, &listener).await;
+                        let failure = deliver(&http, &allow, e, &listener).await;
                         if let Some(tx) = me.upgrade() {
                             let _ = tx.send(Msg::Delivered(event_id, sequence, failure)).await;
                         }
@@ -1209,9 +1228,11 @@ fn listener_value(enc: Encoding, url: &str) -> Vec<u8> {
     format!("{tag} {url}").into_bytes()
 }
 
-/// Pushes one event to its listener; `None` when the listener answered received.
+/// Pushes one event to its listener; `None` when the listener answered received. A listener
+/// outside `allow` (kept before the list was narrowed) is a broken one: the registration ends.
 async fn deliver(
     http: &HttpClient<crate::outbound::Guarded, Full<Bytes>>,
+    allow: &crate::outbound::AllowList,
     e: RemoteDiscoveryEvent,
     listener: &[u8],
 ) -> Option<DeliveryFailure> {
@@ -1219,6 +1240,9 @@ async fn deliver(
     let Some((tag, url)) = listener.split_once(' ').filter(|(_, u)| !u.is_empty()) else {
         return Some(DeliveryFailure::Indefinite("no listener".into()));
     };
+    if let Err(why) = allow.check(url) {
+        return Some(DeliveryFailure::BadObject(why));
+    }
     let enc = if tag == "json" { Encoding::Json } else { Encoding::Binary };
     let req = match hyper::Request::post(url)
         .header(header::CONTENT_TYPE, crate::http::content_type(enc))
