@@ -1062,10 +1062,22 @@ async fn store_cmd(cmd: StoreCmd) -> Done {
                         r.owner.as_ref().map_or("-".into(), |(o, e)| {
                             format!("{} (epoch {e})", o.as_deref().unwrap_or("none"))
                         }),
-                        r.error
-                            .clone()
-                            .or_else(|| r.torn.as_ref().map(|t| format!("torn tail: {t}")))
-                            .unwrap_or_default(),
+                        {
+                            let note = r
+                                .error
+                                .clone()
+                                .or_else(|| r.torn.as_ref().map(|t| format!("torn tail: {t}")));
+                            let kind = match r.kind {
+                                "renewal" => Some("renewal shard (LEASES: client leases)"),
+                                "discovery" => Some("discovery shard (LEASES: registrations)"),
+                                _ => None,
+                            };
+                            match (kind, note) {
+                                (Some(k), Some(n)) => format!("{k}; {n}"),
+                                (Some(k), None) => k.to_string(),
+                                (None, n) => n.unwrap_or_default(),
+                            }
+                        },
                     ]
                 })
                 .collect();

@@ -326,4 +326,17 @@ fn renewal_commands_keep_a_lease_alive_and_refuse_what_the_server_refuses() {
     let out = leasehold(&u, &["renewal", "create-set"]);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("SERVICE"));
     s.stop();
+    // Offline, the store commands read the renewal shard as a server would (not refused as a
+    // snapshot of another kind), and compact it.
+    let d = data.to_str().unwrap();
+    let v = ok(&u, &["store", "verify", "--data", d]);
+    let shard2 = v.as_array().unwrap().iter().find(|r| r["landlord"] == service.as_str()).unwrap();
+    assert_eq!((shard2["kind"].as_str(), shard2["ok"].as_bool()), (Some("renewal"), Some(true)));
+    assert!(shard2["last_seq"].as_u64().unwrap() >= 5, "{shard2}");
+    let c = ok(&u, &["store", "compact", "--data", d]);
+    assert!(c.as_array().unwrap().iter().any(|r| r["landlord"] == service.as_str()), "{c}");
+    let v = ok(&u, &["store", "verify", "--data", d]);
+    assert!(v.as_array().unwrap().iter().all(|r| r["ok"] == true), "{v}");
+    let out = leasehold(&u, &["store", "inspect", "--data", d]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("renewal shard"));
 }
