@@ -133,7 +133,17 @@ impl Pattern {
         }
     }
 
-    fn matches(&self, url: &str, host: &str, ip: Option<IpAddr>, port: u16) -> bool {
+    /// Whether `url` matches; `origin_only`: `url` is a connection's origin (`scheme://host/`,
+    /// all a connector sees), and a URL prefix matches when its own origin is that one (its
+    /// path was checked against the whole URL when the URL was named, and before each event).
+    fn matches(
+        &self,
+        url: &str,
+        host: &str,
+        ip: Option<IpAddr>,
+        port: u16,
+        origin_only: bool,
+    ) -> bool {
         let port_ok = |p: &Option<u16>| p.is_none_or(|p| p == port);
         match self {
             Pattern::Host(h, p) => h == host && port_ok(p),
@@ -144,6 +154,9 @@ impl Pattern {
                     && port_ok(p)
             }
             Pattern::Net(net, bits) => ip.is_some_and(|ip| in_net(ip, *net, *bits)),
+            Pattern::Prefix(prefix) if origin_only => {
+                origin_of(prefix) == origin_of(&lower_origin(url))
+            }
             Pattern::Prefix(prefix) => {
                 let url = lower_origin(url);
                 url.starts_with(prefix.as_str())
@@ -169,6 +182,13 @@ fn lower_origin(url: &str) -> String {
         }
         None => url.to_string(),
     }
+}
+
+/// `scheme://authority` of a URL.
+fn origin_of(url: &str) -> &str {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..].find(['/', '?', '#']).map_or(url.len(), |e| start + e);
+    &url[..end]
 }
 
 fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
@@ -232,6 +252,15 @@ impl AllowList {
     /// `Ok` when outgoing traffic may go to `url`, otherwise why not (a sentence naming the
     /// URL and the setting).
     pub fn check(&self, url: &str) -> Result<(), String> {
+        self.check_as(url, false)
+    }
+
+    /// [`AllowList::check`] of a connection's origin (what a connector is given).
+    pub fn check_origin(&self, origin: &str) -> Result<(), String> {
+        self.check_as(origin, true)
+    }
+
+    fn check_as(&self, url: &str, origin_only: bool) -> Result<(), String> {
         let shown: String = url.chars().take(200).collect();
         let uri = Uri::from_str(url.trim()).map_err(|e| format!("{shown:?} is not a URL: {e}"))?;
         let scheme = uri.scheme_str().unwrap_or("");
@@ -251,7 +280,7 @@ impl AllowList {
                 )),
             };
         }
-        if self.patterns.iter().any(|p| p.matches(url.trim(), &host, ip, port)) {
+        if self.patterns.iter().any(|p| p.matches(url.trim(), &host, ip, port, origin_only)) {
             return Ok(());
         }
         Err(format!(
@@ -432,7 +461,7 @@ impl tower_service::Service<Uri> for Guarded {
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        if let Err(why) = self.allow.check(&uri.to_string()) {
+        if let Err(why) = self.allow.check_origin(&uri.to_string()) {
             return Box::pin(async move { Err(why.into()) });
         }
         let f = self.inner.call(uri);
@@ -497,6 +526,11 @@ mod tests {
         let p = list(&["http://a.example:80"]);
         assert!(p.check("http://a.example:80/lease").is_ok());
         assert!(p.check("http://a.example:8080/").is_err());
+        // A connector sees only the origin: a prefix's origin lets the connection through (its
+        // path was checked when the URL was named and before each event).
+        assert!(l.check_origin("https://hooks.example/").is_ok());
+        assert!(l.check_origin("http://hooks.example/").is_err());
+        assert!(l.check_origin("https://hooks.example:8443/").is_err());
     }
 
     #[test]

@@ -165,7 +165,10 @@ async fn a_renewal_shard_renews_at_an_https_landlord_with_its_certificate() {
         "optional",
     ]);
     let https = format!("https://{}", a.addr);
-    // The renewal service: trusts the test CA, presents its certificate.
+    // The renewal service: trusts the test CA, presents its certificate, reaches only the
+    // landlord's host and the listener's URL (a prefix with a path: a connector sees only the
+    // origin, the path is checked when the URL is named).
+    let (events_url, events) = listener();
     let dir_b = tempfile::tempdir().unwrap();
     let b = Server::start(&[
         "--data",
@@ -178,6 +181,10 @@ async fn a_renewal_shard_renews_at_an_https_landlord_with_its_certificate() {
         &p(d, "renewer.pem"),
         "--outbound-key",
         &p(d, "renewer.key"),
+        "--renewal-allow",
+        "127.0.0.1",
+        "--event-allow",
+        &events_url,
     ]);
     b.wait_ready(Duration::from_secs(20));
 
@@ -209,7 +216,6 @@ async fn a_renewal_shard_renews_at_an_https_landlord_with_its_certificate() {
     let service = LandlordId(2);
     let (status, r) = set_op(b.addr, None, SetRequestBody::CreateSet { duration: 60_000 });
     let SetReplyBody::SetCreated { cookie: set, .. } = r.body else { panic!("{status} {r:?}") };
-    let (events_url, events) = listener();
     let (status, r) = set_op(
         b.addr,
         Some(service),
