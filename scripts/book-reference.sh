@@ -47,10 +47,10 @@ helps leasehold-server
 # settings file of deploy/ (which the book shows), so that a key the server refuses fails here;
 # the flags put it on a free loopback port and a temporary directory.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# With the lookup discovery service (unicast announcements on a free UDP port), so that its
-# metrics are listed too.
+# With the lookup discovery service (unicast announcements on a free UDP port) and a renewal
+# service shard, so that their metrics are listed too, with their labels.
 udp=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-RUST_LOG=warn "$BIN/leasehold-server" --config deploy/server.example.toml --data "$WORK/data" --shards 2 \
+RUST_LOG=warn "$BIN/leasehold-server" --config deploy/server.example.toml --data "$WORK/data" --shards 2 --renewal-shards 1 \
   --listen "127.0.0.1:$port" --advertise "http://127.0.0.1:$port" --name book-reference \
   --discovery-port "$udp" --discovery-announce unicast \
   >"$WORK/server.log" 2>&1 &

@@ -9,6 +9,9 @@
 //! leasehold lock locks/report --wait-ms 60000 -- ./make-report.sh
 //! leasehold elect leader --value "$(hostname)" -- ./serve.sh
 //! leasehold cluster status
+//! leasehold renewal create-set --duration-ms 3600000
+//! leasehold renewal add <service> <set> <landlord> <cookie> --remaining-ms 30000
+//! leasehold discovery status
 //! leasehold store verify --data ./data
 //! leasehold completions bash > /etc/bash_completion.d/leasehold
 //! ```
@@ -34,6 +37,7 @@
 
 mod coord;
 mod out;
+mod renewal;
 mod store;
 
 use std::path::PathBuf;
@@ -181,6 +185,13 @@ enum Top {
     /// What each server serves: readiness, shards, owners, epochs, leases, journal lag.
     #[command(subcommand)]
     Cluster(ClusterCmd),
+    /// A renewal service's sets: create, add and remove client leases, list, listen, renew,
+    /// cancel (docs/renewal-service.md).
+    #[command(subcommand)]
+    Renewal(renewal::RenewalCmd),
+    /// The lookup discovery service.
+    #[command(subcommand)]
+    Discovery(DiscoveryCmd),
     /// A server's store, offline: a data directory or a PostgreSQL URL.
     #[command(subcommand)]
     Store(StoreCmd),
@@ -317,6 +328,13 @@ enum LeaseCmd {
         #[command(flatten)]
         r: ResourceArg,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum DiscoveryCmd {
+    /// What the discovery service holds: registrations, registrars, announcements (`GET
+    /// /discovery/status` of the first server that answers; needs `metrics` with tokens).
+    Status,
 }
 
 #[derive(Debug, Subcommand)]
@@ -459,10 +477,13 @@ async fn run(cli: Cli) -> Result<Outcome, Fail> {
             let (config, tls) = connection(&cli.servers, cli.timeout_ms, &cli.access)?;
             match tls {
                 Some(tls) => {
-                    served(Cluster::with_tls(config, &tls)?, command, cli.output, cli.retry_ms)
-                        .await
+                    let c = Cluster::with_tls(config, &tls)?;
+                    served(c, command, cli.output, cli.retry_ms, &cli.servers).await
                 }
-                None => served(Cluster::new(config)?, command, cli.output, cli.retry_ms).await,
+                None => {
+                    let c = Cluster::new(config)?;
+                    served(c, command, cli.output, cli.retry_ms, &cli.servers).await
+                }
             }
         }
     }
@@ -474,8 +495,11 @@ async fn served<C: Connect + Clone + Send + Sync + 'static>(
     command: Top,
     output: Output,
     retry_ms: u64,
+    servers: &[String],
 ) -> Result<Outcome, Fail> {
     match command {
+        Top::Renewal(cmd) => renewal::run(&c, cmd, servers).await.map(Outcome::Show),
+        Top::Discovery(DiscoveryCmd::Status) => discovery_status(&c).await.map(Outcome::Show),
         Top::Lease(LeaseCmd::Watch { resource, prefix, renewals, duration_ms, r }) => {
             let selector = resource_arg(&resource, &r)?;
             coord::watch(c, selector, prefix, renewals, duration_ms, output).await
@@ -788,6 +812,36 @@ fn samples(text: &str, name: &str) -> Vec<(Option<u64>, f64)> {
         .collect()
 }
 
+/// `GET /discovery/status`: its top-level fields as rows, the document as JSON.
+async fn discovery_status<C: Connect + Clone + Send + Sync + 'static>(c: &Cluster<C>) -> Done {
+    let (status, body) = c.get("/discovery/status").await?;
+    let text = String::from_utf8_lossy(&body).trim().to_string();
+    if !status.is_success() {
+        return Err(match status.as_u16() {
+            401 | 403 => Fail::No(refused_message(&format!("HTTP {status}: {text}"))),
+            _ => Fail::No(format!("HTTP {status}: {text}")),
+        });
+    }
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| Fail::No(format!("not a discovery status ({e}): {text}")))?;
+    let rows = v
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, x)| {
+                    let shown = match x {
+                        Value::Array(a) => format!("{} item(s)", a.len()),
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    vec![k.clone(), shown]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Shown { headers: vec!["FIELD", "VALUE"], rows, json: v, note: None })
+}
+
 async fn status<C: Connect + Clone + Send + Sync + 'static>(c: &Cluster<C>) -> Done {
     let mut rows = Vec::new();
     let mut servers = Vec::new();
@@ -1008,10 +1062,22 @@ async fn store_cmd(cmd: StoreCmd) -> Done {
                         r.owner.as_ref().map_or("-".into(), |(o, e)| {
                             format!("{} (epoch {e})", o.as_deref().unwrap_or("none"))
                         }),
-                        r.error
-                            .clone()
-                            .or_else(|| r.torn.as_ref().map(|t| format!("torn tail: {t}")))
-                            .unwrap_or_default(),
+                        {
+                            let note = r
+                                .error
+                                .clone()
+                                .or_else(|| r.torn.as_ref().map(|t| format!("torn tail: {t}")));
+                            let kind = match r.kind {
+                                "renewal" => Some("renewal shard (LEASES: client leases)"),
+                                "discovery" => Some("discovery shard (LEASES: registrations)"),
+                                _ => None,
+                            };
+                            match (kind, note) {
+                                (Some(k), Some(n)) => format!("{k}; {n}"),
+                                (Some(k), None) => k.to_string(),
+                                (None, n) => n.unwrap_or_default(),
+                            }
+                        },
                     ]
                 })
                 .collect();

@@ -10,11 +10,17 @@
 //! shard no server owns at that moment (its ownership row locked meanwhile).
 //!
 //! Every check is the core's: the same recovery a server runs when it opens or takes over a
-//! shard (snapshot, then every journal frame, with checksums and sequence numbers).
+//! shard (snapshot, then every journal frame, with checksums and sequence numbers). Every
+//! kind of shard is read: landlords, renewal-service shards and the discovery shard (the
+//! snapshot says which); `leases` counts a landlord's leases, a renewal shard's client leases
+//! and the discovery shard's registrations; `dump` lists landlords' leases only.
 
 use std::path::{Path, PathBuf};
 
-use leasehold::store::{Store, StoreConfig};
+use leasehold::discovery::DiscoveryService;
+use leasehold::journal::{read_snapshot, Journaled, KIND_DISCOVERY, KIND_RENEWAL_SERVICE};
+use leasehold::service::RenewalService;
+use leasehold::store::{Opened, Store, StoreConfig};
 use leasehold::{LandlordId, Millis, PolicySpec};
 use leasehold_server::shard::LL;
 use serde_json::{json, Value};
@@ -37,6 +43,8 @@ pub struct Report {
     /// Owner and epoch (PostgreSQL).
     pub owner: Option<(Option<String>, i64)>,
     pub landlord_state: Option<LL>,
+    /// landlord, renewal or discovery (as its snapshot says; landlord when unreadable).
+    pub kind: &'static str,
 }
 
 impl Report {
@@ -53,6 +61,7 @@ impl Report {
             "leases": self.leases,
             "torn_tail": self.torn,
             "error": self.error,
+            "kind": self.kind,
         });
         if let Some((owner, epoch)) = &self.owner {
             v["owner"] = json!(owner);
@@ -127,6 +136,7 @@ pub fn files(data: &Path, shard: Option<u64>) -> Result<Vec<Report>, String> {
             error: None,
             owner: None,
             landlord_state: None,
+            kind: "landlord",
         };
         let files = match read_files(&dir) {
             Ok(f) => f,
@@ -143,6 +153,25 @@ pub fn files(data: &Path, shard: Option<u64>) -> Result<Vec<Report>, String> {
                 r.log_bytes += bytes.len() as u64;
                 r.log_parts += 1;
             }
+        }
+        let kind = files
+            .iter()
+            .find(|(n, _)| n == leasehold::store::SNAPSHOT_FILE)
+            .and_then(|(_, b)| read_snapshot(b).ok())
+            .map(|s| s.kind);
+        if kind == Some(KIND_RENEWAL_SERVICE) {
+            r.kind = "renewal";
+            let o = open_service(&files, RenewalService::from_snapshot_bytes);
+            fill(&mut r, id, o, |s| (s.id(), s.manager().len()));
+            out.push(r);
+            continue;
+        }
+        if kind == Some(KIND_DISCOVERY) {
+            r.kind = "discovery";
+            let o = open_service(&files, DiscoveryService::from_snapshot_bytes);
+            fill(&mut r, id, o, |s| (s.id(), s.registrations().len()));
+            out.push(r);
+            continue;
         }
         let p = policy();
         let opened =
@@ -171,6 +200,39 @@ pub fn files(data: &Path, shard: Option<u64>) -> Result<Vec<Report>, String> {
     Ok(out)
 }
 
+/// Opens a service shard's files (renewal or discovery) as a server would.
+fn open_service<S: Journaled>(
+    files: &[(String, Vec<u8>)],
+    load: fn(&[u8]) -> leasehold::Result<S>,
+) -> leasehold::Result<Opened<S>> {
+    Store::open(StoreConfig::default(), files, Some(now_ms()), |snap| match snap {
+        Some(bytes) => load(bytes),
+        None => Err(leasehold::LeaseError::Decode("no snapshot: not a shard's store".into())),
+    })
+}
+
+/// Fills `r` from a service shard's recovery (`who`: its id and what it holds).
+fn fill<S: Journaled>(
+    r: &mut Report,
+    id: u64,
+    opened: leasehold::Result<Opened<S>>,
+    who: impl Fn(&S) -> (LandlordId, usize),
+) {
+    match opened {
+        Ok(o) => {
+            let (holds, n) = who(&o.state);
+            if holds != LandlordId(id) {
+                r.error = Some(format!("holds {} service {holds}, not {}", r.kind, LandlordId(id)));
+            }
+            r.replayed = o.recovered.replayed;
+            r.last_seq = o.store.committed();
+            r.torn = o.recovered.torn.map(|(_, _, why)| why);
+            r.leases = n;
+        }
+        Err(e) => r.error = Some(e.to_string()),
+    }
+}
+
 /// Compacts shards of a data directory: a new snapshot, the log it covers removed. Refused
 /// for a shard whose directory a server holds.
 pub fn compact_files(data: &Path, shard: Option<u64>) -> Result<Vec<Value>, String> {
@@ -181,6 +243,35 @@ pub fn compact_files(data: &Path, shard: Option<u64>) -> Result<Vec<Value>, Stri
         })?;
         let files = dir.read().map_err(|e| format!("{}: {e}", path.display()))?;
         let before: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
+        let kind = files
+            .iter()
+            .find(|(n, _)| n == leasehold::store::SNAPSHOT_FILE)
+            .and_then(|(_, b)| read_snapshot(b).ok())
+            .map(|s| s.kind);
+        let service = match kind {
+            Some(KIND_RENEWAL_SERVICE) => {
+                Some(compact_service(&mut dir, &files, RenewalService::from_snapshot_bytes, |s| {
+                    s.manager().len()
+                }))
+            }
+            Some(KIND_DISCOVERY) => Some(compact_service(
+                &mut dir,
+                &files,
+                DiscoveryService::from_snapshot_bytes,
+                |s| s.registrations().len(),
+            )),
+            _ => None,
+        };
+        if let Some(done) = service {
+            let n = done.map_err(|e| format!("{}: {e}", path.display()))?;
+            let after: u64 =
+                dir.read().map_err(|e| e.to_string())?.iter().map(|(_, b)| b.len() as u64).sum();
+            out.push(json!({
+                "landlord": LandlordId(id).to_string(), "source": path.display().to_string(),
+                "leases": n, "bytes_before": before, "bytes_after": after,
+            }));
+            continue;
+        }
         let p = policy();
         let o = Store::open(StoreConfig::default(), &files, Some(now_ms()), |snap| match snap {
             Some(bytes) => LL::from_snapshot_bytes(bytes, p.build()?),
@@ -199,6 +290,21 @@ pub fn compact_files(data: &Path, shard: Option<u64>) -> Result<Vec<Value>, Stri
         }));
     }
     Ok(out)
+}
+
+/// Compacts a service shard's directory; returns what it holds.
+fn compact_service<S: Journaled>(
+    dir: &mut leasehold_store::Dir,
+    files: &[(String, Vec<u8>)],
+    load: fn(&[u8]) -> leasehold::Result<S>,
+    holds: impl Fn(&S) -> usize,
+) -> Result<usize, String> {
+    let o = open_service(files, load).map_err(|e| format!("refused: {e}"))?;
+    let (mut state, mut store) = (o.state, o.store);
+    dir.apply_all(&o.ops).map_err(|e| e.to_string())?;
+    let ops = store.compact(&mut state);
+    dir.apply_all(&ops).map_err(|e| e.to_string())?;
+    Ok(holds(&state))
 }
 
 async fn connect(url: &str) -> Result<tokio_postgres::Client, String> {
@@ -255,6 +361,7 @@ async fn pg_one(
         error: None,
         owner: Some((owner, epoch)),
         landlord_state: None,
+        kind: "landlord",
     };
     let snap = db
         .query_opt("SELECT seq, bytes FROM leasehold_snapshots WHERE shard = $1", &[&(id as i64)])
@@ -283,6 +390,46 @@ async fn pg_one(
     };
     let bytes: Vec<u8> = snap.get(1);
     r.snapshot_bytes = bytes.len() as u64;
+    let snap_seq = snap.get::<_, i64>(0) as u64;
+    let service =
+        |r: &mut Report,
+         rec: leasehold::Result<(LandlordId, usize, leasehold::journal::Recovered)>| {
+            match rec {
+                Ok((holds, n, rec)) => {
+                    if holds != LandlordId(id) {
+                        r.error = Some(format!(
+                            "holds {} service {holds}, not {}",
+                            r.kind,
+                            LandlordId(id)
+                        ));
+                    }
+                    r.replayed = rec.replayed;
+                    r.last_seq = rec.last_seq.max(snap_seq);
+                    if let Some((_, _, why)) = rec.torn {
+                        r.error = Some(format!("journal rows are damaged: {why}"));
+                    }
+                    r.leases = n;
+                }
+                Err(x) => r.error = Some(format!("refused: {x}")),
+            }
+        };
+    match read_snapshot(&bytes).map(|s| s.kind) {
+        Ok(KIND_RENEWAL_SERVICE) => {
+            r.kind = "renewal";
+            let rec = RenewalService::recover(&bytes, &[&log], now_ms())
+                .map(|(s, rec)| (s.id(), s.manager().len(), rec));
+            service(&mut r, rec);
+            return Ok(r);
+        }
+        Ok(KIND_DISCOVERY) => {
+            r.kind = "discovery";
+            let rec = DiscoveryService::recover(&bytes, &[&log], now_ms())
+                .map(|(s, rec)| (s.id(), s.registrations().len(), rec));
+            service(&mut r, rec);
+            return Ok(r);
+        }
+        _ => {}
+    }
     let p = policy().build().map_err(|e| e.to_string())?;
     match LL::recover(&bytes, &[&log], p, now_ms()) {
         Ok((ll, rec)) => {
@@ -345,6 +492,15 @@ pub async fn compact_postgres(url: &str, shard: Option<u64>) -> Result<Vec<Value
         let r = pg_one(client, id, None, epoch).await?;
         if let Some(e) = r.error {
             return Err(format!("shard {id}: {e}"));
+        }
+        if r.kind != "landlord" {
+            // Its owner compacts it as it runs; offline, only landlords' rows are rewritten.
+            tx.rollback().await.map_err(|e| e.to_string())?;
+            out.push(json!({
+                "landlord": LandlordId(id).to_string(), "source": format!("postgres shard {id}"),
+                "leases": r.leases, "skipped": format!("a {} shard: compacted by its owner", r.kind),
+            }));
+            continue;
         }
         let mut ll = r.landlord_state.expect("recovered");
         let mut bytes = Vec::new();

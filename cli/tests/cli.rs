@@ -29,7 +29,11 @@ impl Server {
             exclusive_prefix: exclusive,
             ..Default::default()
         };
-        let config = Config::load(flags).unwrap();
+        Server::start_config(Config::load(flags).unwrap())
+    }
+
+    /// A server with these settings.
+    fn start_config(config: Config) -> Server {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
@@ -239,4 +243,100 @@ fn lock_runs_a_command_with_its_token_and_refuses_what_is_not_exclusive() {
     let out = leasehold("https://127.0.0.1:1", &["--cacert", "/no/ca.pem", "lease", "grant", "x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/no/ca.pem: cannot read it"));
+}
+
+/// A server with `renewal` renewal-service shards after its landlords.
+fn start_renewal(data: &Path, shards: u64, renewal: u64) -> Server {
+    let flags = Flags {
+        data: Some(data.to_path_buf()),
+        shards: Some(shards),
+        renewal_shards: Some(renewal),
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        ..Default::default()
+    };
+    Server::start_config(Config::load(flags).unwrap())
+}
+
+#[test]
+fn renewal_commands_keep_a_lease_alive_and_refuse_what_the_server_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut s = start_renewal(&data, 1, 1);
+    let u = s.url.clone();
+    let g = ok(&u, &["lease", "grant", "job/kept", "--duration-ms", "2000"]);
+    let (landlord, cookie) =
+        (g["landlord"].as_str().unwrap().to_string(), g["cookie"].as_str().unwrap().to_string());
+    let set = ok(&u, &["renewal", "create-set", "--duration-ms", "60000"]);
+    let (service, cookie_of_set) =
+        (set["service"].as_str().unwrap().to_string(), set["set"].as_str().unwrap().to_string());
+    assert_eq!(service, "0000000000000002");
+    assert_eq!(set["duration_ms"], "60000");
+    let add = [
+        "renewal",
+        "add",
+        &service,
+        &cookie_of_set,
+        &landlord,
+        &cookie,
+        "--remaining-ms",
+        "2000",
+        "--renew-ms",
+        "2000",
+    ];
+    ok(&u, &add);
+    let listed = ok(&u, &["renewal", "list", &service, &cookie_of_set]);
+    assert_eq!(listed["leases"][0]["cookie"], cookie.as_str());
+    assert_eq!(listed["leases"][0]["urls"][0], u.as_str());
+    // Nobody but the service renews it: after twice its duration it is alive.
+    std::thread::sleep(std::time::Duration::from_millis(4_500));
+    let one = ok(&u, &["lease", "get", &landlord, &cookie]);
+    assert_eq!(one["resource_text"], "job/kept");
+    // A landlord URL the server's allow-list refuses: exit 1 with the server's reason.
+    let mut bad = add.to_vec();
+    bad.extend_from_slice(&["--landlord-urls", "http://169.254.169.254/"]);
+    let (code, v) = json(&u, &bad);
+    assert_eq!(code, 1, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("--renewal-allow"), "{v}");
+    // A listener, the set renewed, the lease taken back, the set cancelled.
+    let l = ok(
+        &u,
+        &[
+            "renewal",
+            "listen",
+            &service,
+            &cookie_of_set,
+            "--event",
+            "renewal-failure",
+            "--url",
+            "http://127.0.0.1:9/x",
+        ],
+    );
+    assert!(l["event_id"].is_string(), "{l}");
+    let r = ok(&u, &["renewal", "renew-set", &service, &cookie_of_set, "--duration-ms", "30000"]);
+    assert_eq!(r["duration_ms"], "30000");
+    let back = ok(&u, &["renewal", "remove", &service, &cookie_of_set, &landlord, &cookie]);
+    assert_eq!(back["leases"][0]["cookie"], cookie.as_str());
+    let left: i64 = back["leases"][0]["remaining_ms"].as_str().unwrap().parse().unwrap();
+    assert!(left > 0 && left <= 2_000, "{back}");
+    ok(&u, &["renewal", "cancel-set", &service, &cookie_of_set]);
+    let (code, v) = json(&u, &["renewal", "list", &service, &cookie_of_set]);
+    assert_eq!(code, 1, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("unknown_lease"), "{v}");
+    // The table form.
+    let out = leasehold(&u, &["renewal", "create-set"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("SERVICE"));
+    s.stop();
+    // Offline, the store commands read the renewal shard as a server would (not refused as a
+    // snapshot of another kind), and compact it.
+    let d = data.to_str().unwrap();
+    let v = ok(&u, &["store", "verify", "--data", d]);
+    let shard2 = v.as_array().unwrap().iter().find(|r| r["landlord"] == service.as_str()).unwrap();
+    assert_eq!((shard2["kind"].as_str(), shard2["ok"].as_bool()), (Some("renewal"), Some(true)));
+    assert!(shard2["last_seq"].as_u64().unwrap() >= 5, "{shard2}");
+    let c = ok(&u, &["store", "compact", "--data", d]);
+    assert!(c.as_array().unwrap().iter().any(|r| r["landlord"] == service.as_str()), "{c}");
+    let v = ok(&u, &["store", "verify", "--data", d]);
+    assert!(v.as_array().unwrap().iter().all(|r| r["ok"] == true), "{v}");
+    let out = leasehold(&u, &["store", "inspect", "--data", d]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("renewal shard"));
 }

@@ -100,6 +100,10 @@ pub struct Flags {
     /// The lookup discovery service (docs/discovery-service.md).
     #[command(flatten)]
     pub discovery: crate::discovery::DiscoveryFlags,
+    /// Outgoing traffic of the renewal and discovery services: TLS, token, allow-lists
+    /// (docs/security.md, "Outgoing traffic").
+    #[command(flatten)]
+    pub outbound: crate::outbound::OutboundFlags,
     /// An operator command instead of serving (none: serve).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -238,6 +242,9 @@ pub struct FileConfig {
     /// The lookup discovery service: the flags' names with `_` for `-` and without the
     /// `discovery_` prefix, in a `[discovery]` table.
     discovery: Option<crate::discovery::DiscoveryFlags>,
+    /// Outgoing traffic of the renewal and discovery services: the flags' names with `_` for
+    /// `-` and without the `outbound_` prefix, in an `[outbound]` table.
+    outbound: Option<crate::outbound::OutboundFlags>,
 }
 
 /// The landlords' default grace: the longest lease times the clock rate bound, so that a lease
@@ -312,6 +319,8 @@ pub struct Config {
     pub discovery: Option<crate::discovery::DiscoverySettings>,
     /// Relaxed renewals (embedded file store only).
     pub relaxed_renewals: bool,
+    /// Outgoing traffic of the renewal and discovery services.
+    pub outbound: crate::outbound::Outbound,
 }
 
 impl Config {
@@ -372,6 +381,8 @@ impl Config {
         policy.build().map_err(|e| format!("bad policy: {e}"))?;
         let security =
             crate::security::Security::load(flags.security, file.security.unwrap_or_default())?;
+        let outbound =
+            crate::outbound::Outbound::load(flags.outbound, file.outbound.unwrap_or_default())?;
         let discovery = crate::discovery::DiscoverySettings::load(
             flags.discovery,
             file.discovery.unwrap_or_default(),
@@ -469,6 +480,7 @@ impl Config {
             coord,
             discovery,
             relaxed_renewals,
+            outbound,
         })
     }
 }

@@ -45,7 +45,6 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
 use leasehold::discovery::wire::{
@@ -336,8 +335,13 @@ pub struct DiscoveryStats {
     pub refused_datagrams: AtomicU64,
     /// Events delivered (the listener answered received).
     pub delivered: AtomicU64,
-    /// Event deliveries that failed (each attempt).
+    /// Event deliveries that failed indefinitely (each attempt; the service retries).
     pub delivery_failures: AtomicU64,
+    /// Event deliveries that failed definitely (the listener said unknown event or broke, or
+    /// its URL is outside `--event-allow`): the registration ended.
+    pub delivery_ended: AtomicU64,
+    /// Registrations held now (as of the last batch).
+    pub registrations: AtomicU64,
     /// Unicast discoveries that answered.
     pub probes_ok: AtomicU64,
     /// Unicast discoveries that failed.
@@ -368,19 +372,24 @@ pub struct Discovery {
     pub stats: Arc<DiscoveryStats>,
     announcements: Mutex<(String, Option<String>)>,
     recovered: Mutex<Recovered>,
-    http: HttpClient<HttpConnector, Full<Bytes>>,
+    http: HttpClient<crate::outbound::Guarded, Full<Bytes>>,
+    /// Which listener URLs registrations may name (`--event-allow`).
+    event_allow: crate::outbound::AllowList,
 }
 
 impl Discovery {
-    /// A discovery service with these settings (not started).
-    pub fn new(settings: DiscoverySettings) -> Discovery {
+    /// A discovery service with these settings (not started); its events leave as `outbound`
+    /// says (`http://` and `https://` listeners within `--event-allow`).
+    pub fn new(settings: DiscoverySettings, outbound: &crate::outbound::Outbound) -> Discovery {
         Discovery {
             settings,
             handle: RwLock::new(None),
             stats: Arc::new(DiscoveryStats::default()),
             announcements: Mutex::new((String::new(), None)),
             recovered: Mutex::new(Recovered::default()),
-            http: HttpClient::builder(TokioExecutor::new()).build_http(),
+            http: HttpClient::builder(TokioExecutor::new())
+                .build(outbound.connector(&outbound.event_allow, EVENT_ATTEMPT)),
+            event_allow: outbound.event_allow.clone(),
         }
     }
 
@@ -409,12 +418,21 @@ impl Discovery {
         );
         let _ = writeln!(
             out,
-            "# HELP leasehold_discovery_events_total Event deliveries to registrations' listeners, by outcome.\n\
+            "# HELP leasehold_discovery_events_total Event deliveries to registrations' listeners, by outcome: delivered, failed (indefinitely: retried), ended (definitely: the registration ended).\n\
              # TYPE leasehold_discovery_events_total counter\n\
              leasehold_discovery_events_total{{shard=\"{id}\",outcome=\"delivered\"}} {}\n\
-             leasehold_discovery_events_total{{shard=\"{id}\",outcome=\"failed\"}} {}",
+             leasehold_discovery_events_total{{shard=\"{id}\",outcome=\"failed\"}} {}\n\
+             leasehold_discovery_events_total{{shard=\"{id}\",outcome=\"ended\"}} {}",
             s.delivered.load(Relaxed),
-            s.delivery_failures.load(Relaxed)
+            s.delivery_failures.load(Relaxed),
+            s.delivery_ended.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_discovery_registrations Registrations the discovery service holds.\n\
+             # TYPE leasehold_discovery_registrations gauge\n\
+             leasehold_discovery_registrations{{shard=\"{id}\"}} {}",
+            s.registrations.load(Relaxed)
         );
         let _ = writeln!(
             out,
@@ -1040,7 +1058,10 @@ impl Actor {
                     self.svc.delivered(event_id, sequence, now);
                 }
                 Some(f) => {
-                    self.d.stats.delivery_failures.fetch_add(1, Relaxed);
+                    match f.is_definite() {
+                        true => self.d.stats.delivery_ended.fetch_add(1, Relaxed),
+                        false => self.d.stats.delivery_failures.fetch_add(1, Relaxed),
+                    };
                     self.svc.delivery_failed(event_id, sequence, f, now);
                 }
             },
@@ -1060,6 +1081,7 @@ impl Actor {
             self.hold(Held::Event(e, listener));
         }
         self.stats.live.store(self.svc.registrations().len() as u64, Relaxed);
+        self.d.stats.registrations.store(self.svc.registrations().len() as u64, Relaxed);
         self.stats.journal_seq.store(self.svc.journal_seq(), Relaxed);
         self.d.stats.registrars.store(self.svc.discovered().len() as u64, Relaxed);
     }
@@ -1124,9 +1146,10 @@ impl Actor {
                 }
                 Held::Event(e, listener) => {
                     let (me, http) = (self.me.clone(), self.d.http.clone());
+                    let allow = self.d.event_allow.clone();
                     tokio::spawn(async move {
                         let (event_id, sequence) = (e.event_id, e.sequence);
-                        let failure = deliver(&http, e, &listener).await;
+                        let failure = deliver(&http, &allow, e, &listener).await;
                         if let Some(tx) = me.upgrade() {
                             let _ = tx.send(Msg::Delivered(event_id, sequence, failure)).await;
                         }
@@ -1205,9 +1228,11 @@ fn listener_value(enc: Encoding, url: &str) -> Vec<u8> {
     format!("{tag} {url}").into_bytes()
 }
 
-/// Pushes one event to its listener; `None` when the listener answered received.
+/// Pushes one event to its listener; `None` when the listener answered received. A listener
+/// outside `allow` (kept before the list was narrowed) is a broken one: the registration ends.
 async fn deliver(
-    http: &HttpClient<HttpConnector, Full<Bytes>>,
+    http: &HttpClient<crate::outbound::Guarded, Full<Bytes>>,
+    allow: &crate::outbound::AllowList,
     e: RemoteDiscoveryEvent,
     listener: &[u8],
 ) -> Option<DeliveryFailure> {
@@ -1215,6 +1240,9 @@ async fn deliver(
     let Some((tag, url)) = listener.split_once(' ').filter(|(_, u)| !u.is_empty()) else {
         return Some(DeliveryFailure::Indefinite("no listener".into()));
     };
+    if let Err(why) = allow.check(url) {
+        return Some(DeliveryFailure::BadObject(why));
+    }
     let enc = if tag == "json" { Encoding::Json } else { Encoding::Binary };
     let req = match hyper::Request::post(url)
         .header(header::CONTENT_TYPE, crate::http::content_type(enc))
@@ -1268,8 +1296,8 @@ fn unavailable(app: &App, why: String) -> Response {
 
 /// `POST /discovery[?landlord=<16 hex digits>]`: one discovery request, answered once
 /// durable. A register request names its listener in the `leasehold-listener` header (an
-/// `http://` URL), and needs the `grant` operation when identities are on (its lease is cut
-/// to the identity's longest lease).
+/// `http://` or `https://` URL within `--event-allow`), and needs the `grant` operation when
+/// identities are on (its lease is cut to the identity's longest lease).
 pub async fn endpoint(
     State(app): State<Arc<App>>,
     Query(q): Query<Vec<(String, String)>>,
@@ -1347,6 +1375,10 @@ pub async fn endpoint(
                     Ok(url) => keep = Some(listener_value(enc, url)),
                     Err(e) => return discovery_error(enc, id, req.id, &e),
                 }
+                if let Err(why) = d.event_allow.check(listener.as_deref().unwrap_or_default()) {
+                    let r = discovery_error(enc, id, req.id, &LeaseError::LeaseDenied(why));
+                    return with_status(r, StatusCode::FORBIDDEN);
+                }
             }
             match &handle {
                 Some(h) => h.ask(|done| Msg::Discovery(req, keep, done)).await,
@@ -1421,7 +1453,7 @@ fn listener_of(headers: &HeaderMap) -> Option<String> {
     headers.get(LISTENER_HEADER).and_then(|v| v.to_str().ok()).map(|s| s.trim().to_string())
 }
 
-/// A register request's listener: an `http://` URL (events are POSTed to it).
+/// A register request's listener: an `http://` or `https://` URL (events are POSTed to it).
 fn check_listener(url: Option<&str>) -> Result<&str, LeaseError> {
     let Some(url) = url.filter(|u| !u.is_empty()) else {
         return Err(LeaseError::InvalidArgument(format!(
@@ -1429,9 +1461,11 @@ fn check_listener(url: Option<&str>) -> Result<&str, LeaseError> {
              {LISTENER_HEADER} header"
         )));
     };
-    if !url.starts_with("http://") || url.parse::<hyper::Uri>().is_err() {
+    if !(url.starts_with("http://") || url.starts_with("https://"))
+        || url.parse::<hyper::Uri>().is_err()
+    {
         return Err(LeaseError::InvalidArgument(format!(
-            "the listener {:?} is not an http:// URL",
+            "the listener {:?} is not an http:// or https:// URL",
             url.chars().take(200).collect::<String>()
         )));
     }

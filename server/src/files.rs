@@ -472,6 +472,7 @@ async fn open_and_serve_renewal(
                 app.shard_stats(id),
                 app.config.max_event_deliveries,
                 App::on_end_renewal(Arc::downgrade(app)),
+                &app.config.outbound,
             );
             app.insert_renewal(h);
             Ok(())

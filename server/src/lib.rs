@@ -19,6 +19,8 @@
 //! - [`renewal`]: renewal-service shards (seed 003, LR) beside the landlords, `POST /renewal`;
 //! - [`discovery`]: the lookup discovery service (seed 003, LD) beside the landlords,
 //!   `POST /discovery`, announcements over UDP;
+//! - [`outbound`]: their outgoing traffic (renewals to landlords, events to listeners): https
+//!   with a CA bundle, a client certificate and token, allow-lists;
 #![deny(missing_docs)]
 
 pub mod access;
@@ -35,6 +37,7 @@ pub mod http;
 pub mod listener;
 pub mod metrics;
 pub mod openapi;
+pub mod outbound;
 pub mod pg;
 pub mod quarantine;
 pub mod renewal;
@@ -118,7 +121,10 @@ impl App {
             config.security.cluster_secret.as_deref(),
         )?;
         let tls = tls::server_config(&config.security)?.map(|c| Arc::new(tls::Reloadable::new(c)));
-        let discovery = config.discovery.clone().map(|s| Arc::new(discovery::Discovery::new(s)));
+        let discovery = config
+            .discovery
+            .clone()
+            .map(|s| Arc::new(discovery::Discovery::new(s, &config.outbound)));
         Ok(Arc::new(App {
             discovery,
             config,
@@ -478,7 +484,12 @@ impl App {
         let shards: Vec<ShardMetrics> = self
             .shard_reports()
             .into_iter()
-            .map(|r| ShardMetrics { id: r.shard, state: r.state, stats: self.known_stats(r.shard) })
+            .map(|r| ShardMetrics {
+                id: r.shard,
+                state: r.state,
+                stats: self.known_stats(r.shard),
+                renewal: self.is_renewal(r.shard),
+            })
             .collect();
         let pg = match &self.config.store {
             StoreKind::Postgres(_) => {

@@ -46,6 +46,52 @@ pub struct ShardStats {
     /// Store writes by duration: `write_buckets[i]` counts writes of at most
     /// [`WRITE_BUCKETS`]`[i]` seconds (the last slot: longer ones).
     pub write_buckets: [AtomicU64; WRITE_BUCKETS.len() + 1],
+    /// A renewal-service shard's own counters (zero for other shards).
+    pub service: ServiceStats,
+}
+
+/// What a renewal-service shard counts besides [`ShardStats`]: its sets, the renewals it
+/// sends for its client leases (the core renewal manager's counts, kept in the shard's state,
+/// so they survive a restart or a takeover), and its events.
+#[derive(Debug, Default)]
+pub struct ServiceStats {
+    /// Sets held.
+    pub sets: AtomicU64,
+    /// Renewal requests sent to client leases' landlords (one per batch).
+    pub renew_requests: AtomicU64,
+    /// Cancel requests sent (a set's leases cancelled with it).
+    pub cancel_requests: AtomicU64,
+    /// Client leases renewed (each lease of a batch counts).
+    pub leases_renewed: AtomicU64,
+    /// Client leases given up: a definite failure (the landlord answered unknown or denied)
+    /// or indefinite ones until the lease would expire; each a renewal-failure event.
+    pub definite_failures: AtomicU64,
+    /// Indefinite per-lease failures (no landlord answered): retried.
+    pub indefinite_failures: AtomicU64,
+    /// Requests that got no answer within their time-out.
+    pub timeouts: AtomicU64,
+    /// Events handed to delivery.
+    pub events_queued: AtomicU64,
+    /// Events a listener took (2xx).
+    pub events_delivered: AtomicU64,
+    /// Events dropped: retried for as long as allowed, without a listener URL, or to a URL
+    /// the allow-list refuses.
+    pub events_dropped: AtomicU64,
+    /// Registrations ended because their listener answered 404 or 410.
+    pub listeners_gone: AtomicU64,
+}
+
+impl ServiceStats {
+    /// Takes the service's gauges and the renewal manager's counts (after each batch).
+    pub fn observe(&self, sets: usize, m: &leasehold::holder::RenewalStats) {
+        self.sets.store(sets as u64, Relaxed);
+        self.renew_requests.store(m.renew_requests, Relaxed);
+        self.cancel_requests.store(m.cancel_requests, Relaxed);
+        self.leases_renewed.store(m.leases_renewed, Relaxed);
+        self.definite_failures.store(m.failures, Relaxed);
+        self.indefinite_failures.store(m.indefinite_failures, Relaxed);
+        self.timeouts.store(m.timeouts, Relaxed);
+    }
 }
 
 /// Upper bounds (seconds) of the store write latency histogram's buckets.
@@ -163,6 +209,8 @@ pub struct ShardMetrics {
     pub state: ShardState,
     /// Its counters, if it was ever served here.
     pub stats: Option<Arc<ShardStats>>,
+    /// Whether it is a renewal-service shard.
+    pub renewal: bool,
 }
 
 /// The PostgreSQL mode's health, for `/metrics`.
@@ -271,6 +319,7 @@ pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetri
         let _ = writeln!(out, "{name}_sum{{shard=\"{id}\"}} {sum}");
         let _ = writeln!(out, "{name}_count{{shard=\"{id}\"}} {}", s.commits.load(Relaxed));
     }
+    render_renewal(&mut out, shards);
     let name = "leasehold_shard_state";
     metric(
         &mut out,
@@ -366,4 +415,86 @@ pub fn render(shards: &[ShardMetrics], server: &ServerStats, pg: Option<&PgMetri
         let _ = writeln!(out, "{name} {}", v.load(Relaxed));
     }
     out
+}
+
+/// The renewal-service shards' own metrics (`docs/renewal-service.md`, "Metrics"). The sets
+/// gauge is shown for shards served here; counters for every renewal shard ever served here.
+fn render_renewal(out: &mut String, shards: &[ShardMetrics]) {
+    let known: Vec<(u64, &ServiceStats, bool)> = shards
+        .iter()
+        .filter(|s| s.renewal)
+        .filter_map(|s| {
+            s.stats.as_deref().map(|st| (s.id, &st.service, s.state == ShardState::Served))
+        })
+        .collect();
+    let name = "leasehold_renewal_sets";
+    metric(out, name, "gauge", "Renewal sets held by a renewal-service shard.");
+    for (id, s, served) in &known {
+        if *served {
+            let _ = writeln!(out, "{name}{{shard=\"{id}\"}} {}", s.sets.load(Relaxed));
+        }
+    }
+    let name = "leasehold_renewal_requests_total";
+    metric(
+        out,
+        name,
+        "counter",
+        "Requests a renewal-service shard sent to client leases' landlords, by kind (renew, cancel).",
+    );
+    for (id, s, _) in &known {
+        let _ = writeln!(
+            out,
+            "{name}{{shard=\"{id}\",kind=\"renew\"}} {}",
+            s.renew_requests.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "{name}{{shard=\"{id}\",kind=\"cancel\"}} {}",
+            s.cancel_requests.load(Relaxed)
+        );
+    }
+    let name = "leasehold_renewal_leases_renewed_total";
+    metric(
+        out,
+        name,
+        "counter",
+        "Client leases a renewal-service shard renewed with their landlords.",
+    );
+    for (id, s, _) in &known {
+        let _ = writeln!(out, "{name}{{shard=\"{id}\"}} {}", s.leases_renewed.load(Relaxed));
+    }
+    let name = "leasehold_renewal_failures_total";
+    metric(
+        out,
+        name,
+        "counter",
+        "Renewal failures of client leases, by kind: definite (the lease was given up: a definite error, or indefinite ones until it would expire), indefinite (no landlord answered; retried), timeout (no answer in time).",
+    );
+    for (id, s, _) in &known {
+        for (kind, v) in [
+            ("definite", &s.definite_failures),
+            ("indefinite", &s.indefinite_failures),
+            ("timeout", &s.timeouts),
+        ] {
+            let _ = writeln!(out, "{name}{{shard=\"{id}\",kind=\"{kind}\"}} {}", v.load(Relaxed));
+        }
+    }
+    let name = "leasehold_renewal_events_total";
+    metric(
+        out,
+        name,
+        "counter",
+        "Events of renewal sets, by outcome: queued (handed to delivery), delivered (a listener took it), dropped (not taken in time, no listener URL, or a URL the allow-list refuses), gone (the listener answered 404 or 410: its registration ended).",
+    );
+    for (id, s, _) in &known {
+        for (outcome, v) in [
+            ("queued", &s.events_queued),
+            ("delivered", &s.events_delivered),
+            ("dropped", &s.events_dropped),
+            ("gone", &s.listeners_gone),
+        ] {
+            let _ =
+                writeln!(out, "{name}{{shard=\"{id}\",outcome=\"{outcome}\"}} {}", v.load(Relaxed));
+        }
+    }
 }

@@ -818,10 +818,10 @@ pub fn document() -> Value {
             "/discovery": { "post": {
                 "operationId": "discovery",
                 "summary": "The lookup discovery service (with --discovery-port): register for the registrars of groups and locators, change a registration's groups and locators, list its registrars, discard one.",
-                "description": "One discovery message in (JSON or binary by Content-Type), one reply out in the same encoding, with the statuses of POST /lease. A register request names its listener in the leasehold-listener header: the http:// URL the service POSTs discovered and discarded events to (in the register request's encoding), each answered with an event reply. Renew and cancel a registration's lease with POST /lease?landlord=<the reply's landlord>, like any lease. A server without a discovery service answers 400.",
+                "description": "One discovery message in (JSON or binary by Content-Type), one reply out in the same encoding, with the statuses of POST /lease. A register request names its listener in the leasehold-listener header: the http:// or https:// URL (within the server's --event-allow) the service POSTs discovered and discarded events to (in the register request's encoding), each answered with an event reply. Renew and cancel a registration's lease with POST /lease?landlord=<the reply's landlord>, like any lease. A server without a discovery service answers 400.",
                 "parameters": [
                     param("landlord", "query", r("LandlordId"), "The discovery service's id (the landlord of its registration leases), 16 hex digits; another id: 404.", false),
-                    param("leasehold-listener", "header", json!({ "type": "string" }), "A register request's listener: the http:// URL events are POSTed to.", false)
+                    param("leasehold-listener", "header", json!({ "type": "string" }), "A register request's listener: the http:// or https:// URL events are POSTed to.", false)
                 ],
                 "requestBody": { "required": true, "content": {
                     "application/json": { "schema": r("DiscoveryRequest"), "examples": disc_req_examples },

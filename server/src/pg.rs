@@ -1552,6 +1552,7 @@ impl Cluster {
             app.shard_stats(id),
             app.config.max_event_deliveries,
             App::on_end_renewal(Arc::downgrade(app)),
+            &app.config.outbound,
         );
         app.insert_renewal(h);
         self.mark_serving(db, id, epoch).await;

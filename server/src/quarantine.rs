@@ -31,11 +31,20 @@
 //! give the shard a fresh cookie key (the seed in its snapshot), so no cookie of a dropped
 //! grant is ever issued again for another lease. The shard's quarantine stays until
 //! [`release`].
+//!
+//! Every kind of shard is read ([`ShardState`]): landlords, renewal-service shards and the
+//! discovery shard. [`inspect`] and [`release`] work for all three; [`repair`] and
+//! [`restore`] only for landlords, the one kind whose cookie key they know how to replace (a
+//! renewal or discovery shard truncated with its old key could hand a dropped set's or
+//! registration's cookie to somebody else): put such a shard's directory or rows back from a
+//! backup, then release it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use leasehold::journal::{read_snapshot, scan_prefix, write_snapshot, Break};
+use leasehold::discovery::DiscoveryService;
+use leasehold::journal::{read_snapshot, scan_prefix, write_snapshot, Break, Frame, Journaled};
+use leasehold::service::RenewalService;
 use leasehold::store::{FileOp, SNAPSHOT_FILE, SNAPSHOT_TMP};
 use leasehold::{LandlordId, PolicySpec};
 use leasehold_store::Dir;
@@ -43,6 +52,94 @@ use serde::{Deserialize, Serialize};
 
 use crate::files::{read_tip, shard_dir, tip_bytes, TIP_FILE};
 use crate::shard::LL;
+
+/// A shard's stored state, of whichever kind its snapshot says.
+pub enum ShardState {
+    /// A landlord shard.
+    Landlord(Box<LL>),
+    /// A renewal-service shard.
+    Renewal(Box<RenewalService>),
+    /// The discovery shard.
+    Discovery(Box<DiscoveryService>),
+}
+
+impl ShardState {
+    /// Loads a snapshot of any kind (checked as a server checks it when it opens the shard).
+    pub fn from_snapshot(bytes: &[u8]) -> Result<ShardState, String> {
+        use leasehold::journal::{KIND_DISCOVERY, KIND_LANDLORD, KIND_RENEWAL_SERVICE};
+        let kind = read_snapshot(bytes).map_err(|e| e.to_string())?.kind;
+        match kind {
+            KIND_LANDLORD => LL::from_snapshot_bytes(bytes, any_policy())
+                .map(|l| ShardState::Landlord(Box::new(l))),
+            KIND_RENEWAL_SERVICE => {
+                RenewalService::from_snapshot_bytes(bytes).map(|s| ShardState::Renewal(Box::new(s)))
+            }
+            KIND_DISCOVERY => DiscoveryService::from_snapshot_bytes(bytes)
+                .map(|s| ShardState::Discovery(Box::new(s))),
+            k => return Err(format!("a snapshot of kind {k}, which this build does not know")),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// `landlord`, `renewal` or `discovery`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ShardState::Landlord(_) => "landlord",
+            ShardState::Renewal(_) => "renewal",
+            ShardState::Discovery(_) => "discovery",
+        }
+    }
+
+    /// The landlord id it grants its leases (leases, sets, registrations) as.
+    pub fn id(&self) -> LandlordId {
+        match self {
+            ShardState::Landlord(l) => l.id(),
+            ShardState::Renewal(r) => r.id(),
+            ShardState::Discovery(d) => d.id(),
+        }
+    }
+
+    /// The last journal record it includes.
+    pub fn journal_seq(&self) -> u64 {
+        match self {
+            ShardState::Landlord(l) => l.journal_seq(),
+            ShardState::Renewal(r) => r.journal_seq(),
+            ShardState::Discovery(d) => d.journal_seq(),
+        }
+    }
+
+    /// Applies one journal frame.
+    pub fn replay(&mut self, f: &Frame<'_>) -> leasehold::Result<u64> {
+        match self {
+            ShardState::Landlord(l) => l.replay(f),
+            ShardState::Renewal(r) => r.replay(f),
+            ShardState::Discovery(d) => d.replay(f),
+        }
+    }
+
+    /// What it holds: leases (landlord), client leases (renewal), registrations (discovery).
+    pub fn len(&self) -> usize {
+        match self {
+            ShardState::Landlord(l) => l.len(),
+            ShardState::Renewal(r) => r.manager().len(),
+            ShardState::Discovery(d) => d.registrations().len(),
+        }
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its snapshot; returns the last record it includes.
+    pub fn snapshot_bytes(&mut self, out: &mut Vec<u8>) -> u64 {
+        match self {
+            ShardState::Landlord(l) => l.snapshot_bytes(out),
+            ShardState::Renewal(r) => Journaled::snapshot_bytes(&mut **r, out),
+            ShardState::Discovery(d) => Journaled::snapshot_bytes(&mut **d, out),
+        }
+    }
+}
 
 /// The marker file of a quarantined shard (file store).
 pub const MARKER_FILE: &str = "QUARANTINE";
@@ -150,8 +247,11 @@ pub struct Inspection {
     /// Whether [`repair`] can truncate at the damage (it cannot without a snapshot that
     /// loads: then only [`restore`] helps).
     pub repairable: bool,
-    /// Leases held in the state a repair would keep.
+    /// Leases held in the state a repair would keep (client leases of a renewal shard,
+    /// registrations of the discovery shard).
     pub leases_kept: Option<usize>,
+    /// The shard's kind (`landlord`, `renewal`, `discovery`), once its snapshot loads.
+    pub kind: Option<&'static str>,
 }
 
 impl fmt::Display for Inspection {
@@ -162,7 +262,11 @@ impl fmt::Display for Inspection {
             None => writeln!(f, "  not quarantined")?,
         }
         match (self.snapshot_bytes, self.snapshot_seq) {
-            (Some(b), Some(s)) => writeln!(f, "  snapshot: {b} bytes, up to record {s}")?,
+            (Some(b), Some(s)) => writeln!(
+                f,
+                "  snapshot: {b} bytes, up to record {s} ({} shard)",
+                self.kind.unwrap_or("unknown")
+            )?,
             (Some(b), None) => writeln!(f, "  snapshot: {b} bytes, refused")?,
             (None, _) => writeln!(f, "  snapshot: none")?,
         }
@@ -190,6 +294,12 @@ impl fmt::Display for Inspection {
                     for d in &self.dropped {
                         writeln!(f, "    - {d}")?;
                     }
+                } else if matches!(self.kind, Some("renewal" | "discovery")) {
+                    writeln!(
+                        f,
+                        "  a {} shard is not repaired or restored here: put its directory (or rows) back from a backup, then release it",
+                        self.kind.unwrap_or_default()
+                    )?;
                 } else {
                     writeln!(f, "  cannot be repaired by truncation: restore it from a snapshot")?;
                 }
@@ -252,7 +362,7 @@ type Stored = (String, Vec<u8>, Option<(u64, u64)>);
 struct Analysis {
     inspection: Inspection,
     /// The state a repair keeps (when repairable).
-    kept: Option<LL>,
+    kept: Option<ShardState>,
 }
 
 fn any_policy() -> Box<dyn leasehold::LeasePolicy> {
@@ -301,6 +411,7 @@ fn analyze(
         lost: None,
         repairable: false,
         leases_kept: None,
+        kind: None,
     };
     for (name, bytes, _) in pieces {
         let (frames, _) = scan_prefix(bytes);
@@ -311,7 +422,7 @@ fn analyze(
             records: seq_range(&frames),
         });
     }
-    let mut ll: LL = match snapshot {
+    let mut ll: ShardState = match snapshot {
         None if pieces.is_empty() => {
             // A shard never written: nothing stored, nothing to refuse (unless a tip says
             // records were durable).
@@ -328,11 +439,11 @@ fn analyze(
             );
             return Analysis { inspection: ins, kept: None };
         }
-        Some(bytes) => match LL::from_snapshot_bytes(bytes, any_policy()) {
+        Some(bytes) => match ShardState::from_snapshot(bytes) {
             Ok(ll) if ll.id() == LandlordId(shard) => ll,
             Ok(ll) => {
                 ins.damage =
-                    Some(format!("the snapshot holds landlord {}, not {shard}", ll.id().0));
+                    Some(format!("the snapshot holds {} {}, not {shard}", ll.kind(), ll.id().0));
                 return Analysis { inspection: ins, kept: None };
             }
             Err(e) => {
@@ -342,7 +453,9 @@ fn analyze(
         },
     };
     ins.snapshot_seq = Some(ll.journal_seq());
-    ins.repairable = true;
+    ins.kind = Some(ll.kind());
+    // Truncation needs a fresh cookie key, which only a landlord's snapshot is given here.
+    ins.repairable = matches!(ll, ShardState::Landlord(_));
     let n = pieces.len();
     'pieces: for (i, (name, bytes, declared)) in pieces.iter().enumerate() {
         if declared.is_some_and(|(_, b)| b <= ll.journal_seq()) {
@@ -432,6 +545,21 @@ fn analyze(
     Analysis { inspection: ins, kept: Some(ll) }
 }
 
+/// Why a repair cannot truncate `shard`.
+fn not_repairable(shard: u64, ins: &Inspection) -> String {
+    match ins.kind {
+        Some(k @ ("renewal" | "discovery")) => format!(
+            "shard {shard} is a {k} shard: it is not repaired by truncation here (its cookie key \
+             cannot be replaced, and a dropped set or registration's cookie could be handed out \
+             again); put its directory (or rows) back from a backup, then release it"
+        ),
+        _ => format!(
+            "shard {shard} cannot be repaired by truncation ({}): restore it from a snapshot",
+            ins.damage.clone().unwrap_or_default()
+        ),
+    }
+}
+
 /// A snapshot of `ll` with a fresh cookie key (the seed, bytes 8..40 of a landlord
 /// snapshot's body), checked by loading it back.
 fn rekeyed_snapshot(ll: &mut LL, shard: u64) -> Result<(Vec<u8>, u64, usize), String> {
@@ -443,6 +571,13 @@ fn rekeyed_snapshot(ll: &mut LL, shard: u64) -> Result<(Vec<u8>, u64, usize), St
 /// `snapshot` with a fresh cookie key; returns it with its last record and lease count.
 fn rekey(snapshot: &[u8], shard: u64) -> Result<(Vec<u8>, u64, usize), String> {
     let snap = read_snapshot(snapshot).map_err(|e| format!("snapshot refused: {e}"))?;
+    if snap.kind != leasehold::journal::KIND_LANDLORD {
+        return Err(format!(
+            "a snapshot of kind {} is not a landlord's: renewal and discovery shards are not \
+             restored here; put the shard's directory (or rows) back from a backup, then release it",
+            snap.kind
+        ));
+    }
     let mut body = snap.body.to_vec();
     if body.len() < 40 {
         return Err("snapshot refused: too short for a landlord's".into());
@@ -505,11 +640,8 @@ pub async fn repair(target: &Target, shard: u64) -> Result<Change, String> {
             if ins.mark.is_none() {
                 return Err(format!("shard {shard} is not quarantined: nothing is repaired"));
             }
-            let Some(mut ll) = a.kept.filter(|_| ins.repairable) else {
-                return Err(format!(
-                    "shard {shard} cannot be repaired by truncation ({}): restore it from a snapshot",
-                    ins.damage.unwrap_or_default()
-                ));
+            let Some(ShardState::Landlord(mut ll)) = a.kept.filter(|_| ins.repairable) else {
+                return Err(not_repairable(shard, &ins));
             };
             if ins.damage.is_none() {
                 return Err(format!("shard {shard} has no damage: release it instead"));
@@ -627,7 +759,9 @@ fn files_replace(dir: &mut Dir, snapshot: Vec<u8>, seq: u64) -> Result<(), Strin
 
 /// The PostgreSQL side (tables in [`crate::pg`]).
 mod pg {
-    use super::{analyze, rekeyed_snapshot, restore_dropped, Analysis, Change, Mark, Stored};
+    use super::{
+        analyze, rekeyed_snapshot, restore_dropped, Analysis, Change, Mark, ShardState, Stored,
+    };
     use tokio_postgres::Client;
 
     async fn client(url: &str) -> Result<Client, String> {
@@ -758,11 +892,8 @@ mod pg {
         let tx = c.transaction().await.map_err(e)?;
         let (a, epoch) = locked(&tx, shard).await?;
         let ins = a.inspection;
-        let Some(mut ll) = a.kept.filter(|_| ins.repairable) else {
-            return Err(format!(
-                "shard {shard} cannot be repaired by truncation ({}): restore it from a snapshot",
-                ins.damage.unwrap_or_default()
-            ));
+        let Some(ShardState::Landlord(mut ll)) = a.kept.filter(|_| ins.repairable) else {
+            return Err(super::not_repairable(shard, &ins));
         };
         if ins.damage.is_none() {
             return Err(format!("shard {shard} has no damage: release it instead"));

@@ -38,7 +38,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
 use leasehold::event::EventId;
@@ -48,11 +47,12 @@ use leasehold::service::wire::{SetReplyBody, SetRequest, SetRequestBody};
 use leasehold::service::{RenewalService, SetEvent};
 use leasehold::wire::WireError;
 use leasehold::{Encoding, LandlordId, LeaseError, Reply, Request};
-use leasehold_client::{Cluster, ClusterConfig};
+use leasehold_client::Cluster;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::clock::{instant_of, now_ms};
 use crate::metrics::{stamp_us, ShardStats};
+use crate::outbound::{Guarded, Outbound};
 use crate::shard::{Answer, Ended, Job, Planner, WriteError, Writer};
 
 /// How long an event is retried before it is dropped (and logged).
@@ -143,7 +143,8 @@ enum Held {
     Event(SetEvent),
 }
 
-type Events = HttpClient<HttpConnector, Full<Bytes>>;
+/// Event POSTs: `http://` and `https://` listeners, within `--event-allow`.
+type Events = HttpClient<Guarded, Full<Bytes>>;
 
 struct Actor {
     id: u64,
@@ -158,7 +159,7 @@ struct Actor {
     stats: Arc<ShardStats>,
     me: mpsc::WeakSender<Msg>,
     /// A cluster client per client-lease landlord (alias), over its URLs.
-    landlords: HashMap<LandlordId, Cluster>,
+    landlords: HashMap<LandlordId, Cluster<Guarded>>,
     /// A delivery queue per event registration: sequence number, URL, body.
     deliveries: HashMap<EventId, mpsc::UnboundedSender<(u64, String, Bytes)>>,
     http: Events,
@@ -166,10 +167,15 @@ struct Actor {
     posts: Arc<tokio::sync::Semaphore>,
     /// The service's count of events dropped from a full outbox, as last logged.
     outbox_dropped: u64,
+    /// TLS, token and allow-lists of renewals and events.
+    outbound: Outbound,
+    /// The connector of landlords' clusters (within `--renewal-allow`).
+    to_landlords: Guarded,
 }
 
 /// Starts a renewal shard's actor and its writer. `on_end` is told why the actor ended.
-/// `max_deliveries` bounds the event POSTs under way at once (`--max-event-deliveries`).
+/// `max_deliveries` bounds the event POSTs under way at once (`--max-event-deliveries`);
+/// `outbound` says how renewals and events leave.
 pub fn spawn(
     id: u64,
     svc: RenewalService,
@@ -178,6 +184,7 @@ pub fn spawn(
     stats: Arc<ShardStats>,
     max_deliveries: usize,
     on_end: impl FnOnce(u64, Ended) + Send + 'static,
+    outbound: &Outbound,
 ) -> RenewalHandle {
     stats.restart(svc.manager().len() as u64, svc.journal_seq());
     let (tx, rx) = mpsc::channel(8192);
@@ -192,9 +199,7 @@ pub fn spawn(
             }
         }
     });
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.set_connect_timeout(Some(EVENT_ATTEMPT));
+    let connector = outbound.connector(&outbound.event_allow, EVENT_ATTEMPT);
     let actor = Actor {
         id,
         svc,
@@ -212,6 +217,8 @@ pub fn spawn(
             .build(connector),
         posts: Arc::new(tokio::sync::Semaphore::new(max_deliveries.max(1))),
         outbox_dropped: 0,
+        outbound: outbound.clone(),
+        to_landlords: outbound.connector(&outbound.renewal_allow, RENEW_ATTEMPT),
     };
     tokio::spawn(async move {
         let ended = actor.run(rx).await;
@@ -344,6 +351,7 @@ impl Actor {
         // renewals its landlords granted (the renewal manager's count, kept in its state).
         self.stats.live.store(self.svc.manager().len() as u64, Relaxed);
         self.stats.renewals.store(self.svc.manager().stats().leases_renewed, Relaxed);
+        self.stats.service.observe(self.svc.sets().len(), &self.svc.manager().stats());
         self.stats.journal_seq.store(self.svc.journal_seq(), Relaxed);
     }
 
@@ -424,14 +432,25 @@ impl Actor {
         let cluster = match self.landlords.get(&alias) {
             Some(c) => c.clone(),
             None => {
-                let config = ClusterConfig::new(route.urls.clone()).attempt_timeout(RENEW_ATTEMPT);
-                match Cluster::new(config) {
+                // URLs stored before --renewal-allow changed are not reached: a definite
+                // failure (the set operation that named them would be refused now).
+                let refused =
+                    route.urls.iter().find_map(|u| self.outbound.renewal_allow.check(u).err());
+                let made = match refused {
+                    Some(why) => Err(leasehold_client::ClientError::Config(why)),
+                    None => self.outbound.landlord(
+                        route.urls.clone(),
+                        RENEW_ATTEMPT,
+                        self.to_landlords.clone(),
+                    ),
+                };
+                match made {
                     Ok(c) => {
                         self.landlords.insert(alias, c.clone());
                         c
                     }
                     Err(e) => {
-                        // A definite failure: these URLs will never work (https:// for now).
+                        // A definite failure: these URLs will never work.
                         self.svc.handle_failure(tx.request.id, e.to_lease_error(), now);
                         return;
                     }
@@ -454,7 +473,9 @@ impl Actor {
     /// Queues an event for its listener.
     fn deliver(&mut self, e: SetEvent) {
         let (url, msg) = self.svc.event_message(&e, now_ms());
+        self.stats.service.events_queued.fetch_add(1, Relaxed);
         let Some(url) = url else {
+            self.stats.service.events_dropped.fetch_add(1, Relaxed);
             tracing::warn!(
                 shard = self.id,
                 event_id = e.event_id,
@@ -463,6 +484,15 @@ impl Actor {
             self.svc.delivered(e.event_id, e.sequence, now_ms());
             return;
         };
+        if let Err(why) = self.outbound.event_allow.check(&url) {
+            // Stored before --event-allow changed: not reached (a listen naming it would be
+            // refused now).
+            self.stats.service.events_dropped.fetch_add(1, Relaxed);
+            tracing::warn!(shard = self.id, event_id = e.event_id, error = %why, "event dropped");
+            // given up on, as after EVENT_RETRY_FOR: it leaves the outbox
+            self.svc.delivered(e.event_id, e.sequence, now_ms());
+            return;
+        }
         let body = Bytes::from(msg.to_json());
         let item = (e.sequence, url, body);
         let item = match self.deliveries.get(&e.event_id) {
@@ -475,8 +505,9 @@ impl Actor {
         let (q, rx) = mpsc::unbounded_channel();
         let _ = q.send(item);
         self.deliveries.insert(e.event_id, q);
-        let posts = self.posts.clone();
-        tokio::spawn(delivery(self.id, e.event_id, rx, self.http.clone(), self.me.clone(), posts));
+        let (posts, stats) = (self.posts.clone(), self.stats.clone());
+        let (http, me) = (self.http.clone(), self.me.clone());
+        tokio::spawn(delivery(self.id, e.event_id, rx, http, me, posts, stats));
     }
 
     /// A write failed: nothing waiting is acknowledged, and the actor ends.
@@ -520,6 +551,7 @@ async fn delivery(
     http: Events,
     me: mpsc::WeakSender<Msg>,
     posts: Arc<tokio::sync::Semaphore>,
+    stats: Arc<ShardStats>,
 ) {
     while let Some((sequence, url, body)) = rx.recv().await {
         let give_up = Instant::now() + EVENT_RETRY_FOR;
@@ -530,8 +562,12 @@ async fn delivery(
                 post(&http, &url, body.clone()).await
             };
             let why = match answer {
-                Ok(s) if (200..300).contains(&s) => break,
+                Ok(s) if (200..300).contains(&s) => {
+                    stats.service.events_delivered.fetch_add(1, Relaxed);
+                    break;
+                }
                 Ok(404 | 410) => {
+                    stats.service.listeners_gone.fetch_add(1, Relaxed);
                     if let Some(me) = me.upgrade() {
                         let _ = me.send(Msg::UnknownEvent(event_id)).await;
                     }
@@ -542,6 +578,7 @@ async fn delivery(
             };
             failures += 1;
             if Instant::now() >= give_up {
+                stats.service.events_dropped.fetch_add(1, Relaxed);
                 tracing::warn!(shard, event_id, sequence, url = %url, error = %why, "event dropped: its listener did not take it in time");
                 break;
             }
@@ -664,6 +701,13 @@ pub async fn endpoint(
         Ok(r) => r,
         Err(e) => return set_error(0, named.unwrap_or(0), &e, enc),
     };
+    // Landlord and listener URLs outside the allow-lists are refused here, with the reason,
+    // rather than taken and failing at every renewal (docs/security.md, "Outgoing traffic").
+    if let Err(e) = app.config.outbound.check_set_request(&request.body) {
+        let mut r = set_error(request.id, named.unwrap_or(0), &e, enc);
+        *r.status_mut() = StatusCode::FORBIDDEN;
+        return r;
+    }
     let mut body = body;
     if let Some(who) = &caller {
         let op = match request.body {

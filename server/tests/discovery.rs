@@ -160,6 +160,14 @@ fn discovery_service_in_the_server() {
     assert_eq!(code, 400, "{r:?}");
     let (code, r) = discovery(s.addr, register.clone(), &[("leasehold-listener", "ftp://x/")]);
     assert_eq!(code, 400, "{r:?}");
+    // A listener outside --event-allow (by default: a link-local, cloud metadata address) is
+    // refused with the reason, and nothing is registered.
+    let metadata = "http://169.254.169.254/latest";
+    let (code, r) = discovery(s.addr, register.clone(), &[("leasehold-listener", metadata)]);
+    assert_eq!(code, 403, "{r:?}");
+    let DiscoveryReplyBody::Error(e) = &r.body else { panic!("{r:?}") };
+    assert!(e.message.contains("link-local") && e.message.contains("--event-allow"), "{e:?}");
+    assert_eq!(s.metric("leasehold_discovery_registrations", &[]), 0.0);
 
     let (url, events) = listener();
     let (code, r) = discovery(s.addr, register, &[("leasehold-listener", &url)]);
@@ -198,6 +206,9 @@ fn discovery_service_in_the_server() {
     let m = |name: &str, labels: &[&str]| s.metric(name, labels);
     assert_eq!(m("leasehold_discovery_registrars", &["shard=\"1000000\""]), 2.0);
     assert!(m("leasehold_discovery_events_total", &["outcome=\"delivered\""]) >= 1.0);
+    assert_eq!(m("leasehold_discovery_events_total", &["outcome=\"ended\""]), 0.0);
+    assert_eq!(m("leasehold_discovery_registrations", &["shard=\"1000000\""]), 1.0);
+    assert!(m("leasehold_discovery_datagrams_total", &["outcome=\"taken\""]) >= 2.0);
     assert_eq!(m("leasehold_live_leases", &["shard=\"1000000\""]), 1.0);
 
     // SIGKILL and restart on the same directory: the registration, its cookie and its
