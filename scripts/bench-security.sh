@@ -2,10 +2,12 @@
 # What TLS and tokens cost: renewals per second through one leasehold-server (embedded file
 # store, 1 shard) at 1, 16 and 256 requests in flight, over plain HTTP and over TLS (rustls,
 # ECDSA P-256) with a bearer token checked on every request. Client and server share the
-# machine; each row is the median of RUNS runs of SECONDS. Beside the rate, the server's own CPU
-# time per renewal (user + system, from /proc, fsync threads included): the rate on a shared
-# 2-core machine also moves with the client's TLS and with anything else running, the server's
-# CPU per renewal much less.
+# machine; each row is the median of RUNS runs of SECONDS, timed over open connections (the
+# bench opens one per slot, TLS handshake included, before its clock starts: a long-lived
+# client's steady state). Beside the rate, the server's own CPU time per renewal (user +
+# system, from /proc, fsync threads included; the handshakes too, as it spans the whole bench
+# process): the rate on a shared 2-core machine also moves with the client's TLS and with
+# anything else running, the server's CPU per renewal much less.
 #
 # Usage: scripts/bench-security.sh [SECONDS] [RUNS]   (default 5 3)
 set -euo pipefail

@@ -64,4 +64,4 @@ pub use cluster::{content_type, landlord_query, Answered, Cluster, ClusterConfig
 pub use driver::RenewalDriver;
 pub use error::ClientError;
 pub use renewal::RemoteSet;
-pub use tls::{HttpsConnector, TlsOptions};
+pub use tls::{HttpsConnector, TcpConnection, TcpConnector, TlsOptions};

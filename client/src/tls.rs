@@ -10,10 +10,16 @@
 //! # Ok(()) }
 //! ```
 
+use std::future::Future;
+use std::io;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use hyper_util::client::legacy::connect::HttpConnector;
+use hyper::Uri;
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
@@ -23,7 +29,86 @@ use crate::error::ClientError;
 
 /// The connector of a [`Cluster`] made by [`Cluster::with_tls`]: `https://` over rustls,
 /// `http://` over TCP.
-pub type HttpsConnector = hyper_rustls::HttpsConnector<HttpConnector>;
+pub type HttpsConnector = hyper_rustls::HttpsConnector<TcpConnector>;
+
+/// The TCP connector under [`HttpsConnector`]: hyper's [`HttpConnector`], its streams
+/// written with `send` rather than `writev` when there is one buffer to write (see
+/// [`TcpConnection`]).
+#[derive(Debug, Clone)]
+pub struct TcpConnector(HttpConnector);
+
+impl tower_service::Service<Uri> for TcpConnector {
+    type Response = TcpConnection;
+    type Error = <HttpConnector as tower_service::Service<Uri>>::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<TcpConnection, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let connect = self.0.call(uri);
+        Box::pin(async move { connect.await.map(TcpConnection) })
+    }
+}
+
+/// A TCP stream of [`TcpConnector`]. rustls hands its records over as a list of buffers
+/// (almost always one per request), and `writev` on a socket costs more in the kernel than
+/// `send` (the VFS path, the iovec copied in); so one buffer goes out with `send`, several
+/// still in one `writev`.
+#[derive(Debug)]
+pub struct TcpConnection(TokioIo<tokio::net::TcpStream>);
+
+impl Connection for TcpConnection {
+    fn connected(&self) -> Connected {
+        self.0.connected()
+    }
+}
+
+impl hyper::rt::Read for TcpConnection {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for TcpConnection {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let mut full = bufs.iter().filter(|b| !b.is_empty());
+        match (full.next(), full.next()) {
+            (None, _) => Poll::Ready(Ok(0)),
+            (Some(one), None) => Pin::new(&mut self.0).poll_write(cx, one),
+            _ => Pin::new(&mut self.0).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
 
 /// Where the system keeps its CA bundle (Debian's `ca-certificates`), used when no CA file
 /// is given.
@@ -107,7 +192,7 @@ impl Cluster<HttpsConnector> {
             .with_tls_config(tls.client_config()?)
             .https_or_http()
             .enable_http1()
-            .wrap_connector(http);
+            .wrap_connector(TcpConnector(http));
         Cluster::with_connector(config, connector)
     }
 }
