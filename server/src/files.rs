@@ -470,9 +470,8 @@ async fn open_and_serve_renewal(
                 o.planner,
                 o.writer,
                 app.shard_stats(id),
-                app.config.max_event_deliveries,
+                &app.config,
                 App::on_end_renewal(Arc::downgrade(app)),
-                &app.config.outbound,
             );
             app.insert_renewal(h);
             Ok(())

@@ -1550,9 +1550,8 @@ impl Cluster {
             planner,
             writer,
             app.shard_stats(id),
-            app.config.max_event_deliveries,
+            &app.config,
             App::on_end_renewal(Arc::downgrade(app)),
-            &app.config.outbound,
         );
         app.insert_renewal(h);
         self.mark_serving(db, id, epoch).await;

@@ -173,19 +173,19 @@ struct Actor {
     to_landlords: Guarded,
 }
 
-/// Starts a renewal shard's actor and its writer. `on_end` is told why the actor ended.
-/// `max_deliveries` bounds the event POSTs under way at once (`--max-event-deliveries`);
-/// `outbound` says how renewals and events leave.
+/// Starts a renewal shard's actor and its writer. `on_end` is told why the actor ended. From
+/// `config`: how renewals and events leave (`outbound`) and how many event POSTs may be under
+/// way at once (`--max-event-deliveries`).
 pub fn spawn(
     id: u64,
     svc: RenewalService,
     planner: Planner,
     writer: impl Writer,
     stats: Arc<ShardStats>,
-    max_deliveries: usize,
+    config: &crate::Config,
     on_end: impl FnOnce(u64, Ended) + Send + 'static,
-    outbound: &Outbound,
 ) -> RenewalHandle {
+    let (outbound, max_deliveries) = (&config.outbound, config.max_event_deliveries);
     stats.restart(svc.manager().len() as u64, svc.journal_seq());
     let (tx, rx) = mpsc::channel(8192);
     let (jobs, mut job_rx) = mpsc::channel::<Job>(1);
