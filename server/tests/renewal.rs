@@ -288,7 +288,7 @@ fn a_renewal_set_keeps_leases_alive_through_a_sigkill_of_its_service() {
     // (delivery is at least once: a listener drops repeats by event id and sequence number).
     let mut got = events.lock().unwrap().clone();
     let mut seen = BTreeSet::new();
-    got.retain(|e| seen.insert((e.event_id, e.sequence)));
+    got.retain(|e| seen.insert((e.service, e.event_id, e.sequence)));
     eprintln!("events: {got:?}");
     assert_eq!(got.len(), 1, "{got:?}");
     let e = &got[0];

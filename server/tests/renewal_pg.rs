@@ -438,10 +438,11 @@ fn run(run: Run) {
     }
 
     // Events: a warning per set before its lease ends; a failure per cancelled lease, and
-    // none for the others (at least once: repeats dropped by event id and sequence number).
+    // none for the others (at least once: repeats dropped by service, event id and sequence
+    // number; event ids are numbered per renewal shard).
     let mut got = events.lock().unwrap().clone();
     let mut seen = BTreeSet::new();
-    got.retain(|(_, e)| seen.insert((e.event_id, e.sequence)));
+    got.retain(|(_, e)| seen.insert((e.service, e.event_id, e.sequence)));
     let mut failures: BTreeMap<Cookie, usize> = BTreeMap::new();
     let mut warned = BTreeSet::new();
     let mut other = Vec::new();
