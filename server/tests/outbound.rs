@@ -6,18 +6,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
 use leasehold::service::wire::{
-    ClientLease, SetEventBody, SetEventMessage, SetEventType, SetReply, SetReplyBody, SetRequest,
-    SetRequestBody,
+    ClientLease, SetEventBody, SetEventType, SetReplyBody, SetRequestBody,
 };
-use leasehold::{Cookie, ErrorCode, LandlordId, Limits, Request, RequestBody};
+use leasehold::{Cookie, ErrorCode, LandlordId, Request, RequestBody};
 use leasehold_client::{Cluster, ClusterConfig, TlsOptions};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 
@@ -41,72 +37,6 @@ fn leaf(dir: &Path, name: &str, sans: &[&str], ca: &(rcgen::Certificate, KeyPair
 
 fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
-}
-
-/// One set operation at `addr` (plain HTTP, JSON).
-fn set_op(addr: SocketAddr, service: Option<LandlordId>, body: SetRequestBody) -> (u16, SetReply) {
-    let path = match service {
-        Some(l) => format!("/renewal?landlord={l}"),
-        None => "/renewal".to_string(),
-    };
-    let body = SetRequest { id: 1, body }.to_json();
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(&body).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(out.len());
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
-    let bytes = out.get(split + 4..).unwrap_or_default();
-    let reply = SetReply::from_json(bytes, &Limits::default())
-        .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(bytes)));
-    (status, reply)
-}
-
-/// A listener for set events: every POST's body, answered 200.
-fn listener() -> (String, Arc<Mutex<Vec<SetEventMessage>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/events", l.local_addr().unwrap());
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                let t = line.trim();
-                if t.is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = t.split_once(':') {
-                    if k.eq_ignore_ascii_case("content-length") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                }
-            }
-            let mut body = vec![0; len];
-            if r.read_exact(&mut body).is_ok() {
-                if let Ok(m) = SetEventMessage::from_json(&body, &Limits::default()) {
-                    g.lock().unwrap().push(m);
-                }
-            }
-            let _ =
-                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        }
-    });
-    (url, got)
 }
 
 fn message(body: &SetReplyBody) -> String {
@@ -168,7 +98,7 @@ async fn a_renewal_shard_renews_at_an_https_landlord_with_its_certificate() {
     // The renewal service: trusts the test CA, presents its certificate, reaches only the
     // landlord's host and the listener's URL (a prefix with a path: a connector sees only the
     // origin, the path is checked when the URL is named).
-    let (events_url, events) = listener();
+    let (events_url, events) = set_listener();
     let dir_b = tempfile::tempdir().unwrap();
     let b = Server::start(&[
         "--data",
@@ -263,7 +193,7 @@ async fn a_renewal_shard_renews_at_an_https_landlord_with_its_certificate() {
         eventually(Duration::from_secs(10), || !events.lock().unwrap().is_empty()),
         "no renewal-failure event"
     );
-    let got = events.lock().unwrap().clone();
+    let got = set_events(&events);
     assert!(matches!(got[0].body, SetEventBody::RenewalFailure { .. }), "{got:?}");
     assert!(eventually(Duration::from_secs(5), || {
         b.metric("leasehold_renewal_events_total", &["shard=\"2\"", "outcome=\"delivered\""]) == 1.0

@@ -5,40 +5,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
-use leasehold::service::wire::{SetReply, SetReplyBody, SetRequest, SetRequestBody};
-use leasehold::{Cookie, LandlordId, Limits};
-
-fn set_op(addr: SocketAddr, service: Option<LandlordId>, body: SetRequestBody) -> (u16, SetReply) {
-    let path = match service {
-        Some(l) => format!("/renewal?landlord={l}"),
-        None => "/renewal".to_string(),
-    };
-    let body = SetRequest { id: 1, body }.to_json();
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(&body).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(out.len());
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
-    let bytes = out.get(split + 4..).unwrap_or_default();
-    let reply = SetReply::from_json(bytes, &Limits::default())
-        .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(bytes)));
-    (status, reply)
-}
+use leasehold::service::wire::{SetReplyBody, SetRequestBody};
+use leasehold::{Cookie, LandlordId};
 
 fn create(addr: SocketAddr) -> Cookie {
     let (_, r) = set_op(addr, None, SetRequestBody::CreateSet { duration: 600_000 });

@@ -17,15 +17,12 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
 use leasehold::service::wire::{
-    ClientLease, SetEventBody, SetEventMessage, SetEventType, SetReply, SetReplyBody, SetRequest,
-    SetRequestBody,
+    ClientLease, SetEventBody, SetEventType, SetReply, SetReplyBody, SetRequest, SetRequestBody,
 };
 use leasehold::{Cookie, Encoding, ErrorCode, LandlordId, Limits, Request, RequestBody};
 
@@ -34,54 +31,6 @@ const D: i64 = 8_000;
 /// How long the holder wants them kept, from the time it hands them over.
 const KEEP: i64 = 30_000;
 const N: usize = 100;
-
-/// POSTs `body` to `path` as JSON; (status, body).
-fn post_json(addr: SocketAddr, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
-    post_json_as(addr, path, body, None)
-}
-
-/// POSTs `body` to `path` as JSON with a bearer token, if given; (status, body).
-fn post_json_as(addr: SocketAddr, path: &str, body: &[u8], token: Option<&str>) -> (u16, Vec<u8>) {
-    post_as(addr, path, body, token, "application/json")
-}
-
-/// POSTs `body` to `path` as `content_type`, with a bearer token if given; (status, body).
-fn post_as(
-    addr: SocketAddr,
-    path: &str,
-    body: &[u8],
-    token: Option<&str>,
-    content_type: &str,
-) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(out.len());
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
-    (status, out.get(split + 4..).unwrap_or_default().to_vec())
-}
-
-/// One set operation at `addr` (for the set of landlord `service`, if given).
-fn set_op(addr: SocketAddr, service: Option<LandlordId>, body: SetRequestBody) -> (u16, SetReply) {
-    let path = match service {
-        Some(l) => format!("/renewal?landlord={l}"),
-        None => "/renewal".to_string(),
-    };
-    let (status, bytes) = post_json(addr, &path, &SetRequest { id: 1, body }.to_json());
-    let reply = SetReply::from_json(&bytes, &Limits::default())
-        .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(&bytes)));
-    (status, reply)
-}
 
 /// The cookies of landlord 1's live leases at `addr` (the admin listing renews nothing).
 fn live_at(addr: SocketAddr) -> Option<BTreeSet<Cookie>> {
@@ -110,45 +59,6 @@ fn in_set(addr: SocketAddr, service: LandlordId, set: Cookie) -> Option<BTreeSet
     }
 }
 
-/// A listener for the service's events: every POST's body, answered 200.
-fn listener() -> (String, Arc<Mutex<Vec<SetEventMessage>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/events", l.local_addr().unwrap());
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                let t = line.trim();
-                if t.is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = t.split_once(':') {
-                    if k.eq_ignore_ascii_case("content-length") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                }
-            }
-            let mut body = vec![0; len];
-            if r.read_exact(&mut body).is_ok() {
-                if let Ok(m) = SetEventMessage::from_json(&body, &Limits::default()) {
-                    g.lock().unwrap().push(m);
-                }
-            }
-            let _ =
-                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        }
-    });
-    (url, got)
-}
-
 #[test]
 fn a_renewal_set_keeps_leases_alive_through_a_sigkill_of_its_service() {
     let dir_a = tempfile::tempdir().unwrap();
@@ -159,7 +69,7 @@ fn a_renewal_set_keeps_leases_alive_through_a_sigkill_of_its_service() {
     a.wait_ready(Duration::from_secs(20));
     b.wait_ready(Duration::from_secs(20));
     let service = LandlordId(2);
-    let (events_url, events) = listener();
+    let (events_url, events) = set_listener();
 
     // The holder: 100 leases of 8 s at A, each counted from when its grant was sent.
     let t0 = Instant::now();
@@ -286,7 +196,7 @@ fn a_renewal_set_keeps_leases_alive_through_a_sigkill_of_its_service() {
 
     // The cancelled lease: exactly one renewal-failure event, naming it as the holder does
     // (delivery is at least once: a listener drops repeats by event id and sequence number).
-    let mut got = events.lock().unwrap().clone();
+    let mut got = set_events(&events);
     let mut seen = BTreeSet::new();
     got.retain(|e| seen.insert((e.service, e.event_id, e.sequence)));
     eprintln!("events: {got:?}");
@@ -340,7 +250,7 @@ fn renewal_requests_are_refused_clearly() {
     let s = Server::start(&["--data", dir.path().to_str().unwrap(), "--renewal-shards", "2"]);
     s.wait_ready(Duration::from_secs(20));
     // Undecodable: 400; an operation without its set's landlord: 400; a landlord shard: 404.
-    let (status, _) = post_json(s.addr, "/renewal", b"{\"v\":1}");
+    let (status, _) = post_raw(s.addr, "/renewal", b"{\"v\":1}", "application/json", None).unwrap();
     assert_eq!(status, 400);
     let (status, _) = set_op(s.addr, None, SetRequestBody::Leases { set: Cookie(1) });
     assert_eq!(status, 400);
@@ -360,7 +270,8 @@ fn renewal_requests_are_refused_clearly() {
     assert_eq!(status, 404);
     // The binary form, answered in kind; an undecodable one is a binary error reply.
     let bin = |body: &[u8]| {
-        let (status, r) = post_as(s.addr, "/renewal", body, None, "application/octet-stream");
+        let (status, r) =
+            post_raw(s.addr, "/renewal", body, "application/octet-stream", None).unwrap();
         (status, SetReply::decode(&r, Encoding::Binary, &Limits::default()).unwrap())
     };
     let create = SetRequest { id: 7, body: SetRequestBody::CreateSet { duration: 60_000 } };
@@ -433,8 +344,14 @@ fn renewal_sets_need_the_right_identity() {
             Some(l) => format!("/renewal?landlord={l}"),
             None => "/renewal".to_string(),
         };
-        let (status, bytes) =
-            post_json_as(s.addr, &path, &SetRequest { id: 7, body }.to_json(), token);
+        let (status, bytes) = post_raw(
+            s.addr,
+            &path,
+            &SetRequest { id: 7, body }.to_json(),
+            "application/json",
+            token,
+        )
+        .unwrap();
         let reply = SetReply::from_json(&bytes, &Limits::default())
             .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(&bytes)));
         (status, reply)
@@ -468,7 +385,7 @@ fn an_expiration_warning_comes_before_the_set_lease_ends() {
     let s = Server::start(&["--data", dir.path().to_str().unwrap(), "--renewal-shards", "1"]);
     s.wait_ready(Duration::from_secs(20));
     let service = LandlordId(2);
-    let (url, events) = listener();
+    let (url, events) = set_listener();
     let t0 = Instant::now();
     let (status, r) = set_op(s.addr, None, SetRequestBody::CreateSet { duration: 4_000 });
     let SetReplyBody::SetCreated { cookie: set, duration, .. } = r.body else { panic!("{r:?}") };
@@ -487,7 +404,7 @@ fn an_expiration_warning_comes_before_the_set_lease_ends() {
     assert!(status == 200 && matches!(r.body, SetReplyBody::Registered { .. }), "{r:?}");
     assert!(eventually(Duration::from_secs(10), || !events.lock().unwrap().is_empty()));
     let at = t0.elapsed().as_millis() as i64;
-    let got = events.lock().unwrap().clone();
+    let got = set_events(&events);
     let SetEventBody::ExpirationWarning { remaining } = got[0].body else { panic!("{got:?}") };
     assert!((0..=2_000).contains(&remaining), "{remaining}");
     assert!((1_500..4_000).contains(&at), "warned at {at} ms");

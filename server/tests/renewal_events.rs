@@ -26,8 +26,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use leasehold::service::wire::{
-    ClientLease, SetEventBody, SetEventMessage, SetEventType, SetReply, SetReplyBody, SetRequest,
-    SetRequestBody,
+    ClientLease, SetEventBody, SetEventMessage, SetEventType, SetReplyBody, SetRequestBody,
 };
 use leasehold::{Cookie, LandlordId, Limits, Request, RequestBody};
 
@@ -38,33 +37,6 @@ const PER_SET: usize = 10;
 const D: i64 = 2_000;
 /// Most POSTs under way at once at B.
 const CAP: usize = 2;
-
-/// One set operation at `addr` (for the sets of landlord `service`, if given).
-fn set_op(addr: SocketAddr, service: Option<LandlordId>, body: SetRequestBody) -> (u16, SetReply) {
-    let path = match service {
-        Some(l) => format!("/renewal?landlord={l}"),
-        None => "/renewal".to_string(),
-    };
-    let body = SetRequest { id: 1, body }.to_json();
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(&body).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(out.len());
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
-    let bytes = out.get(split + 4..).unwrap_or_default();
-    let reply = SetReply::from_json(bytes, &Limits::default())
-        .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(bytes)));
-    (status, reply)
-}
 
 /// The test's listener: takes an event (200) when `open` or when it is its registration's
 /// first, refuses it (503) otherwise; each POST is held 30 ms, so that overlapping ones show.

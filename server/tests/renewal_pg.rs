@@ -26,17 +26,15 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
 use leasehold::service::wire::{
-    ClientLease, SetEventBody, SetEventMessage, SetEventType, SetReply, SetReplyBody, SetRequest,
-    SetRequestBody,
+    ClientLease, SetEventBody, SetEventType, SetReply, SetReplyBody, SetRequest, SetRequestBody,
 };
-use leasehold::{Cookie, ErrorCode, LandlordId, Limits, Request, RequestBody};
+use leasehold::{Cookie, ErrorCode, LandlordId, Request, RequestBody};
 
 /// What the holder asks of each lease's first grant (time to hand them all over).
 const GRANT: i64 = 30_000;
@@ -65,26 +63,6 @@ struct Run {
     warn: i64,
 }
 
-/// One HTTP/1.1 POST of a JSON body; (status, body), or why it failed.
-fn post_json(addr: SocketAddr, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
-    let mut s =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .map_err(|e| e.to_string())?;
-    s.write_all(body).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).map_err(|e| e.to_string())?;
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(out.len());
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
-    Ok((status, out.get(split + 4..).unwrap_or_default().to_vec()))
-}
-
 /// One set operation at any of `servers` (the set of landlord `service`, if given), as a
 /// client with failover does: a 503 or no answer is tried at the next server, for up to 20 s.
 fn set_op(
@@ -92,21 +70,14 @@ fn set_op(
     service: Option<LandlordId>,
     body: SetRequestBody,
 ) -> (u16, SetReply) {
-    let path = match service {
-        Some(l) => format!("/renewal?landlord={l}"),
-        None => "/renewal".to_string(),
-    };
+    let path = renewal_path(service);
     let msg = SetRequest { id: 1, body }.to_json();
     let t0 = Instant::now();
     let mut i = 0;
     loop {
-        let why = match post_json(servers[i % servers.len()], &path, &msg) {
-            Ok((status, bytes)) if status != 503 => {
-                let reply = SetReply::from_json(&bytes, &Limits::default()).unwrap_or_else(|e| {
-                    panic!("{status}: {e}: {}", String::from_utf8_lossy(&bytes))
-                });
-                return (status, reply);
-            }
+        let to = servers[i % servers.len()];
+        let why = match post_raw(to, &path, &msg, "application/json", None) {
+            Ok((status, bytes)) if status != 503 => return (status, set_reply(status, &bytes)),
             Ok((status, bytes)) => format!("{status}: {}", String::from_utf8_lossy(&bytes)),
             Err(e) => e,
         };
@@ -135,46 +106,6 @@ fn live_at(servers: &[SocketAddr], id: u64) -> Option<BTreeSet<Cookie>> {
         );
     }
     None
-}
-
-/// A listener for the service's events: every POST's body (with when it came), answered 200.
-#[allow(clippy::type_complexity)]
-fn listener() -> (String, Arc<Mutex<Vec<(Instant, SetEventMessage)>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/events", l.local_addr().unwrap());
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                let t = line.trim();
-                if t.is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = t.split_once(':') {
-                    if k.eq_ignore_ascii_case("content-length") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                }
-            }
-            let mut body = vec![0; len];
-            if r.read_exact(&mut body).is_ok() {
-                if let Ok(m) = SetEventMessage::from_json(&body, &Limits::default()) {
-                    g.lock().unwrap().push((Instant::now(), m));
-                }
-            }
-            let _ =
-                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        }
-    });
-    (url, got)
 }
 
 /// A cluster of servers on one database, each restartable on its port.
@@ -268,7 +199,7 @@ fn run(run: Run) {
     assert_eq!(ready["shards"].as_array().unwrap().len(), 3, "{ready}");
 
     // The holder: sets first (their leases outlive the run), with listeners.
-    let (listen_url, events) = listener();
+    let (listen_url, events) = set_listener();
     let mut sets = Vec::new();
     for k in 0..SETS {
         // Sets 0 and 2 at renewal shard 2, 1 and 3 at shard 3 (named: a create that meets a

@@ -606,3 +606,113 @@ fn as_pg_user(dir: &Path) -> Vec<String> {
     assert!(ok, "chown {}", dir.display());
     vec!["runuser".into(), "-u".into(), "leasehold".into(), "--".into()]
 }
+
+/// POSTs `body` to `path` as `content_type` (with a bearer token, if given), no keep-alive;
+/// (status, body), or why it failed.
+pub fn post_raw(
+    addr: SocketAddr,
+    path: &str,
+    body: &[u8],
+    content_type: &str,
+    token: Option<&str>,
+) -> Result<(u16, Vec<u8>), String> {
+    let e = |e: std::io::Error| e.to_string();
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(e)?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).map_err(e)?;
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .map_err(e)?;
+    s.write_all(body).map_err(e)?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).map_err(e)?;
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(out.len());
+    let head = String::from_utf8_lossy(&out[..split]).to_string();
+    let status = head.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+    Ok((status, out.get(split + 4..).unwrap_or_default().to_vec()))
+}
+
+/// `/renewal`, or `/renewal?landlord=` the set's landlord.
+pub fn renewal_path(service: Option<LandlordId>) -> String {
+    match service {
+        Some(l) => format!("/renewal?landlord={l}"),
+        None => "/renewal".to_string(),
+    }
+}
+
+/// Reads a set reply (panics with the status and body if it is none).
+pub fn set_reply(status: u16, bytes: &[u8]) -> leasehold::service::wire::SetReply {
+    leasehold::service::wire::SetReply::from_json(bytes, &Limits::default())
+        .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(bytes)))
+}
+
+/// One set operation at `addr` as JSON (the set of landlord `service`, if given).
+pub fn set_op(
+    addr: SocketAddr,
+    service: Option<LandlordId>,
+    body: leasehold::service::wire::SetRequestBody,
+) -> (u16, leasehold::service::wire::SetReply) {
+    let msg = leasehold::service::wire::SetRequest { id: 1, body }.to_json();
+    let (status, bytes) =
+        post_raw(addr, &renewal_path(service), &msg, "application/json", None).unwrap();
+    (status, set_reply(status, &bytes))
+}
+
+/// A plain HTTP/1.1 listener on loopback: each request's body goes to `take`, which says what
+/// to answer (status, JSON body); one request per connection. Its URL ends in `/events`.
+pub fn http_listener(mut take: impl FnMut(Vec<u8>) -> (u16, Vec<u8>) + Send + 'static) -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/events", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let mut r = BufReader::new(c.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            if r.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let (status, reply) = take(body);
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                reply.len()
+            );
+            let _ = c.write_all(&reply);
+        }
+    });
+    url
+}
+
+/// Events a renewal service POSTed, with when each came.
+pub type SetEvents = Arc<Mutex<Vec<(Instant, leasehold::service::wire::SetEventMessage)>>>;
+
+/// A listener for a renewal set's events: every event that decodes, answered 200.
+pub fn set_listener() -> (String, SetEvents) {
+    let got: SetEvents = Arc::default();
+    let g = got.clone();
+    let url = http_listener(move |body| {
+        let l = Limits::default();
+        if let Ok(m) = leasehold::service::wire::SetEventMessage::from_json(&body, &l) {
+            g.lock().unwrap().push((Instant::now(), m));
+        }
+        (200, Vec::new())
+    });
+    (url, got)
+}
+
+/// The events taken so far, without their times.
+pub fn set_events(events: &SetEvents) -> Vec<leasehold::service::wire::SetEventMessage> {
+    events.lock().unwrap().iter().map(|(_, m)| m.clone()).collect()
+}
