@@ -6,45 +6,18 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::mpsc;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::Duration;
 
 use common::*;
 use leasehold::discovery::wire::{
-    DiscoveryReply, DiscoveryReplyBody, DiscoveryRequest, DiscoveryRequestBody, EventReply,
-    EventReplyBody,
+    DiscoveryReply, DiscoveryReplyBody, DiscoveryRequest, DiscoveryRequestBody,
 };
-use leasehold::discovery::{Announcement, Groups, Locator, RegistrarId, RemoteDiscoveryEvent};
+use leasehold::discovery::{Announcement, Groups, Locator, RegistrarId};
 use leasehold::{Cookie, Encoding, LandlordId, Limits, ReplyBody, Request, RequestBody};
 
 const ID: u64 = 1_000_000;
-
-/// POSTs raw bytes to `path` with `headers`; (status, body).
-fn post_raw(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut head = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(out.len());
-    let status = String::from_utf8_lossy(&out[..split])
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, out.get(split + 4..).unwrap_or_default().to_vec())
-}
 
 fn discovery(
     addr: SocketAddr,
@@ -52,7 +25,9 @@ fn discovery(
     headers: &[(&str, &str)],
 ) -> (u16, DiscoveryReply) {
     let req = DiscoveryRequest { id: 9, body };
-    let (status, bytes) = post_raw(addr, "/discovery", headers, &req.encode(Encoding::Json));
+    let (status, bytes) =
+        post_raw(addr, "/discovery", &req.encode(Encoding::Json), "application/json", headers)
+            .unwrap();
     let reply = DiscoveryReply::decode(&bytes, Encoding::Json, &Limits::default())
         .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(&bytes)));
     (status, reply)
@@ -61,51 +36,6 @@ fn discovery(
 fn lease(addr: SocketAddr, landlord: Option<u64>, body: RequestBody) -> (u16, ReplyBody) {
     let a = post(addr, landlord, &Request { id: 3, body }, Duration::from_secs(10)).unwrap();
     (a.status, a.reply().body)
-}
-
-/// A listener: answers every event with "received" and hands it to the test.
-fn listener() -> (String, mpsc::Receiver<RemoteDiscoveryEvent>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/events", l.local_addr().unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for mut c in l.incoming().flatten() {
-            let mut r = BufReader::new(c.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; len];
-            if r.read_exact(&mut body).is_err() {
-                continue;
-            }
-            let Ok(e) = RemoteDiscoveryEvent::decode(&body, Encoding::Json, &Limits::default())
-            else {
-                let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-                continue;
-            };
-            let reply = EventReply {
-                event_id: e.event_id,
-                sequence: e.sequence,
-                body: EventReplyBody::Received,
-            }
-            .encode(Encoding::Json);
-            let _ = write!(
-                c,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                reply.len()
-            );
-            let _ = c.write_all(&reply);
-            let _ = tx.send(e);
-        }
-    });
-    (url, rx)
 }
 
 fn announce(port: u16, registrar: u128, group: &str, sequence: u64) {
@@ -169,7 +99,7 @@ fn discovery_service_in_the_server() {
     assert!(e.message.contains("link-local") && e.message.contains("--event-allow"), "{e:?}");
     assert_eq!(s.metric("leasehold_discovery_registrations", &[]), 0.0);
 
-    let (url, events) = listener();
+    let (url, events) = discovery_listener();
     let (code, r) = discovery(s.addr, register, &[("leasehold-listener", &url)]);
     assert_eq!(code, 200, "{r:?}");
     assert_eq!(r.landlord, LandlordId(ID));
@@ -199,8 +129,14 @@ fn discovery_service_in_the_server() {
     assert_eq!(code, 404);
     // Another landlord's name on /discovery: 404.
     let req = DiscoveryRequest { id: 1, body: DiscoveryRequestBody::GetRegistrars { cookie } };
-    let (code, _) =
-        post_raw(s.addr, "/discovery?landlord=0000000000000001", &[], &req.encode(Encoding::Json));
+    let (code, _) = post_raw(
+        s.addr,
+        "/discovery?landlord=0000000000000001",
+        &req.encode(Encoding::Json),
+        "application/json",
+        &[],
+    )
+    .unwrap();
     assert_eq!(code, 404);
 
     let m = |name: &str, labels: &[&str]| s.metric(name, labels);
@@ -281,9 +217,11 @@ fn registering_needs_grant() {
         handback: vec![],
         duration: leasehold::ANY,
     };
-    let (url, _events) = listener();
+    let (url, _events) = discovery_listener();
     let req = DiscoveryRequest { id: 1, body: register.clone() }.encode(Encoding::Json);
-    let (code, _) = post_raw(s.addr, "/discovery", &[("leasehold-listener", &url)], &req);
+    let (code, _) =
+        post_raw(s.addr, "/discovery", &req, "application/json", &[("leasehold-listener", &url)])
+            .unwrap();
     assert_eq!(code, 401);
     let bearer = |t: &str| format!("Bearer {t}");
     let (w, f) = (bearer(&watcher), bearer(&full));

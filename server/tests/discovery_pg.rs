@@ -22,15 +22,14 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use leasehold::discovery::wire::{
-    DiscoveryReply, DiscoveryReplyBody, DiscoveryRequest, DiscoveryRequestBody, EventReply,
-    EventReplyBody,
+    DiscoveryReply, DiscoveryReplyBody, DiscoveryRequest, DiscoveryRequestBody,
 };
 use leasehold::discovery::{Announcement, Groups, Locator, RegistrarId, RemoteDiscoveryEvent};
 use leasehold::{Cookie, Encoding, LandlordId, Limits, ReplyBody, Request, RequestBody};
@@ -38,37 +37,6 @@ use leasehold::{Cookie, Encoding, LandlordId, Limits, ReplyBody, Request, Reques
 const ID: u64 = 1_000_000;
 /// Registrations made (half through each server).
 const N: usize = 12;
-
-/// POSTs raw bytes to `path` with `headers`; (status, body), or why it failed.
-fn post_raw(
-    addr: SocketAddr,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> Result<(u16, Vec<u8>), String> {
-    let mut s =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
-    let mut head = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
-    s.write_all(body).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).map_err(|e| e.to_string())?;
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(out.len());
-    let status = String::from_utf8_lossy(&out[..split])
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Ok((status, out.get(split + 4..).unwrap_or_default().to_vec()))
-}
 
 /// A discovery request at `addr`, tried again while the answer is a 503 (a takeover under
 /// way), for up to 20 s.
@@ -80,7 +48,8 @@ fn discovery(
     let req = DiscoveryRequest { id: 9, body };
     let t0 = Instant::now();
     loop {
-        let r = post_raw(addr, "/discovery", headers, &req.encode(Encoding::Json));
+        let r =
+            post_raw(addr, "/discovery", &req.encode(Encoding::Json), "application/json", headers);
         match r {
             Ok((status, bytes)) if status != 503 => {
                 let reply = DiscoveryReply::decode(&bytes, Encoding::Json, &Limits::default())
@@ -110,51 +79,6 @@ fn lease(addr: SocketAddr, body: RequestBody) -> (u16, ReplyBody) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// A listener: answers every event with "received" and hands it to the test.
-fn listener() -> (String, mpsc::Receiver<RemoteDiscoveryEvent>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/events", l.local_addr().unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for mut c in l.incoming().flatten() {
-            let mut r = BufReader::new(c.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; len];
-            if r.read_exact(&mut body).is_err() {
-                continue;
-            }
-            let Ok(e) = RemoteDiscoveryEvent::decode(&body, Encoding::Json, &Limits::default())
-            else {
-                let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-                continue;
-            };
-            let reply = EventReply {
-                event_id: e.event_id,
-                sequence: e.sequence,
-                body: EventReplyBody::Received,
-            }
-            .encode(Encoding::Json);
-            let _ = write!(
-                c,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                reply.len()
-            );
-            let _ = c.write_all(&reply);
-            let _ = tx.send(e);
-        }
-    });
-    (url, rx)
 }
 
 /// Announces registrar `registrar` of `group` to every server's address at `port`.
@@ -264,7 +188,7 @@ fn discovery_shard_moves_with_its_owner() {
     }
 
     // Registrations through both servers: the non-owner forwards them, listener and all.
-    let (listen, events) = listener();
+    let (listen, events) = discovery_listener();
     let mut regs = Vec::new();
     for k in 0..N {
         let register = DiscoveryRequestBody::Register {
@@ -435,7 +359,7 @@ fn forwarded_registrations_keep_their_identity() {
         std::thread::sleep(Duration::from_millis(200));
     };
     let at = servers[other].as_ref().unwrap().addr;
-    let (listen, events) = listener();
+    let (listen, events) = discovery_listener();
     let register = DiscoveryRequestBody::Register {
         groups: Groups::of(["lab"]),
         locators: vec![],

@@ -250,7 +250,7 @@ fn renewal_requests_are_refused_clearly() {
     let s = Server::start(&["--data", dir.path().to_str().unwrap(), "--renewal-shards", "2"]);
     s.wait_ready(Duration::from_secs(20));
     // Undecodable: 400; an operation without its set's landlord: 400; a landlord shard: 404.
-    let (status, _) = post_raw(s.addr, "/renewal", b"{\"v\":1}", "application/json", None).unwrap();
+    let (status, _) = post_raw(s.addr, "/renewal", b"{\"v\":1}", "application/json", &[]).unwrap();
     assert_eq!(status, 400);
     let (status, _) = set_op(s.addr, None, SetRequestBody::Leases { set: Cookie(1) });
     assert_eq!(status, 400);
@@ -271,7 +271,7 @@ fn renewal_requests_are_refused_clearly() {
     // The binary form, answered in kind; an undecodable one is a binary error reply.
     let bin = |body: &[u8]| {
         let (status, r) =
-            post_raw(s.addr, "/renewal", body, "application/octet-stream", None).unwrap();
+            post_raw(s.addr, "/renewal", body, "application/octet-stream", &[]).unwrap();
         (status, SetReply::decode(&r, Encoding::Binary, &Limits::default()).unwrap())
     };
     let create = SetRequest { id: 7, body: SetRequestBody::CreateSet { duration: 60_000 } };
@@ -340,20 +340,13 @@ fn renewal_sets_need_the_right_identity() {
         tokens,
     ]);
     let op = |token: Option<&str>, service: Option<LandlordId>, body: SetRequestBody| {
-        let path = match service {
-            Some(l) => format!("/renewal?landlord={l}"),
-            None => "/renewal".to_string(),
-        };
-        let (status, bytes) = post_raw(
-            s.addr,
-            &path,
-            &SetRequest { id: 7, body }.to_json(),
-            "application/json",
-            token,
-        )
-        .unwrap();
-        let reply = SetReply::from_json(&bytes, &Limits::default())
-            .unwrap_or_else(|e| panic!("{status}: {e}: {}", String::from_utf8_lossy(&bytes)));
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> =
+            auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+        let msg = SetRequest { id: 7, body }.to_json();
+        let path = renewal_path(service);
+        let (status, bytes) = post_raw(s.addr, &path, &msg, "application/json", &headers).unwrap();
+        let reply = set_reply(status, &bytes);
         (status, reply)
     };
     let denied = |r: &SetReply| matches!(&r.body, SetReplyBody::Error(e) if e.code == ErrorCode::LeaseDenied as i32);

@@ -76,7 +76,7 @@ fn set_op(
     let mut i = 0;
     loop {
         let to = servers[i % servers.len()];
-        let why = match post_raw(to, &path, &msg, "application/json", None) {
+        let why = match post_raw(to, &path, &msg, "application/json", &[]) {
             Ok((status, bytes)) if status != 503 => return (status, set_reply(status, &bytes)),
             Ok((status, bytes)) => format!("{status}: {}", String::from_utf8_lossy(&bytes)),
             Err(e) => e,

@@ -607,22 +607,22 @@ fn as_pg_user(dir: &Path) -> Vec<String> {
     vec!["runuser".into(), "-u".into(), "leasehold".into(), "--".into()]
 }
 
-/// POSTs `body` to `path` as `content_type` (with a bearer token, if given), no keep-alive;
-/// (status, body), or why it failed.
+/// POSTs `body` to `path` as `content_type` with `headers`, no keep-alive; (status, body), or
+/// why it failed.
 pub fn post_raw(
     addr: SocketAddr,
     path: &str,
     body: &[u8],
     content_type: &str,
-    token: Option<&str>,
+    headers: &[(&str, &str)],
 ) -> Result<(u16, Vec<u8>), String> {
     let e = |e: std::io::Error| e.to_string();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(e)?;
     s.set_read_timeout(Some(Duration::from_secs(10))).map_err(e)?;
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     write!(
         s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{extra}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .map_err(e)?;
@@ -657,7 +657,7 @@ pub fn set_op(
 ) -> (u16, leasehold::service::wire::SetReply) {
     let msg = leasehold::service::wire::SetRequest { id: 1, body }.to_json();
     let (status, bytes) =
-        post_raw(addr, &renewal_path(service), &msg, "application/json", None).unwrap();
+        post_raw(addr, &renewal_path(service), &msg, "application/json", &[]).unwrap();
     (status, set_reply(status, &bytes))
 }
 
@@ -715,4 +715,24 @@ pub fn set_listener() -> (String, SetEvents) {
 /// The events taken so far, without their times.
 pub fn set_events(events: &SetEvents) -> Vec<leasehold::service::wire::SetEventMessage> {
     events.lock().unwrap().iter().map(|(_, m)| m.clone()).collect()
+}
+
+/// A listener for a discovery registration's events: answers each with "received" and hands
+/// it to the test (400 for a body that is no event).
+pub fn discovery_listener(
+) -> (String, std::sync::mpsc::Receiver<leasehold::discovery::RemoteDiscoveryEvent>) {
+    use leasehold::discovery::wire::{EventReply, EventReplyBody};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let url = http_listener(move |body| {
+        let l = Limits::default();
+        let Ok(e) = leasehold::discovery::RemoteDiscoveryEvent::decode(&body, Encoding::Json, &l)
+        else {
+            return (400, Vec::new());
+        };
+        let (event_id, sequence) = (e.event_id, e.sequence);
+        let _ = tx.send(e);
+        let reply = EventReply { event_id, sequence, body: EventReplyBody::Received };
+        (200, reply.encode(Encoding::Json))
+    });
+    (url, rx)
 }
