@@ -13,7 +13,7 @@
 //! append and its sync, between the new snapshot and the removal of the segments it covers.
 //! After a crash, the host reads the directory back with `Store::open` and resumes.
 //!
-//! The renewal service has no journal on main yet: until it lands, its host commits a snapshot
+//! The renewal service has no journal here: its host commits a snapshot
 //! ([`ServiceStore`]) and releases what it held at each commit.
 
 use std::collections::VecDeque;

@@ -1733,11 +1733,14 @@ impl ServiceHost {
         Some(t)
     }
 
-    /// Hands out the service's events (to their listeners; the books check them).
-    fn emit_events(&mut self) {
+    /// Hands out the service's events (to their listeners; the books check them) and reports
+    /// each delivered, as a host does once its listener took it: the service keeps an event
+    /// in its outbox, and hands it out again after a restore, until then.
+    fn emit_events(&mut self, now: Millis) {
         let Some(svc) = &mut self.svc else { return };
         let mut c = self.ctx.borrow_mut();
         while let Some(e) = svc.poll_event() {
+            svc.delivered(e.event_id, e.sequence, now);
             c.events += 1;
             let key = (self.id, e.event_id);
             if let Some(last) = c.seqs.get(&key).copied() {
@@ -1787,7 +1790,7 @@ impl ServiceHost {
     /// Commits: events out (unless already handed out eagerly), snapshot, then release what
     /// was held.
     pub fn commit(&mut self, now: Millis) {
-        self.emit_events();
+        self.emit_events(now);
         let Some(svc) = &mut self.svc else { return };
         self.store.commit(svc, &self.meta, now);
         let grace = self.grace();
@@ -1799,7 +1802,7 @@ impl ServiceHost {
         if self.eager_events {
             // Events are notifications: many hosts send them at once, before the change behind
             // them is durable. Then only the restore jump keeps their numbers increasing.
-            self.emit_events();
+            self.emit_events(now);
         }
         if self.rel.wants_commit(now) {
             self.commit(now);
