@@ -3,10 +3,12 @@
 //! the reply says (finding 3), the admin endpoints (durable revocations), `/openapi.json`, and
 //! `leasehold-client`'s transport and renewal driver (failover past dead and paused servers).
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use common::Server;
+
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use leasehold::holder::grant_request;
@@ -16,47 +18,6 @@ use leasehold::{
 };
 use leasehold_client::{ClientError, Cluster, ClusterConfig, RenewalDriver};
 use leasehold_server::http::pick_shard;
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(dir: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold-server"))
-            .arg("--data")
-            .arg(dir)
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start leasehold-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().rsplit(' ').next().unwrap().to_string();
-        let addr = url.trim_start_matches("http://").parse().unwrap_or_else(|_| panic!("{line:?}"));
-        Server { child, addr }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A raw HTTP/1.1 exchange: status, headers (lower-case names), body.
 fn raw(
@@ -119,7 +80,7 @@ fn resource_of_shard(shard: u64, shards: u64) -> Vec<u8> {
 #[test]
 fn a_lease_of_shard_16_of_20_is_renewed_by_the_id_its_grant_named() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--shards", "20"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "20"]);
     let resource = resource_of_shard(16, 20);
     let (status, g) = post(&s, None, &grant_request(1, resource, 30_000));
     assert_eq!(status, 200);
@@ -160,7 +121,7 @@ fn statuses_say_what_the_reply_says_and_the_reply_stays_in_the_body() {
         "shards = 2\npolicy = { kind = \"capacity\", max_leases = 1, inner = { kind = \"bounded\", max = 60000, default = 30000 } }\n",
     )
     .unwrap();
-    let s = Server::start(&tmp.path().join("data"), &["--config", cfg.to_str().unwrap()]);
+    let s = Server::start_in(&tmp.path().join("data"), &["--config", cfg.to_str().unwrap()]);
     let resource = resource_of_shard(1, 2);
     let (status, g) = post(&s, None, &grant_request(1, resource.clone(), 30_000));
     assert_eq!(status, 200, "{g:?}");
@@ -213,7 +174,7 @@ fn statuses_say_what_the_reply_says_and_the_reply_stays_in_the_body() {
 #[test]
 fn admin_lists_looks_up_and_revokes_durably() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--shards", "3"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "3"]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let c = rt.block_on(async { Cluster::from_urls([s.url()]) }).unwrap();
     // 30 leases on shard 2: 20 "job/..." and 10 "lock/...".
@@ -286,7 +247,7 @@ fn admin_lists_looks_up_and_revokes_durably() {
     // Revocations were durable before they were acknowledged: a SIGKILL forgets none.
     drop(c);
     s.kill();
-    let s = Server::start(tmp.path(), &["--shards", "3"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "3"]);
     let c = rt.block_on(async { Cluster::from_urls([s.url()]) }).unwrap();
     for (ck, expect_live) in [(cookie, false), (cookie2, false), (granted[0].0, true)] {
         let r = rt.block_on(c.send(Some(LandlordId(2)), &renew(ck))).unwrap();
@@ -299,7 +260,7 @@ fn admin_lists_looks_up_and_revokes_durably() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_fails_over_past_dead_and_paused_servers_and_the_driver_keeps_leases() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
+    let s = Server::start_in(
         tmp.path(),
         &["--shards", "4", "--max-lease-ms", "800", "--default-lease-ms", "800"],
     );

@@ -2,10 +2,13 @@
 //! reasons and tokens (through the recipes), waiters that go away, watches by long polling that
 //! resume across a SIGKILL and restart, elections, routing, and the shard-count guard.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use common::Server;
+
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest, CoordRequestBody};
@@ -13,66 +16,6 @@ use leasehold::coord::{EventKind, Events};
 use leasehold::{Cookie, Encoding, ErrorCode, LandlordId, LeaseError, Limits};
 use leasehold_client::recipes::{Lock, LockOptions};
 use leasehold_client::{ClientError, Cluster, ClusterConfig, RenewalDriver};
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(dir: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold-server"))
-            .arg("--data")
-            .arg(dir)
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start leasehold-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().rsplit(' ').next().unwrap().to_string();
-        let addr = url.trim_start_matches("http://").parse().unwrap_or_else(|_| panic!("{line:?}"));
-        Server { child, addr }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-
-    fn get(&self, path: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(self.addr).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let body = out.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
-        (status, body)
-    }
-
-    fn metric(&self, name: &str) -> u64 {
-        let (_, text) = self.get("/metrics");
-        text.lines()
-            .filter(|l| l.starts_with(name) && !l.starts_with('#'))
-            .filter(|l| l[name.len()..].starts_with(['{', ' ']))
-            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
-            .sum()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn cluster(url: &str) -> Cluster {
     Cluster::new(ClusterConfig::new([url]).encoding(Encoding::Json)).unwrap()
@@ -112,7 +55,7 @@ fn events(r: &CoordReply) -> &Events {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_deny_with_a_reason_wait_in_line_and_grow_their_tokens() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--shards", "3", "--exclusive-prefix", "locks/"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "3", "--exclusive-prefix", "locks/"]);
     let url = s.url();
     let d = driver(&url);
     let a = d.lock("locks/db", &LockOptions::default()).await.unwrap();
@@ -153,8 +96,8 @@ async fn locks_deny_with_a_reason_wait_in_line_and_grow_their_tokens() {
         released.elapsed()
     );
     assert!(b.token() > first);
-    assert!(s.metric("leasehold_acquire_waited_total") >= 1);
-    assert!(s.metric("leasehold_fencing_token") >= 2);
+    assert!(s.metric_total("leasehold_acquire_waited_total") >= 1);
+    assert!(s.metric_total("leasehold_fencing_token") >= 2);
     // Dropping the lock releases it (in the background, while its driver runs).
     drop(b);
     let opts = LockOptions { wait: Some(Duration::from_secs(5)), ..LockOptions::default() };
@@ -168,7 +111,7 @@ async fn locks_deny_with_a_reason_wait_in_line_and_grow_their_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_granted_after_a_long_wait_is_known_held() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let s = Server::start_in(tmp.path(), &["--exclusive-prefix", "locks/"]);
     let url = s.url();
     let short = LockOptions { lease_ms: 1000, ..LockOptions::default() };
     let a = driver(&url).lock("locks/w", &short).await.unwrap();
@@ -200,7 +143,7 @@ async fn a_lock_granted_after_a_long_wait_is_known_held() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_taken_after_a_failover_counts_from_the_answered_attempt() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let s = Server::start_in(tmp.path(), &["--exclusive-prefix", "locks/"]);
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let silent_url = format!("http://{}", silent.local_addr().unwrap());
     let accepted = tokio::spawn(async move {
@@ -241,7 +184,7 @@ async fn a_lock_taken_after_a_failover_counts_from_the_answered_attempt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_that_goes_away_is_granted_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let s = Server::start_in(tmp.path(), &["--exclusive-prefix", "locks/"]);
     let url = s.url();
     let d = driver(&url);
     let a = d.lock("locks/x", &LockOptions::default()).await.unwrap();
@@ -267,8 +210,8 @@ async fn a_waiter_that_goes_away_is_granted_nothing() {
     let b = d.lock("locks/x", &opts).await.unwrap();
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     assert_eq!(
-        s.metric("leasehold_waits_abandoned_total")
-            + s.metric("leasehold_acquired_undelivered_total"),
+        s.metric_total("leasehold_waits_abandoned_total")
+            + s.metric_total("leasehold_acquired_undelivered_total"),
         1
     );
     b.release().await.unwrap();
@@ -278,7 +221,7 @@ async fn a_waiter_that_goes_away_is_granted_nothing() {
 async fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_tokens() {
     let tmp = tempfile::tempdir().unwrap();
     let args = ["--shards", "2", "--exclusive-prefix", "locks/", "--colocate", "locks/"];
-    let s = Server::start(tmp.path(), &args);
+    let s = Server::start_in(tmp.path(), &args);
     let c = cluster(&s.url());
     let w = ask(
         &c,
@@ -321,7 +264,7 @@ async fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_
     assert_eq!((e.events[0].kind, e.events[0].token), (EventKind::Granted, first.token));
     // SIGKILL, restart on the same directory: the watch, its events and the tokens are back.
     s.kill();
-    let s = Server::start(tmp.path(), &args);
+    let s = Server::start_in(tmp.path(), &args);
     let c = cluster(&s.url());
     let poll = |since: u64, wait: i64| {
         let c = c.clone();
@@ -356,8 +299,8 @@ async fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_
     assert!(
         matches!(r.body, CoordReplyBody::Error(ref e) if e.error_code() == Some(ErrorCode::UnknownLease))
     );
-    assert!(s.metric("leasehold_polls_total") >= 3);
-    assert_eq!(s.metric("leasehold_watches"), 1);
+    assert!(s.metric_total("leasehold_polls_total") >= 3);
+    assert_eq!(s.metric_total("leasehold_watches"), 1);
 }
 
 fn post(addr: SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
@@ -390,7 +333,7 @@ fn get(url: &str, path: &str) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_election_has_one_leader_and_observers_follow_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--shards", "2", "--exclusive-prefix", "elect/"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "2", "--exclusive-prefix", "elect/"]);
     let url = s.url();
     let d = driver(&url);
     let mut observer = d.observe("elect/db", 10_000).await.unwrap();
@@ -430,7 +373,7 @@ async fn an_election_has_one_leader_and_observers_follow_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routing_keeps_a_prefix_watch_in_one_shard_or_says_why_not() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--shards", "4", "--colocate", "svc/"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "4", "--colocate", "svc/"]);
     let c = cluster(&s.url());
     let watch = |r: &str| {
         let body = CoordRequestBody::Watch {
@@ -469,7 +412,7 @@ async fn routing_keeps_a_prefix_watch_in_one_shard_or_says_why_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fenced_file_refuses_a_holder_whose_lease_ended_while_it_was_paused() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--exclusive-prefix", "locks/"]);
+    let s = Server::start_in(tmp.path(), &["--exclusive-prefix", "locks/"]);
     let url = s.url();
     let file = leasehold_examples::fenced::FencedFile::new(tmp.path().join("report.log"));
     let c = cluster(&url);
@@ -495,7 +438,7 @@ async fn a_fenced_file_refuses_a_holder_whose_lease_ended_while_it_was_paused() 
 #[test]
 fn a_store_is_never_opened_with_another_number_of_shards() {
     let tmp = tempfile::tempdir().unwrap();
-    Server::start(tmp.path(), &["--shards", "2"]).kill();
+    Server::start_in(tmp.path(), &["--shards", "2"]).kill();
     let out = Command::new(env!("CARGO_BIN_EXE_leasehold-server"))
         .arg("--data")
         .arg(tmp.path())
@@ -505,5 +448,5 @@ fn a_store_is_never_opened_with_another_number_of_shards() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("was made with 2 shards, not 3"), "{err}");
-    Server::start(tmp.path(), &["--shards", "2"]).kill();
+    Server::start_in(tmp.path(), &["--shards", "2"]).kill();
 }

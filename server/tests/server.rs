@@ -2,10 +2,13 @@
 //! clients (`leasehold-client`), both encodings, routing by `?landlord=`, limits, metrics, and a
 //! restart (after SIGKILL) on the same directory that keeps every lease.
 
+mod common;
+
+use common::Server;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use leasehold::holder::grant_request;
@@ -14,63 +17,6 @@ use leasehold::{
     Cookie, Encoding, ErrorCode, LandlordId, Limits, Reply, ReplyBody, Request, RequestBody,
 };
 use leasehold_client::{Cluster, ClusterConfig};
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(dir: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold-server"))
-            .arg("--data")
-            .arg(dir)
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start leasehold-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().rsplit(' ').next().unwrap().to_string();
-        let addr = url.trim_start_matches("http://").parse().unwrap_or_else(|_| panic!("{line:?}"));
-        Server { child, addr }
-    }
-
-    /// SIGKILL: no shutdown, no final write.
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-
-    fn get(&self, path: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(self.addr).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let body = out.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
-        (status, body)
-    }
-
-    fn metric(&self, name: &str) -> u64 {
-        let (_, text) = self.get("/metrics");
-        text.lines()
-            .filter(|l| l.starts_with(name) && !l.starts_with('#'))
-            .filter(|l| l[name.len()..].starts_with(['{', ' ']))
-            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
-            .sum()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn cluster(addr: SocketAddr, enc: Encoding) -> Cluster {
     let config = ClusterConfig::new([format!("http://{addr}")])
@@ -150,7 +96,7 @@ fn code(r: &Reply) -> Option<ErrorCode> {
 #[test]
 fn both_encodings_over_one_keep_alive_connection_with_routing_and_metrics() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--shards", "4"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "4"]);
     let mut c = Clients::new(s.addr);
     let mut held = Vec::new();
     for (i, enc) in [Encoding::Json, Encoding::Binary].into_iter().cycle().take(40).enumerate() {
@@ -209,13 +155,13 @@ fn both_encodings_over_one_keep_alive_connection_with_routing_and_metrics() {
     );
     assert_eq!(r.body, ReplyBody::Cancelled);
 
-    assert_eq!(s.metric("leasehold_grants_total"), 40);
-    assert_eq!(s.metric("leasehold_renewals_total"), 40 + n as u64);
-    assert_eq!(s.metric("leasehold_cancels_total"), 1);
-    assert_eq!(s.metric("leasehold_live_leases"), 39);
-    assert_eq!(s.metric("leasehold_shards_owned"), 4);
-    assert!(s.metric("leasehold_commits_total") >= 1);
-    assert_eq!(s.metric("leasehold_journal_lag_records"), 0);
+    assert_eq!(s.metric_total("leasehold_grants_total"), 40);
+    assert_eq!(s.metric_total("leasehold_renewals_total"), 40 + n as u64);
+    assert_eq!(s.metric_total("leasehold_cancels_total"), 1);
+    assert_eq!(s.metric_total("leasehold_live_leases"), 39);
+    assert_eq!(s.metric_total("leasehold_shards_owned"), 4);
+    assert!(s.metric_total("leasehold_commits_total") >= 1);
+    assert_eq!(s.metric_total("leasehold_journal_lag_records"), 0);
     let (status, text) = s.get("/metrics");
     assert_eq!(status, 200);
     assert!(text.contains("# TYPE leasehold_journal_lag_seconds gauge"), "{text}");
@@ -226,7 +172,7 @@ fn both_encodings_over_one_keep_alive_connection_with_routing_and_metrics() {
 #[test]
 fn keep_alive_serves_many_requests_on_one_socket() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &[]);
+    let s = Server::start_in(tmp.path(), &[]);
     let mut sock = TcpStream::connect(s.addr).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut reader = BufReader::new(sock.try_clone().unwrap());
@@ -268,7 +214,7 @@ fn keep_alive_serves_many_requests_on_one_socket() {
 #[test]
 fn oversized_bodies_are_refused_from_their_length_alone() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &[]);
+    let s = Server::start_in(tmp.path(), &[]);
     let mut sock = TcpStream::connect(s.addr).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     // Announce 10 MB, send none of it: the answer comes from the header alone.
@@ -290,7 +236,7 @@ fn oversized_bodies_are_refused_from_their_length_alone() {
 #[test]
 fn a_restart_after_sigkill_keeps_every_lease_and_every_cancel() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(tmp.path(), &["--shards", "3"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "3"]);
     let mut c = Clients::new(s.addr);
     let mut held = Vec::new();
     for i in 0..120u64 {
@@ -310,9 +256,9 @@ fn a_restart_after_sigkill_keeps_every_lease_and_every_cancel() {
         assert_eq!(r.body, ReplyBody::Cancelled);
     }
     s.kill();
-    let s = Server::start(tmp.path(), &["--shards", "3"]);
+    let s = Server::start_in(tmp.path(), &["--shards", "3"]);
     let mut c = Clients::new(s.addr);
-    assert_eq!(s.metric("leasehold_live_leases"), 120 - cancelled.len() as u64);
+    assert_eq!(s.metric_total("leasehold_live_leases"), 120 - cancelled.len() as u64);
     for (i, &(l, cookie)) in held.iter().enumerate() {
         let r = call(&mut c, Some(l), &renew(cookie, i as u64), Encoding::Binary);
         if cancelled.contains(&(l, cookie)) {
@@ -342,11 +288,11 @@ fn bad_flags_and_config_files_are_refused_clearly() {
     let cfg = tmp.path().join("server.toml");
     std::fs::write(&cfg, "shards = 2\nlisten = \"127.0.0.1:0\"\npolicy = { kind = \"bounded\", max = 5000, default = 2000 }\n")
         .unwrap();
-    let s = Server::start(&tmp.path().join("data"), &["--config", cfg.to_str().unwrap()]);
+    let s = Server::start_in(&tmp.path().join("data"), &["--config", cfg.to_str().unwrap()]);
     let mut c = Clients::new(s.addr);
     let r = call(&mut c, None, &grant_request(1, b"a".to_vec(), leasehold::ANY), Encoding::Json);
     assert!(matches!(r.body, ReplyBody::Granted { duration: 2000, .. }), "{r:?}");
-    assert_eq!(s.metric("leasehold_shards_owned"), 2);
+    assert_eq!(s.metric_total("leasehold_shards_owned"), 2);
     std::fs::write(&cfg, "shardz = 2\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_leasehold-server"))
         .args(["--config", cfg.to_str().unwrap()])

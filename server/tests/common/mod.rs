@@ -30,6 +30,12 @@ impl Server {
         Server::start_at("127.0.0.1:0", args)
     }
 
+    /// Like [`Server::start`], on the file store in `dir` (`--data`).
+    pub fn start_in(dir: &Path, args: &[&str]) -> Server {
+        let data = dir.to_str().expect("a UTF-8 path");
+        Server::start(&[&["--data", data], args].concat())
+    }
+
     /// Like [`Server::start`], listening at `listen`.
     pub fn start_at(listen: &str, args: &[&str]) -> Server {
         Server::start_with(listen, args, &[])
@@ -148,6 +154,11 @@ impl Server {
             .filter(|l| labels.iter().all(|x| l.contains(x)))
             .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
             .sum()
+    }
+
+    /// The sum of all of a metric's samples, as a whole number (counters and gauges).
+    pub fn metric_total(&self, name: &str) -> u64 {
+        self.metric(name, &[]) as u64
     }
 
     pub fn log_text(&self) -> String {
