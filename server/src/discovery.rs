@@ -8,7 +8,7 @@
 //! same snapshot, log, durable tip and quarantine marker as a landlord shard, and is reopened
 //! the same way after a failed write. On PostgreSQL it is a row of `leasehold_shards` at its
 //! id, owned, fenced, taken over and restored by [`crate::pg::Cluster`] like every shard, and
-//! served by its owner only ([`serve_taken`]): every server started with `--discovery-port`
+//! served by its owner only (`serve_taken`): every server started with `--discovery-port`
 //! binds the UDP port and drops what it hears unless it owns the shard, and forwards
 //! `POST /discovery` and the registration leases' `POST /lease` to the owner.
 //!
