@@ -216,11 +216,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for SendOne<T> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        let mut full = bufs.iter().filter(|b| !b.is_empty());
-        match (full.next(), full.next()) {
-            (None, _) => Poll::Ready(Ok(0)),
-            (Some(one), None) => Pin::new(&mut self.0).poll_write(cx, one),
-            _ => Pin::new(&mut self.0).poll_write_vectored(cx, bufs),
+        match leasehold_client::tls::single(bufs) {
+            Some(None) => Poll::Ready(Ok(0)),
+            Some(Some(one)) => Pin::new(&mut self.0).poll_write(cx, one),
+            None => Pin::new(&mut self.0).poll_write_vectored(cx, bufs),
         }
     }
 
