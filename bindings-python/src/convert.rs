@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyString, PyType};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyString, PyType};
 
 use crate::errors::to_py;
 
@@ -59,6 +59,37 @@ fn exact_int(obj: &Bound<'_, PyAny>) -> Option<i64> {
         }
         Some(v)
     }
+}
+
+/// Argument types read as the functions here read them, for a signature to take them directly
+/// (`now: Now`): pyo3 adds the argument's name to an error as a note, the message is the same.
+macro_rules! arg_types {
+    ($($(#[$doc:meta])* $t:ident($inner:ty) = |$o:ident| $read:expr;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $t(pub $inner);
+        impl<'a, 'py> FromPyObject<'a, 'py> for $t {
+            type Error = PyErr;
+            #[inline]
+            fn extract($o: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+                $read.map($t)
+            }
+        }
+    )*};
+}
+arg_types! {
+    /// `now` (milliseconds): an int, as [`i64_arg`] reads it.
+    Now(i64) = |o| i64_arg(&o, "now");
+    /// A `duration`, as [`duration_arg`] reads it.
+    Dur(i64) = |o| duration_arg(&o, "duration");
+    /// A cookie, as [`cookie_arg`] reads it.
+    Ck(Cookie) = |o| cookie_arg(&o);
+    /// A message `id`, as [`u64_arg`] reads it.
+    Id(u64) = |o| u64_arg(&o, "id");
+    /// A landlord id, as [`landlord_arg`] reads it.
+    Ll(LandlordId) = |o| landlord_arg(&o);
+    /// A wire encoding, as [`encoding_arg`] reads it.
+    Enc(Encoding) = |o| encoding_arg(&o);
 }
 
 /// An unsigned 64-bit integer argument.
@@ -331,4 +362,24 @@ pub fn text_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, s
         Cow::Owned(v) => String::from_utf8(v).map(Cow::Owned).map_err(|e| e.utf8_error()),
     }
     .map_err(|_| to_py(obj.py(), &leasehold::LeaseError::Decode(format!("{what} is not UTF-8"))))
+}
+
+/// Reads keyword `settings` (the dict of a `**settings` signature) by name: `set(name, value)`
+/// for each one given and not None (None keeps the default, as when not given); a name not in
+/// `names` is a `TypeError`, as an unknown keyword argument is.
+pub fn read_settings(
+    settings: Option<&Bound<'_, PyDict>>,
+    names: &[&str],
+    mut set: impl FnMut(&str, &Bound<'_, PyAny>) -> PyResult<()>,
+) -> PyResult<()> {
+    for (k, v) in settings.iter().flat_map(|s| s.iter()) {
+        let k: String = k.extract()?;
+        if !names.contains(&k.as_str()) {
+            return Err(PyTypeError::new_err(format!("unexpected keyword argument {k:?}")));
+        }
+        if !v.is_none() {
+            set(&k, &v)?;
+        }
+    }
+    Ok(())
 }

@@ -2,13 +2,13 @@
 
 use leasehold::holder::{
     lease_from_reply_with_drift, local_expiration, LeaseMap, RenewalEvent, RenewalManager,
-    RenewalManagerConfig, RenewalStats, Transmit,
+    RenewalManagerConfig, Transmit,
 };
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg};
+use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg, Dur, Now};
 use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::Guarded;
 use crate::lease::PyLease;
@@ -83,14 +83,8 @@ impl PyLeaseMap {
         self.0.with(py, |m| m.can_contain_key(&lease.0))
     }
     /// Adds (or replaces) `lease` with the duration to renew it for.
-    fn insert(
-        &self,
-        py: Python<'_>,
-        lease: PyRef<'_, PyLease>,
-        duration: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let d = duration_arg(duration, "duration")?;
-        self.0.with(py, |m| m.insert(lease.0, d))?.py(py)
+    fn insert(&self, py: Python<'_>, lease: PyRef<'_, PyLease>, duration: Dur) -> PyResult<()> {
+        self.0.with(py, |m| m.insert(lease.0, duration.0))?.py(py)
     }
     /// Removes `lease`; gives back the stored copy and its renewal duration, or None.
     fn remove(
@@ -152,15 +146,9 @@ impl PyLeaseMap {
             .with(py, |m| m.get(&l).map(|(_, d)| d))?
             .ok_or_else(|| PyKeyError::new_err(lease.clone().unbind()))
     }
-    fn __setitem__(
-        &self,
-        py: Python<'_>,
-        lease: &Bound<'_, PyAny>,
-        duration: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
+    fn __setitem__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>, duration: Dur) -> PyResult<()> {
         let l = lease_arg(lease)?;
-        let d = duration_arg(duration, "duration")?;
-        self.0.with(py, |m| m.insert(l, d))?.py(py)
+        self.0.with(py, |m| m.insert(l, duration.0))?.py(py)
     }
     fn __delitem__(&self, py: Python<'_>, lease: &Bound<'_, PyAny>) -> PyResult<()> {
         let l = lease_arg(lease)?;
@@ -279,21 +267,6 @@ fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> {
     })
 }
 
-fn stats_dict<'py>(py: Python<'py>, s: &RenewalStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("requests_sent", s.requests_sent)?;
-    d.set_item("renew_requests", s.renew_requests)?;
-    d.set_item("cancel_requests", s.cancel_requests)?;
-    d.set_item("leases_renewed", s.leases_renewed)?;
-    d.set_item("failures", s.failures)?;
-    d.set_item("desired_reached", s.desired_reached)?;
-    d.set_item("indefinite_failures", s.indefinite_failures)?;
-    d.set_item("timeouts", s.timeouts)?;
-    d.set_item("leases_cancelled", s.leases_cancelled)?;
-    d.set_item("replies_ignored", s.replies_ignored)?;
-    Ok(d)
-}
-
 fn config_dict<'py>(py: Python<'py>, c: &RenewalManagerConfig) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("batch_window", c.batch_window)?;
@@ -389,14 +362,12 @@ impl PyRenewalManager {
         &self,
         py: Python<'_>,
         lease: PyRef<'_, PyLease>,
-        duration: &Bound<'_, PyAny>,
+        duration: Dur,
         renew_duration: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<()> {
-        let d = duration_arg(duration, "duration")?;
         let r = duration_arg(renew_duration, "renew_duration")?;
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.renew_for(lease.0, d, r, now))?.py(py)
+        self.0.with(py, |m| m.renew_for(lease.0, duration.0, r, now.0))?.py(py)
     }
 
     /// Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration` each time.
@@ -406,12 +377,11 @@ impl PyRenewalManager {
         lease: PyRef<'_, PyLease>,
         desired_expiration: &Bound<'_, PyAny>,
         renew_duration: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<()> {
         let d = i64_arg(desired_expiration, "desired_expiration")?;
         let r = duration_arg(renew_duration, "renew_duration")?;
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.renew_until(lease.0, d, r, now))?.py(py)
+        self.0.with(py, |m| m.renew_until(lease.0, d, r, now.0))?.py(py)
     }
 
     /// Stops managing `lease` (it is not cancelled); returns the manager's copy.
@@ -420,14 +390,8 @@ impl PyRenewalManager {
     }
 
     /// Stops managing `lease` and queues a cancel request for it.
-    fn cancel(
-        &self,
-        py: Python<'_>,
-        lease: PyRef<'_, PyLease>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.cancel(&lease.0, now))?.py(py)
+    fn cancel(&self, py: Python<'_>, lease: PyRef<'_, PyLease>, now: Now) -> PyResult<()> {
+        self.0.with(py, |m| m.cancel(&lease.0, now.0))?.py(py)
     }
 
     /// The desired expiration of a managed lease.
@@ -441,11 +405,10 @@ impl PyRenewalManager {
         py: Python<'_>,
         lease: PyRef<'_, PyLease>,
         desired_expiration: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<()> {
         let d = i64_arg(desired_expiration, "desired_expiration")?;
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.set_expiration(&lease.0, d, now))?.py(py)
+        self.0.with(py, |m| m.set_expiration(&lease.0, d, now.0))?.py(py)
     }
 
     /// The manager's copy of `lease` (with its actual expiration), or None if not managed.
@@ -497,7 +460,7 @@ impl PyRenewalManager {
     /// Traffic counters, as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.0.with(py, |m| m.stats())?;
-        stats_dict(py, &s)
+        Ok(pythonize::pythonize(py, &s)?.cast_into::<PyDict>()?)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use serde::de::DeserializeOwned;
 
 use crate::convert::{
-    cookie_arg, cookie_str, duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg,
+    cookie_str, duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg, Ck, Now,
 };
 use crate::data::{from_py, to_py};
 use crate::errors::{from_instance, to_instance, IntoPyResult};
@@ -88,51 +88,39 @@ impl PyPoller {
         self.0.with(py, |m| m.next_poll_at())
     }
     /// Whether `cookie` is an admitted holder.
-    fn contains(&self, py: Python<'_>, cookie: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let c = cookie_arg(cookie)?;
-        self.0.with(py, |m| m.contains(c))
+    fn contains(&self, py: Python<'_>, cookie: Ck) -> PyResult<bool> {
+        self.0.with(py, |m| m.contains(cookie.0))
     }
     /// Admits a holder on `resource`, or raises LeaseDeniedError beyond N_MAX.
     fn join<'py>(
         &self,
         py: Python<'py>,
         resource: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let now = i64_arg(now, "now")?;
         let r = Held::new(resource.clone().unbind());
-        to_py(py, &self.0.with(py, |m| m.join(r, now))?.py(py)?)
+        to_py(py, &self.0.with(py, |m| m.join(r, now.0))?.py(py)?)
     }
     /// Takes a holder's answer to poll `seq`; returns the confirmation.
     fn respond<'py>(
         &self,
         py: Python<'py>,
-        cookie: &Bound<'_, PyAny>,
+        cookie: Ck,
         seq: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let c = cookie_arg(cookie)?;
         let seq = u64_arg(seq, "seq")?;
-        let now = i64_arg(now, "now")?;
-        to_py(py, &self.0.with(py, |m| m.respond(c, seq, now))?.py(py)?)
+        to_py(py, &self.0.with(py, |m| m.respond(cookie.0, seq, now.0))?.py(py)?)
     }
     /// A holder leaves; returns its resource.
-    fn leave(
-        &self,
-        py: Python<'_>,
-        cookie: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        let c = cookie_arg(cookie)?;
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.leave(c, now))?.py(py).map(Held::into_inner)
+    fn leave(&self, py: Python<'_>, cookie: Ck, now: Now) -> PyResult<Py<PyAny>> {
+        self.0.with(py, |m| m.leave(cookie.0, now.0))?.py(py).map(Held::into_inner)
     }
     fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
         self.0.with(py, |m| m.poll_timeout())
     }
-    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.handle_timeout(now))
+    fn handle_timeout(&self, py: Python<'_>, now: Now) -> PyResult<()> {
+        self.0.with(py, |m| m.handle_timeout(now.0))
     }
     /// The next poll to multicast, if one is due.
     fn poll_transmit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -206,9 +194,8 @@ impl PyPollListener {
         to_py(py, &self.0.with(py, |m| *m.stats())?)
     }
     /// Starts joining (a "join" transmit follows).
-    fn join(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.join(now))?;
+    fn join(&self, py: Python<'_>, now: Now) -> PyResult<()> {
+        self.0.with(py, |m| m.join(now.0))?;
         Ok(())
     }
     /// Leaves; returns the lease it held, if any.
@@ -220,43 +207,29 @@ impl PyPollListener {
         &self,
         py: Python<'_>,
         result: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
         let r = result_arg(result)?;
-        self.0.with(py, |m| m.handle_admission(r, now))?;
+        self.0.with(py, |m| m.handle_admission(r, now.0))?;
         Ok(())
     }
     /// A poll heard at `now`.
-    fn handle_poll(
-        &self,
-        py: Python<'_>,
-        poll: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
+    fn handle_poll(&self, py: Python<'_>, poll: &Bound<'_, PyAny>, now: Now) -> PyResult<()> {
         let poll: Poll = from_py(poll)?;
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.handle_poll(&poll, now))?;
+        self.0.with(py, |m| m.handle_poll(&poll, now.0))?;
         Ok(())
     }
     /// The landlord's answer to a response: a `Confirm` or a `LeaseError`.
-    fn handle_confirm(
-        &self,
-        py: Python<'_>,
-        result: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
+    fn handle_confirm(&self, py: Python<'_>, result: &Bound<'_, PyAny>, now: Now) -> PyResult<()> {
         let r = result_arg(result)?;
-        self.0.with(py, |m| m.handle_confirm(r, now))?;
+        self.0.with(py, |m| m.handle_confirm(r, now.0))?;
         Ok(())
     }
     fn poll_timeout(&self, py: Python<'_>) -> PyResult<Option<i64>> {
         self.0.with(py, |m| m.poll_timeout())
     }
-    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.0.with(py, |m| m.handle_timeout(now))
+    fn handle_timeout(&self, py: Python<'_>, now: Now) -> PyResult<()> {
+        self.0.with(py, |m| m.handle_timeout(now.0))
     }
     /// The next message to send to the landlord.
     fn poll_transmit(&self, py: Python<'_>) -> PyResult<Option<PyListenerTransmit>> {

@@ -1,19 +1,20 @@
 //! `Landlord`: the grantor, holding Python objects (or the bytes of wire grants) as resources.
 
-use leasehold::{Landlord, LandlordConfig};
+use leasehold::store::StoreConfig;
+use leasehold::{Landlord, LandlordConfig, LandlordId};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::convert::{
-    bytes_arg, cookie_arg, cookie_bytes, cookie_py, cookie_str, duration_arg, encoding_arg,
-    i64_arg, landlord_arg, usize_arg,
+    bytes_arg, cookie_arg, cookie_bytes, cookie_py, cookie_str, duration_arg, i64_arg,
+    read_settings, u64_arg, usize_arg, Ck, Enc, Ll, Now,
 };
 use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::{Guarded, Held};
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
-use crate::store::{durable_methods, path_arg, store_config, OpenArgs, Store, Stored};
+use crate::store::{durable_methods, path_arg, OpenArgs, Store, Stored};
 use crate::wire::{cookies_arg, items_arg, PyLimits, PyReply, PyRequest};
 use leasehold::journal::Durable as DurableResource;
 
@@ -125,17 +126,28 @@ pub struct PyGrant {
     expiration: i64,
 }
 
+/// `cookie` (text) and `cookie_bytes` of a class with a `cookie` field.
+macro_rules! cookie_getters {
+    ($($cls:ty),*) => {$(
+        #[pymethods]
+        impl $cls {
+            #[getter]
+            fn cookie<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
+                cookie_py(py, self.cookie)
+            }
+            /// The cookie as its 16 raw bytes (big-endian): the compact form every method also
+            /// accepts.
+            #[getter]
+            fn cookie_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+                cookie_bytes(py, self.cookie)
+            }
+        }
+    )*};
+}
+cookie_getters!(PyGrant, PyExpired);
+
 #[pymethods]
 impl PyGrant {
-    #[getter]
-    fn cookie<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
-        cookie_py(py, self.cookie)
-    }
-    /// The cookie as its 16 raw bytes (big-endian): the compact form every method also accepts.
-    #[getter]
-    fn cookie_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        cookie_bytes(py, self.cookie)
-    }
     fn __repr__(&self) -> String {
         format!(
             "Grant(cookie='{}', duration={}, expiration={})",
@@ -163,15 +175,6 @@ impl PyExpired {
 
 #[pymethods]
 impl PyExpired {
-    #[getter]
-    fn cookie<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
-        cookie_py(py, self.cookie)
-    }
-    /// The cookie as its 16 raw bytes (big-endian).
-    #[getter]
-    fn cookie_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        cookie_bytes(py, self.cookie)
-    }
     fn __repr__(&self, py: Python<'_>) -> String {
         let r = self.resource.bind(py).repr().map(|s| s.to_string()).unwrap_or_else(|_| "?".into());
         format!("Expired(cookie='{}', expiration={}, resource={})", self.cookie, self.expiration, r)
@@ -318,48 +321,53 @@ pub fn seed_arg(py: Python<'_>, seed: Option<&Bound<'_, PyAny>>) -> PyResult<[u8
     }
 }
 
-/// A landlord's configuration from the constructor's arguments.
-fn landlord_config(
+/// A landlord's configuration from keyword `settings` whose names are `names`: seed (32 bytes;
+/// from `os.urandom` when not given; zeros when `names` has no "seed", for a restore), grace,
+/// expiry_budget, limits; `rest` takes any other.
+pub fn landlord_config(
     py: Python<'_>,
-    id: &Bound<'_, PyAny>,
-    seed: Option<&Bound<'_, PyAny>>,
-    grace: Option<&Bound<'_, PyAny>>,
-    expiry_budget: Option<&Bound<'_, PyAny>>,
-    limits: Option<PyRef<'_, PyLimits>>,
+    id: LandlordId,
+    settings: Option<&Bound<'_, PyDict>>,
+    names: &[&str],
+    mut rest: impl FnMut(&mut LandlordConfig, &str, &Bound<'_, PyAny>) -> PyResult<()>,
 ) -> PyResult<LandlordConfig> {
-    let mut config = LandlordConfig::new(landlord_arg(id)?, seed_arg(py, seed)?);
-    if let Some(g) = grace {
-        config = config.with_grace(duration_arg(g, "grace")?);
-    }
-    if let Some(b) = expiry_budget {
-        let b = usize_arg(b, "expiry_budget")?;
-        if b == 0 {
-            return Err(PyValueError::new_err("expiry_budget must be at least 1"));
+    let seed = match settings.map(|s| s.get_item("seed")).transpose()?.flatten() {
+        _ if !names.contains(&"seed") => [0; 32],
+        given => seed_arg(py, given.as_ref().filter(|v| !v.is_none()))?,
+    };
+    let mut c = LandlordConfig::new(id, seed);
+    read_settings(settings, names, |k, v| {
+        match k {
+            "seed" => {}
+            "grace" => c = c.clone().with_grace(duration_arg(v, k)?),
+            "expiry_budget" => match usize_arg(v, k)? {
+                0 => return Err(PyValueError::new_err("expiry_budget must be at least 1")),
+                b => c.expiry_budget = b,
+            },
+            "limits" => c.limits = v.extract::<PyRef<'_, PyLimits>>()?.0,
+            _ => rest(&mut c, k, v)?,
         }
-        config.expiry_budget = b;
-    }
-    if let Some(l) = limits {
-        config.limits = l.0;
-    }
-    Ok(config)
+        Ok(())
+    })?;
+    Ok(c)
 }
+
+/// The keyword settings of `Landlord(id, policy, **settings)`.
+const SETTINGS: [&str; 4] = ["seed", "grace", "expiry_budget", "limits"];
 
 #[pymethods]
 impl PyLandlord {
     /// A landlord with id `id` granting by `policy`. `seed` (32 bytes) makes cookies
     /// reproducible; without it the cookies come from `os.urandom`.
     #[new]
-    #[pyo3(signature = (id, policy, *, seed = None, grace = None, expiry_budget = None, limits = None))]
+    #[pyo3(signature = (id, policy, **settings))]
     fn new(
         py: Python<'_>,
-        id: &Bound<'_, PyAny>,
+        id: Ll,
         policy: PyRef<'_, PyPolicy>,
-        seed: Option<&Bound<'_, PyAny>>,
-        grace: Option<&Bound<'_, PyAny>>,
-        expiry_budget: Option<&Bound<'_, PyAny>>,
-        limits: Option<PyRef<'_, PyLimits>>,
+        settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let config = landlord_config(py, id, seed, grace, expiry_budget, limits)?;
+        let config = landlord_config(py, id.0, settings, &SETTINGS, |_, _, _| Ok(()))?;
         let built = policy.0.build().py(py)?;
         Ok(PyLandlord::new_with(Landlord::new(config, built), policy.clone()))
     }
@@ -470,12 +478,10 @@ impl PyLandlord {
     fn get<'py>(
         &self,
         py: Python<'py>,
-        cookie: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        cookie: Ck,
+        now: Now,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let c = cookie_arg(cookie)?;
-        let now = i64_arg(now, "now")?;
-        let found = self.with(py, |l| l.get(c, now).map(|(e, r)| (e, r.clone())))?;
+        let found = self.with(py, |l| l.get(cookie.0, now.0).map(|(e, r)| (e, r.clone())))?;
         match found {
             Some((e, r)) => Ok(Some(PyTuple::new(
                 py,
@@ -486,15 +492,8 @@ impl PyLandlord {
     }
 
     /// The holder's view of a lease still honoured at `now` (expiration on the landlord's clock).
-    fn lease(
-        &self,
-        py: Python<'_>,
-        cookie: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<PyLease>> {
-        let c = cookie_arg(cookie)?;
-        let now = i64_arg(now, "now")?;
-        Ok(self.with(py, |l| l.lease(c, now))?.map(PyLease))
+    fn lease(&self, py: Python<'_>, cookie: Ck, now: Now) -> PyResult<Option<PyLease>> {
+        Ok(self.with(py, |l| l.lease(cookie.0, now.0))?.map(PyLease))
     }
 
     /// Every lease held, as (cookie, expiration, resource) tuples, in no particular order.
@@ -520,9 +519,8 @@ impl PyLandlord {
     }
 
     /// Advances expiry to `now`; expired leases are then handed out by `poll_expired`.
-    fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.with(py, |l| l.handle_timeout(now))
+    fn handle_timeout(&self, py: Python<'_>, now: Now) -> PyResult<()> {
+        self.with(py, |l| l.handle_timeout(now.0))
     }
 
     /// The next expired lease found by `handle_timeout`, or None. A durable landlord
@@ -553,11 +551,10 @@ impl PyLandlord {
         &self,
         py: Python<'_>,
         request: PyRef<'_, PyRequest>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<PyReply> {
-        let now = i64_arg(now, "now")?;
         let req = &request.0;
-        Ok(PyReply(self.answer(py, false, |l| l.handle_request(req, now))?))
+        Ok(PyReply(self.answer(py, false, |l| l.handle_request(req, now.0))?))
     }
 
     /// Decodes a request message, answers it and returns the encoded reply (same encoding).
@@ -566,14 +563,12 @@ impl PyLandlord {
         &self,
         py: Python<'py>,
         data: &Bound<'_, PyAny>,
-        encoding: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        encoding: Enc,
+        now: Now,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let enc = encoding_arg(encoding)?;
-        let now = i64_arg(now, "now")?;
         let data = bytes_arg(data, "data")?;
         let long = data.len() >= DETACH_BYTES;
-        let out = self.answer(py, long, |l| l.handle_bytes(&data, enc, now))?;
+        let out = self.answer(py, long, |l| l.handle_bytes(&data, encoding.0, now.0))?;
         Ok(PyBytes::new(py, &out))
     }
 
@@ -584,13 +579,11 @@ impl PyLandlord {
         &self,
         py: Python<'py>,
         data: &Bound<'_, PyAny>,
-        encoding: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        encoding: Enc,
+        now: Now,
     ) -> PyResult<(Bound<'py, PyBytes>, u64)> {
-        let enc = encoding_arg(encoding)?;
-        let now = i64_arg(now, "now")?;
         let data = bytes_arg(data, "data")?;
-        let (out, seq) = self.inner.take(py, |l| l.handle_bytes(&data, enc, now))?;
+        let (out, seq) = self.inner.take(py, |l| l.handle_bytes(&data, encoding.0, now.0))?;
         Ok((PyBytes::new(py, &out), seq))
     }
 
@@ -612,33 +605,31 @@ impl PyLandlord {
     /// sync (group commit), done with the GIL released. Resources must be bytes (a str is kept
     /// as its UTF-8 bytes); they come back as bytes.
     #[staticmethod]
-    #[pyo3(signature = (data_dir, id, policy, now, *, seed = None, grace = None, expiry_budget = None,
-        limits = None, journal_clock_interval = None, segment_bytes = None, min_compact_bytes = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (data_dir, id, policy, now, **settings))]
     fn open(
         py: Python<'_>,
         data_dir: &Bound<'_, PyAny>,
-        id: &Bound<'_, PyAny>,
+        id: Ll,
         policy: PyRef<'_, PyPolicy>,
-        now: &Bound<'_, PyAny>,
-        seed: Option<&Bound<'_, PyAny>>,
-        grace: Option<&Bound<'_, PyAny>>,
-        expiry_budget: Option<&Bound<'_, PyAny>>,
-        limits: Option<PyRef<'_, PyLimits>>,
-        journal_clock_interval: Option<&Bound<'_, PyAny>>,
-        segment_bytes: Option<&Bound<'_, PyAny>>,
-        min_compact_bytes: Option<&Bound<'_, PyAny>>,
+        now: Now,
+        settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let path = path_arg(data_dir)?;
-        let mut config = landlord_config(py, id, seed, grace, expiry_budget, limits)?;
-        if let Some(j) = journal_clock_interval {
-            config.journal_clock_interval = duration_arg(j, "journal_clock_interval")?;
-        }
-        let store = store_config(segment_bytes, min_compact_bytes)?;
+        let mut store = StoreConfig::default();
+        let names =
+            [&SETTINGS[..], &["journal_clock_interval", "segment_bytes", "min_compact_bytes"]];
+        let config = landlord_config(py, id.0, settings, &names.concat(), |c, k, v| {
+            match k {
+                "journal_clock_interval" => c.journal_clock_interval = duration_arg(v, k)?,
+                "segment_bytes" => store.segment_bytes = u64_arg(v, k)?,
+                _ => store.min_compact_bytes = u64_arg(v, k)?,
+            }
+            Ok(())
+        })?;
         policy.0.build().py(py)?;
-        let now = i64_arg(now, "now")?;
         let spec = policy.0.clone();
-        let args = OpenArgs { path, store, now, holds: ("leases", |l: &Landlord<Res>| l.len()) };
+        let args =
+            OpenArgs { path, store, now: now.0, holds: ("leases", |l: &Landlord<Res>| l.len()) };
         let st = Store::open(py, args, move |snapshot| {
             let built = spec.build()?;
             match snapshot {
@@ -662,11 +653,10 @@ impl PyLandlord {
     fn snapshot<'py>(
         &self,
         py: Python<'py>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
         encode: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, pyo3::types::PyString>> {
-        let now = i64_arg(now, "now")?;
-        let snap = self.with(py, |l| l.snapshot(now))?;
+        let snap = self.with(py, |l| l.snapshot(now.0))?;
         let to_bytes = |r: Res| -> PyResult<HexRes> {
             match r {
                 Res::Bytes(b) => Ok(HexRes(b)),
@@ -686,27 +676,7 @@ impl PyLandlord {
                 }
             }
         };
-        let convert = |v: Vec<leasehold::landlord::SnapshotLease<Res>>| -> PyResult<Vec<leasehold::landlord::SnapshotLease<HexRes>>> {
-            v.into_iter()
-                .map(|l| {
-                    Ok(leasehold::landlord::SnapshotLease {
-                        cookie: l.cookie,
-                        remaining: l.remaining,
-                        resource: to_bytes(l.resource)?,
-                    })
-                })
-                .collect()
-        };
-        let out = leasehold::LandlordSnapshot {
-            version: snap.version,
-            config: snap.config,
-            taken_at: snap.taken_at,
-            rng: snap.rng,
-            slots: snap.slots,
-            free: snap.free,
-            leases: convert(snap.leases)?,
-            expired: convert(snap.expired)?,
-        };
+        let out = map_resources(snap, to_bytes)?;
         let text = serde_json::to_string(&out)
             .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("snapshot: {e}")))?;
         Ok(pyo3::types::PyString::new(py, &text))
@@ -721,10 +691,9 @@ impl PyLandlord {
         py: Python<'_>,
         snapshot: &Bound<'_, PyAny>,
         policy: PyRef<'_, PyPolicy>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
         decode: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let now = i64_arg(now, "now")?;
         let text = crate::convert::text_arg(snapshot, "snapshot")?;
         if text.len() > MAX_SNAPSHOT_TEXT {
             return Err(crate::errors::to_py(
@@ -745,29 +714,9 @@ impl PyLandlord {
                 None => Ok(Res::Bytes(h.0)),
             }
         };
-        let convert = |v: Vec<leasehold::landlord::SnapshotLease<HexRes>>| -> PyResult<Vec<leasehold::landlord::SnapshotLease<Res>>> {
-            v.into_iter()
-                .map(|l| {
-                    Ok(leasehold::landlord::SnapshotLease {
-                        cookie: l.cookie,
-                        remaining: l.remaining,
-                        resource: from_bytes(l.resource)?,
-                    })
-                })
-                .collect()
-        };
-        let back = leasehold::LandlordSnapshot {
-            version: snap.version,
-            config: snap.config,
-            taken_at: snap.taken_at,
-            rng: snap.rng,
-            slots: snap.slots,
-            free: snap.free,
-            leases: convert(snap.leases)?,
-            expired: convert(snap.expired)?,
-        };
+        let back = map_resources(snap, from_bytes)?;
         let built = policy.0.build().py(py)?;
-        let ll = Landlord::restore(back, built, now).py(py)?;
+        let ll = Landlord::restore(back, built, now.0).py(py)?;
         Ok(PyLandlord::new_with(ll, policy.clone()))
     }
 
@@ -778,4 +727,30 @@ impl PyLandlord {
             None => format!("Landlord(id={id}, leases={n})"),
         })
     }
+}
+
+/// `snap` with each resource (held and expired) turned by `f`.
+fn map_resources<A, B>(
+    snap: leasehold::LandlordSnapshot<A>,
+    mut f: impl FnMut(A) -> PyResult<B>,
+) -> PyResult<leasehold::LandlordSnapshot<B>> {
+    use leasehold::landlord::SnapshotLease;
+    let mut each = |v: Vec<SnapshotLease<A>>| -> PyResult<Vec<SnapshotLease<B>>> {
+        let turn = |l: SnapshotLease<A>| {
+            Ok(SnapshotLease { cookie: l.cookie, remaining: l.remaining, resource: f(l.resource)? })
+        };
+        v.into_iter().map(turn).collect()
+    };
+    let (leases, expired) = (each(snap.leases)?, each(snap.expired)?);
+    let (version, config, taken_at, rng) = (snap.version, snap.config, snap.taken_at, snap.rng);
+    Ok(leasehold::LandlordSnapshot {
+        version,
+        config,
+        taken_at,
+        rng,
+        slots: snap.slots,
+        free: snap.free,
+        leases,
+        expired,
+    })
 }

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::convert::{
-    bytes_arg, cookie_arg, cookie_str, i64_arg, landlord_arg, serial_format_arg, text_arg,
+    bytes_arg, cookie_arg, cookie_str, i64_arg, landlord_arg, serial_format_arg, text_arg, Now,
 };
 use crate::errors::IntoPyResult;
 
@@ -71,11 +71,11 @@ impl PyLease {
         self.0.serial_format() as i32
     }
 
-    fn remaining(&self, now: &Bound<'_, PyAny>) -> PyResult<i64> {
-        Ok(self.0.remaining(i64_arg(now, "now")?))
+    fn remaining(&self, now: Now) -> PyResult<i64> {
+        Ok(self.0.remaining(now.0))
     }
-    fn is_expired(&self, now: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.0.is_expired(i64_arg(now, "now")?))
+    fn is_expired(&self, now: Now) -> PyResult<bool> {
+        Ok(self.0.is_expired(now.0))
     }
     fn can_batch(&self, other: PyRef<'_, PyLease>) -> bool {
         self.0.can_batch(&other.0)
@@ -89,35 +89,21 @@ impl PyLease {
         Ok(PyLease(l))
     }
 
-    fn to_json(&self, now: &Bound<'_, PyAny>) -> PyResult<String> {
-        Ok(self.0.to_json(i64_arg(now, "now")?))
+    fn to_json(&self, now: Now) -> PyResult<String> {
+        Ok(self.0.to_json(now.0))
     }
     #[staticmethod]
-    fn from_json(
-        py: Python<'_>,
-        text: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        let now = i64_arg(now, "now")?;
+    fn from_json(py: Python<'_>, text: &Bound<'_, PyAny>, now: Now) -> PyResult<Self> {
         let text = text_arg(text, "lease JSON")?;
-        Lease::from_json(&text, now).py(py).map(PyLease)
+        Lease::from_json(&text, now.0).py(py).map(PyLease)
     }
-    fn to_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, &self.0.to_bytes(i64_arg(now, "now")?)))
+    fn to_bytes<'py>(&self, py: Python<'py>, now: Now) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, &self.0.to_bytes(now.0)))
     }
     #[staticmethod]
-    fn from_bytes(
-        py: Python<'_>,
-        data: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        let now = i64_arg(now, "now")?;
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, now: Now) -> PyResult<Self> {
         let data = bytes_arg(data, "lease bytes")?;
-        Lease::from_bytes(&data, now).py(py).map(PyLease)
+        Lease::from_bytes(&data, now.0).py(py).map(PyLease)
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

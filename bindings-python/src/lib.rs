@@ -22,6 +22,14 @@ mod wire;
 
 use pyo3::prelude::*;
 
+/// Adds classes and functions to the module.
+macro_rules! add {
+    ($m:ident, classes: $($c:ty),*; functions: $($f:path),*) => {
+        $($m.add_class::<$c>()?;)*
+        $($m.add_function(wrap_pyfunction!($f, $m)?)?;)*
+    };
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FOREVER", leasehold::FOREVER)?;
@@ -32,40 +40,20 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WIRE_VERSION", leasehold::wire::WIRE_VERSION)?;
     m.add("LEASE_BINARY_LEN", leasehold::serial::LEASE_BINARY_LEN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add_class::<lease::PyLease>()?;
-    m.add_class::<policy::PyPolicy>()?;
-    m.add_class::<landlord::PyLandlord>()?;
-    m.add_class::<landlord::PyGrant>()?;
-    m.add_class::<landlord::PyExpired>()?;
-    m.add_class::<wire::PyLimits>()?;
-    m.add_class::<wire::PyRequest>()?;
-    m.add_class::<wire::PyReply>()?;
-    m.add_function(wrap_pyfunction!(errors::is_definite_code, m)?)?;
-    m.add_function(wrap_pyfunction!(errors::error_from_code, m)?)?;
-    m.add_class::<holder::PyLeaseMap>()?;
-    m.add_class::<holder::PyRenewalManager>()?;
-    m.add_class::<holder::PyRenewalEvent>()?;
-    m.add_class::<holder::PyTransmit>()?;
-    m.add_function(wrap_pyfunction!(holder::lease_from_reply, m)?)?;
-    m.add_function(wrap_pyfunction!(holder::py_local_expiration, m)?)?;
-    m.add_class::<service::PyRenewalService>()?;
-    m.add_class::<service::PyRenewalSet>()?;
-    m.add_class::<service::PySetEvent>()?;
-    m.add_class::<service::PyEventRegistration>()?;
-    m.add_class::<service::PyGapTracker>()?;
-    m.add_class::<inverted::PyPoller>()?;
-    m.add_class::<inverted::PyPollListener>()?;
-    m.add_class::<inverted::PyListenerTransmit>()?;
-    m.add_class::<inverted::PyListenerEvent>()?;
-    m.add_function(wrap_pyfunction!(inverted::inverted_bandwidth, m)?)?;
-    m.add_function(wrap_pyfunction!(inverted::expected_detection, m)?)?;
     m.add("ANNOUNCEMENT_MAX_BYTES", leasehold::discovery::wire::ANNOUNCEMENT_MAX_BYTES)?;
-    m.add_class::<discovery::PyDiscoveryMachine>()?;
-    m.add_function(wrap_pyfunction!(discovery::announcement_encode, m)?)?;
-    m.add_function(wrap_pyfunction!(discovery::announcement_decode, m)?)?;
-    m.add_function(wrap_pyfunction!(data::normalize, m)?)?;
-    m.add_class::<coord::PyFenceMachine>()?;
-    m.add_function(wrap_pyfunction!(data::encode_message, m)?)?;
-    m.add_function(wrap_pyfunction!(data::decode_message, m)?)?;
+    add!(m, classes:
+        lease::PyLease, policy::PyPolicy, landlord::PyLandlord, landlord::PyGrant,
+        landlord::PyExpired, wire::PyLimits, wire::PyRequest, wire::PyReply,
+        holder::PyLeaseMap, holder::PyRenewalManager, holder::PyRenewalEvent,
+        holder::PyTransmit, service::PyRenewalService, service::PyRenewalSet,
+        service::PySetEvent, service::PyEventRegistration, service::PyGapTracker,
+        inverted::PyPoller, inverted::PyPollListener, inverted::PyListenerTransmit,
+        inverted::PyListenerEvent, discovery::PyDiscoveryMachine, coord::PyFenceMachine;
+    functions:
+        errors::is_definite_code, errors::error_from_code, holder::lease_from_reply,
+        holder::py_local_expiration, inverted::inverted_bandwidth,
+        inverted::expected_detection, discovery::announcement_encode,
+        discovery::announcement_decode, data::normalize, data::encode_message,
+        data::decode_message);
     Ok(())
 }

@@ -13,7 +13,7 @@ use leasehold::machine::{Machine, Stored as CoreStored};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::convert::i64_arg;
+use crate::convert::Now;
 use crate::data::{from_py, to_py};
 use crate::errors::IntoPyResult;
 use crate::guard::Guarded;
@@ -46,11 +46,11 @@ pub fn create<M: Machine + Send>(
 pub fn restore<M: Machine + Send>(
     py: Python<'_>,
     snapshot: &Bound<'_, PyAny>,
-    now: &Bound<'_, PyAny>,
+    now: Now,
     o: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Backend<M>> {
     let text = snapshot.cast::<PyString>()?.to_cow()?.into_owned();
-    let m = M::restore(options::<M>(py, o)?, &text, i64_arg(now, "now")?).py(py)?;
+    let m = M::restore(options::<M>(py, o)?, &text, now.0).py(py)?;
     Ok(Backend::Memory(Guarded::new(m)))
 }
 
@@ -59,7 +59,7 @@ pub fn restore<M: Machine + Send>(
 pub fn open<M: CoreStored + Send>(
     py: Python<'_>,
     data_dir: &Bound<'_, PyAny>,
-    now: &Bound<'_, PyAny>,
+    now: Now,
     store: (Option<&Bound<'_, PyAny>>, Option<&Bound<'_, PyAny>>),
     o: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Backend<M>> {
@@ -67,9 +67,8 @@ pub fn open<M: CoreStored + Send>(
     let (fresh, again) = (options::<M>(py, o)?, options::<M>(py, o)?);
     let seed = seed_arg(py, None)?;
     let store = store_config(store.0, store.1)?;
-    let now = i64_arg(now, "now")?;
     let holds: (&'static str, fn(&M) -> usize) = (M::HOLDS, M::held);
-    let st = Store::open(py, OpenArgs { path, store, now, holds }, move |snapshot| {
+    let st = Store::open(py, OpenArgs { path, store, now: now.0, holds }, move |snapshot| {
         M::from_store(snapshot, fresh, seed)
     })?;
     st.answer(py, move |s| s.reconfigure(again))?.py(py)?;
@@ -82,14 +81,13 @@ pub fn handle<'py, M: CoreStored + Send>(
     b: &Backend<M>,
     py: Python<'py>,
     input: &Bound<'_, PyAny>,
-    now: &Bound<'_, PyAny>,
+    now: Now,
 ) -> PyResult<Bound<'py, PyAny>> {
     let input: M::Input = from_py(input)?;
-    let now = i64_arg(now, "now")?;
     let out = if M::leaves(&input) {
-        b.answer(py, false, |s| s.handle(input, now))
+        b.answer(py, false, |s| s.handle(input, now.0))
     } else {
-        b.with(py, |s| s.handle(input, now))
+        b.with(py, |s| s.handle(input, now.0))
     };
     to_py(py, &out?.py(py)?)
 }
@@ -100,11 +98,10 @@ pub fn handle_nowait<'py, M: CoreStored + Send>(
     b: &Backend<M>,
     py: Python<'py>,
     input: &Bound<'_, PyAny>,
-    now: &Bound<'_, PyAny>,
+    now: Now,
 ) -> PyResult<(Bound<'py, PyAny>, u64)> {
     let input: M::Input = from_py(input)?;
-    let now = i64_arg(now, "now")?;
-    let (out, seq) = b.take(py, |s| s.handle(input, now))?;
+    let (out, seq) = b.take(py, |s| s.handle(input, now.0))?;
     Ok((to_py(py, &out.py(py)?)?, seq))
 }
 
@@ -113,13 +110,12 @@ pub fn handle_nowait<'py, M: CoreStored + Send>(
 pub fn take_due<'py, M: CoreStored + Send>(
     b: &Backend<M>,
     py: Python<'py>,
-    now: &Bound<'_, PyAny>,
+    now: Now,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, u64)> {
-    let now = i64_arg(now, "now")?;
     let ((out, events), seq) = b.take(py, |s| {
-        s.handle_timeout(now);
-        let out: Vec<_> = std::iter::from_fn(|| s.poll_transmit(now)).collect();
-        (out, std::iter::from_fn(|| s.poll_event(now)).collect::<Vec<_>>())
+        s.handle_timeout(now.0);
+        let out: Vec<_> = std::iter::from_fn(|| s.poll_transmit(now.0)).collect();
+        (out, std::iter::from_fn(|| s.poll_event(now.0)).collect::<Vec<_>>())
     })?;
     let list = |v: Vec<Bound<'py, PyAny>>| PyList::new(py, v);
     let out = list(out.iter().map(|t| to_py(py, t)).collect::<PyResult<_>>()?)?;
@@ -156,7 +152,7 @@ macro_rules! machine_class {
             fn open(
                 py: Python<'_>,
                 data_dir: &Bound<'_, PyAny>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
                 segment_bytes: Option<&Bound<'_, PyAny>>,
                 min_compact_bytes: Option<&Bound<'_, PyAny>>,
                 options: Option<&Bound<'_, pyo3::types::PyDict>>,
@@ -170,22 +166,21 @@ macro_rules! machine_class {
             fn restore(
                 py: Python<'_>,
                 snapshot: &Bound<'_, PyAny>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
                 options: Option<&Bound<'_, pyo3::types::PyDict>>,
             ) -> PyResult<Self> {
                 $crate::machine::restore(py, snapshot, now, options).map($cls)
             }
             /// Everything it holds at `now`, as JSON text (it holds secrets).
-            fn snapshot(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<String> {
-                let now = $crate::convert::i64_arg(now, "now")?;
-                self.0.answer(py, false, |s| leasehold::machine::Machine::snapshot(s, now))
+            fn snapshot(&self, py: Python<'_>, now: $crate::convert::Now) -> PyResult<String> {
+                self.0.answer(py, false, |s| leasehold::machine::Machine::snapshot(s, now.0))
             }
             /// Carries out one call (data, tagged by `op`) and returns its answer (data).
             fn handle<'py>(
                 &self,
                 py: Python<'py>,
                 input: &Bound<'_, PyAny>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<Bound<'py, PyAny>> {
                 $crate::machine::handle(&self.0, py, input, now)
             }
@@ -194,7 +189,7 @@ macro_rules! machine_class {
                 &self,
                 py: Python<'py>,
                 input: &Bound<'_, PyAny>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<(Bound<'py, PyAny>, u64)> {
                 $crate::machine::handle_nowait(&self.0, py, input, now)
             }
@@ -203,28 +198,25 @@ macro_rules! machine_class {
                 self.0.with(py, |s| leasehold::machine::Machine::poll_timeout(s))
             }
             /// Advances the part to `now`.
-            fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
-                let now = $crate::convert::i64_arg(now, "now")?;
-                self.0.with(py, |s| leasehold::machine::Machine::handle_timeout(s, now))
+            fn handle_timeout(&self, py: Python<'_>, now: $crate::convert::Now) -> PyResult<()> {
+                self.0.with(py, |s| leasehold::machine::Machine::handle_timeout(s, now.0))
             }
             /// The next transmission (data), or None; it leaves once durable.
             fn poll_transmit<'py>(
                 &self,
                 py: Python<'py>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<Option<Bound<'py, PyAny>>> {
-                let now = $crate::convert::i64_arg(now, "now")?;
-                let t = self.0.answer(py, false, |s| leasehold::machine::Machine::poll_transmit(s, now))?;
+                let t = self.0.answer(py, false, |s| leasehold::machine::Machine::poll_transmit(s, now.0))?;
                 t.map(|t| $crate::data::to_py(py, &t)).transpose()
             }
             /// The next event (data), or None; it leaves once durable.
             fn poll_event<'py>(
                 &self,
                 py: Python<'py>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<Option<Bound<'py, PyAny>>> {
-                let now = $crate::convert::i64_arg(now, "now")?;
-                let e = self.0.answer(py, false, |s| leasehold::machine::Machine::poll_event(s, now))?;
+                let e = self.0.answer(py, false, |s| leasehold::machine::Machine::poll_event(s, now.0))?;
                 e.map(|e| $crate::data::to_py(py, &e)).transpose()
             }
             /// `handle_timeout(now)`, then every transmission and event due, and the journal
@@ -232,7 +224,7 @@ macro_rules! machine_class {
             fn take_due<'py>(
                 &self,
                 py: Python<'py>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<(Bound<'py, pyo3::types::PyList>, Bound<'py, pyo3::types::PyList>, u64)> {
                 $crate::machine::take_due(&self.0, py, now)
             }

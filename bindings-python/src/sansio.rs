@@ -16,7 +16,7 @@ use leasehold::{Encoding, LeaseError, Millis, Reply, Request};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::convert::{bytes_arg, encoding_arg, i64_arg, u64_arg};
+use crate::convert::{bytes_arg, u64_arg, Enc, Now};
 use crate::errors::from_instance;
 use crate::holder::{transmit_to_py, PyTransmit};
 use crate::wire::{PyReply, PyRequest};
@@ -130,22 +130,16 @@ pub fn poll_timeout<C: Component<State: Timed>>(c: &C, py: Python<'_>) -> PyResu
     c.with(py, |s| s.poll_timeout())
 }
 
-pub fn handle_timeout<C: Component<State: Timed>>(
-    c: &C,
-    py: Python<'_>,
-    now: &Bound<'_, PyAny>,
-) -> PyResult<()> {
-    let now = i64_arg(now, "now")?;
-    c.with(py, |s| s.handle_timeout(now))
+pub fn handle_timeout<C: Component<State: Timed>>(c: &C, py: Python<'_>, now: Now) -> PyResult<()> {
+    c.with(py, |s| s.handle_timeout(now.0))
 }
 
 pub fn poll_transmit<C: Component<State: Renewer>>(
     c: &C,
     py: Python<'_>,
-    now: &Bound<'_, PyAny>,
+    now: Now,
 ) -> PyResult<Option<PyTransmit>> {
-    let now = i64_arg(now, "now")?;
-    let t = c.answer(py, |s| s.poll_transmit(now))?;
+    let t = c.answer(py, |s| s.poll_transmit(now.0))?;
     t.map(|t| transmit_to_py(py, t)).transpose()
 }
 
@@ -153,10 +147,9 @@ pub fn handle_reply<C: Component<State: Renewer>>(
     c: &C,
     py: Python<'_>,
     reply: &PyReply,
-    now: &Bound<'_, PyAny>,
+    now: Now,
 ) -> PyResult<()> {
-    let now = i64_arg(now, "now")?;
-    c.with(py, |s| s.handle_reply(&reply.0, now))
+    c.with(py, |s| s.handle_reply(&reply.0, now.0))
 }
 
 pub fn handle_failure<C: Component<State: Renewer>>(
@@ -164,12 +157,11 @@ pub fn handle_failure<C: Component<State: Renewer>>(
     py: Python<'_>,
     request_id: &Bound<'_, PyAny>,
     error: &Bound<'_, PyAny>,
-    now: &Bound<'_, PyAny>,
+    now: Now,
 ) -> PyResult<()> {
     let id = u64_arg(request_id, "request_id")?;
     let err: LeaseError = from_instance(error)?;
-    let now = i64_arg(now, "now")?;
-    c.with(py, |s| s.handle_failure(id, err, now))
+    c.with(py, |s| s.handle_failure(id, err, now.0))
 }
 
 pub fn poll_event<C, E>(c: &C, py: Python<'_>) -> PyResult<Option<E>>
@@ -194,23 +186,20 @@ pub fn handle_request<C: Component<State: Answers>>(
     c: &C,
     py: Python<'_>,
     request: &PyRequest,
-    now: &Bound<'_, PyAny>,
+    now: Now,
 ) -> PyResult<PyReply> {
-    let now = i64_arg(now, "now")?;
-    Ok(PyReply(c.answer(py, |s| s.handle_request(&request.0, now))?))
+    Ok(PyReply(c.answer(py, |s| s.handle_request(&request.0, now.0))?))
 }
 
 pub fn handle_bytes<'py, C: Component<State: Answers>>(
     c: &C,
     py: Python<'py>,
     data: &Bound<'_, PyAny>,
-    encoding: &Bound<'_, PyAny>,
-    now: &Bound<'_, PyAny>,
+    encoding: Enc,
+    now: Now,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let enc = encoding_arg(encoding)?;
-    let now = i64_arg(now, "now")?;
     let data = bytes_arg(data, "data")?;
-    let out = c.answer(py, |s| s.handle_bytes(&data, enc, now))?;
+    let out = c.answer(py, |s| s.handle_bytes(&data, encoding.0, now.0))?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -226,7 +215,7 @@ macro_rules! timer_methods {
                 $crate::sansio::poll_timeout(self, py)
             }
             /// Advances the timers to `now`.
-            fn handle_timeout(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<()> {
+            fn handle_timeout(&self, py: Python<'_>, now: $crate::convert::Now) -> PyResult<()> {
                 $crate::sansio::handle_timeout(self, py, now)
             }
         }
@@ -246,7 +235,7 @@ macro_rules! renewer_methods {
             fn poll_transmit(
                 &self,
                 py: Python<'_>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<Option<$crate::holder::PyTransmit>> {
                 $crate::sansio::poll_transmit(self, py, now)
             }
@@ -255,7 +244,7 @@ macro_rules! renewer_methods {
                 &self,
                 py: Python<'_>,
                 reply: PyRef<'_, $crate::wire::PyReply>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<()> {
                 $crate::sansio::handle_reply(self, py, &reply, now)
             }
@@ -266,7 +255,7 @@ macro_rules! renewer_methods {
                 py: Python<'_>,
                 request_id: &Bound<'_, PyAny>,
                 error: &Bound<'_, PyAny>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<()> {
                 $crate::sansio::handle_failure(self, py, request_id, error, now)
             }
@@ -293,7 +282,7 @@ macro_rules! answer_methods {
                 &self,
                 py: Python<'_>,
                 request: PyRef<'_, $crate::wire::PyRequest>,
-                now: &Bound<'_, PyAny>,
+                now: $crate::convert::Now,
             ) -> PyResult<$crate::wire::PyReply> {
                 $crate::sansio::handle_request(self, py, &request, now)
             }
@@ -303,8 +292,8 @@ macro_rules! answer_methods {
                 &self,
                 py: Python<'py>,
                 data: &Bound<'_, PyAny>,
-                encoding: &Bound<'_, PyAny>,
-                now: &Bound<'_, PyAny>,
+                encoding: $crate::convert::Enc,
+                now: $crate::convert::Now,
             ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
                 $crate::sansio::handle_bytes(self, py, data, encoding, now)
             }

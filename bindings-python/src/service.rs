@@ -7,15 +7,14 @@ use leasehold::service::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::convert::{bytes_arg, duration_arg, i64_arg, landlord_arg, text_arg, u64_arg};
+use crate::convert::{bytes_arg, duration_arg, text_arg, u64_arg, Ll, Now};
 use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::Guarded;
 use crate::holder::manager_config;
-use crate::landlord::seed_arg;
+use crate::landlord::landlord_config;
 use crate::lease::PyLease;
 use crate::policy::PyPolicy;
 use crate::sansio::{answer_methods, answers, guarded_component, renewer_methods, timed, PyEvent};
-use crate::wire::PyLimits;
 
 /// What a client gets back when it registers for events (Jini `EventRegistration`).
 #[pyclass(frozen, module = "leasehold._native", name = "EventRegistration")]
@@ -209,34 +208,28 @@ impl PyGapTracker {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A service's settings from the keywords of `RenewalService(id, **settings)`: seed (only when
+/// `seeded`; a restore keeps the snapshot's), set_policy, grace, limits, restore_jump, manager
+/// (a dict of renewal manager settings). Unset or None ones keep the core's defaults.
 fn service_config(
     py: Python<'_>,
-    id: &Bound<'_, PyAny>,
-    seed: Option<&Bound<'_, PyAny>>,
-    set_policy: Option<PyRef<'_, PyPolicy>>,
-    grace: Option<&Bound<'_, PyAny>>,
-    limits: Option<PyRef<'_, PyLimits>>,
-    restore_jump: Option<&Bound<'_, PyAny>>,
-    manager: Option<&Bound<'_, PyDict>>,
+    id: Ll,
+    settings: Option<&Bound<'_, PyDict>>,
+    seeded: bool,
 ) -> PyResult<RenewalServiceConfig> {
-    let mut c = RenewalServiceConfig::new(landlord_arg(id)?, seed_arg(py, seed)?);
-    if let Some(p) = set_policy {
-        c.set_policy = p.0.clone();
-    }
-    if let Some(g) = grace {
-        c.landlord = c.landlord.clone().with_grace(duration_arg(g, "grace")?);
-    }
-    if let Some(l) = limits {
-        c.landlord.limits = l.0;
-    }
-    if let Some(j) = restore_jump {
-        c.restore_jump = u64_arg(j, "restore_jump")?;
-    }
-    if let Some(m) = manager {
-        c.manager = manager_config(Some(m))?;
-        c.manager.validate().py(py)?;
-    }
+    let names = ["seed", "set_policy", "grace", "limits", "restore_jump", "manager"];
+    let mut c = RenewalServiceConfig::new(id.0, [0; 32]);
+    c.landlord = landlord_config(py, id.0, settings, &names[usize::from(!seeded)..], |_, k, v| {
+        match k {
+            "set_policy" => c.set_policy = v.extract::<PyRef<'_, PyPolicy>>()?.0.clone(),
+            "restore_jump" => c.restore_jump = u64_arg(v, k)?,
+            _ => {
+                c.manager = manager_config(Some(v.cast::<PyDict>()?))?;
+                c.manager.validate().py(py)?;
+            }
+        }
+        Ok(())
+    })?;
     Ok(c)
 }
 
@@ -262,64 +255,33 @@ impl PyRenewalService {
 
 #[pymethods]
 impl PyRenewalService {
+    /// A service with keyword `settings` (seed, set_policy, grace, limits, restore_jump, manager).
     #[new]
-    #[pyo3(signature = (id, *, seed = None, set_policy = None, grace = None, limits = None, restore_jump = None, manager = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        id: &Bound<'_, PyAny>,
-        seed: Option<&Bound<'_, PyAny>>,
-        set_policy: Option<PyRef<'_, PyPolicy>>,
-        grace: Option<&Bound<'_, PyAny>>,
-        limits: Option<PyRef<'_, PyLimits>>,
-        restore_jump: Option<&Bound<'_, PyAny>>,
-        manager: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        let c = service_config(py, id, seed, set_policy, grace, limits, restore_jump, manager)?;
+    #[pyo3(signature = (id, **settings))]
+    fn new(py: Python<'_>, id: Ll, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let c = service_config(py, id, settings, true)?;
         Ok(PyRenewalService(Guarded::new(RenewalService::new(c).py(py)?)))
     }
 
     /// Rebuilds a service from `snapshot` (JSON from `snapshot()`) at `now`; the settings are
-    /// given again as for the constructor (the id must match the snapshot's).
+    /// given again as for the constructor, but for the seed (the id must match the snapshot's).
     #[staticmethod]
-    #[pyo3(signature = (snapshot, now, id, *, set_policy = None, grace = None, limits = None, restore_jump = None, manager = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (snapshot, now, id, **settings))]
     fn restore(
         py: Python<'_>,
         snapshot: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
-        id: &Bound<'_, PyAny>,
-        set_policy: Option<PyRef<'_, PyPolicy>>,
-        grace: Option<&Bound<'_, PyAny>>,
-        limits: Option<PyRef<'_, PyLimits>>,
-        restore_jump: Option<&Bound<'_, PyAny>>,
-        manager: Option<&Bound<'_, PyDict>>,
+        now: Now,
+        id: Ll,
+        settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let text = text_arg(snapshot, "snapshot")?;
-        let now = i64_arg(now, "now")?;
-        let snap = ServiceSnapshot::from_json(&text).py(py)?;
-        let zero = PyBytes::new(py, &[0u8; 32]);
-        let c = service_config(
-            py,
-            id,
-            Some(zero.as_any()),
-            set_policy,
-            grace,
-            limits,
-            restore_jump,
-            manager,
-        )?;
-        Ok(PyRenewalService(Guarded::new(RenewalService::restore(c, snap, now).py(py)?)))
+        let snap = ServiceSnapshot::from_json(&text_arg(snapshot, "snapshot")?).py(py)?;
+        let c = service_config(py, id, settings, false)?;
+        Ok(PyRenewalService(Guarded::new(RenewalService::restore(c, snap, now.0).py(py)?)))
     }
 
     /// Everything the service holds at `now`, as JSON text (it contains the cookie secret).
-    fn snapshot<'py>(
-        &self,
-        py: Python<'py>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Bound<'py, PyString>> {
-        let now = i64_arg(now, "now")?;
-        let text = self.with(py, |s| s.snapshot(now).to_json())?;
+    fn snapshot<'py>(&self, py: Python<'py>, now: Now) -> PyResult<Bound<'py, PyString>> {
+        let text = self.with(py, |s| s.snapshot(now.0).to_json())?;
         Ok(PyString::new(py, &text))
     }
 
@@ -333,12 +295,11 @@ impl PyRenewalService {
     fn create_set(
         slf: &Bound<'_, Self>,
         lease_duration: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<(PyRenewalSet, PyLease)> {
         let py = slf.py();
         let d = duration_arg(lease_duration, "lease_duration")?;
-        let now = i64_arg(now, "now")?;
-        let (id, lease) = slf.get().with(py, |s| s.create_set(d, now))?.py(py)?;
+        let (id, lease) = slf.get().with(py, |s| s.create_set(d, now.0))?.py(py)?;
         Ok((PyRenewalSet { service: slf.clone().unbind(), id: id.0 }, PyLease(lease)))
     }
 
@@ -360,11 +321,10 @@ impl PyRenewalService {
     fn set_of(
         slf: &Bound<'_, Self>,
         lease: PyRef<'_, PyLease>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<Option<PyRenewalSet>> {
-        let now = i64_arg(now, "now")?;
         let l = lease.0;
-        let id = slf.get().with(slf.py(), |s| s.set_of(&l, now))?;
+        let id = slf.get().with(slf.py(), |s| s.set_of(&l, now.0))?;
         Ok(id.map(|id| PyRenewalSet { service: slf.clone().unbind(), id: id.0 }))
     }
 
@@ -383,11 +343,10 @@ impl PyRenewalService {
         py: Python<'_>,
         event_id: &Bound<'_, PyAny>,
         sequence: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<bool> {
         let (id, seq) = (u64_arg(event_id, "event_id")?, u64_arg(sequence, "sequence")?);
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s| s.delivered(id, seq, now))
+        self.with(py, |s| s.delivered(id, seq, now.0))
     }
 
     /// The client leases the service renews (copies with their actual expirations).
@@ -429,48 +388,43 @@ impl PyRenewalSet {
         lease: PyRef<'_, PyLease>,
         membership_duration: &Bound<'_, PyAny>,
         renew_duration: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<()> {
         let m = duration_arg(membership_duration, "membership_duration")?;
         let r = duration_arg(renew_duration, "renew_duration")?;
-        let now = i64_arg(now, "now")?;
         let l = lease.0;
-        self.with(py, |s, id| s.add(id, l, m, r, now))?.py(py)
+        self.with(py, |s, id| s.add(id, l, m, r, now.0))?.py(py)
     }
     /// Removes `lease` from the set; returns its last known copy, or None if the set did not hold it.
     fn remove(
         &self,
         py: Python<'_>,
         lease: PyRef<'_, PyLease>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<Option<PyLease>> {
-        let now = i64_arg(now, "now")?;
         let l = lease.0;
-        Ok(self.with(py, |s, id| s.remove(id, &l, now))?.py(py)?.map(PyLease))
+        Ok(self.with(py, |s, id| s.remove(id, &l, now.0))?.py(py)?.map(PyLease))
     }
     /// The client leases in the set.
-    fn leases(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<Vec<PyLease>> {
-        let now = i64_arg(now, "now")?;
-        Ok(self.with(py, |s, id| s.leases(id, now))?.py(py)?.into_iter().map(PyLease).collect())
+    fn leases(&self, py: Python<'_>, now: Now) -> PyResult<Vec<PyLease>> {
+        Ok(self.with(py, |s, id| s.leases(id, now.0))?.py(py)?.into_iter().map(PyLease).collect())
     }
     /// `(desired_expiration, renew_duration)` of `lease` in this set, or None.
     fn membership(
         &self,
         py: Python<'_>,
         lease: PyRef<'_, PyLease>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<Option<(i64, i64)>> {
-        let now = i64_arg(now, "now")?;
         let l = lease.0;
         Ok(self
-            .with(py, |s, id| s.membership(id, &l, now))?
+            .with(py, |s, id| s.membership(id, &l, now.0))?
             .py(py)?
             .map(|m| (m.expiration, m.renew_duration)))
     }
     /// The set's own lease, if the set is alive.
-    fn lease(&self, py: Python<'_>, now: &Bound<'_, PyAny>) -> PyResult<Option<PyLease>> {
-        let now = i64_arg(now, "now")?;
-        Ok(self.with(py, |s, id| s.set_lease(id, now))?.map(PyLease))
+    fn lease(&self, py: Python<'_>, now: Now) -> PyResult<Option<PyLease>> {
+        Ok(self.with(py, |s, id| s.set_lease(id, now.0))?.map(PyLease))
     }
     /// Registers for the expiration warning, `min_warning` before the set's lease expires.
     fn set_expiration_warning_listener(
@@ -478,13 +432,12 @@ impl PyRenewalSet {
         py: Python<'_>,
         min_warning: &Bound<'_, PyAny>,
         handback: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<PyEventRegistration> {
         let w = duration_arg(min_warning, "min_warning")?;
         let h = bytes_arg(handback, "handback")?.into_owned();
-        let now = i64_arg(now, "now")?;
         Ok(registration(
-            self.with(py, |s, id| s.set_expiration_warning_listener(id, w, h, now))?.py(py)?,
+            self.with(py, |s, id| s.set_expiration_warning_listener(id, w, h, now.0))?.py(py)?,
         ))
     }
     /// Registers for renewal-failure events.
@@ -492,39 +445,25 @@ impl PyRenewalSet {
         &self,
         py: Python<'_>,
         handback: &Bound<'_, PyAny>,
-        now: &Bound<'_, PyAny>,
+        now: Now,
     ) -> PyResult<PyEventRegistration> {
         let h = bytes_arg(handback, "handback")?.into_owned();
-        let now = i64_arg(now, "now")?;
-        Ok(registration(self.with(py, |s, id| s.set_renewal_failure_listener(id, h, now))?.py(py)?))
+        Ok(registration(
+            self.with(py, |s, id| s.set_renewal_failure_listener(id, h, now.0))?.py(py)?,
+        ))
     }
     /// Ends the expiration-warning registration.
-    fn clear_expiration_warning_listener(
-        &self,
-        py: Python<'_>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s, id| s.clear_expiration_warning_listener(id, now))?.py(py)
+    fn clear_expiration_warning_listener(&self, py: Python<'_>, now: Now) -> PyResult<()> {
+        self.with(py, |s, id| s.clear_expiration_warning_listener(id, now.0))?.py(py)
     }
     /// Ends the renewal-failure registration.
-    fn clear_renewal_failure_listener(
-        &self,
-        py: Python<'_>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let now = i64_arg(now, "now")?;
-        self.with(py, |s, id| s.clear_renewal_failure_listener(id, now))?.py(py)
+    fn clear_renewal_failure_listener(&self, py: Python<'_>, now: Now) -> PyResult<()> {
+        self.with(py, |s, id| s.clear_renewal_failure_listener(id, now.0))?.py(py)
     }
     /// The active event registrations of the set.
-    fn registrations(
-        &self,
-        py: Python<'_>,
-        now: &Bound<'_, PyAny>,
-    ) -> PyResult<Vec<PyEventRegistration>> {
-        let now = i64_arg(now, "now")?;
+    fn registrations(&self, py: Python<'_>, now: Now) -> PyResult<Vec<PyEventRegistration>> {
         Ok(self
-            .with(py, |s, id| s.registrations(id, now))?
+            .with(py, |s, id| s.registrations(id, now.0))?
             .py(py)?
             .into_iter()
             .map(registration)

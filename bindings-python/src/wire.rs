@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::convert::{
-    bytes_arg, cookie_arg, cookie_str, duration_arg, encoding_arg, landlord_arg, u64_arg, usize_arg,
+    bytes_arg, cookie_arg, cookie_str, duration_arg, encoding_arg, usize_arg, Ck, Dur, Id, Ll,
 };
 use crate::errors::{from_instance, to_instance};
 
@@ -65,108 +65,79 @@ pub fn limits_or_default(limits: Option<PyRef<'_, PyLimits>>) -> Limits {
 #[derive(Clone)]
 pub struct PyRequest(pub Request);
 
-/// Cookies from any iterable (a list is read by index, without an iterator).
-pub fn cookies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<leasehold::Cookie>> {
+/// `read` of each item of any iterable (a list is read by index, without an iterator).
+#[inline]
+fn list_arg<T>(
+    obj: &Bound<'_, PyAny>,
+    read: impl Fn(&Bound<'_, PyAny>) -> PyResult<T>,
+) -> PyResult<Vec<T>> {
     if let Ok(list) = obj.cast_exact::<PyList>() {
         let mut out = Vec::with_capacity(list.len());
         for i in 0..list.len() {
-            out.push(cookie_arg(&list.get_item(i)?)?);
+            out.push(read(&list.get_item(i)?)?);
         }
         return Ok(out);
     }
-    let mut out = Vec::new();
-    for c in obj.try_iter()? {
-        out.push(cookie_arg(&c?)?);
-    }
-    Ok(out)
+    obj.try_iter()?.map(|item| read(&item?)).collect()
+}
+
+/// Cookies from any iterable.
+pub fn cookies_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<leasehold::Cookie>> {
+    list_arg(obj, cookie_arg)
 }
 
 #[inline]
 fn item_arg(item: &Bound<'_, PyAny>) -> PyResult<(leasehold::Cookie, i64)> {
-    let t = item.cast::<PyTuple>().map_err(|_| {
+    let t = item.cast::<PyTuple>().ok().filter(|t| t.len() == 2).ok_or_else(|| {
         pyo3::exceptions::PyTypeError::new_err("each item must be a (cookie, duration) tuple")
     })?;
-    if t.len() != 2 {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "each item must be a (cookie, duration) tuple",
-        ));
-    }
     // Tuples are immutable: the borrowed items live as long as `t`.
     let (c, d) = (t.get_borrowed_item(0)?, t.get_borrowed_item(1)?);
     Ok((cookie_arg(&c)?, duration_arg(&d, "duration")?))
 }
 
-/// (cookie, duration) pairs from any iterable of 2-tuples (a list is read by index).
+/// (cookie, duration) pairs from any iterable of 2-tuples.
 pub fn items_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(leasehold::Cookie, i64)>> {
-    if let Ok(list) = obj.cast_exact::<PyList>() {
-        let mut out = Vec::with_capacity(list.len());
-        for i in 0..list.len() {
-            out.push(item_arg(&list.get_item(i)?)?);
-        }
-        return Ok(out);
-    }
-    let mut out = Vec::new();
-    for item in obj.try_iter()? {
-        out.push(item_arg(&item?)?);
-    }
-    Ok(out)
+    list_arg(obj, item_arg)
 }
 
 #[pymethods]
 impl PyRequest {
     /// A new lease on `resource` (bytes) for `duration`.
     #[staticmethod]
-    fn grant(
-        id: &Bound<'_, PyAny>,
-        resource: &Bound<'_, PyAny>,
-        duration: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
+    fn grant(id: Id, resource: &Bound<'_, PyAny>, duration: Dur) -> PyResult<Self> {
+        let resource = bytes_arg(resource, "resource")?.into_owned();
         Ok(PyRequest(Request {
-            id: u64_arg(id, "id")?,
-            body: RequestBody::Grant {
-                resource: bytes_arg(resource, "resource")?.into_owned(),
-                duration: duration_arg(duration, "duration")?,
-            },
+            id: id.0,
+            body: RequestBody::Grant { resource, duration: duration.0 },
         }))
     }
     /// Renews one lease.
     #[staticmethod]
-    fn renew(
-        id: &Bound<'_, PyAny>,
-        cookie: &Bound<'_, PyAny>,
-        duration: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        Ok(PyRequest(Request {
-            id: u64_arg(id, "id")?,
-            body: RequestBody::Renew {
-                cookie: cookie_arg(cookie)?,
-                duration: duration_arg(duration, "duration")?,
-            },
-        }))
+    fn renew(id: Id, cookie: Ck, duration: Dur) -> Self {
+        PyRequest(Request {
+            id: id.0,
+            body: RequestBody::Renew { cookie: cookie.0, duration: duration.0 },
+        })
     }
     /// Cancels one lease.
     #[staticmethod]
-    fn cancel(id: &Bound<'_, PyAny>, cookie: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyRequest(Request {
-            id: u64_arg(id, "id")?,
-            body: RequestBody::Cancel { cookie: cookie_arg(cookie)? },
-        }))
+    fn cancel(id: Id, cookie: Ck) -> Self {
+        PyRequest(Request { id: id.0, body: RequestBody::Cancel { cookie: cookie.0 } })
     }
     /// Renews several leases: `items` are (cookie, duration) pairs.
     #[staticmethod]
-    fn renew_all(id: &Bound<'_, PyAny>, items: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn renew_all(id: Id, items: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(PyRequest(Request {
-            id: u64_arg(id, "id")?,
+            id: id.0,
             body: RequestBody::RenewAll { items: items_arg(items)? },
         }))
     }
     /// Cancels several leases.
     #[staticmethod]
-    fn cancel_all(id: &Bound<'_, PyAny>, cookies: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyRequest(Request {
-            id: u64_arg(id, "id")?,
-            body: RequestBody::CancelAll { cookies: cookies_arg(cookies)? },
-        }))
+    fn cancel_all(id: Id, cookies: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let cookies = cookies_arg(cookies)?;
+        Ok(PyRequest(Request { id: id.0, body: RequestBody::CancelAll { cookies } }))
     }
 
     #[getter]
@@ -242,83 +213,56 @@ fn wire_error(obj: &Bound<'_, PyAny>) -> PyResult<WireError> {
     Ok(WireError::from(&from_instance(obj)?))
 }
 
-fn reply(id: &Bound<'_, PyAny>, landlord: &Bound<'_, PyAny>, body: ReplyBody) -> PyResult<PyReply> {
-    Ok(PyReply(Reply { id: u64_arg(id, "id")?, landlord: landlord_arg(landlord)?, body }))
+fn reply(id: Id, landlord: Ll, body: ReplyBody) -> PyReply {
+    PyReply(Reply { id: id.0, landlord: landlord.0, body })
+}
+
+/// The results of a batch: `ok(r)` for each success, else a `LeaseError` instance.
+fn results_arg<T>(
+    results: &Bound<'_, PyAny>,
+    ok: impl Fn(&Bound<'_, PyAny>) -> Option<PyResult<T>>,
+) -> PyResult<Vec<Outcome<T>>> {
+    list_arg(results, |r| match ok(r) {
+        Some(v) => v.map(Outcome::Ok),
+        None => wire_error(r).map(Outcome::Err),
+    })
 }
 
 #[pymethods]
 impl PyReply {
     /// A granted lease.
     #[staticmethod]
-    fn granted(
-        id: &Bound<'_, PyAny>,
-        landlord: &Bound<'_, PyAny>,
-        cookie: &Bound<'_, PyAny>,
-        duration: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        reply(
-            id,
-            landlord,
-            ReplyBody::Granted {
-                cookie: cookie_arg(cookie)?,
-                duration: duration_arg(duration, "duration")?,
-            },
-        )
+    fn granted(id: Id, landlord: Ll, cookie: Ck, duration: Dur) -> Self {
+        reply(id, landlord, ReplyBody::Granted { cookie: cookie.0, duration: duration.0 })
     }
     /// A renewed lease.
     #[staticmethod]
-    fn renewed(
-        id: &Bound<'_, PyAny>,
-        landlord: &Bound<'_, PyAny>,
-        duration: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        reply(id, landlord, ReplyBody::Renewed { duration: duration_arg(duration, "duration")? })
+    fn renewed(id: Id, landlord: Ll, duration: Dur) -> Self {
+        reply(id, landlord, ReplyBody::Renewed { duration: duration.0 })
     }
     /// A cancelled lease.
     #[staticmethod]
-    fn cancelled(id: &Bound<'_, PyAny>, landlord: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn cancelled(id: Id, landlord: Ll) -> Self {
         reply(id, landlord, ReplyBody::Cancelled)
     }
     /// Per-lease results of a renew_all: a duration or a `LeaseError` each.
     #[staticmethod]
-    fn renewed_all(
-        id: &Bound<'_, PyAny>,
-        landlord: &Bound<'_, PyAny>,
-        results: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        let mut out = Vec::new();
-        for r in results.try_iter()? {
-            let r = r?;
-            out.push(if r.is_instance_of::<pyo3::types::PyInt>() {
-                Outcome::Ok(duration_arg(&r, "duration")?)
-            } else {
-                Outcome::Err(wire_error(&r)?)
-            });
-        }
-        reply(id, landlord, ReplyBody::RenewedAll { results: out })
+    fn renewed_all(id: Id, landlord: Ll, results: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let int = |r: &Bound<'_, PyAny>| {
+            r.is_instance_of::<pyo3::types::PyInt>().then(|| duration_arg(r, "duration"))
+        };
+        Ok(reply(id, landlord, ReplyBody::RenewedAll { results: results_arg(results, int)? }))
     }
     /// Per-lease results of a cancel_all: None or a `LeaseError` each.
     #[staticmethod]
-    fn cancelled_all(
-        id: &Bound<'_, PyAny>,
-        landlord: &Bound<'_, PyAny>,
-        results: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        let mut out = Vec::new();
-        for r in results.try_iter()? {
-            let r = r?;
-            out.push(if r.is_none() { Outcome::Ok(()) } else { Outcome::Err(wire_error(&r)?) });
-        }
-        reply(id, landlord, ReplyBody::CancelledAll { results: out })
+    fn cancelled_all(id: Id, landlord: Ll, results: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let none = |r: &Bound<'_, PyAny>| r.is_none().then_some(Ok(()));
+        Ok(reply(id, landlord, ReplyBody::CancelledAll { results: results_arg(results, none)? }))
     }
     /// The whole request failed with `error` (a `LeaseError`).
     #[staticmethod]
-    fn failure(
-        id: &Bound<'_, PyAny>,
-        landlord: &Bound<'_, PyAny>,
-        error: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        reply(id, landlord, ReplyBody::Error(wire_error(error)?))
+    fn failure(id: Id, landlord: Ll, error: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(reply(id, landlord, ReplyBody::Error(wire_error(error)?)))
     }
 
     #[getter]
@@ -361,24 +305,24 @@ impl PyReply {
     /// a `LeaseError` instance per failure.
     #[getter]
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
-        let items: Vec<Py<PyAny>> = match &self.0.body {
-            ReplyBody::RenewedAll { results } => results
-                .iter()
-                .map(|r| match r {
-                    Outcome::Ok(d) => Ok(d.into_pyobject(py)?.into_any().unbind()),
-                    Outcome::Err(e) => outcome_err(py, e),
-                })
-                .collect::<PyResult<_>>()?,
-            ReplyBody::CancelledAll { results } => results
-                .iter()
-                .map(|r| match r {
-                    Outcome::Ok(()) => Ok(py.None()),
-                    Outcome::Err(e) => outcome_err(py, e),
-                })
-                .collect::<PyResult<_>>()?,
-            _ => return Ok(None),
-        };
-        Ok(Some(PyList::new(py, items)?))
+        fn list<'py, T>(
+            py: Python<'py>,
+            results: &[Outcome<T>],
+            ok: impl Fn(&T) -> Py<PyAny>,
+        ) -> PyResult<Bound<'py, PyList>> {
+            let each = |r: &Outcome<T>| match r {
+                Outcome::Ok(v) => Ok(ok(v)),
+                Outcome::Err(e) => outcome_err(py, e),
+            };
+            PyList::new(py, results.iter().map(each).collect::<PyResult<Vec<_>>>()?)
+        }
+        match &self.0.body {
+            ReplyBody::RenewedAll { results } => {
+                list(py, results, |d| pyo3::types::PyInt::new(py, *d).into_any().unbind()).map(Some)
+            }
+            ReplyBody::CancelledAll { results } => list(py, results, |_| py.None()).map(Some),
+            _ => Ok(None),
+        }
     }
     /// The error of an "error" reply, as a `LeaseError` instance.
     #[getter(error)]

@@ -15,17 +15,8 @@ from typing import Iterator, List, Optional, Tuple
 import pytest
 
 from leasehold import (
-    FOREVER,
-    IndefiniteError,
-    Landlord,
-    Policy,
-    RenewalEvent,
-    RenewalManager,
-    Reply,
-    Request,
-    aio,
-    monotonic_ms,
-    threaded,
+    FOREVER, IndefiniteError, Landlord, Policy, RenewalEvent, RenewalManager, Reply, Request, aio,
+    monotonic_ms, threaded,
 )
 from leasehold.http import Cluster, apost, encoding_of, post
 

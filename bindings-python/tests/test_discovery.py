@@ -19,34 +19,10 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import pytest
 
 from leasehold import (
-    ALL_GROUPS,
-    ANY,
-    FOREVER,
-    NO_GROUPS,
-    Announcement,
-    DecodeError,
-    Delivery,
-    DiscoveryEvent,
-    DiscoveryRegistration,
-    DiscoveryReply,
-    DiscoveryRequest,
-    DiscoveryService,
-    EventReply,
-    GapTracker,
-    IndefiniteError,
-    InvalidArgumentError,
-    LeaseDeniedError,
-    LeaseError,
-    Policy,
-    Registrar,
-    Reply,
-    Request,
-    StoreError,
-    UnicastResponse,
-    UnknownLeaseError,
-    aio,
-    monotonic_ms,
-    threaded,
+    ALL_GROUPS, ANY, FOREVER, NO_GROUPS, Announcement, DecodeError, Delivery, DiscoveryEvent,
+    DiscoveryRegistration, DiscoveryReply, DiscoveryRequest, DiscoveryService, EventReply, GapTracker,
+    IndefiniteError, InvalidArgumentError, LeaseDeniedError, LeaseError, Policy, Registrar, Reply,
+    Request, StoreError, UnicastResponse, UnknownLeaseError, aio, monotonic_ms, threaded,
 )
 
 R1 = "00000000000000000000000000000001"

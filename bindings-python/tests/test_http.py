@@ -21,20 +21,8 @@ import pytest
 
 from conftest import repo_root
 from leasehold import (
-    ANY,
-    Expired,
-    IndefiniteError,
-    Landlord,
-    Lease,
-    LeaseDeniedError,
-    Policy,
-    RenewalEvent,
-    RenewalManager,
-    Reply,
-    Request,
-    aio,
-    monotonic_ms,
-    threaded,
+    ANY, Expired, IndefiniteError, Landlord, Lease, LeaseDeniedError, Policy, RenewalEvent,
+    RenewalManager, Reply, Request, aio, monotonic_ms, threaded,
 )
 from leasehold import Encoding
 from leasehold.http import apost, post, serve_asyncio, serve_threaded

@@ -1,7 +1,9 @@
 """Type stubs of the native module ``leasehold._native`` (the Rust core, converted)."""
 
 import os
-from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, final
+from typing import Any, Callable, Dict, Final, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, final
+
+from typing_extensions import TypedDict, Unpack
 
 from ._errors import LeaseError
 from ._types import Duration, Encoding
@@ -33,14 +35,10 @@ class Lease:
     ) -> Lease: ...
     @staticmethod
     def from_grant(landlord: int, cookie: _Cookie, sent_at: int, granted: Duration) -> Lease: ...
-    @property
-    def landlord(self) -> int: ...
-    @property
-    def cookie(self) -> str: ...
-    @property
-    def expiration(self) -> int: ...
-    @property
-    def serial_format(self) -> int: ...
+    landlord: Final[int]
+    cookie: Final[str]
+    expiration: Final[int]
+    serial_format: Final[int]
     def remaining(self, now: int) -> int: ...
     def is_expired(self, now: int) -> bool: ...
     def can_batch(self, other: Lease) -> bool: ...
@@ -83,8 +81,7 @@ class Policy:
     @staticmethod
     def from_json(text: Union[str, _Bytes]) -> Policy: ...
     def to_json(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
+    kind: Final[str]
     def __eq__(self, other: object, /) -> bool: ...
 
 @final
@@ -92,45 +89,33 @@ class Limits:
     """Bounds enforced when decoding messages."""
 
     def __new__(
-        cls,
-        max_message_bytes: Optional[int] = None,
-        max_batch: Optional[int] = None,
-        max_resource_bytes: Optional[int] = None,
+        cls, max_message_bytes: Optional[int] = None, max_batch: Optional[int] = None, max_resource_bytes: Optional[int] = None
     ) -> Limits: ...
-    @property
-    def max_message_bytes(self) -> int: ...
-    @property
-    def max_batch(self) -> int: ...
-    @property
-    def max_resource_bytes(self) -> int: ...
+    max_message_bytes: Final[int]
+    max_batch: Final[int]
+    max_resource_bytes: Final[int]
 
 @final
 class Grant:
     """A granted lease: cookie, granted duration, expiration on the landlord's clock."""
 
-    @property
-    def cookie(self) -> str: ...
+    cookie: Final[str]
     @property
     def cookie_bytes(self) -> bytes:
         """The cookie as its 16 raw bytes (big-endian): the compact form every method also takes."""
-    @property
-    def duration(self) -> int: ...
-    @property
-    def expiration(self) -> int: ...
+    duration: Final[int]
+    expiration: Final[int]
 
 @final
 class Expired:
     """A lease that expired, with its resource."""
 
-    @property
-    def cookie(self) -> str: ...
+    cookie: Final[str]
     @property
     def cookie_bytes(self) -> bytes:
         """The cookie as its 16 raw bytes (big-endian)."""
-    @property
-    def expiration(self) -> int: ...
-    @property
-    def resource(self) -> Any: ...
+    expiration: Final[int]
+    resource: Final[Any]
 
 @final
 class Request:
@@ -149,20 +134,13 @@ class Request:
     def encode(self, encoding: Optional[Encoding] = None) -> bytes: ...
     @staticmethod
     def decode(data: _Bytes, encoding: Optional[Encoding] = None, limits: Optional[Limits] = None) -> Request: ...
-    @property
-    def id(self) -> int: ...
-    @property
-    def op(self) -> str: ...
-    @property
-    def resource(self) -> Optional[bytes]: ...
-    @property
-    def duration(self) -> Optional[int]: ...
-    @property
-    def cookie(self) -> Optional[str]: ...
-    @property
-    def items(self) -> Optional[List[Tuple[str, int]]]: ...
-    @property
-    def cookies(self) -> Optional[List[str]]: ...
+    id: Final[int]
+    op: Final[str]
+    resource: Final[Optional[bytes]]
+    duration: Final[Optional[int]]
+    cookie: Final[Optional[str]]
+    items: Final[Optional[List[Tuple[str, int]]]]
+    cookies: Final[Optional[List[str]]]
     def __eq__(self, other: object, /) -> bool: ...
 
 @final
@@ -184,47 +162,41 @@ class Reply:
     def encode(self, encoding: Optional[Encoding] = None) -> bytes: ...
     @staticmethod
     def decode(data: _Bytes, encoding: Optional[Encoding] = None, limits: Optional[Limits] = None) -> Reply: ...
-    @property
-    def id(self) -> int: ...
-    @property
-    def landlord(self) -> int: ...
-    @property
-    def op(self) -> str: ...
-    @property
-    def cookie(self) -> Optional[str]: ...
-    @property
-    def duration(self) -> Optional[int]: ...
-    @property
-    def results(self) -> Optional[List[Any]]: ...
-    @property
-    def error(self) -> Optional[LeaseError]: ...
+    id: Final[int]
+    landlord: Final[int]
+    op: Final[str]
+    cookie: Final[Optional[str]]
+    duration: Final[Optional[int]]
+    results: Final[Optional[List[Any]]]
+    error: Final[Optional[LeaseError]]
     def __eq__(self, other: object, /) -> bool: ...
+
+class _LandlordSettings(TypedDict, total=False):
+    """The keyword settings of a landlord (each one None or not given: the core's default)."""
+
+    seed: Optional[_Bytes]
+    grace: Optional[Duration]
+    expiry_budget: Optional[int]
+    limits: Optional[Limits]
+
+class _DurableSettings(_LandlordSettings, total=False):
+    """A durable landlord's keyword settings: a landlord's, the journal's clock and the store's."""
+
+    journal_clock_interval: Optional[Duration]
+    segment_bytes: Optional[int]
+    min_compact_bytes: Optional[int]
 
 @final
 class Landlord:
     """Issues, renews, cancels and expires leases on resources (any Python object; bytes or
     str for a durable landlord, from :meth:`open`)."""
 
-    def __new__(
-        cls,
-        id: int,
-        policy: Policy,
-        *,
-        seed: Optional[_Bytes] = None,
-        grace: Optional[Duration] = None,
-        expiry_budget: Optional[int] = None,
-        limits: Optional[Limits] = None,
-    ) -> Landlord: ...
-    @property
-    def id(self) -> int: ...
-    @property
-    def grace(self) -> int: ...
-    @property
-    def expiry_budget(self) -> int: ...
-    @property
-    def limits(self) -> Limits: ...
-    @property
-    def policy(self) -> Policy: ...
+    def __new__(cls, id: int, policy: Policy, **settings: Unpack[_LandlordSettings]) -> Landlord: ...
+    id: Final[int]
+    grace: Final[int]
+    expiry_budget: Final[int]
+    limits: Final[Limits]
+    policy: Final[Policy]
     def grant(self, resource: Any, duration: Duration, now: int) -> Grant: ...
     def renew(self, cookie: _Cookie, duration: Duration, now: int) -> int: ...
     def cancel(self, cookie: _Cookie, now: int) -> Any: ...
@@ -248,35 +220,19 @@ class Landlord:
         """``drain_expired`` without waiting for the disk: the leases and the record to wait for."""
     @staticmethod
     def open(
-        data_dir: Union[str, "os.PathLike[str]"],
-        id: int,
-        policy: Policy,
-        now: int,
-        *,
-        seed: Optional[_Bytes] = None,
-        grace: Optional[Duration] = None,
-        expiry_budget: Optional[int] = None,
-        limits: Optional[Limits] = None,
-        journal_clock_interval: Optional[Duration] = None,
-        segment_bytes: Optional[int] = None,
-        min_compact_bytes: Optional[int] = None,
+        data_dir: Union[str, "os.PathLike[str]"], id: int, policy: Policy, now: int, **settings: Unpack[_DurableSettings]
     ) -> Landlord:
         """Opens (or creates) the durable landlord kept in ``data_dir``, recovering what is
         there (a torn tail dropped, damage refused with ``DecodeError``); time spent down does
         not count.  Every answer it gives is durable first (group commit across threads)."""
-    @property
-    def durable(self) -> bool: ...
-    @property
-    def data_dir(self) -> Optional[str]: ...
+    durable: Final[bool]
+    data_dir: Final[Optional[str]]
     @property
     def recovery(self) -> Optional[Dict[str, Any]]:
         """What opening found: created, replayed, last_seq, torn_tail, torn_reason, leases."""
-    @property
-    def journal_seq(self) -> int: ...
-    @property
-    def durable_seq(self) -> int: ...
-    @property
-    def commits(self) -> int: ...
+    journal_seq: Final[int]
+    durable_seq: Final[int]
+    commits: Final[int]
     def wait_durable(self, seq: int) -> None: ...
     def commit(self) -> int: ...
     def snapshot(self, now: int, encode: Optional[Callable[[Any], bytes]] = None) -> str: ...
@@ -292,8 +248,7 @@ class LeaseMap:
     """Leases of one landlord, each with its renewal duration, renewed or cancelled in one message."""
 
     def __new__(cls, landlord: Optional[int] = None) -> LeaseMap: ...
-    @property
-    def landlord(self) -> Optional[int]: ...
+    landlord: Final[Optional[int]]
     def can_contain_key(self, lease: Lease) -> bool: ...
     def insert(self, lease: Lease, duration: Duration) -> None: ...
     def remove(self, lease: Lease) -> Optional[Tuple[Lease, int]]: ...
@@ -314,21 +269,16 @@ class LeaseMap:
 class Transmit:
     """A request the host must send to ``landlord``."""
 
-    @property
-    def landlord(self) -> int: ...
-    @property
-    def request(self) -> Request: ...
-    @property
-    def id(self) -> int: ...
+    landlord: Final[int]
+    request: Final[Request]
+    id: Final[int]
 
 @final
 class RenewalEvent:
     """What a renewal manager reports: kind is "renewal_failed", "desired_expiration_reached" or "renewed"."""
 
-    @property
-    def kind(self) -> str: ...
-    @property
-    def lease(self) -> Lease: ...
+    kind: Final[str]
+    lease: Final[Lease]
     @property
     def desired_expiration(self) -> Optional[int]:
         """The lease's desired expiration (holder's clock, ms) for "renewal_failed" and
@@ -337,8 +287,7 @@ class RenewalEvent:
         A "desired_expiration_reached" event is never handed out before this time: the host's
         ``now`` at ``handle_timeout`` is at least ``desired_expiration`` when it comes.
         """
-    @property
-    def error(self) -> Optional[LeaseError]: ...
+    error: Final[Optional[LeaseError]]
 
 @final
 class RenewalManager:
@@ -359,8 +308,7 @@ class RenewalManager:
         first_request_id: Optional[int] = None,
         report_renewals: Optional[bool] = None,
     ) -> RenewalManager: ...
-    @property
-    def config(self) -> Dict[str, int]: ...
+    config: Final[Dict[str, int]]
     def renew_for(self, lease: Lease, duration: Duration, renew_duration: Duration, now: int) -> None: ...
     def renew_until(self, lease: Lease, desired_expiration: int, renew_duration: Duration, now: int) -> None: ...
     def remove(self, lease: Lease) -> Lease: ...
@@ -387,41 +335,26 @@ class EventRegistration:
     """What a client gets back when it registers for events (Jini ``EventRegistration``)."""
 
     def __new__(cls, event_id: int, source_service: int, source_object: int, lease: Lease, sequence: int) -> EventRegistration: ...
-    @property
-    def event_id(self) -> int: ...
-    @property
-    def source_service(self) -> int: ...
-    @property
-    def source_object(self) -> int: ...
-    @property
-    def lease(self) -> Lease: ...
-    @property
-    def sequence(self) -> int: ...
+    event_id: Final[int]
+    source_service: Final[int]
+    source_object: Final[int]
+    lease: Final[Lease]
+    sequence: Final[int]
 
 @final
 class SetEvent:
     """An event of a renewal set: kind "expiration_warning" or "renewal_failure"."""
 
-    @property
-    def event_id(self) -> int: ...
-    @property
-    def source_service(self) -> int: ...
-    @property
-    def source_object(self) -> int: ...
-    @property
-    def sequence(self) -> int: ...
-    @property
-    def handback(self) -> bytes: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def set_id(self) -> int: ...
-    @property
-    def expiration(self) -> Optional[int]: ...
-    @property
-    def lease(self) -> Optional[Lease]: ...
-    @property
-    def error(self) -> Optional[LeaseError]: ...
+    event_id: Final[int]
+    source_service: Final[int]
+    source_object: Final[int]
+    sequence: Final[int]
+    handback: Final[bytes]
+    kind: Final[str]
+    set_id: Final[int]
+    expiration: Final[Optional[int]]
+    lease: Final[Optional[Lease]]
+    error: Final[Optional[LeaseError]]
 
 @final
 class GapTracker:
@@ -437,8 +370,7 @@ class GapTracker:
 class RenewalSet:
     """A renewal set of a RenewalService (Jini ``LeaseRenewalSet``)."""
 
-    @property
-    def id(self) -> int: ...
+    id: Final[int]
     def renew_for(self, lease: Lease, membership_duration: Duration, renew_duration: Duration, now: int) -> None: ...
     def remove(self, lease: Lease, now: int) -> Optional[Lease]: ...
     def leases(self, now: int) -> List[Lease]: ...
@@ -452,36 +384,31 @@ class RenewalSet:
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+class _ServiceSettings(TypedDict, total=False):
+    """The keyword settings of a renewal service (None or not given: the core's default)."""
+
+    set_policy: Optional[Policy]
+    grace: Optional[Duration]
+    limits: Optional[Limits]
+    restore_jump: Optional[int]
+    manager: Optional[Dict[str, Any]]
+
+class _NewServiceSettings(_ServiceSettings, total=False):
+    """A new service's settings: a restored one keeps its seed."""
+
+    seed: Optional[_Bytes]
+
 @final
 class RenewalService:
     """The lease renewal service: leased renewal sets of client leases, with events (sans-I/O)."""
 
-    def __new__(
-        cls,
-        id: int,
-        *,
-        seed: Optional[_Bytes] = None,
-        set_policy: Optional[Policy] = None,
-        grace: Optional[Duration] = None,
-        limits: Optional[Limits] = None,
-        restore_jump: Optional[int] = None,
-        manager: Optional[Dict[str, Any]] = None,
-    ) -> RenewalService: ...
+    def __new__(cls, id: int, **settings: Unpack[_NewServiceSettings]) -> RenewalService: ...
     @staticmethod
     def restore(
-        snapshot: Union[str, _Bytes],
-        now: int,
-        id: int,
-        *,
-        set_policy: Optional[Policy] = None,
-        grace: Optional[Duration] = None,
-        limits: Optional[Limits] = None,
-        restore_jump: Optional[int] = None,
-        manager: Optional[Dict[str, Any]] = None,
+        snapshot: Union[str, _Bytes], now: int, id: int, **settings: Unpack[_ServiceSettings]
     ) -> RenewalService: ...
     def snapshot(self, now: int) -> str: ...
-    @property
-    def id(self) -> int: ...
+    id: Final[int]
     def create_set(self, lease_duration: Duration, now: int) -> Tuple[RenewalSet, Lease]: ...
     def set(self, id: int) -> RenewalSet: ...
     def sets(self) -> List[RenewalSet]: ...
@@ -535,31 +462,24 @@ class Poller:
 class ListenerTransmit:
     """What a listener asks its host to send: kind "join" or "respond" (with cookie and seq)."""
 
-    @property
-    def kind(self) -> str: ...
-    @property
-    def cookie(self) -> Optional[str]: ...
-    @property
-    def seq(self) -> Optional[int]: ...
+    kind: Final[str]
+    cookie: Final[Optional[str]]
+    seq: Final[Optional[int]]
 
 @final
 class ListenerEvent:
     """What a listener reports: kind "joined", "denied", "poll_missed" or "cancelled"."""
 
-    @property
-    def kind(self) -> str: ...
-    @property
-    def cookie(self) -> Optional[str]: ...
-    @property
-    def error(self) -> Optional[LeaseError]: ...
+    kind: Final[str]
+    cookie: Final[Optional[str]]
+    error: Final[Optional[LeaseError]]
 
 @final
 class PollListener:
     """The holder side of inverted leasing: answers each poll at a random time within D."""
 
     def __new__(cls, seed: int, *, guard: Optional[int] = None) -> PollListener: ...
-    @property
-    def cookie(self) -> Optional[str]: ...
+    cookie: Final[Optional[str]]
     def stats(self) -> TrafficStats: ...
     def join(self, now: int) -> None: ...
     def leave(self) -> Optional[str]: ...
@@ -602,18 +522,12 @@ class DiscoveryMachine:
     def poll_transmit(self, now: int) -> Any: ...
     def poll_event(self, now: int) -> Any: ...
     def take_due(self, now: int) -> Tuple[List[Any], List[Any], int]: ...
-    @property
-    def durable(self) -> bool: ...
-    @property
-    def data_dir(self) -> Optional[str]: ...
-    @property
-    def recovery(self) -> Optional[Dict[str, Any]]: ...
-    @property
-    def journal_seq(self) -> int: ...
-    @property
-    def durable_seq(self) -> int: ...
-    @property
-    def commits(self) -> int: ...
+    durable: Final[bool]
+    data_dir: Final[Optional[str]]
+    recovery: Final[Optional[Dict[str, Any]]]
+    journal_seq: Final[int]
+    durable_seq: Final[int]
+    commits: Final[int]
     def wait_durable(self, seq: int) -> None: ...
     def commit(self) -> int: ...
 

@@ -15,29 +15,12 @@ from typing import Any, Dict, Awaitable, Callable, Generic, List, Optional, Sequ
 from ._clock import monotonic_ms, wait_seconds
 from ._driving import ProbeResult, Renewer, due, report_delivery, report_probe, settle
 from .discovery import ANNOUNCEMENT_MAX_BYTES, Announcement, Delivery, DiscoveryService, Registrar, UnicastRequest
-from ._native import (
-    Expired,
-    Landlord,
-    Lease,
-    Policy,
-    Reply,
-    Request,
-    Transmit,
-    lease_from_reply,
-)
+from ._native import Expired, Landlord, Lease, Policy, Reply, Request, Transmit, lease_from_reply
 from ._types import Duration, Encoding
 
 __all__ = [
-    "DiscoveryDriver",
-    "LandlordDriver",
-    "RenewalDriver",
-    "monotonic_ms",
-    "obtain_lease",
-    "probe_tcp",
-    "Deliver",
-    "Probe",
-    "Send",
-    "Transport",
+    "DiscoveryDriver", "LandlordDriver", "RenewalDriver", "monotonic_ms", "obtain_lease", "probe_tcp",
+    "Deliver", "Probe", "Send", "Transport",
 ]
 
 E = TypeVar("E")

@@ -20,10 +20,11 @@ with the core's ``RenewalManager``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._clock import monotonic_ms
@@ -531,33 +532,36 @@ def _leader_of(holders: List[Dict[str, Any]]) -> Optional[Leader]:
     return Leader(int(holders[0]["token"]), bytes.fromhex(holders[0]["holder"])) if holders else None
 
 
-class Observer:
-    """Follows an election's leader through a watch on its name (see :func:`observe`)."""
+class _Observing:
+    """What :class:`Observer` and :class:`AsyncObserver` share: the watch, its renewal, the
+    leader as last seen."""
 
     def __init__(self, cluster: Cluster, name: Union[str, bytes], lease: float) -> None:
         self._coord = _Coord(cluster)
         self._w = _Watch(name, _ms(lease))
-        self._lock = threading.Lock()
         self._renewed = 0.0
-        self._register()
 
-    def _register(self) -> None:
-        self._w.registered(self._coord.call(_watch_body(self._w.name, self._w.lease_ms)))
-        self._renewed = time.monotonic()
+    @contextlib.contextmanager
+    def _renewal(self) -> Iterator[bytes]:
+        """The renew request of the watch, to send in the block and give the reply to
+        :meth:`_renewed_by`: a watch the landlord no longer knows is made again, an indefinite
+        failure is tried again later."""
+        from ._native import Request
 
-    def _renew(self) -> None:
-        from ._native import Reply, Request
-
-        req = Request.renew(next(_ids), self._w.cookie, self._w.lease_ms).encode(self._coord.encoding)
         try:
-            r = Reply.decode(self._coord.cluster.post(req, self._w.landlord), self._coord.encoding)
-            if r.error is not None:
-                raise r.error
-            self._renewed = time.monotonic()
+            yield Request.renew(next(_ids), self._w.cookie, self._w.lease_ms).encode(self._coord.encoding)
         except UnknownLeaseError:
             self._w.watching = False
         except IndefiniteError:
             pass
+
+    def _renewed_by(self, reply: bytes) -> None:
+        from ._native import Reply
+
+        r = Reply.decode(reply, self._coord.encoding)
+        if r.error is not None:
+            raise r.error
+        self._renewed = time.monotonic()
 
     @property
     def leader(self) -> Optional[Leader]:
@@ -568,6 +572,23 @@ class Observer:
     def last_event(self) -> int:
         """The number of the last event applied."""
         return self._w.last
+
+
+class Observer(_Observing):
+    """Follows an election's leader through a watch on its name (see :func:`observe`)."""
+
+    def __init__(self, cluster: Cluster, name: Union[str, bytes], lease: float) -> None:
+        super().__init__(cluster, name, lease)
+        self._lock = threading.Lock()
+        self._register()
+
+    def _register(self) -> None:
+        self._w.registered(self._coord.call(_watch_body(self._w.name, self._w.lease_ms)))
+        self._renewed = time.monotonic()
+
+    def _renew(self) -> None:
+        with self._renewal() as req:
+            self._renewed_by(self._coord.cluster.post(req, self._w.landlord))
 
     def next(self, timeout: float) -> bool:
         """Waits up to ``timeout`` seconds for the leader to change; True if it changed (read
@@ -614,41 +635,16 @@ def observe(servers: Union[str, Sequence[str], Cluster], name: Union[str, bytes]
     return Observer(_cluster(servers, timeout), name, lease)
 
 
-class AsyncObserver:
+class AsyncObserver(_Observing):
     """:class:`Observer` on asyncio (see :func:`aobserve`)."""
-
-    def __init__(self, cluster: Cluster, name: Union[str, bytes], lease: float) -> None:
-        self._coord = _Coord(cluster)
-        self._w = _Watch(name, _ms(lease))
-        self._renewed = 0.0
 
     async def _register(self) -> None:
         self._w.registered(await self._coord.acall(_watch_body(self._w.name, self._w.lease_ms)))
         self._renewed = time.monotonic()
 
     async def _renew(self) -> None:
-        from ._native import Reply, Request
-
-        req = Request.renew(next(_ids), self._w.cookie, self._w.lease_ms).encode(self._coord.encoding)
-        try:
-            r = Reply.decode(await self._coord.cluster.apost(req, self._w.landlord), self._coord.encoding)
-            if r.error is not None:
-                raise r.error
-            self._renewed = time.monotonic()
-        except UnknownLeaseError:
-            self._w.watching = False
-        except IndefiniteError:
-            pass
-
-    @property
-    def leader(self) -> Optional[Leader]:
-        """The leader as last seen (None: no leader)."""
-        return self._w.leader
-
-    @property
-    def last_event(self) -> int:
-        """The number of the last event applied."""
-        return self._w.last
+        with self._renewal() as req:
+            self._renewed_by(await self._coord.cluster.apost(req, self._w.landlord))
 
     async def next(self, timeout: float) -> bool:
         """As :meth:`Observer.next`."""
