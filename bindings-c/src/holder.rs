@@ -5,9 +5,13 @@
 
 use std::ffi::{c_char, c_void};
 
+use leasehold_core::holder::ManagerOptions;
 use leasehold_core::holder::{self, LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig};
 use leasehold_core::lease::{LandlordId, Lease};
+use leasehold_core::machine::Machine;
 use leasehold_core::{LeaseError, Reply};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::common::{self, c_string, leasehold_cookie};
 use crate::error::{arg, guard, leasehold_status, null, slice, Fail, Maybe, Out, Res};
@@ -382,7 +386,7 @@ pub unsafe extern "C" fn leasehold_lease_map_apply_cancel_all(
 /// `leasehold_renewal_manager_config_default` and change what you need.
 #[allow(non_camel_case_types)]
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct leasehold_renewal_manager_config {
     /// Leases of one landlord due within this window join one request (default 5 minutes).
     pub batch_window: i64,
@@ -411,48 +415,10 @@ pub struct leasehold_renewal_manager_config {
     pub report_renewals: bool,
 }
 
-impl From<&RenewalManagerConfig> for leasehold_renewal_manager_config {
-    fn from(c: &RenewalManagerConfig) -> Self {
-        leasehold_renewal_manager_config {
-            batch_window: c.batch_window,
-            batch_join_after: c.batch_join_after,
-            max_batch: c.max_batch,
-            initial_rtt: c.initial_rtt,
-            min_rto: c.min_rto,
-            max_rto: c.max_rto,
-            attempts: c.attempts,
-            renew_divisor: c.renew_divisor,
-            max_retry_interval: c.max_retry_interval,
-            max_clock_drift_ppm: c.max_clock_drift_ppm,
-            first_request_id: c.first_request_id,
-            report_renewals: c.report_renewals,
-        }
-    }
-}
-
-impl From<&leasehold_renewal_manager_config> for RenewalManagerConfig {
-    fn from(c: &leasehold_renewal_manager_config) -> Self {
-        RenewalManagerConfig {
-            batch_window: c.batch_window,
-            batch_join_after: c.batch_join_after,
-            max_batch: c.max_batch,
-            initial_rtt: c.initial_rtt,
-            min_rto: c.min_rto,
-            max_rto: c.max_rto,
-            attempts: c.attempts,
-            renew_divisor: c.renew_divisor,
-            max_retry_interval: c.max_retry_interval,
-            max_clock_drift_ppm: c.max_clock_drift_ppm,
-            first_request_id: c.first_request_id,
-            report_renewals: c.report_renewals,
-        }
-    }
-}
-
 /// Counters of a renewal manager.
 #[allow(non_camel_case_types)]
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub struct leasehold_renewal_stats {
     /// Requests handed out (renewals and cancels).
     pub requests_sent: u64,
@@ -474,21 +440,6 @@ pub struct leasehold_renewal_stats {
     pub leases_cancelled: u64,
     /// Replies ignored (unknown or stale id, other landlord).
     pub replies_ignored: u64,
-}
-
-pub(crate) fn stats_of(s: leasehold_core::RenewalStats) -> leasehold_renewal_stats {
-    leasehold_renewal_stats {
-        requests_sent: s.requests_sent,
-        renew_requests: s.renew_requests,
-        cancel_requests: s.cancel_requests,
-        leases_renewed: s.leases_renewed,
-        failures: s.failures,
-        desired_reached: s.desired_reached,
-        indefinite_failures: s.indefinite_failures,
-        timeouts: s.timeouts,
-        leases_cancelled: s.leases_cancelled,
-        replies_ignored: s.replies_ignored,
-    }
 }
 
 /// What a renewal event reports.
@@ -566,6 +517,12 @@ unsafe fn with<R>(m: *mut Mgr, f: impl FnOnce(&mut RenewalManager) -> Res<R>) ->
 
 type Mgr = leasehold_renewal_manager;
 
+/// A core value as the C struct of the same fields, or back: through their data form.
+fn recast<A: Serialize, B: DeserializeOwned>(a: &A) -> Res<B> {
+    let v = serde_json::to_value(a).and_then(serde_json::from_value);
+    v.map_err(|e| Fail::invalid(format!("settings: {e}")))
+}
+
 /// Runs `f` on the renewal manager of a driver's call (nothing else borrowed meanwhile).
 fn on<R>(call: &Call<Mgr>, f: impl FnOnce(&mut RenewalManager) -> R) -> Res<R> {
     call.with_mut(|s| Ok(f(s.typed()?)))
@@ -581,7 +538,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_config_default(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        unsafe { out.write((&RenewalManagerConfig::default()).into()) };
+        unsafe { out.write(recast(&RenewalManagerConfig::default())?) };
         Ok(())
     })
 }
@@ -599,8 +556,8 @@ pub unsafe extern "C" fn leasehold_renewal_manager_new(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let c = unsafe { config.as_ref() }.map_or_else(Default::default, Into::into);
-        give_part(Box::new(InMemory(RenewalManager::try_new(c)?)), out);
+        let o = unsafe { config.as_ref() }.map(recast::<_, ManagerOptions>).transpose()?;
+        give_part(Box::new(InMemory(RenewalManager::create(o, [0; 32])?)), out);
         Ok(())
     })
 }
@@ -676,7 +633,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_stats(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        unsafe { out.write(stats_of(with(manager, |m| Ok(m.stats()))?)) };
+        unsafe { out.write(recast(&with(manager, |m| Ok(m.stats()))?)?) };
         Ok(())
     })
 }

@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "json.h"
-#include "machine_util.h"
+#include "util.h"
 #include "store_util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {3, 1, 4, 1, 5};

@@ -4,21 +4,11 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "machine_util.h"
+#include "util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {5};
 
-static leasehold_landlord *landlord(uint64_t id, int64_t max) {
-    leasehold_landlord_config *cfg = NULL;
-    leasehold_policy *p = NULL;
-    leasehold_landlord *ll = NULL;
-    OK(leasehold_landlord_config_new(id, SEED, sizeof SEED, &cfg));
-    OK(leasehold_policy_new_bounded(max, max, &p));
-    OK(leasehold_landlord_new(cfg, p, &ll));
-    leasehold_landlord_config_free(cfg);
-    leasehold_policy_free(p);
-    return ll;
-}
+static leasehold_landlord *landlord(uint64_t id, int64_t max) { return bounded_landlord(id, SEED, max, max); }
 
 /* Grants a lease over the wire and reads it the holder's way. */
 static leasehold_lease take(leasehold_landlord *ll, int64_t duration, int64_t now) {

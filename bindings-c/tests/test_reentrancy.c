@@ -5,21 +5,11 @@
  * BUSY, and the handle goes when the call that ran the callback returns (valgrind checks that
  * nothing is read after the free and nothing leaks). */
 #include "check.h"
-#include "machine_util.h"
+#include "util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {13, 1};
 
-static leasehold_landlord *new_landlord(uint64_t id) {
-    leasehold_landlord_config *cfg = NULL;
-    leasehold_policy *p = NULL;
-    leasehold_landlord *ll = NULL;
-    OK(leasehold_landlord_config_new(id, SEED, sizeof SEED, &cfg));
-    OK(leasehold_policy_new_bounded(1000, 1000, &p));
-    OK(leasehold_landlord_new(cfg, p, &ll));
-    leasehold_landlord_config_free(cfg);
-    leasehold_policy_free(p);
-    return ll;
-}
+static leasehold_landlord *new_landlord(uint64_t id) { return bounded_landlord(id, SEED, 1000, 1000); }
 
 static leasehold_lease grant(leasehold_landlord *ll, const char *resource, int64_t now) {
     leasehold_grant g;

@@ -8,21 +8,11 @@
 
 #include "check.h"
 #include "json.h"
-#include "machine_util.h"
+#include "util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {8, 1, 8};
 
-static leasehold_landlord *printer(void) {
-    leasehold_landlord_config *cfg = NULL;
-    leasehold_policy *p = NULL;
-    leasehold_landlord *ll = NULL;
-    OK(leasehold_landlord_config_new(0x77, SEED, sizeof SEED, &cfg));
-    OK(leasehold_policy_new_bounded(1000, 1000, &p));
-    OK(leasehold_landlord_new(cfg, p, &ll));
-    leasehold_landlord_config_free(cfg);
-    leasehold_policy_free(p);
-    return ll;
-}
+static leasehold_landlord *printer(void) { return bounded_landlord(0x77, SEED, 1000, 1000); }
 
 /* A client lease granted by `ll`, and its data form (JSON text) in `text`. */
 static leasehold_lease grant(leasehold_landlord *ll, int64_t now, char *text, size_t size) {

@@ -1,7 +1,8 @@
-/* The machine interface as the tests call it: an input given printf-style with its answer
- * parsed, a lease in its data form, numbers read from answers. */
-#ifndef LEASEHOLD_TEST_MACHINE_UTIL_H
-#define LEASEHOLD_TEST_MACHINE_UTIL_H
+/* Helpers the tests share: the machine interface as the tests call it (an input given
+ * printf-style with its answer parsed, a lease in its data form, numbers read from answers), and
+ * a landlord with a bounded policy. */
+#ifndef LEASEHOLD_TEST_UTIL_H
+#define LEASEHOLD_TEST_UTIL_H
 
 #include <stdint.h>
 
@@ -33,5 +34,9 @@ int64_t take_num(json *v);
 int take_null(json *v);
 /* `lease` in its data form, `{"landlord", "cookie", "expiration"}`, written into `buf`. */
 const char *lease_json(const leasehold_lease *lease, char *buf, size_t size);
+
+/* A landlord `id` with `seed` (LEASEHOLD_SEED_SIZE bytes) and a bounded policy: grants of at
+ * most `max` ms, `preferred` when asked for ANY. */
+leasehold_landlord *bounded_landlord(uint64_t id, const uint8_t *seed, int64_t max, int64_t preferred);
 
 #endif

@@ -1,5 +1,5 @@
-/* The machine interface as the tests call it (machine_util.h). */
-#include "machine_util.h"
+/* Helpers the tests share (util.h). */
+#include "util.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -51,4 +51,16 @@ const char *lease_json(const leasehold_lease *lease, char *buf, size_t size) {
     snprintf(buf, size, "{\"landlord\":\"%016llx\",\"cookie\":\"%s\",\"expiration\":%lld}",
              (unsigned long long)lease->landlord, hex, (long long)lease->expiration);
     return buf;
+}
+
+leasehold_landlord *bounded_landlord(uint64_t id, const uint8_t *seed, int64_t max, int64_t preferred) {
+    leasehold_landlord_config *cfg = NULL;
+    leasehold_policy *p = NULL;
+    leasehold_landlord *ll = NULL;
+    OK(leasehold_landlord_config_new(id, seed, LEASEHOLD_SEED_SIZE, &cfg));
+    OK(leasehold_policy_new_bounded(max, preferred, &p));
+    OK(leasehold_landlord_new(cfg, p, &ll));
+    leasehold_landlord_config_free(cfg);
+    leasehold_policy_free(p);
+    return ll;
 }
