@@ -721,11 +721,9 @@ typedef int32_t (*leasehold_store_sync_fn)(void *user_data, const char *file);
  * moment the file holds either its old contents or all of the new ones (on a file system:
  * write `<file>.tmp`, sync it, rename it over `file`, sync the directory). Return 0 once the
  * new contents are durable, non-zero on failure.
+ * (The same signature as `leasehold_store_append_fn`.)
  */
-typedef int32_t (*leasehold_store_replace_fn)(void *user_data,
-                                              const char *file,
-                                              const uint8_t *data,
-                                              size_t len);
+typedef leasehold_store_append_fn leasehold_store_replace_fn;
 
 /**
  * Cuts `file` to its first `len` bytes (dropping a torn tail) and makes that durable. Return 0
@@ -735,9 +733,9 @@ typedef int32_t (*leasehold_store_truncate_fn)(void *user_data, const char *file
 
 /**
  * Deletes `file` (a missing file is success) and makes that durable. Return 0 on success,
- * non-zero on failure.
+ * non-zero on failure. (The same signature as `leasehold_store_sync_fn`.)
  */
-typedef int32_t (*leasehold_store_remove_fn)(void *user_data, const char *file);
+typedef leasehold_store_sync_fn leasehold_store_remove_fn;
 
 /**
  * A host's own storage for a durable landlord (flash, a database, an RTOS file API): five
