@@ -41,6 +41,13 @@
 #define LEASEHOLD_DEFAULT_RESTORE_JUMP 4294967296
 
 /**
+ * Most rounds one `_drive` call makes (see `leasehold_renewal_manager_drive`): a round hands
+ * out every request and event queued when it starts; callbacks that queue more get further
+ * rounds, up to this many, after which the call asks to be called again at once.
+ */
+#define LEASEHOLD_DRIVE_MAX_ROUNDS 16
+
+/**
  * Length of a landlord's cookie seed in bytes.
  */
 #define LEASEHOLD_SEED_SIZE 32
@@ -54,13 +61,6 @@
  * Serial format ABSOLUTE: the expiration itself is stored (needs synchronised clocks).
  */
 #define LEASEHOLD_SERIAL_ABSOLUTE 2
-
-/**
- * Most rounds one `_drive` call makes (see `leasehold_renewal_manager_drive`): a round hands
- * out every request and event queued when it starts; callbacks that queue more get further
- * rounds, up to this many, after which the call asks to be called again at once.
- */
-#define LEASEHOLD_DRIVE_MAX_ROUNDS 16
 
 /**
  * What every call of libleasehold returns.
@@ -277,13 +277,6 @@ typedef struct leasehold_machine leasehold_machine;
 typedef struct leasehold_policy leasehold_policy;
 
 /**
- * Keeps leases alive until their desired expirations (opaque), as a sans-I/O state machine:
- * the host sends what `poll_transmit` hands out, feeds replies to `handle_reply`, runs the timer
- * `poll_timeout` asks for, and reads `poll_event`. Free with `leasehold_renewal_manager_free`.
- */
-typedef struct leasehold_renewal_manager leasehold_renewal_manager;
-
-/**
  * A reply message (opaque, immutable). Free with `leasehold_reply_free`.
  */
 typedef struct leasehold_reply leasehold_reply;
@@ -498,31 +491,15 @@ typedef struct leasehold_renewal_manager_config {
 } leasehold_renewal_manager_config;
 
 /**
- * The round-trip estimate of a renewal manager for one landlord.
+ * Keeps leases alive until their desired expirations: a `leasehold_machine` of kind
+ * `"RenewalManager"`, so every machine call works on it (`leasehold_machine_handle` with
+ * `{"op": "renew_until" | "remove" | "expiration" | "set_expiration" | "lease" |
+ * "renew_duration" | "next_renewal" | "rtt" | "size" | "leases" | "stats" | "config" | "reply" |
+ * "failure", ...}`, `_poll_timeout`, `_handle_timeout`, `_poll_transmit`, `_poll_event`,
+ * `_snapshot`). The `leasehold_renewal_manager_*` calls are the typed ones a host's loop uses.
+ * Free with `leasehold_renewal_manager_free` or `leasehold_machine_free`.
  */
-typedef struct leasehold_rtt {
-    /**
-     * Smoothed round-trip time, ms.
-     */
-    int64_t srtt;
-    /**
-     * Round-trip variation, ms.
-     */
-    int64_t rttvar;
-    /**
-     * Current retransmission time-out, ms.
-     */
-    int64_t rto;
-    /**
-     * Round trips measured.
-     */
-    uint64_t samples;
-} leasehold_rtt;
-
-/**
- * Visits one managed lease. Return 0 to go on, non-zero to stop.
- */
-typedef int32_t (*leasehold_lease_visit_fn)(void *user_data, const struct leasehold_lease *lease);
+typedef struct leasehold_machine leasehold_renewal_manager;
 
 /**
  * Counters of a renewal manager.
@@ -571,9 +548,19 @@ typedef struct leasehold_renewal_stats {
 } leasehold_renewal_stats;
 
 /**
- * An event of a renewal manager. From `leasehold_renewal_manager_poll_event`, `error_message`
- * is the caller's to free with `leasehold_string_free`; inside a driver callback it is borrowed
- * for the call.
+ * Hands one request to the host's transport: `user_data` as given, the landlord to send it
+ * to, the request id, and the encoded request (borrowed for the call). Return 0 if it was
+ * sent (or queued); non-zero reports an indefinite failure of that request to the manager.
+ */
+typedef int32_t (*leasehold_transmit_fn)(void *user_data,
+                                         uint64_t landlord,
+                                         uint64_t request_id,
+                                         const uint8_t *data,
+                                         size_t len);
+
+/**
+ * An event of a renewal manager, as `leasehold_renewal_manager_drive` delivers it (borrowed for
+ * the callback, `error_message` too; `leasehold_machine_poll_event` gives the same as JSON).
  */
 typedef struct leasehold_renewal_event {
     /**
@@ -597,17 +584,6 @@ typedef struct leasehold_renewal_event {
      */
     char *error_message;
 } leasehold_renewal_event;
-
-/**
- * Hands one request to the host's transport: `user_data` as given, the landlord to send it
- * to, the request id, and the encoded request (borrowed for the call). Return 0 if it was
- * sent (or queued); non-zero reports an indefinite failure of that request to the manager.
- */
-typedef int32_t (*leasehold_transmit_fn)(void *user_data,
-                                         uint64_t landlord,
-                                         uint64_t request_id,
-                                         const uint8_t *data,
-                                         size_t len);
 
 /**
  * Delivers one renewal event to the host (borrowed for the call).
@@ -745,11 +721,9 @@ typedef int32_t (*leasehold_store_sync_fn)(void *user_data, const char *file);
  * moment the file holds either its old contents or all of the new ones (on a file system:
  * write `<file>.tmp`, sync it, rename it over `file`, sync the directory). Return 0 once the
  * new contents are durable, non-zero on failure.
+ * (The same signature as `leasehold_store_append_fn`.)
  */
-typedef int32_t (*leasehold_store_replace_fn)(void *user_data,
-                                              const char *file,
-                                              const uint8_t *data,
-                                              size_t len);
+typedef leasehold_store_append_fn leasehold_store_replace_fn;
 
 /**
  * Cuts `file` to its first `len` bytes (dropping a torn tail) and makes that durable. Return 0
@@ -759,9 +733,9 @@ typedef int32_t (*leasehold_store_truncate_fn)(void *user_data, const char *file
 
 /**
  * Deletes `file` (a missing file is success) and makes that durable. Return 0 on success,
- * non-zero on failure.
+ * non-zero on failure. (The same signature as `leasehold_store_sync_fn`.)
  */
-typedef int32_t (*leasehold_store_remove_fn)(void *user_data, const char *file);
+typedef leasehold_store_sync_fn leasehold_store_remove_fn;
 
 /**
  * A host's own storage for a durable landlord (flash, a database, an RTOS file API): five
@@ -1329,101 +1303,46 @@ enum leasehold_status leasehold_renewal_manager_config_default(struct leasehold_
 
 /**
  * A renewal manager with `config` (NULL: the defaults); settings out of range are
- * `INVALID_ARGUMENT` naming the first bad one.
+ * `INVALID_ARGUMENT` naming the first bad one. The same as `leasehold_machine_new` of kind
+ * `"RenewalManager"` with these settings as JSON options.
  *
  * # Safety
  * `config` is NULL or valid; `out` is NULL or writable.
  */
 enum leasehold_status leasehold_renewal_manager_new(const struct leasehold_renewal_manager_config *config,
-                                                    struct leasehold_renewal_manager **out);
+                                                    leasehold_renewal_manager **out);
 
 /**
- * Frees a renewal manager (its leases are not cancelled). NULL is ignored. Inside a callback
- * that one of this manager's calls is running (`drive`, `for_each`), the manager is freed
- * when that call returns, the call makes no further callbacks, and any other call on the
- * manager is `BUSY`.
+ * Frees a renewal manager (its leases are not cancelled): `leasehold_machine_free`.
  *
  * # Safety
  * `manager` was made by libleasehold and not freed before.
  */
-void leasehold_renewal_manager_free(struct leasehold_renewal_manager *manager);
-
-/**
- * The settings in force.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_config_get(const struct leasehold_renewal_manager *manager,
-                                                           struct leasehold_renewal_manager_config *out);
+void leasehold_renewal_manager_free(leasehold_renewal_manager *manager);
 
 /**
  * Renews `lease` until `duration` from `now` (FOREVER: forever), asking for `renew_duration`
  * each time. `lease->expiration` is its actual expiration. A managed lease is replaced.
+ * (`renew_until` and the other calls: `leasehold_machine_handle`.)
  *
  * # Safety
  * Pointers are NULL or valid.
  */
-enum leasehold_status leasehold_renewal_manager_renew_for(struct leasehold_renewal_manager *manager,
+enum leasehold_status leasehold_renewal_manager_renew_for(leasehold_renewal_manager *manager,
                                                           const struct leasehold_lease *lease,
                                                           int64_t duration,
                                                           int64_t renew_duration,
                                                           int64_t now);
 
 /**
- * Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration` each
- * time: positive, FOREVER, or ANY with a FOREVER desired expiration.
+ * Stops managing `lease` and queues a cancel request for it (handed out by the driver).
  *
  * # Safety
  * Pointers are NULL or valid.
  */
-enum leasehold_status leasehold_renewal_manager_renew_until(struct leasehold_renewal_manager *manager,
-                                                            const struct leasehold_lease *lease,
-                                                            int64_t desired_expiration,
-                                                            int64_t renew_duration,
-                                                            int64_t now);
-
-/**
- * Stops managing `lease` (it is not cancelled); `*out_lease` (optional) is the manager's copy
- * with its current actual expiration. `UNKNOWN_LEASE` if not managed.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_remove(struct leasehold_renewal_manager *manager,
-                                                       const struct leasehold_lease *lease,
-                                                       struct leasehold_lease *out_lease);
-
-/**
- * Stops managing `lease` and queues a cancel request for it (handed out by `poll_transmit`).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_cancel(struct leasehold_renewal_manager *manager,
+enum leasehold_status leasehold_renewal_manager_cancel(leasehold_renewal_manager *manager,
                                                        const struct leasehold_lease *lease,
                                                        int64_t now);
-
-/**
- * The desired expiration of a managed lease.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_expiration(const struct leasehold_renewal_manager *manager,
-                                                           const struct leasehold_lease *lease,
-                                                           int64_t *out);
-
-/**
- * Sets the desired expiration of a managed lease.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_set_expiration(struct leasehold_renewal_manager *manager,
-                                                               const struct leasehold_lease *lease,
-                                                               int64_t desired_expiration,
-                                                               int64_t now);
 
 /**
  * The manager's copy of a lease, with its current actual expiration (`UNKNOWN_LEASE` if not
@@ -1432,65 +1351,9 @@ enum leasehold_status leasehold_renewal_manager_set_expiration(struct leasehold_
  * # Safety
  * Pointers are NULL or valid.
  */
-enum leasehold_status leasehold_renewal_manager_lease(const struct leasehold_renewal_manager *manager,
+enum leasehold_status leasehold_renewal_manager_lease(leasehold_renewal_manager *manager,
                                                       const struct leasehold_lease *lease,
                                                       struct leasehold_lease *out);
-
-/**
- * The renew duration of a managed lease.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_renew_duration(const struct leasehold_renewal_manager *manager,
-                                                               const struct leasehold_lease *lease,
-                                                               int64_t *out);
-
-/**
- * When a managed lease will next be sent for renewal: `*out_has` is false if none is
- * scheduled (a request is in flight, or the actual expiration covers the desired one).
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_next_renewal(const struct leasehold_renewal_manager *manager,
-                                                             const struct leasehold_lease *lease,
-                                                             bool *out_has,
-                                                             int64_t *out_at);
-
-/**
- * The round-trip estimate for `landlord`: `*out_has` is false until the manager has dealt
- * with it.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_rtt(const struct leasehold_renewal_manager *manager,
-                                                    uint64_t landlord,
-                                                    bool *out_has,
-                                                    struct leasehold_rtt *out);
-
-/**
- * Number of leases managed.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_len(const struct leasehold_renewal_manager *manager,
-                                                    size_t *out);
-
-/**
- * Calls `visit` for every lease managed when the call starts (current actual expirations, no
- * particular order) until it returns non-zero. The visit runs over a copy: `visit` may call
- * anything on this manager (changes take effect at once but do not change what this call
- * visits); freeing the manager ends the visit.
- *
- * # Safety
- * `manager` is NULL or live; `visit` is NULL or a valid function.
- */
-enum leasehold_status leasehold_renewal_manager_for_each(const struct leasehold_renewal_manager *manager,
-                                                         leasehold_lease_visit_fn visit,
-                                                         void *user_data);
 
 /**
  * The counters.
@@ -1498,93 +1361,22 @@ enum leasehold_status leasehold_renewal_manager_for_each(const struct leasehold_
  * # Safety
  * Pointers are NULL or valid.
  */
-enum leasehold_status leasehold_renewal_manager_stats(const struct leasehold_renewal_manager *manager,
+enum leasehold_status leasehold_renewal_manager_stats(leasehold_renewal_manager *manager,
                                                       struct leasehold_renewal_stats *out);
 
 /**
- * When the host should next call `leasehold_renewal_manager_handle_timeout`: `*out_has` is
- * false if nothing is scheduled.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_poll_timeout(const struct leasehold_renewal_manager *manager,
-                                                             bool *out_has,
-                                                             int64_t *out_at);
-
-/**
- * Advances the manager to `now`: schedules renewals that fell due, times out requests,
- * reports leases whose desired expiration came.
- *
- * # Safety
- * `manager` is NULL or live.
- */
-enum leasehold_status leasehold_renewal_manager_handle_timeout(struct leasehold_renewal_manager *manager,
-                                                               int64_t now);
-
-/**
- * The next request to send: `*out_found` says whether there is one; if so `*out_landlord` is
- * where it goes and `*out_request` the request (free with `leasehold_request_free`). Its
- * `now` is the send time the manager counts from: send it right away.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_poll_transmit(struct leasehold_renewal_manager *manager,
-                                                              int64_t now,
-                                                              bool *out_found,
-                                                              uint64_t *out_landlord,
-                                                              struct leasehold_request **out_request);
-
-/**
- * Takes a landlord's reply (to a request the manager handed out) at `now`. Replies it does not
- * expect are counted and ignored.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_handle_reply(struct leasehold_renewal_manager *manager,
-                                                             const struct leasehold_reply *reply,
-                                                             int64_t now);
-
-/**
- * Decodes an encoded reply (default limits) and takes it as `handle_reply` does. Bytes that
- * do not decode give `DECODE` and change nothing (the request then times out and is retried).
+ * Decodes an encoded reply (default limits) and takes it at `now`. Replies the manager does
+ * not expect are counted and ignored; bytes that do not decode give `DECODE` and change
+ * nothing (the request then times out and is retried).
  *
  * # Safety
  * `manager` is NULL or live; `data` is NULL or points to `len` bytes.
  */
-enum leasehold_status leasehold_renewal_manager_handle_reply_bytes(struct leasehold_renewal_manager *manager,
+enum leasehold_status leasehold_renewal_manager_handle_reply_bytes(leasehold_renewal_manager *manager,
                                                                    const uint8_t *data,
                                                                    size_t len,
                                                                    int32_t encoding,
                                                                    int64_t now);
-
-/**
- * Reports that request `request_id` failed in transport at `now`: `code` is a status number
- * (`LEASEHOLD_STATUS_INDEFINITE` for a retryable failure such as a lost connection) and
- * `message` (`message_len` bytes of UTF-8, may be empty) says why.
- *
- * # Safety
- * `manager` is NULL or live; `message` is NULL or points to `message_len` bytes.
- */
-enum leasehold_status leasehold_renewal_manager_handle_failure(struct leasehold_renewal_manager *manager,
-                                                               uint64_t request_id,
-                                                               int32_t code,
-                                                               const char *message,
-                                                               size_t message_len,
-                                                               int64_t now);
-
-/**
- * The next event: `*out_found` says whether there was one; if so `*out` is filled and its
- * `error_message` (if not NULL) is the caller's to free with `leasehold_string_free`.
- *
- * # Safety
- * Pointers are NULL or valid.
- */
-enum leasehold_status leasehold_renewal_manager_poll_event(struct leasehold_renewal_manager *manager,
-                                                           struct leasehold_renewal_event *out,
-                                                           bool *out_found);
 
 /**
  * One turn of the C driver at `now`: `handle_timeout(now)`, then every request that is due
@@ -1603,7 +1395,7 @@ enum leasehold_status leasehold_renewal_manager_poll_event(struct leasehold_rene
  * `manager` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL or
  * writable.
  */
-enum leasehold_status leasehold_renewal_manager_drive(struct leasehold_renewal_manager *manager,
+enum leasehold_status leasehold_renewal_manager_drive(leasehold_renewal_manager *manager,
                                                       int64_t now,
                                                       int32_t encoding,
                                                       leasehold_transmit_fn transmit,

@@ -260,14 +260,6 @@ impl<H: Opaque> Call<H> {
         f(unsafe { &*h.inner.get() })
     }
 
-    /// [`Call::with_mut`] for a change that cannot fail.
-    pub(crate) fn apply(&self, f: impl FnOnce(&mut H::Inner)) -> Res {
-        self.with_mut(|m| {
-            f(m);
-            Ok(())
-        })
-    }
-
     /// Borrows the state mutably for `f`, which must not call user code.
     pub(crate) fn with_mut<R>(&self, f: impl FnOnce(&mut H::Inner) -> Res<R>) -> Res<R> {
         let h = self.h();

@@ -1,17 +1,24 @@
 //! The holder side: lease maps (Jini `LeaseMap`), the grant helpers, and the renewal manager
-//! that keeps leases alive, with a driver that runs it through C callbacks.
+//! that keeps leases alive: a `leasehold_machine` of kind `"RenewalManager"` (every call through
+//! the machine interface), with the typed calls a host's loop uses and a driver that runs it
+//! through C callbacks.
 
 use std::ffi::{c_char, c_void};
 
+use leasehold_core::holder::ManagerOptions;
 use leasehold_core::holder::{self, LeaseMap, RenewalEvent, RenewalManager, RenewalManagerConfig};
 use leasehold_core::lease::{LandlordId, Lease};
-use leasehold_core::LeaseError;
+use leasehold_core::machine::Machine;
+use leasehold_core::{LeaseError, Reply};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
-use crate::common::{c_string, leasehold_cookie};
-use crate::error::{arg, guard, leasehold_status, null, Fail, Out, Res};
+use crate::common::{self, c_string, leasehold_cookie};
+use crate::error::{arg, guard, leasehold_status, null, slice, Fail, Maybe, Out, Res};
 use crate::handle::{self, give, opaque, read, write, Call, Handle, Opaque};
 use crate::lease::leasehold_lease;
-use crate::sansio::{self, CEvent, Component};
+use crate::machine::{give_part, leasehold_machine, InMemory};
+use crate::sansio::CEvent;
 use crate::wire::{give_request, leasehold_reply, leasehold_request};
 
 // ---------- grant helpers ----------
@@ -379,7 +386,7 @@ pub unsafe extern "C" fn leasehold_lease_map_apply_cancel_all(
 /// `leasehold_renewal_manager_config_default` and change what you need.
 #[allow(non_camel_case_types)]
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct leasehold_renewal_manager_config {
     /// Leases of one landlord due within this window join one request (default 5 minutes).
     pub batch_window: i64,
@@ -408,48 +415,10 @@ pub struct leasehold_renewal_manager_config {
     pub report_renewals: bool,
 }
 
-impl From<&RenewalManagerConfig> for leasehold_renewal_manager_config {
-    fn from(c: &RenewalManagerConfig) -> Self {
-        leasehold_renewal_manager_config {
-            batch_window: c.batch_window,
-            batch_join_after: c.batch_join_after,
-            max_batch: c.max_batch,
-            initial_rtt: c.initial_rtt,
-            min_rto: c.min_rto,
-            max_rto: c.max_rto,
-            attempts: c.attempts,
-            renew_divisor: c.renew_divisor,
-            max_retry_interval: c.max_retry_interval,
-            max_clock_drift_ppm: c.max_clock_drift_ppm,
-            first_request_id: c.first_request_id,
-            report_renewals: c.report_renewals,
-        }
-    }
-}
-
-impl From<&leasehold_renewal_manager_config> for RenewalManagerConfig {
-    fn from(c: &leasehold_renewal_manager_config) -> Self {
-        RenewalManagerConfig {
-            batch_window: c.batch_window,
-            batch_join_after: c.batch_join_after,
-            max_batch: c.max_batch,
-            initial_rtt: c.initial_rtt,
-            min_rto: c.min_rto,
-            max_rto: c.max_rto,
-            attempts: c.attempts,
-            renew_divisor: c.renew_divisor,
-            max_retry_interval: c.max_retry_interval,
-            max_clock_drift_ppm: c.max_clock_drift_ppm,
-            first_request_id: c.first_request_id,
-            report_renewals: c.report_renewals,
-        }
-    }
-}
-
 /// Counters of a renewal manager.
 #[allow(non_camel_case_types)]
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub struct leasehold_renewal_stats {
     /// Requests handed out (renewals and cancels).
     pub requests_sent: u64,
@@ -473,21 +442,6 @@ pub struct leasehold_renewal_stats {
     pub replies_ignored: u64,
 }
 
-pub(crate) fn stats_of(s: leasehold_core::RenewalStats) -> leasehold_renewal_stats {
-    leasehold_renewal_stats {
-        requests_sent: s.requests_sent,
-        renew_requests: s.renew_requests,
-        cancel_requests: s.cancel_requests,
-        leases_renewed: s.leases_renewed,
-        failures: s.failures,
-        desired_reached: s.desired_reached,
-        indefinite_failures: s.indefinite_failures,
-        timeouts: s.timeouts,
-        leases_cancelled: s.leases_cancelled,
-        replies_ignored: s.replies_ignored,
-    }
-}
-
 /// What a renewal event reports.
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -501,9 +455,8 @@ pub enum leasehold_renewal_event_kind {
     LEASEHOLD_RENEWAL_RENEWED = 3,
 }
 
-/// An event of a renewal manager. From `leasehold_renewal_manager_poll_event`, `error_message`
-/// is the caller's to free with `leasehold_string_free`; inside a driver callback it is borrowed
-/// for the call.
+/// An event of a renewal manager, as `leasehold_renewal_manager_drive` delivers it (borrowed for
+/// the callback, `error_message` too; `leasehold_machine_poll_event` gives the same as JSON).
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug)]
@@ -520,18 +473,20 @@ pub struct leasehold_renewal_event {
     pub error_message: *mut c_char,
 }
 
-/// Keeps leases alive until their desired expirations (opaque), as a sans-I/O state machine:
-/// the host sends what `poll_transmit` hands out, feeds replies to `handle_reply`, runs the timer
-/// `poll_timeout` asks for, and reads `poll_event`. Free with `leasehold_renewal_manager_free`.
-#[allow(non_camel_case_types)]
-pub struct leasehold_renewal_manager {
-    h: Handle<RenewalManager>,
-}
-opaque!(leasehold_renewal_manager, RenewalManager, "manager", "renewal manager");
+/// Most rounds one `_drive` call makes (see `leasehold_renewal_manager_drive`): a round hands
+/// out every request and event queued when it starts; callbacks that queue more get further
+/// rounds, up to this many, after which the call asks to be called again at once.
+pub const LEASEHOLD_DRIVE_MAX_ROUNDS: u32 = 16;
 
-impl Component for leasehold_renewal_manager {
-    type Event = leasehold_renewal_event;
-}
+/// Keeps leases alive until their desired expirations: a `leasehold_machine` of kind
+/// `"RenewalManager"`, so every machine call works on it (`leasehold_machine_handle` with
+/// `{"op": "renew_until" | "remove" | "expiration" | "set_expiration" | "lease" |
+/// "renew_duration" | "next_renewal" | "rtt" | "size" | "leases" | "stats" | "config" | "reply" |
+/// "failure", ...}`, `_poll_timeout`, `_handle_timeout`, `_poll_transmit`, `_poll_event`,
+/// `_snapshot`). The `leasehold_renewal_manager_*` calls are the typed ones a host's loop uses.
+/// Free with `leasehold_renewal_manager_free` or `leasehold_machine_free`.
+#[allow(non_camel_case_types)]
+pub type leasehold_renewal_manager = leasehold_machine;
 
 /// Hands one request to the host's transport: `user_data` as given, the landlord to send it
 /// to, the request id, and the encoded request (borrowed for the call). Return 0 if it was
@@ -552,10 +507,26 @@ pub type leasehold_transmit_fn = Option<
 pub type leasehold_renewal_event_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const leasehold_renewal_event)>;
 
-/// Visits one managed lease. Return 0 to go on, non-zero to stop.
-#[allow(non_camel_case_types)]
-pub type leasehold_lease_visit_fn =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, lease: *const leasehold_lease) -> i32>;
+/// Runs `f` on the renewal manager inside the machine `m` (another kind is `INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `m` is NULL or live.
+unsafe fn with<R>(m: *mut Mgr, f: impl FnOnce(&mut RenewalManager) -> Res<R>) -> Res<R> {
+    unsafe { write(m, |s| f(s.typed()?)) }
+}
+
+type Mgr = leasehold_renewal_manager;
+
+/// A core value as the C struct of the same fields, or back: through their data form.
+fn recast<A: Serialize, B: DeserializeOwned>(a: &A) -> Res<B> {
+    let v = serde_json::to_value(a).and_then(serde_json::from_value);
+    v.map_err(|e| Fail::invalid(format!("settings: {e}")))
+}
+
+/// Runs `f` on the renewal manager of a driver's call (nothing else borrowed meanwhile).
+fn on<R>(call: &Call<Mgr>, f: impl FnOnce(&mut RenewalManager) -> R) -> Res<R> {
+    call.with_mut(|s| Ok(f(s.typed()?)))
+}
 
 /// The default settings.
 ///
@@ -567,13 +538,14 @@ pub unsafe extern "C" fn leasehold_renewal_manager_config_default(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        unsafe { out.write((&RenewalManagerConfig::default()).into()) };
+        unsafe { out.write(recast(&RenewalManagerConfig::default())?) };
         Ok(())
     })
 }
 
 /// A renewal manager with `config` (NULL: the defaults); settings out of range are
-/// `INVALID_ARGUMENT` naming the first bad one.
+/// `INVALID_ARGUMENT` naming the first bad one. The same as `leasehold_machine_new` of kind
+/// `"RenewalManager"` with these settings as JSON options.
 ///
 /// # Safety
 /// `config` is NULL or valid; `out` is NULL or writable.
@@ -584,19 +556,13 @@ pub unsafe extern "C" fn leasehold_renewal_manager_new(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let c = match unsafe { config.as_ref() } {
-            Some(c) => RenewalManagerConfig::from(c),
-            None => RenewalManagerConfig::default(),
-        };
-        give(RenewalManager::try_new(c)?, out);
+        let o = unsafe { config.as_ref() }.map(recast::<_, ManagerOptions>).transpose()?;
+        give_part(Box::new(InMemory(RenewalManager::create(o, [0; 32])?)), out);
         Ok(())
     })
 }
 
-/// Frees a renewal manager (its leases are not cancelled). NULL is ignored. Inside a callback
-/// that one of this manager's calls is running (`drive`, `for_each`), the manager is freed
-/// when that call returns, the call makes no further callbacks, and any other call on the
-/// manager is `BUSY`.
+/// Frees a renewal manager (its leases are not cancelled): `leasehold_machine_free`.
 ///
 /// # Safety
 /// `manager` was made by libleasehold and not freed before.
@@ -605,20 +571,9 @@ pub unsafe extern "C" fn leasehold_renewal_manager_free(manager: *mut leasehold_
     unsafe { handle::free(manager) }
 }
 
-/// The settings in force.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_config_get(
-    manager: *const leasehold_renewal_manager,
-    out: *mut leasehold_renewal_manager_config,
-) -> leasehold_status {
-    unsafe { handle::get(manager, out, |m| Ok(m.config().into())) }
-}
-
 /// Renews `lease` until `duration` from `now` (FOREVER: forever), asking for `renew_duration`
 /// each time. `lease->expiration` is its actual expiration. A managed lease is replaced.
+/// (`renew_until` and the other calls: `leasehold_machine_handle`.)
 ///
 /// # Safety
 /// Pointers are NULL or valid.
@@ -630,55 +585,12 @@ pub unsafe extern "C" fn leasehold_renewal_manager_renew_for(
     renew_duration: i64,
     now: i64,
 ) -> leasehold_status {
-    unsafe {
-        handle::change(manager, |m| {
-            Ok(m.renew_for(lease_in(lease)?, duration, renew_duration, now)?)
-        })
-    }
-}
-
-/// Renews `lease` until `desired_expiration` (holder's clock), asking for `renew_duration` each
-/// time: positive, FOREVER, or ANY with a FOREVER desired expiration.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_renew_until(
-    manager: *mut leasehold_renewal_manager,
-    lease: *const leasehold_lease,
-    desired_expiration: i64,
-    renew_duration: i64,
-    now: i64,
-) -> leasehold_status {
-    unsafe {
-        handle::change(manager, |m| {
-            Ok(m.renew_until(lease_in(lease)?, desired_expiration, renew_duration, now)?)
-        })
-    }
-}
-
-/// Stops managing `lease` (it is not cancelled); `*out_lease` (optional) is the manager's copy
-/// with its current actual expiration. `UNKNOWN_LEASE` if not managed.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_remove(
-    manager: *mut leasehold_renewal_manager,
-    lease: *const leasehold_lease,
-    out_lease: *mut leasehold_lease,
-) -> leasehold_status {
-    guard(|| {
-        let l = unsafe { lease_in(lease) }?;
-        let got = unsafe { write(manager, |m| Ok(m.remove(&l)?)) }?;
-        if let Some(o) = Out::optional(out_lease) {
-            unsafe { o.write(got.into()) };
-        }
-        Ok(())
+    guard(|| unsafe {
+        with(manager, |m| Ok(m.renew_for(lease_in(lease)?, duration, renew_duration, now)?))
     })
 }
 
-/// Stops managing `lease` and queues a cancel request for it (handed out by `poll_transmit`).
+/// Stops managing `lease` and queues a cancel request for it (handed out by the driver).
 ///
 /// # Safety
 /// Pointers are NULL or valid.
@@ -688,38 +600,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_cancel(
     lease: *const leasehold_lease,
     now: i64,
 ) -> leasehold_status {
-    unsafe { handle::change(manager, |m| Ok(m.cancel(&lease_in(lease)?, now)?)) }
-}
-
-/// The desired expiration of a managed lease.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_expiration(
-    manager: *const leasehold_renewal_manager,
-    lease: *const leasehold_lease,
-    out: *mut i64,
-) -> leasehold_status {
-    unsafe { handle::get(manager, out, |m| Ok(m.expiration(&lease_in(lease)?)?)) }
-}
-
-/// Sets the desired expiration of a managed lease.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_set_expiration(
-    manager: *mut leasehold_renewal_manager,
-    lease: *const leasehold_lease,
-    desired_expiration: i64,
-    now: i64,
-) -> leasehold_status {
-    unsafe {
-        handle::change(manager, |m| {
-            Ok(m.set_expiration(&lease_in(lease)?, desired_expiration, now)?)
-        })
-    }
+    guard(|| unsafe { with(manager, |m| Ok(m.cancel(&lease_in(lease)?, now)?)) })
 }
 
 /// The manager's copy of a lease, with its current actual expiration (`UNKNOWN_LEASE` if not
@@ -729,117 +610,15 @@ pub unsafe extern "C" fn leasehold_renewal_manager_set_expiration(
 /// Pointers are NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_manager_lease(
-    manager: *const leasehold_renewal_manager,
+    manager: *mut leasehold_renewal_manager,
     lease: *const leasehold_lease,
     out: *mut leasehold_lease,
 ) -> leasehold_status {
-    unsafe {
-        handle::get(manager, out, |m| {
-            Ok(m.lease(&lease_in(lease)?).ok_or(LeaseError::UnknownLease)?.into())
-        })
-    }
-}
-
-/// The renew duration of a managed lease.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_renew_duration(
-    manager: *const leasehold_renewal_manager,
-    lease: *const leasehold_lease,
-    out: *mut i64,
-) -> leasehold_status {
-    unsafe { handle::get(manager, out, |m| Ok(m.renew_duration(&lease_in(lease)?)?)) }
-}
-
-/// When a managed lease will next be sent for renewal: `*out_has` is false if none is
-/// scheduled (a request is in flight, or the actual expiration covers the desired one).
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_next_renewal(
-    manager: *const leasehold_renewal_manager,
-    lease: *const leasehold_lease,
-    out_has: *mut bool,
-    out_at: *mut i64,
-) -> leasehold_status {
-    unsafe {
-        handle::get_maybe(manager, out_has, out_at, ["out_has", "out_at"], |m| {
-            Ok(m.next_renewal(&lease_in(lease)?))
-        })
-    }
-}
-
-/// The round-trip estimate of a renewal manager for one landlord.
-#[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct leasehold_rtt {
-    /// Smoothed round-trip time, ms.
-    pub srtt: i64,
-    /// Round-trip variation, ms.
-    pub rttvar: i64,
-    /// Current retransmission time-out, ms.
-    pub rto: i64,
-    /// Round trips measured.
-    pub samples: u64,
-}
-
-/// The round-trip estimate for `landlord`: `*out_has` is false until the manager has dealt
-/// with it.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_rtt(
-    manager: *const leasehold_renewal_manager,
-    landlord: u64,
-    out_has: *mut bool,
-    out: *mut leasehold_rtt,
-) -> leasehold_status {
-    unsafe {
-        handle::get_maybe(manager, out_has, out, ["out_has", "out"], |m| {
-            Ok(m.rtt(LandlordId(landlord)).map(|r| leasehold_rtt {
-                srtt: r.srtt(),
-                rttvar: r.rttvar(),
-                rto: r.rto(),
-                samples: r.samples(),
-            }))
-        })
-    }
-}
-
-/// Number of leases managed.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_len(
-    manager: *const leasehold_renewal_manager,
-    out: *mut usize,
-) -> leasehold_status {
-    unsafe { handle::get(manager, out, |m| Ok(m.len())) }
-}
-
-/// Calls `visit` for every lease managed when the call starts (current actual expirations, no
-/// particular order) until it returns non-zero. The visit runs over a copy: `visit` may call
-/// anything on this manager (changes take effect at once but do not change what this call
-/// visits); freeing the manager ends the visit.
-///
-/// # Safety
-/// `manager` is NULL or live; `visit` is NULL or a valid function.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_for_each(
-    manager: *const leasehold_renewal_manager,
-    visit: leasehold_lease_visit_fn,
-    user_data: *mut c_void,
-) -> leasehold_status {
     guard(|| {
-        let visit = visit.ok_or_else(|| null("visit"))?;
-        let collect = |m: &RenewalManager| Ok(m.leases().map(|&l| l.into()).collect());
-        unsafe { handle::for_each(manager, collect, |l: &leasehold_lease| visit(user_data, l)) }
+        let out = Out::new(out, "out")?;
+        let l = unsafe { with(manager, |m| Ok(m.lease(&lease_in(lease)?))) }?;
+        unsafe { out.write(l.ok_or(LeaseError::UnknownLease)?.into()) };
+        Ok(())
     })
 }
 
@@ -849,72 +628,19 @@ pub unsafe extern "C" fn leasehold_renewal_manager_for_each(
 /// Pointers are NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn leasehold_renewal_manager_stats(
-    manager: *const leasehold_renewal_manager,
+    manager: *mut leasehold_renewal_manager,
     out: *mut leasehold_renewal_stats,
 ) -> leasehold_status {
-    unsafe { handle::get(manager, out, |m| Ok(stats_of(m.stats()))) }
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        unsafe { out.write(recast(&with(manager, |m| Ok(m.stats()))?)?) };
+        Ok(())
+    })
 }
 
-/// When the host should next call `leasehold_renewal_manager_handle_timeout`: `*out_has` is
-/// false if nothing is scheduled.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_poll_timeout(
-    manager: *const leasehold_renewal_manager,
-    out_has: *mut bool,
-    out_at: *mut i64,
-) -> leasehold_status {
-    unsafe { sansio::poll_timeout(manager, out_has, out_at) }
-}
-
-/// Advances the manager to `now`: schedules renewals that fell due, times out requests,
-/// reports leases whose desired expiration came.
-///
-/// # Safety
-/// `manager` is NULL or live.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_handle_timeout(
-    manager: *mut leasehold_renewal_manager,
-    now: i64,
-) -> leasehold_status {
-    unsafe { sansio::handle_timeout(manager, now) }
-}
-
-/// The next request to send: `*out_found` says whether there is one; if so `*out_landlord` is
-/// where it goes and `*out_request` the request (free with `leasehold_request_free`). Its
-/// `now` is the send time the manager counts from: send it right away.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_poll_transmit(
-    manager: *mut leasehold_renewal_manager,
-    now: i64,
-    out_found: *mut bool,
-    out_landlord: *mut u64,
-    out_request: *mut *mut leasehold_request,
-) -> leasehold_status {
-    unsafe { sansio::poll_transmit(manager, now, out_found, out_landlord, out_request) }
-}
-
-/// Takes a landlord's reply (to a request the manager handed out) at `now`. Replies it does not
-/// expect are counted and ignored.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_handle_reply(
-    manager: *mut leasehold_renewal_manager,
-    reply: *const leasehold_reply,
-    now: i64,
-) -> leasehold_status {
-    unsafe { sansio::handle_reply(manager, reply, now) }
-}
-
-/// Decodes an encoded reply (default limits) and takes it as `handle_reply` does. Bytes that
-/// do not decode give `DECODE` and change nothing (the request then times out and is retried).
+/// Decodes an encoded reply (default limits) and takes it at `now`. Replies the manager does
+/// not expect are counted and ignored; bytes that do not decode give `DECODE` and change
+/// nothing (the request then times out and is retried).
 ///
 /// # Safety
 /// `manager` is NULL or live; `data` is NULL or points to `len` bytes.
@@ -926,25 +652,16 @@ pub unsafe extern "C" fn leasehold_renewal_manager_handle_reply_bytes(
     encoding: i32,
     now: i64,
 ) -> leasehold_status {
-    unsafe { sansio::handle_reply_bytes(manager, data, len, encoding, now) }
-}
-
-/// Reports that request `request_id` failed in transport at `now`: `code` is a status number
-/// (`LEASEHOLD_STATUS_INDEFINITE` for a retryable failure such as a lost connection) and
-/// `message` (`message_len` bytes of UTF-8, may be empty) says why.
-///
-/// # Safety
-/// `manager` is NULL or live; `message` is NULL or points to `message_len` bytes.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_handle_failure(
-    manager: *mut leasehold_renewal_manager,
-    request_id: u64,
-    code: i32,
-    message: *const c_char,
-    message_len: usize,
-    now: i64,
-) -> leasehold_status {
-    unsafe { sansio::handle_failure(manager, request_id, code, message, message_len, now) }
+    guard(|| {
+        let enc = common::encoding(encoding)?;
+        let reply = Reply::decode(unsafe { slice(data, len, "data") }?, enc, &Default::default())?;
+        unsafe {
+            with(manager, |m| {
+                m.handle_reply(&reply, now);
+                Ok(())
+            })
+        }
+    })
 }
 
 impl CEvent for leasehold_renewal_event {
@@ -960,7 +677,10 @@ impl CEvent for leasehold_renewal_event {
             }
             RenewalEvent::Renewed { lease } => (K::LEASEHOLD_RENEWAL_RENEWED, lease, 0, None),
         };
-        let (error_code, error_message) = error_parts(err)?;
+        let (error_code, error_message) = match err {
+            Some(e) => (e.code() as i32, c_string(e.to_string().replace('\0', " "))?),
+            None => (0, std::ptr::null_mut()),
+        };
         Ok(leasehold_renewal_event {
             kind,
             lease: lease.into(),
@@ -972,29 +692,6 @@ impl CEvent for leasehold_renewal_event {
     unsafe fn free_fields(&self) {
         unsafe { crate::common::leasehold_string_free(self.error_message) }
     }
-}
-
-/// An optional error as an event carries it: its status number (0 for none) and its message
-/// (NULL for none), the message to free with `leasehold_string_free`.
-pub(crate) fn error_parts(e: Option<LeaseError>) -> Res<(i32, *mut c_char)> {
-    Ok(match e {
-        Some(e) => (e.code() as i32, c_string(e.to_string().replace('\0', " "))?),
-        None => (0, std::ptr::null_mut()),
-    })
-}
-
-/// The next event: `*out_found` says whether there was one; if so `*out` is filled and its
-/// `error_message` (if not NULL) is the caller's to free with `leasehold_string_free`.
-///
-/// # Safety
-/// Pointers are NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn leasehold_renewal_manager_poll_event(
-    manager: *mut leasehold_renewal_manager,
-    out: *mut leasehold_renewal_event,
-    out_found: *mut bool,
-) -> leasehold_status {
-    unsafe { sansio::poll_event(manager, out, out_found) }
 }
 
 /// One turn of the C driver at `now`: `handle_timeout(now)`, then every request that is due
@@ -1013,6 +710,7 @@ pub unsafe extern "C" fn leasehold_renewal_manager_poll_event(
 /// `manager` is NULL or live; the callbacks are NULL or valid functions; the outputs are NULL or
 /// writable.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn leasehold_renewal_manager_drive(
     manager: *mut leasehold_renewal_manager,
     now: i64,
@@ -1023,7 +721,52 @@ pub unsafe extern "C" fn leasehold_renewal_manager_drive(
     out_has: *mut bool,
     out_next: *mut i64,
 ) -> leasehold_status {
-    unsafe {
-        sansio::drive(manager, now, encoding, transmit, on_event, user_data, out_has, out_next)
-    }
+    guard(|| {
+        let out = Maybe::new(out_has, "out_has", out_next, "out_next")?;
+        let enc = common::encoding(encoding)?;
+        let transmit = transmit.ok_or_else(|| null("transmit"))?;
+        let call = unsafe { Call::enter(manager) }?;
+        on(&call, |m| m.handle_timeout(now))?;
+        let mut next = Some(now);
+        for _ in 0..LEASEHOLD_DRIVE_MAX_ROUNDS {
+            let (mut sends, mut events) = (Vec::new(), Vec::new());
+            on(&call, |m| {
+                while let Some(t) = m.poll_transmit(now) {
+                    sends.push((t.landlord.0, t.request.id, t.request.encode(enc)));
+                }
+                events.extend(std::iter::from_fn(|| m.poll_event()));
+            })?;
+            if sends.is_empty() && events.is_empty() {
+                next = on(&call, |m| m.poll_timeout())?;
+                break;
+            }
+            for (landlord, id, bytes) in &sends {
+                if call.freed() {
+                    break;
+                }
+                let rc =
+                    unsafe { transmit(user_data, *landlord, *id, bytes.as_ptr(), bytes.len()) };
+                if rc != 0 && !call.freed() {
+                    let e = LeaseError::Indefinite(format!("the transport callback returned {rc}"));
+                    on(&call, |m| m.handle_failure(*id, e, now))?;
+                }
+            }
+            for e in events {
+                if call.freed() {
+                    break;
+                }
+                let ev = leasehold_renewal_event::convert(e)?;
+                if let Some(cb) = on_event {
+                    unsafe { cb(user_data, &ev) };
+                }
+                unsafe { ev.free_fields() };
+            }
+            if call.freed() {
+                next = None;
+                break;
+            }
+        }
+        unsafe { out.write(next) };
+        Ok(())
+    })
 }

@@ -14,6 +14,7 @@
 //! written with nothing but serde inside the borrow, and the store's host callbacks run
 //! outside it (`store.rs`).
 
+use std::any::Any;
 use std::ffi::{c_char, CStr};
 
 use leasehold_core::discovery::wire::{DiscoveryReply, DiscoveryRequest, EventReply};
@@ -22,6 +23,7 @@ use leasehold_core::journal::{Journaled, Recovered};
 use leasehold_core::machine::{self, Machine, Message, Stored};
 use leasehold_core::service::RenewalService;
 use leasehold_core::store::StoreConfig;
+use leasehold_core::RenewalManager;
 use leasehold_core::{Encoding, LeaseError, Limits, Millis, Reply, Request};
 use serde_json::Value;
 
@@ -47,6 +49,8 @@ pub(crate) trait Part: Send {
     fn snapshot(&mut self, now: Millis) -> String;
     fn reconfigure(&mut self, options: Value) -> Res;
     fn held(&self) -> usize;
+    /// The core part itself, for the typed calls of a kind ([`MachineState::typed`]).
+    fn any(&mut self) -> &mut dyn Any;
 }
 
 /// A JSON text that does not read as the expected form: `INVALID_ARGUMENT`, naming `what`.
@@ -114,7 +118,7 @@ pub(crate) trait Held: Send {
 /// A [`Stored`] part.
 pub(crate) struct Durable<M>(M);
 /// A part with no store form.
-pub(crate) struct InMemory<M>(M);
+pub(crate) struct InMemory<M>(pub(crate) M);
 
 impl<M: Stored + Send> Held for Durable<M> {
     type M = M;
@@ -149,7 +153,7 @@ impl<M: Machine + Send> Held for InMemory<M> {
     }
 }
 
-impl<H: Held> Part for H {
+impl<H: Held<M: 'static>> Part for H {
     fn name(&self) -> &'static str {
         H::M::NAME
     }
@@ -184,6 +188,9 @@ impl<H: Held> Part for H {
     }
     fn held(&self) -> usize {
         Held::held(self)
+    }
+    fn any(&mut self) -> &mut dyn Any {
+        self.m_mut()
     }
 }
 
@@ -266,6 +273,7 @@ impl Kind {
 const KINDS: &[Kind] = &[
     Kind::of::<DiscoveryService>(c"DiscoveryService"),
     Kind::in_memory::<RenewalService>(c"RenewalService"),
+    Kind::in_memory::<RenewalManager>(c"RenewalManager"),
 ];
 
 /// The kind named by the NUL-terminated `kind`.
@@ -315,6 +323,16 @@ pub(crate) struct MachineState {
     store: Option<Box<store::Attached>>,
 }
 
+impl MachineState {
+    /// The part as its core type, for the typed calls a kind keeps over this handle
+    /// (`holder.rs`); a machine of another kind is `INVALID_ARGUMENT`.
+    pub(crate) fn typed<T: 'static>(&mut self) -> Res<&mut T> {
+        let name = self.part.0.name();
+        let e = || Fail::invalid(format!("a {name} machine does not take this call"));
+        self.part.0.any().downcast_mut().ok_or_else(e)
+    }
+}
+
 impl Kept for MachineState {
     type State = Boxed;
     fn state(&self) -> &Boxed {
@@ -330,7 +348,7 @@ impl Kept for MachineState {
 
 type Mach = leasehold_machine;
 
-fn give_part(part: Box<dyn Part>, out: Out<*mut Mach>) {
+pub(crate) fn give_part(part: Box<dyn Part>, out: Out<*mut Mach>) {
     give(MachineState { part: Boxed(part), store: None }, out);
 }
 

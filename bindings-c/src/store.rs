@@ -96,15 +96,9 @@ pub type leasehold_store_sync_fn =
 /// moment the file holds either its old contents or all of the new ones (on a file system:
 /// write `<file>.tmp`, sync it, rename it over `file`, sync the directory). Return 0 once the
 /// new contents are durable, non-zero on failure.
+/// (The same signature as `leasehold_store_append_fn`.)
 #[allow(non_camel_case_types)]
-pub type leasehold_store_replace_fn = Option<
-    unsafe extern "C" fn(
-        user_data: *mut c_void,
-        file: *const c_char,
-        data: *const u8,
-        len: usize,
-    ) -> i32,
->;
+pub type leasehold_store_replace_fn = leasehold_store_append_fn;
 
 /// Cuts `file` to its first `len` bytes (dropping a torn tail) and makes that durable. Return 0
 /// on success, non-zero on failure.
@@ -113,10 +107,9 @@ pub type leasehold_store_truncate_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, file: *const c_char, len: u64) -> i32>;
 
 /// Deletes `file` (a missing file is success) and makes that durable. Return 0 on success,
-/// non-zero on failure.
+/// non-zero on failure. (The same signature as `leasehold_store_sync_fn`.)
 #[allow(non_camel_case_types)]
-pub type leasehold_store_remove_fn =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, file: *const c_char) -> i32>;
+pub type leasehold_store_remove_fn = leasehold_store_sync_fn;
 
 /// A host's own storage for a durable landlord (flash, a database, an RTOS file API): five
 /// callbacks that carry out the core's file operations on the named files of one store, in the

@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "json.h"
+#include "util.h"
 #include "store_util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {3, 1, 4, 1, 5};
@@ -30,59 +31,12 @@ static leasehold_machine *service_with(const char *options) {
 
 static leasehold_machine *service(void) { return service_with(OPTIONS); }
 
-/* The status of the last `try_call`. */
-static leasehold_status last_status;
-
-/* Carries out a call given as printf-formatted JSON; its answer parsed, NULL on failure (the
- * status in last_status). Free with json_free. */
-static json *try_call(leasehold_machine *m, int64_t now, const char *fmt, ...) {
-    char in[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(in, sizeof in, fmt, ap);
-    va_end(ap);
-    char *out = NULL;
-    last_status = leasehold_machine_handle(m, in, strlen(in), now, &out);
-    if (last_status != LEASEHOLD_STATUS_OK) return NULL;
-    json *v = json_parse(out, strlen(out));
-    leasehold_string_free(out);
-    return v;
-}
-
-/* A call that must succeed. */
-#define CALL(m, now, ...) must(try_call((m), (now), __VA_ARGS__), __LINE__)
-static json *must(json *v, int line) {
-    if (v) {
-        check_passed++;
-    } else {
-        check_failed++;
-        fprintf(stderr, "FAIL test_discovery.c:%d: call -> %s: %s\n", line, leasehold_status_name((int32_t)last_status),
-                leasehold_last_error_message());
-    }
-    return v;
-}
-
-/* A call that must fail with `status`. */
-#define REFUSED(status, m, now, ...)                                                                             \
-    do {                                                                                                         \
-        json *v_ = try_call((m), (now), __VA_ARGS__);                                                            \
-        CHECK(v_ == NULL && last_status == (status) && leasehold_last_error_message()[0] != '\0');               \
-        json_free(v_);                                                                                           \
-    } while (0)
+#define CALL MCALL
+#define REFUSED MREFUSED
 
 /* Answer readers; each frees the answer. */
-static bool is_null(json *v) {
-    bool r = v && v->kind == J_NULL;
-    json_free(v);
-    return r;
-}
 static bool flag(json *v) {
     bool r = v && v->kind == J_BOOL && v->boolean;
-    json_free(v);
-    return r;
-}
-static int64_t num(json *v) {
-    int64_t r = v && v->kind == J_NUMBER ? strtoll(v->text, NULL, 10) : -999;
     json_free(v);
     return r;
 }
@@ -123,7 +77,7 @@ static uint64_t reg(leasehold_machine *m, const char *groups, const char *locato
 /* A registrar announces itself in `groups` (a JSON array) at `locator`. */
 static void announce(leasehold_machine *m, unsigned rid, const char *groups, const char *locator, unsigned seq,
                      int64_t ttl, int64_t now) {
-    CHECK(is_null(CALL(m, now,
+    CHECK(take_null(CALL(m, now,
                        "{\"op\":\"announcement\",\"announcement\":{\"registrar\":\"%s\",\"groups\":%s,\"locator\":\"%s\","
                        "\"sequence\":%u,\"ttl\":%lld}}",
                        RID(rid), groups, locator, seq, (long long)ttl)));
@@ -196,12 +150,12 @@ static void test_options(void) {
     OK(leasehold_machine_kind(m, &kind));
     CHECK(kind && strcmp(kind, KIND) == 0);
     CHECK(is(CALL(m, 0, "{\"op\":\"id\"}"), "\"0000000000000007\""));
-    CHECK(is_null(CALL(m, 0, "{\"op\":\"now\"}")));
+    CHECK(take_null(CALL(m, 0, "{\"op\":\"now\"}")));
     /* The policy in force: ANY gets the default 2000, more than 5000 gets 5000. */
     json *r = CALL(m, 100, "{\"op\":\"register\",\"groups\":[],\"locators\":[],\"handback\":[],\"lease_duration\":-1}");
     CHECK(U(at(r, "lease", "expiration")) == 2100);
     json_free(r);
-    CHECK(num(CALL(m, 100, "{\"op\":\"now\"}")) == 100);
+    CHECK(take_num(CALL(m, 100, "{\"op\":\"now\"}")) == 100);
     r = CALL(m, 100, "{\"op\":\"register\",\"groups\":[],\"locators\":[],\"handback\":[],\"lease_duration\":60000}");
     CHECK(U(at(r, "lease", "expiration")) == 5100);
     json_free(r);
@@ -229,22 +183,22 @@ static void test_register_and_calls(void) {
 
     CHECK(is(CALL(m, 10, "{\"op\":\"registrations\"}"), "[1]"));
     CHECK(is(CALL(m, 10, "{\"op\":\"groups\",\"registration\":1}"), "[\"lab\"]"));
-    CHECK(is_null(CALL(m, 10, "{\"op\":\"add_groups\",\"registration\":1,\"groups\":[\"printers\",\"\"]}")));
+    CHECK(take_null(CALL(m, 10, "{\"op\":\"add_groups\",\"registration\":1,\"groups\":[\"printers\",\"\"]}")));
     CHECK(is(CALL(m, 10, "{\"op\":\"groups\",\"registration\":1}"), "[\"\",\"lab\",\"printers\"]"));
-    CHECK(is_null(CALL(m, 10, "{\"op\":\"remove_groups\",\"registration\":1,\"groups\":[\"lab\",\"\"]}")));
+    CHECK(take_null(CALL(m, 10, "{\"op\":\"remove_groups\",\"registration\":1,\"groups\":[\"lab\",\"\"]}")));
     CHECK(is(CALL(m, 10, "{\"op\":\"groups\",\"registration\":1}"), "[\"printers\"]"));
-    CHECK(is_null(CALL(m, 10, "{\"op\":\"set_groups\",\"registration\":1,\"groups\":null}")));
-    CHECK(is_null(CALL(m, 10, "{\"op\":\"groups\",\"registration\":1}"))); /* all */
-    CHECK(is_null(CALL(m, 10, "{\"op\":\"set_groups\",\"registration\":1,\"groups\":[]}")));
+    CHECK(take_null(CALL(m, 10, "{\"op\":\"set_groups\",\"registration\":1,\"groups\":null}")));
+    CHECK(take_null(CALL(m, 10, "{\"op\":\"groups\",\"registration\":1}"))); /* all */
+    CHECK(take_null(CALL(m, 10, "{\"op\":\"set_groups\",\"registration\":1,\"groups\":[]}")));
     CHECK(is(CALL(m, 10, "{\"op\":\"groups\",\"registration\":1}"), "[]"));
     REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, m, 10, "{\"op\":\"set_groups\",\"registration\":1}");
 
     CHECK(is(CALL(m, 20, "{\"op\":\"locators\",\"registration\":1}"), "[\"lookup.example:4160\"]"));
-    CHECK(is_null(CALL(m, 20, "{\"op\":\"add_locators\",\"registration\":1,\"locators\":[\"[::1]:4161\"]}")));
+    CHECK(take_null(CALL(m, 20, "{\"op\":\"add_locators\",\"registration\":1,\"locators\":[\"[::1]:4161\"]}")));
     CHECK(count(CALL(m, 20, "{\"op\":\"locators\",\"registration\":1}")) == 2);
-    CHECK(is_null(CALL(m, 20, "{\"op\":\"remove_locators\",\"registration\":1,\"locators\":[\"lookup.example:4160\"]}")));
+    CHECK(take_null(CALL(m, 20, "{\"op\":\"remove_locators\",\"registration\":1,\"locators\":[\"lookup.example:4160\"]}")));
     CHECK(is(CALL(m, 20, "{\"op\":\"locators\",\"registration\":1}"), "[\"[::1]:4161\"]"));
-    CHECK(is_null(CALL(m, 20, "{\"op\":\"set_locators\",\"registration\":1,\"locators\":[]}")));
+    CHECK(take_null(CALL(m, 20, "{\"op\":\"set_locators\",\"registration\":1,\"locators\":[]}")));
     CHECK(count(CALL(m, 20, "{\"op\":\"locators\",\"registration\":1}")) == 0);
     REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, m, 20,
             "{\"op\":\"add_locators\",\"registration\":1,\"locators\":[\"no-port\"]}");
@@ -257,20 +211,20 @@ static void test_register_and_calls(void) {
     CHECK(U(json_get(er, "sequence")) == 0 && U(at(er, "source", "object")) == 1);
     json_free(er);
     CHECK(is(CALL(m, 30, "{\"op\":\"listener\",\"registration\":1}"), "[104,116,116,112,58,47,47,108,47,49]"));
-    CHECK(is_null(CALL(m, 30, "{\"op\":\"set_listener\",\"registration\":1,\"listener\":\"x\"}")));
+    CHECK(take_null(CALL(m, 30, "{\"op\":\"set_listener\",\"registration\":1,\"listener\":\"x\"}")));
     CHECK(is(CALL(m, 30, "{\"op\":\"listener\",\"registration\":1}"), "[120]"));
     CHECK(is(CALL(m, 30, "{\"op\":\"registration_of\",\"cookie\":\"%s\"}", cookie), "1"));
-    CHECK(is_null(CALL(m, 30, "{\"op\":\"registration_of\",\"cookie\":\"00000000000000000000000000000000\"}")));
+    CHECK(take_null(CALL(m, 30, "{\"op\":\"registration_of\",\"cookie\":\"00000000000000000000000000000000\"}")));
 
     /* Renew (the policy decides) and cancel; then the registration is gone. */
-    CHECK(num(CALL(m, 40, "{\"op\":\"renew\",\"registration\":1,\"duration\":5000}")) == 5000);
+    CHECK(take_num(CALL(m, 40, "{\"op\":\"renew\",\"registration\":1,\"duration\":5000}")) == 5000);
     l = CALL(m, 40, "{\"op\":\"lease\",\"registration\":1}");
     CHECK(U(json_get(l, "expiration")) == 5040);
     json_free(l);
-    CHECK(is_null(CALL(m, 50, "{\"op\":\"cancel\",\"registration\":1}")));
+    CHECK(take_null(CALL(m, 50, "{\"op\":\"cancel\",\"registration\":1}")));
     REFUSED(LEASEHOLD_STATUS_UNKNOWN_LEASE, m, 50, "{\"op\":\"lease\",\"registration\":1}");
     REFUSED(LEASEHOLD_STATUS_UNKNOWN_LEASE, m, 50, "{\"op\":\"groups\",\"registration\":1}");
-    CHECK(is_null(CALL(m, 50, "{\"op\":\"listener\",\"registration\":1}")));
+    CHECK(take_null(CALL(m, 50, "{\"op\":\"listener\",\"registration\":1}")));
     CHECK(is(CALL(m, 50, "{\"op\":\"registrations\"}"), "[]"));
 
     /* Expiry: a short lease ends, its registration with it. */
@@ -322,7 +276,7 @@ static void test_one_event_per_registrar_until_discarded(void) {
     CHECK(count(CALL(m, 300, "{\"op\":\"discovered\"}")) == 1);
 
     /* Active discard: a discarded event, and the registrar is eligible again. */
-    CHECK(is_null(CALL(m, 400, "{\"op\":\"discard\",\"registration\":%llu,\"registrar\":\"%s\"}",
+    CHECK(take_null(CALL(m, 400, "{\"op\":\"discard\",\"registration\":%llu,\"registrar\":\"%s\"}",
                        (unsigned long long)r, RID(1))));
     json *d = next_event(m, 400, true);
     CHECK(event_is(d, 1, true) && U(json_get(d, "sequence")) > 1);
@@ -386,11 +340,11 @@ static void test_passive_discards(void) {
     /* Group changes (LD.4.1.1): no groups discards what is held by group; back, rediscovers. */
     announce(m, 4, "[\"lab\"]", "10.0.0.4:4160", 1, 60000, 1600);
     json_free(next_event(m, 1600, true));
-    CHECK(is_null(CALL(m, 1700, "{\"op\":\"set_groups\",\"registration\":%llu,\"groups\":[]}",
+    CHECK(take_null(CALL(m, 1700, "{\"op\":\"set_groups\",\"registration\":%llu,\"groups\":[]}",
                        (unsigned long long)by_group)));
     json *off = next_event(m, 1700, true);
     CHECK(event_is(off, 4, true));
-    CHECK(is_null(CALL(m, 1800, "{\"op\":\"set_groups\",\"registration\":%llu,\"groups\":[\"lab\"]}",
+    CHECK(take_null(CALL(m, 1800, "{\"op\":\"set_groups\",\"registration\":%llu,\"groups\":[\"lab\"]}",
                        (unsigned long long)by_group)));
     json *on = next_event(m, 1800, true);
     CHECK(event_is(on, 4, false) && U(json_get(on, "sequence")) > U(json_get(off, "sequence")));
@@ -530,7 +484,7 @@ static void test_unicast(void) {
     json_free(e);
 
     /* A probe answered with an announcement datagram (built as JSON, sent as bytes). */
-    CHECK(is_null(CALL(m, 1100, "{\"op\":\"add_locators\",\"registration\":%llu,\"locators\":[\"other.example:4160\"]}",
+    CHECK(take_null(CALL(m, 1100, "{\"op\":\"add_locators\",\"registration\":%llu,\"locators\":[\"other.example:4160\"]}",
                        (unsigned long long)r)));
     p = next_probe(m, 1100);
     CHECK(p && strcmp(json_str(p, "locator"), "other.example:4160") == 0);
@@ -557,7 +511,7 @@ static void test_unicast(void) {
     k = snprintf(in, sizeof in, "{\"op\":\"datagram\",\"datagram\":[");
     for (size_t i = 0; i < dn; i++) k += snprintf(in + k, sizeof in - (size_t)k, "%s%u", i ? "," : "", dg[i]);
     snprintf(in + k, sizeof in - (size_t)k, "]}");
-    CHECK(is_null(CALL(m, 1200, "%s", in)));
+    CHECK(take_null(CALL(m, 1200, "%s", in)));
     CHECK(count(CALL(m, 1200, "{\"op\":\"discovered\"}")) == 3);
     REFUSED(LEASEHOLD_STATUS_DECODE, m, 1200, "{\"op\":\"datagram\",\"datagram\":[%u,%u,%u]}", dg[0], dg[1], dg[2]);
     leasehold_bytes_free(dg, dn);
@@ -683,8 +637,8 @@ static void test_snapshot_restore(void) {
     CHECK(count(CALL(t, 100, "{\"op\":\"registrars\",\"registration\":%llu}", (unsigned long long)r)) == 1);
     CHECK(is(CALL(t, 100, "{\"op\":\"groups\",\"registration\":%llu}", (unsigned long long)r), "[\"lab\"]"));
     /* Both go on alike. */
-    CHECK(is_null(CALL(m, 200, "{\"op\":\"discard\",\"registration\":1,\"registrar\":\"%s\"}", RID(1))));
-    CHECK(is_null(CALL(t, 200, "{\"op\":\"discard\",\"registration\":1,\"registrar\":\"%s\"}", RID(1))));
+    CHECK(take_null(CALL(m, 200, "{\"op\":\"discard\",\"registration\":1,\"registrar\":\"%s\"}", RID(1))));
+    CHECK(take_null(CALL(t, 200, "{\"op\":\"discard\",\"registration\":1,\"registrar\":\"%s\"}", RID(1))));
     json *a = next_event(m, 200, true), *b = next_event(t, 200, true);
     CHECK(a && b && U(json_get(a, "sequence")) == U(json_get(b, "sequence")) &&
           U(json_get(a, "sequence")) == U(json_get(e1, "sequence")) + 1);

@@ -1,20 +1,14 @@
-/* The holder side: grant helpers, lease maps, and the renewal manager driven in virtual time
- * against a landlord through C callbacks. */
+/* The holder side: grant helpers, lease maps, and the renewal manager (a machine of kind
+ * "RenewalManager": its typed calls and the driver, and the rest through the machine
+ * interface) driven in virtual time against a landlord through C callbacks. */
+#include <stdlib.h>
+
 #include "check.h"
+#include "util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {5};
 
-static leasehold_landlord *landlord(uint64_t id, int64_t max) {
-    leasehold_landlord_config *cfg = NULL;
-    leasehold_policy *p = NULL;
-    leasehold_landlord *ll = NULL;
-    OK(leasehold_landlord_config_new(id, SEED, sizeof SEED, &cfg));
-    OK(leasehold_policy_new_bounded(max, max, &p));
-    OK(leasehold_landlord_new(cfg, p, &ll));
-    leasehold_landlord_config_free(cfg);
-    leasehold_policy_free(p);
-    return ll;
-}
+static leasehold_landlord *landlord(uint64_t id, int64_t max) { return bounded_landlord(id, SEED, max, max); }
 
 /* Grants a lease over the wire and reads it the holder's way. */
 static leasehold_lease take(leasehold_landlord *ll, int64_t duration, int64_t now) {
@@ -126,8 +120,12 @@ static void test_desired_expiration(void) {
     net.ll = ll;
     leasehold_lease a = take(ll, 10000, 0);
     leasehold_lease b = take(ll, 10000, 0);
-    OK(leasehold_renewal_manager_renew_until(m, &a, 100000, 60000, 0));
-    OK(leasehold_renewal_manager_renew_until(m, &b, 150000, 60000, 0));
+    char la[160], lb[160];
+    lease_json(&a, la, sizeof la);
+    lease_json(&b, lb, sizeof lb);
+    const char *until = "{\"op\":\"renew_until\",\"lease\":%s,\"desired_expiration\":%d,\"renew_duration\":60000}";
+    CHECK(take_null(MCALL(m, 0, until, la, 100000)));
+    CHECK(take_null(MCALL(m, 0, until, lb, 150000)));
 
     /* Up to 1 ms before the first desired expiration: renewals, no event of its end. */
     run(m, &net, 99999);
@@ -136,28 +134,31 @@ static void test_desired_expiration(void) {
     OK(leasehold_renewal_manager_lease(m, &a, &got));
     CHECK(got.expiration < 100000); /* the last grant's end, less the drift margin, falls short */
     CHECK(got.expiration > 100000 - 100);
-    OK(leasehold_renewal_manager_handle_timeout(m, 99999));
-    leasehold_renewal_event ev;
+    OK(leasehold_machine_handle_timeout(m, 99999));
+    char *text = NULL;
     bool found = true;
-    OK(leasehold_renewal_manager_poll_event(m, &ev, &found));
+    OK(leasehold_machine_poll_event(m, 99999, &found, &text));
     CHECK(!found);
 
     /* At the desired expiration, by poll_event: the event, with the desired expiration. */
     net.now = 100000;
-    OK(leasehold_renewal_manager_handle_timeout(m, net.now));
-    OK(leasehold_renewal_manager_poll_event(m, &ev, &found));
-    CHECK(found && ev.kind == LEASEHOLD_RENEWAL_DESIRED_EXPIRATION_REACHED);
-    CHECK(ev.desired_expiration == 100000 && memcmp(ev.lease.cookie.bytes, a.cookie.bytes, 16) == 0);
-    CHECK(ev.error_code == 0 && ev.error_message == NULL);
-    leasehold_string_free(ev.error_message);
+    OK(leasehold_machine_handle_timeout(m, net.now));
+    OK(leasehold_machine_poll_event(m, net.now, &found, &text));
+    json *ev = found ? json_parse(text, strlen(text)) : NULL;
+    leasehold_string_free(text);
+    const char *type = json_str(ev, "type");
+    CHECK(type && strcmp(type, "desired_expiration_reached") == 0);
+    char hex[LEASEHOLD_COOKIE_HEX_SIZE];
+    OK(leasehold_cookie_to_hex(a.cookie, hex, sizeof hex));
+    const char *cookie = json_str(json_get(ev, "lease"), "cookie");
+    CHECK(json_num(json_get(ev, "desired_expiration")) == 100000 && cookie && strcmp(cookie, hex) == 0);
+    json_free(ev);
 
     /* The other one through the driver: delivered at its desired expiration, not before. */
     run(m, &net, 160000);
     CHECK(net.reached == 1 && net.failed == 0);
     CHECK(net.reached_desired == 150000 && net.reached_at >= 150000);
-    size_t left = 9;
-    OK(leasehold_renewal_manager_len(m, &left));
-    CHECK(left == 0);
+    CHECK(take_num(MCALL(m, net.now, "{\"op\":\"size\"}")) == 0);
     leasehold_renewal_manager_free(m);
     leasehold_landlord_free(ll);
 }
@@ -273,23 +274,19 @@ void test_holder(void) {
     net.now = 1000;
     leasehold_lease kept = take(ll, 1000, net.now);
     OK(leasehold_renewal_manager_renew_for(m, &kept, 10000, 1000, net.now));
-    OK(leasehold_renewal_manager_expiration(m, &kept, &exp));
-    CHECK(exp == 11000);
-    OK(leasehold_renewal_manager_renew_duration(m, &kept, &d));
-    CHECK(d == 1000);
-    OK(leasehold_renewal_manager_len(m, &n));
-    CHECK(n == 1);
+    char lk[160];
+    lease_json(&kept, lk, sizeof lk);
+    CHECK(take_num(MCALL(m, net.now, "{\"op\":\"expiration\",\"lease\":%s}", lk)) == 11000);
+    CHECK(take_num(MCALL(m, net.now, "{\"op\":\"renew_duration\",\"lease\":%s}", lk)) == 1000);
+    CHECK(take_num(MCALL(m, net.now, "{\"op\":\"size\"}")) == 1);
     run(m, &net, 12000);
     CHECK(net.renewed >= 9);
     CHECK(net.reached == 1 && net.failed == 0);
-    OK(leasehold_renewal_manager_len(m, &n));
-    CHECK(n == 0);
-    leasehold_rtt rtt;
-    bool has_rtt = false;
-    OK(leasehold_renewal_manager_rtt(m, 0x11, &has_rtt, &rtt));
-    CHECK(has_rtt && rtt.samples >= 9 && rtt.rto >= cfg.min_rto);
-    OK(leasehold_renewal_manager_rtt(m, 0x999, &has_rtt, &rtt));
-    CHECK(!has_rtt);
+    CHECK(take_num(MCALL(m, net.now, "{\"op\":\"size\"}")) == 0);
+    json *rtt = MCALL(m, net.now, "{\"op\":\"rtt\",\"landlord\":\"0000000000000011\"}");
+    CHECK(json_num(json_get(rtt, "samples")) >= 9 && json_num(json_get(rtt, "rto")) >= cfg.min_rto);
+    json_free(rtt);
+    CHECK(take_null(MCALL(m, net.now, "{\"op\":\"rtt\",\"landlord\":\"0000000000000999\"}")));
     leasehold_renewal_stats st;
     OK(leasehold_renewal_manager_stats(m, &st));
     CHECK(st.desired_reached == 1 && st.leases_renewed >= 9 && st.failures == 0);
@@ -314,50 +311,71 @@ void test_holder(void) {
 
     /* Manual polling, set_expiration, lease, next_renewal, remove, cancel. */
     leasehold_lease x = take(ll, 1000, net.now);
-    OK(leasehold_renewal_manager_renew_until(m, &x, net.now + 5000, 1000, net.now));
-    OK(leasehold_renewal_manager_set_expiration(m, &x, net.now + 7000, net.now));
-    OK(leasehold_renewal_manager_expiration(m, &x, &exp));
-    CHECK(exp == net.now + 7000);
+    char lx[160];
+    lease_json(&x, lx, sizeof lx);
+    CHECK(take_null(MCALL(m, net.now, "{\"op\":\"renew_until\",\"lease\":%s,\"desired_expiration\":%lld,\"renew_duration\":1000}",
+                          lx, (long long)(net.now + 5000))));
+    CHECK(take_null(MCALL(m, net.now, "{\"op\":\"set_expiration\",\"lease\":%s,\"desired_expiration\":%lld}", lx,
+                          (long long)(net.now + 7000))));
+    CHECK(take_num(MCALL(m, net.now, "{\"op\":\"expiration\",\"lease\":%s}", lx)) == net.now + 7000);
     OK(leasehold_renewal_manager_lease(m, &x, &got));
     CHECK(got.expiration == x.expiration);
-    int64_t at = 0;
-    OK(leasehold_renewal_manager_next_renewal(m, &x, &has, &at));
-    CHECK(has && at > net.now && at < x.expiration);
-    OK(leasehold_renewal_manager_poll_timeout(m, &has, &at));
+    int64_t at = take_num(MCALL(m, net.now, "{\"op\":\"next_renewal\",\"lease\":%s}", lx));
+    CHECK(at > net.now && at < x.expiration);
+    OK(leasehold_machine_poll_timeout(m, &has, &at));
     CHECK(has);
-    OK(leasehold_renewal_manager_handle_timeout(m, at));
+    OK(leasehold_machine_handle_timeout(m, at));
+    /* A renewal out by poll_transmit ({"landlord", "id", "request"}: the request's binary form),
+     * the reply back in by leasehold_machine_serve. */
     bool found = false;
-    uint64_t to = 0;
-    OK(leasehold_renewal_manager_poll_transmit(m, at, &found, &to, &req));
-    CHECK(found && to == 0x11);
+    char *text = NULL;
+    OK(leasehold_machine_poll_transmit(m, at, &found, &text));
+    json *t = found ? json_parse(text, strlen(text)) : NULL;
+    leasehold_string_free(text);
+    const json *bytes = json_get(t, "request");
+    size_t len = bytes ? bytes->count : 0;
+    uint8_t msg[256];
+    for (size_t i = 0; i < len && i < sizeof msg; i++) msg[i] = (uint8_t)json_num(bytes->items[i]);
+    CHECK(t && strcmp(json_str(t, "landlord"), "0000000000000011") == 0 && len > 0 && len <= sizeof msg);
+    json_free(t);
+    OK(leasehold_request_decode(msg, len, LEASEHOLD_ENCODING_BINARY, NULL, &req));
     leasehold_request_op op;
     OK(leasehold_request_get_op(req, &op));
     CHECK(op == LEASEHOLD_REQUEST_RENEW || op == LEASEHOLD_REQUEST_RENEW_ALL);
-    OK(leasehold_landlord_handle_request(ll, req, at, &rep));
-    OK(leasehold_renewal_manager_handle_reply(m, rep, at + 5));
-    leasehold_reply_free(rep);
+    uint8_t *reply = NULL, *ans = NULL;
+    size_t reply_len = 0, ans_len = 0;
+    OK(leasehold_landlord_handle_bytes(ll, msg, len, LEASEHOLD_ENCODING_BINARY, at, &reply, &reply_len));
+    OK(leasehold_machine_serve(m, "reply", NULL, reply, reply_len, LEASEHOLD_ENCODING_BINARY, at + 5, &ans, &ans_len));
+    CHECK(ans_len == 4 && memcmp(ans, "null", 4) == 0);
+    leasehold_bytes_free(ans, ans_len);
+    leasehold_bytes_free(reply, reply_len);
     leasehold_request_free(req);
-    leasehold_renewal_event ev;
-    OK(leasehold_renewal_manager_poll_event(m, &ev, &found));
+    OK(leasehold_machine_poll_event(m, at + 5, &found, &text));
+    json *ev = found ? json_parse(text, strlen(text)) : NULL;
+    leasehold_string_free(text);
     OK(leasehold_local_expiration(at, 1000, cfg.max_clock_drift_ppm, &exp));
-    CHECK(found && ev.kind == LEASEHOLD_RENEWAL_RENEWED && ev.lease.expiration == exp);
-    leasehold_string_free(ev.error_message);
-    OK(leasehold_renewal_manager_poll_event(m, &ev, &found));
+    const char *type = json_str(ev, "type");
+    CHECK(type && strcmp(type, "renewed") == 0 && json_num(json_get(json_get(ev, "lease"), "expiration")) == exp);
+    json_free(ev);
+    OK(leasehold_machine_poll_event(m, at + 5, &found, &text));
     CHECK(!found);
     /* A transport failure reported by the host. */
-    OK(leasehold_renewal_manager_handle_failure(m, 12345, LEASEHOLD_STATUS_INDEFINITE, "gone", 4, at));
-    FAILS(LEASEHOLD_STATUS_INVALID_UTF8, leasehold_renewal_manager_handle_failure(m, 1, 6, "\xff", 1, at));
+    CHECK(take_null(MCALL(m, at, "{\"op\":\"failure\",\"id\":12345,\"message\":\"gone\"}")));
+    MREFUSED(LEASEHOLD_STATUS_INVALID_UTF8, m, at, "{\"op\":\"failure\",\"id\":1,\"message\":\"\xff\"}");
     FAILS(LEASEHOLD_STATUS_DECODE,
           leasehold_renewal_manager_handle_reply_bytes(m, (const uint8_t *)"xx", 2, LEASEHOLD_ENCODING_JSON, at));
-    OK(leasehold_renewal_manager_remove(m, &x, &got));
-    FAILS(LEASEHOLD_STATUS_UNKNOWN_LEASE, leasehold_renewal_manager_remove(m, &x, NULL));
+    json *removed = MCALL(m, at, "{\"op\":\"remove\",\"lease\":%s}", lx);
+    const char *removed_cookie = json_str(removed, "cookie");
+    char hex[LEASEHOLD_COOKIE_HEX_SIZE];
+    OK(leasehold_cookie_to_hex(x.cookie, hex, sizeof hex));
+    CHECK(removed_cookie && strcmp(removed_cookie, hex) == 0 && json_num(json_get(removed, "expiration")) > x.expiration);
+    json_free(removed);
+    MREFUSED(LEASEHOLD_STATUS_UNKNOWN_LEASE, m, at, "{\"op\":\"remove\",\"lease\":%s}", lx);
     OK(leasehold_renewal_manager_renew_for(m, &x, 5000, 1000, at));
     OK(leasehold_renewal_manager_cancel(m, &x, at));
-    OK(leasehold_renewal_manager_poll_transmit(m, at, &found, &to, &req));
+    OK(leasehold_machine_poll_transmit(m, at, &found, &text));
     CHECK(found);
-    OK(leasehold_request_get_op(req, &op));
-    CHECK(op == LEASEHOLD_REQUEST_CANCEL || op == LEASEHOLD_REQUEST_CANCEL_ALL);
-    leasehold_request_free(req);
+    leasehold_string_free(text);
 
     /* Hostile: NULLs and bad values. */
     FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT, leasehold_renewal_manager_renew_for(NULL, &x, 1, 1, 0));
@@ -370,7 +388,26 @@ void test_holder(void) {
     FAILS(LEASEHOLD_STATUS_NULL_ARGUMENT, leasehold_lease_map_insert(NULL, &x, 1));
     leasehold_lease_map_free(NULL);
     leasehold_renewal_manager_free(NULL);
-
     leasehold_renewal_manager_free(m);
+
+    /* One handle: a manager made as a machine takes the typed calls, and they refuse a machine
+     * of another kind. */
+    const char *kind = NULL;
+    const char *options = "{\"initial_rtt\": 20}";
+    OK(leasehold_machine_new("RenewalManager", options, strlen(options), SEED, sizeof SEED, &m));
+    OK(leasehold_machine_kind(m, &kind));
+    CHECK(strcmp(kind, "RenewalManager") == 0);
+    OK(leasehold_renewal_manager_renew_for(m, &x, 5000, 1000, at));
+    leasehold_renewal_stats st2;
+    OK(leasehold_renewal_manager_stats(m, &st2));
+    json *config = MCALL(m, at, "{\"op\":\"config\"}");
+    CHECK(json_num(json_get(config, "initial_rtt")) == 20);
+    json_free(config);
+    leasehold_machine_free(m);
+    OK(leasehold_machine_new("DiscoveryService", "{\"id\": 7}", 9, SEED, sizeof SEED, &m));
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT, leasehold_renewal_manager_renew_for(m, &x, 5000, 1000, at));
+    FAILS(LEASEHOLD_STATUS_INVALID_ARGUMENT,
+          leasehold_renewal_manager_drive(m, 0, LEASEHOLD_ENCODING_JSON, transmit, NULL, &net, &has, &at));
+    leasehold_machine_free(m);
     leasehold_landlord_free(ll);
 }

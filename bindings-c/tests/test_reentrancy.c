@@ -5,20 +5,11 @@
  * BUSY, and the handle goes when the call that ran the callback returns (valgrind checks that
  * nothing is read after the free and nothing leaks). */
 #include "check.h"
+#include "util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {13, 1};
 
-static leasehold_landlord *new_landlord(uint64_t id) {
-    leasehold_landlord_config *cfg = NULL;
-    leasehold_policy *p = NULL;
-    leasehold_landlord *ll = NULL;
-    OK(leasehold_landlord_config_new(id, SEED, sizeof SEED, &cfg));
-    OK(leasehold_policy_new_bounded(1000, 1000, &p));
-    OK(leasehold_landlord_new(cfg, p, &ll));
-    leasehold_landlord_config_free(cfg);
-    leasehold_policy_free(p);
-    return ll;
-}
+static leasehold_landlord *new_landlord(uint64_t id) { return bounded_landlord(id, SEED, 1000, 1000); }
 
 static leasehold_lease grant(leasehold_landlord *ll, const char *resource, int64_t now) {
     leasehold_grant g;
@@ -95,16 +86,15 @@ static int32_t h_transmit(void *user_data, uint64_t landlord, uint64_t request_i
         h->cancels_sent++;
         h->cancel_sent_in = h->drive_calls;
     }
-    size_t n = 0;
+    bool has = false;
+    int64_t at = 0;
     switch (h->mode) {
     case INLINE: {
         /* Reads inside the transport: the manager is not borrowed while it runs. */
         leasehold_renewal_stats st;
-        bool has = false;
-        int64_t at = 0;
-        OK(leasehold_renewal_manager_len(h->m, &n));
+        CHECK(take_num(MCALL(h->m, h->now, "{\"op\":\"size\"}")) >= 0);
         OK(leasehold_renewal_manager_stats(h->m, &st));
-        OK(leasehold_renewal_manager_poll_timeout(h->m, &has, &at));
+        OK(leasehold_machine_poll_timeout(h->m, &has, &at));
         CHECK(st.requests_sent >= 1);
         /* An in-process landlord: its reply goes straight back into the manager. */
         uint8_t *reply = NULL;
@@ -119,7 +109,7 @@ static int32_t h_transmit(void *user_data, uint64_t landlord, uint64_t request_i
     }
     case FREE_IN_TRANSMIT:
         leasehold_renewal_manager_free(h->m);
-        BUSY_FREED(leasehold_renewal_manager_len(h->m, &n));
+        BUSY_FREED(leasehold_machine_poll_timeout(h->m, &has, &at));
         BUSY_FREED(leasehold_renewal_manager_renew_for(h->m, &h->lease, 1000, 1000, h->now));
         leasehold_renewal_manager_free(h->m); /* again: ignored while the driver still runs */
         return 0;
@@ -134,15 +124,9 @@ static int32_t h_transmit(void *user_data, uint64_t landlord, uint64_t request_i
     return 0;
 }
 
-static int32_t h_visit_nothing(void *user_data, const leasehold_lease *lease) {
-    (void)lease;
-    (*(int *)user_data)++;
-    return 0;
-}
-
 static void h_event(void *user_data, const leasehold_renewal_event *e) {
     struct holder *h = (struct holder *)user_data;
-    size_t n = 0;
+    leasehold_renewal_stats st;
     if (e->kind == LEASEHOLD_RENEWAL_RENEWED) {
         h->renewed++;
         h->in_flight--;
@@ -151,15 +135,14 @@ static void h_event(void *user_data, const leasehold_renewal_event *e) {
     if (e->kind == LEASEHOLD_RENEWAL_FAILED) h->failed++;
     if (h->mode == FREE_IN_EVENT) {
         leasehold_renewal_manager_free(h->m);
-        BUSY_FREED(leasehold_renewal_manager_len(h->m, &n));
+        BUSY_FREED(leasehold_renewal_manager_stats(h->m, &st));
         return;
     }
-    /* Reads and a visit from inside the event handler. */
-    int visited = 0;
+    /* Reads from inside the event handler. */
     leasehold_lease cur;
-    OK(leasehold_renewal_manager_len(h->m, &n));
-    OK(leasehold_renewal_manager_for_each(h->m, h_visit_nothing, &visited));
-    CHECK((size_t)visited == n);
+    json *leases = MCALL(h->m, h->now, "{\"op\":\"leases\"}");
+    CHECK(leases && (int64_t)leases->count == take_num(MCALL(h->m, h->now, "{\"op\":\"size\"}")));
+    json_free(leases);
     if (e->kind == LEASEHOLD_RENEWAL_RENEWED) {
         OK(leasehold_renewal_manager_lease(h->m, &e->lease, &cur));
         CHECK(cur.expiration == e->lease.expiration);
@@ -199,8 +182,8 @@ static void h_run(struct holder *h, int64_t until) {
 static void test_manager_driver(void) {
     struct holder h;
 
-    /* Reads, a reply handed back from inside the transport, reads and a visit from inside the
-     * event handler: the lease is kept to its desired expiration, every renewal answered in
+    /* Reads, a reply handed back from inside the transport, reads from inside the event
+     * handler: the lease is kept to its desired expiration, every renewal answered in
      * the driver call that sent it. */
     memset(&h, 0, sizeof h);
     h.ll = new_landlord(0x21);
@@ -223,10 +206,9 @@ static void test_manager_driver(void) {
     CHECK(h.cancel_asked_in > 0 && h.cancel_sent_in == h.cancel_asked_in);
     int64_t exp = 0;
     FAILS(LEASEHOLD_STATUS_UNKNOWN_LEASE, leasehold_landlord_get(h.ll, h.lease.cookie, h.now, &exp, NULL, NULL));
-    size_t n = 0;
-    OK(leasehold_renewal_manager_len(h.m, &n));
-    CHECK(n == 1);
-    OK(leasehold_renewal_manager_expiration(h.m, &h.extra, &exp));
+    CHECK(take_num(MCALL(h.m, h.now, "{\"op\":\"size\"}")) == 1);
+    char text[160];
+    exp = take_num(MCALL(h.m, h.now, "{\"op\":\"expiration\",\"lease\":%s}", lease_json(&h.extra, text, sizeof text)));
     CHECK(h.extra_desired > start && exp == h.extra_desired);
 
     /* A nested turn of the driver from inside its own event handler. */
@@ -249,7 +231,7 @@ static void test_manager_driver(void) {
     OK(leasehold_renewal_manager_renew_for(h.m, &h.extra, 5000, 1000, 0));
     bool has = true;
     int64_t next = 0;
-    OK(leasehold_renewal_manager_poll_timeout(h.m, &has, &next));
+    OK(leasehold_machine_poll_timeout(h.m, &has, &next));
     h.now = next;
     has = true;
     OK(h_drive(&h, &has, &next));
@@ -264,8 +246,9 @@ static void test_manager_driver(void) {
     h.mode = FREE_IN_EVENT;
     h.lease = grant(h.ll, "a", 0);
     h.extra = grant(h.ll, "b", 0);
-    OK(leasehold_renewal_manager_renew_until(h.m, &h.lease, 500, 1000, 0));
-    OK(leasehold_renewal_manager_renew_until(h.m, &h.extra, 500, 1000, 0));
+    const char *until = "{\"op\":\"renew_until\",\"lease\":%s,\"desired_expiration\":500,\"renew_duration\":1000}";
+    json_free(MCALL(h.m, 0, until, lease_json(&h.lease, text, sizeof text)));
+    json_free(MCALL(h.m, 0, until, lease_json(&h.extra, text, sizeof text)));
     h.now = 500;
     has = true;
     OK(h_drive(&h, &has, &next));
@@ -295,7 +278,6 @@ static void test_manager_driver(void) {
 struct visit {
     leasehold_landlord *ll;
     leasehold_lease_map *map;
-    leasehold_renewal_manager *m;
     int visited, free_at, bad;
 };
 
@@ -414,46 +396,10 @@ static void test_lease_map_callbacks(void) {
     leasehold_landlord_free(ll);
 }
 
-static int32_t manager_visit(void *user_data, const leasehold_lease *lease) {
-    struct visit *v = (struct visit *)user_data;
-    size_t n = 0;
-    v->visited++;
-    if (v->free_at == v->visited) {
-        leasehold_renewal_manager_free(v->m);
-        BUSY_FREED(leasehold_renewal_manager_len(v->m, &n));
-        return 0;
-    }
-    OK(leasehold_renewal_manager_remove(v->m, lease, NULL));
-    return 0;
-}
-
-static void test_manager_visitor(void) {
-    struct visit v;
-    memset(&v, 0, sizeof v);
-    leasehold_landlord *ll = new_landlord(0x43);
-    v.m = new_manager(10000);
-    leasehold_lease l[3];
-    for (int i = 0; i < 3; i++) {
-        l[i] = grant(ll, "x", 0);
-        OK(leasehold_renewal_manager_renew_for(v.m, &l[i], 5000, 1000, 0));
-    }
-    OK(leasehold_renewal_manager_for_each(v.m, manager_visit, &v));
-    size_t n = 9;
-    OK(leasehold_renewal_manager_len(v.m, &n));
-    CHECK(v.visited == 3 && n == 0);
-    for (int i = 0; i < 3; i++) OK(leasehold_renewal_manager_renew_for(v.m, &l[i], 5000, 1000, 0));
-    v.visited = 0;
-    v.free_at = 2;
-    OK(leasehold_renewal_manager_for_each(v.m, manager_visit, &v));
-    CHECK(v.visited == 2);
-    leasehold_landlord_free(ll);
-}
-
 void test_reentrancy(void) {
     CHECK(LEASEHOLD_STATUS_BUSY == 103);
     CHECK(strcmp(leasehold_status_name(LEASEHOLD_STATUS_BUSY), "BUSY") == 0);
     test_manager_driver();
     test_landlord_visitor();
     test_lease_map_callbacks();
-    test_manager_visitor();
 }

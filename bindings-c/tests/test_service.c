@@ -8,20 +8,11 @@
 
 #include "check.h"
 #include "json.h"
+#include "util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {8, 1, 8};
 
-static leasehold_landlord *printer(void) {
-    leasehold_landlord_config *cfg = NULL;
-    leasehold_policy *p = NULL;
-    leasehold_landlord *ll = NULL;
-    OK(leasehold_landlord_config_new(0x77, SEED, sizeof SEED, &cfg));
-    OK(leasehold_policy_new_bounded(1000, 1000, &p));
-    OK(leasehold_landlord_new(cfg, p, &ll));
-    leasehold_landlord_config_free(cfg);
-    leasehold_policy_free(p);
-    return ll;
-}
+static leasehold_landlord *printer(void) { return bounded_landlord(0x77, SEED, 1000, 1000); }
 
 /* A client lease granted by `ll`, and its data form (JSON text) in `text`. */
 static leasehold_lease grant(leasehold_landlord *ll, int64_t now, char *text, size_t size) {
@@ -37,54 +28,14 @@ static leasehold_lease grant(leasehold_landlord *ll, int64_t now, char *text, si
     return l;
 }
 
-static leasehold_status last_status;
+#define CALL MCALL
+#define REFUSED MREFUSED
 
-/* A call given as printf-formatted JSON; its answer parsed, NULL on failure. */
-static json *try_call(leasehold_machine *m, int64_t now, const char *fmt, ...) {
-    char in[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(in, sizeof in, fmt, ap);
-    va_end(ap);
-    char *out = NULL;
-    last_status = leasehold_machine_handle(m, in, strlen(in), now, &out);
-    if (last_status != LEASEHOLD_STATUS_OK) return NULL;
-    json *v = json_parse(out, strlen(out));
-    leasehold_string_free(out);
-    return v;
-}
-
-#define CALL(m, now, ...) must(try_call((m), (now), __VA_ARGS__), __LINE__)
-static json *must(json *v, int line) {
-    if (v) {
-        check_passed++;
-    } else {
-        check_failed++;
-        fprintf(stderr, "FAIL test_service.c:%d: call -> %s: %s\n", line, leasehold_status_name((int32_t)last_status),
-                leasehold_last_error_message());
-    }
-    return v;
-}
-
-#define REFUSED(status, m, now, ...)                                                                             \
-    do {                                                                                                         \
-        json *v_ = try_call((m), (now), __VA_ARGS__);                                                            \
-        CHECK(v_ == NULL && last_status == (status));                                                            \
-        json_free(v_);                                                                                           \
-    } while (0)
-
-static int64_t num(const json *v) { return v && v->text ? strtoll(v->text, NULL, 10) : -999; }
 static size_t count_of(json *v) {
     size_t n = v && v->kind == J_ARRAY ? v->count : 999;
     json_free(v);
     return n;
 }
-static bool is_null(json *v) {
-    bool r = v && v->kind == J_NULL;
-    json_free(v);
-    return r;
-}
-
 struct world {
     leasehold_landlord *ll;
     int64_t now;
@@ -109,7 +60,7 @@ static void on_event(struct world *w, const json *e) {
     if (type && strcmp(type, "expiration_warning") == 0) w->warnings++;
     if (type && strcmp(type, "renewal_failure") == 0) {
         w->failures++;
-        w->failure_code = num(json_get(json_get(kind, "error"), "code"));
+        w->failure_code = json_num(json_get(json_get(kind, "error"), "code"));
     }
     size_t n = 0;
     uint8_t *hb = bytes_of(json_get(e, "handback"), &n);
@@ -117,8 +68,8 @@ static void on_event(struct world *w, const json *e) {
     memcpy(w->handback, hb, n);
     w->handback[n] = '\0';
     free(hb);
-    OK(leasehold_gap_tracker_observe(w->tracker, (uint64_t)num(json_get(e, "event_id")),
-                                     (uint64_t)num(json_get(e, "sequence")), &w->last_delivery, NULL));
+    OK(leasehold_gap_tracker_observe(w->tracker, (uint64_t)json_num(json_get(e, "event_id")),
+                                     (uint64_t)json_num(json_get(e, "sequence")), &w->last_delivery, NULL));
 }
 
 /* The host's loop: renewals out to the landlord, its replies back in, events delivered, the
@@ -131,7 +82,7 @@ static void run(leasehold_machine *s, struct world *w, int64_t until) {
         if (found) {
             json *t = json_parse(text, strlen(text));
             leasehold_string_free(text);
-            CHECK(t && strcmp(json_str(t, "landlord"), "0000000000000077") == 0 && num(json_get(t, "id")) > 0);
+            CHECK(t && strcmp(json_str(t, "landlord"), "0000000000000077") == 0 && json_num(json_get(t, "id")) > 0);
             size_t n = 0, rn = 0, an = 0;
             uint8_t *req = bytes_of(json_get(t, "request"), &n), *reply = NULL, *ans = NULL;
             OK(leasehold_landlord_handle_bytes(w->ll, req, n, LEASEHOLD_ENCODING_BINARY, w->now, &reply, &rn));
@@ -150,8 +101,8 @@ static void run(leasehold_machine *s, struct world *w, int64_t until) {
             on_event(w, e);
             /* Delivered: reported, so that a restore does not hand it out again. */
             json *d = CALL(s, w->now, "{\"op\":\"delivered\",\"event_id\":%llu,\"sequence\":%llu}",
-                           (unsigned long long)num(json_get(e, "event_id")),
-                           (unsigned long long)num(json_get(e, "sequence")));
+                           (unsigned long long)json_num(json_get(e, "event_id")),
+                           (unsigned long long)json_num(json_get(e, "sequence")));
             CHECK(d && d->kind == J_BOOL && d->boolean);
             json_free(d);
             json_free(e);
@@ -315,7 +266,7 @@ void test_service(void) {
     CHECK(v && strcmp(v->text, "0000000000000063") == 0);
     json_free(v);
     v = CALL(svc, 0, "{\"op\":\"set_policy\"}");
-    CHECK(v && num(json_get(v, "max")) == 10000);
+    CHECK(v && json_num(json_get(v, "max")) == 10000);
     json_free(v);
     /* Not kept in a store. */
     leasehold_machine *none = NULL;
@@ -333,9 +284,9 @@ void test_service(void) {
 
     /* A set for ANY: the set policy grants 5 s. */
     json *created = CALL(svc, 0, "{\"op\":\"create_set\",\"lease_duration\":-1}");
-    uint64_t set = (uint64_t)num(json_get(created, "set"));
+    uint64_t set = (uint64_t)json_num(json_get(created, "set"));
     const json *sl = json_get(created, "lease");
-    CHECK(sl && strcmp(json_str(sl, "landlord"), "0000000000000063") == 0 && num(json_get(sl, "expiration")) == 5000);
+    CHECK(sl && strcmp(json_str(sl, "landlord"), "0000000000000063") == 0 && json_num(json_get(sl, "expiration")) == 5000);
     char set_lease[200], set_cookie[40];
     snprintf(set_cookie, sizeof set_cookie, "%s", sl ? json_str(sl, "cookie") : "");
     snprintf(set_lease, sizeof set_lease, "{\"landlord\":\"0000000000000063\",\"cookie\":\"%s\",\"expiration\":5000}",
@@ -343,19 +294,19 @@ void test_service(void) {
     json_free(created);
     REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0, "{\"op\":\"create_set\",\"lease_duration\":0}");
     v = CALL(svc, 0, "{\"op\":\"set_of\",\"lease\":%s}", set_lease);
-    CHECK(v && (uint64_t)num(v) == set);
+    CHECK(v && (uint64_t)json_num(v) == set);
     json_free(v);
 
     /* A client lease of 1 s kept for 4 s by the service. */
     char doc[200];
     grant(w.ll, 0, doc, sizeof doc);
     const char *add = "{\"op\":\"add\",\"set\":%llu,\"lease\":%s,\"membership_duration\":%lld,\"renew_duration\":%lld}";
-    CHECK(is_null(CALL(svc, 0, add, (unsigned long long)set, doc, 4000LL, 1000LL)));
+    CHECK(take_null(CALL(svc, 0, add, (unsigned long long)set, doc, 4000LL, 1000LL)));
     REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0, add, (unsigned long long)set, doc, 4000LL, (long long)LEASEHOLD_ANY);
     REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0, add, (unsigned long long)set, set_lease, 4000LL, 1000LL);
     REFUSED(LEASEHOLD_STATUS_UNKNOWN_LEASE, svc, 0, add, (unsigned long long)set + 100, doc, 4000LL, 1000LL);
     v = CALL(svc, 0, "{\"op\":\"membership\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, doc);
-    CHECK(v && num(json_get(v, "expiration")) == 4000 && num(json_get(v, "renew_duration")) == 1000);
+    CHECK(v && json_num(json_get(v, "expiration")) == 4000 && json_num(json_get(v, "renew_duration")) == 1000);
     json_free(v);
     CHECK(count_of(CALL(svc, 0, "{\"op\":\"leases\",\"set\":%llu}", (unsigned long long)set)) == 1);
 
@@ -365,16 +316,16 @@ void test_service(void) {
                       (unsigned long long)set);
     json *fail = CALL(svc, 0, "{\"op\":\"set_renewal_failure_listener\",\"set\":%llu,\"handback\":\"fail\"}",
                       (unsigned long long)set);
-    CHECK(warn && fail && num(json_get(warn, "event_id")) != num(json_get(fail, "event_id")));
-    CHECK(warn && (uint64_t)num(json_get(json_get(warn, "source"), "object")) == set &&
+    CHECK(warn && fail && json_num(json_get(warn, "event_id")) != json_num(json_get(fail, "event_id")));
+    CHECK(warn && (uint64_t)json_num(json_get(json_get(warn, "source"), "object")) == set &&
           strcmp(json_str(json_get(warn, "lease"), "cookie"), set_cookie) == 0);
     REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, 0,
             "{\"op\":\"set_expiration_warning_listener\",\"set\":%llu,\"min_warning\":-1,\"handback\":[]}",
             (unsigned long long)set);
-    uint64_t warn_id = (uint64_t)num(json_get(warn, "event_id"));
-    OK(leasehold_gap_tracker_expect(w.tracker, warn_id, (uint64_t)num(json_get(warn, "sequence"))));
-    OK(leasehold_gap_tracker_expect(w.tracker, (uint64_t)num(json_get(fail, "event_id")),
-                                    (uint64_t)num(json_get(fail, "sequence"))));
+    uint64_t warn_id = (uint64_t)json_num(json_get(warn, "event_id"));
+    OK(leasehold_gap_tracker_expect(w.tracker, warn_id, (uint64_t)json_num(json_get(warn, "sequence"))));
+    OK(leasehold_gap_tracker_expect(w.tracker, (uint64_t)json_num(json_get(fail, "event_id")),
+                                    (uint64_t)json_num(json_get(fail, "sequence"))));
     json_free(warn);
     json_free(fail);
     CHECK(count_of(CALL(svc, 0, "{\"op\":\"registrations\",\"set\":%llu}", (unsigned long long)set)) == 2);
@@ -391,7 +342,7 @@ void test_service(void) {
     OK(leasehold_landlord_get(w.ll, doc_lease.cookie, w.now, &exp, NULL, NULL));
     CHECK(exp > 3500);
     v = CALL(svc, w.now, "{\"op\":\"stats\"}");
-    CHECK(v && num(json_get(v, "leases_renewed")) >= 3);
+    CHECK(v && json_num(json_get(v, "leases_renewed")) >= 3);
     json_free(v);
 
     /* At 4 s the warning comes (the set's lease ends at 5 s), in order, with its handback. */
@@ -399,7 +350,7 @@ void test_service(void) {
     CHECK(w.warnings == 1 && strcmp(w.handback, "warn") == 0);
     CHECK(w.last_delivery == LEASEHOLD_DELIVERY_IN_ORDER);
     /* The membership ended at 4 s: the lease left the set silently. */
-    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"membership\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, doc)));
+    CHECK(take_null(CALL(svc, w.now, "{\"op\":\"membership\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, doc)));
 
     /* The client renews its set over the wire for 5 more seconds. */
     char text[256];
@@ -420,18 +371,18 @@ void test_service(void) {
     /* A client lease its landlord forgets: a renewal-failure event with the code. */
     char gone[200];
     leasehold_lease gone_lease = grant(w.ll, w.now, gone, sizeof gone);
-    CHECK(is_null(CALL(svc, w.now, add, (unsigned long long)set, gone, (long long)LEASEHOLD_FOREVER, 1000LL)));
+    CHECK(take_null(CALL(svc, w.now, add, (unsigned long long)set, gone, (long long)LEASEHOLD_FOREVER, 1000LL)));
     OK(leasehold_landlord_cancel(w.ll, gone_lease.cookie, w.now, NULL, NULL));
     run(svc, &w, w.now + 2000);
     CHECK(w.failures == 1 && w.failure_code == LEASEHOLD_STATUS_UNKNOWN_LEASE);
     CHECK(strcmp(w.handback, "fail") == 0 && w.last_delivery == LEASEHOLD_DELIVERY_IN_ORDER);
-    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"remove\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, gone)));
+    CHECK(take_null(CALL(svc, w.now, "{\"op\":\"remove\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, gone)));
 
     /* Snapshot and restore: the set, its registrations and its leases survive; sequence
      * numbers jump, which the tracker reads as a gap. */
     char kept[200];
     grant(w.ll, w.now, kept, sizeof kept);
-    CHECK(is_null(CALL(svc, w.now, add, (unsigned long long)set, kept, (long long)LEASEHOLD_FOREVER, 1000LL)));
+    CHECK(take_null(CALL(svc, w.now, add, (unsigned long long)set, kept, (long long)LEASEHOLD_FOREVER, 1000LL)));
     char *snap = NULL;
     OK(leasehold_machine_snapshot(svc, w.now, &snap));
     leasehold_machine *back = NULL;
@@ -444,7 +395,7 @@ void test_service(void) {
     CHECK(count_of(CALL(svc, w.now, "{\"op\":\"sets\"}")) == 1);
     CHECK(count_of(CALL(svc, w.now, "{\"op\":\"registrations\",\"set\":%llu}", (unsigned long long)set)) == 2);
     v = CALL(svc, w.now, "{\"op\":\"membership\",\"set\":%llu,\"lease\":%s}", (unsigned long long)set, kept);
-    CHECK(v && num(json_get(v, "expiration")) == LEASEHOLD_FOREVER);
+    CHECK(v && json_num(json_get(v, "expiration")) == LEASEHOLD_FOREVER);
     json_free(v);
     int warnings_before = w.warnings;
     run(svc, &w, w.now + 2500); /* the warning is due 1 s before the set's lease ends */
@@ -460,12 +411,12 @@ void test_service(void) {
     CHECK(v && v->kind == J_BOOL && v->boolean);
     json_free(v);
     CHECK(count_of(CALL(svc, w.now, "{\"op\":\"registrations\",\"set\":%llu}", (unsigned long long)set)) == 1);
-    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"clear_renewal_failure_listener\",\"set\":%llu}", (unsigned long long)set)));
-    CHECK(is_null(
+    CHECK(take_null(CALL(svc, w.now, "{\"op\":\"clear_renewal_failure_listener\",\"set\":%llu}", (unsigned long long)set)));
+    CHECK(take_null(
         CALL(svc, w.now, "{\"op\":\"clear_expiration_warning_listener\",\"set\":%llu}", (unsigned long long)set)));
 
     /* A transport failure report, then cancelling the set over the wire destroys it. */
-    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"failure\",\"id\":424242,\"code\":6,\"message\":\"lost\"}")));
+    CHECK(take_null(CALL(svc, w.now, "{\"op\":\"failure\",\"id\":424242,\"code\":6,\"message\":\"lost\"}")));
     REFUSED(LEASEHOLD_STATUS_INVALID_ARGUMENT, svc, w.now, "{\"op\":\"failure\"}");
     snprintf(text, sizeof text, "{\"v\":1,\"id\":\"2\",\"body\":{\"op\":\"cancel\",\"cookie\":\"%s\"}}", set_cookie);
     OK(leasehold_message_transcode("Request", (const uint8_t *)text, strlen(text), LEASEHOLD_ENCODING_JSON,
@@ -474,7 +425,7 @@ void test_service(void) {
     CHECK(rn > 0 && strstr((const char *)reply, "\"op\":\"cancelled\"") != NULL);
     leasehold_bytes_free(req, n);
     leasehold_bytes_free(reply, rn);
-    CHECK(is_null(CALL(svc, w.now, "{\"op\":\"set_lease\",\"set\":%llu}", (unsigned long long)set)));
+    CHECK(take_null(CALL(svc, w.now, "{\"op\":\"set_lease\",\"set\":%llu}", (unsigned long long)set)));
     REFUSED(LEASEHOLD_STATUS_UNKNOWN_LEASE, svc, w.now, "{\"op\":\"leases\",\"set\":%llu}", (unsigned long long)set);
 
     /* Hostile. */

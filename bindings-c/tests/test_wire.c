@@ -1,5 +1,6 @@
 /* The wire protocol: building, encoding, decoding requests and replies, and a landlord answering. */
 #include "check.h"
+#include "util.h"
 
 static const uint8_t SEED[LEASEHOLD_SEED_SIZE] = {9};
 
@@ -26,14 +27,7 @@ static leasehold_reply *roundtrip_reply(leasehold_reply *r, int32_t encoding) {
 }
 
 void test_wire(void) {
-    leasehold_landlord_config *cfg = NULL;
-    leasehold_policy *p = NULL;
-    leasehold_landlord *ll = NULL;
-    OK(leasehold_landlord_config_new(0x77, SEED, sizeof SEED, &cfg));
-    OK(leasehold_policy_new_bounded(60000, 30000, &p));
-    OK(leasehold_landlord_new(cfg, p, &ll));
-    leasehold_landlord_config_free(cfg);
-    leasehold_policy_free(p);
+    leasehold_landlord *ll = bounded_landlord(0x77, SEED, 60000, 30000);
 
     for (int32_t enc = LEASEHOLD_ENCODING_JSON; enc <= LEASEHOLD_ENCODING_BINARY; enc++) {
         /* Grant */
