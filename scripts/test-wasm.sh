@@ -4,11 +4,14 @@
 # vectors, hostile input, a loopback HTTP test, and in headless Chromium the browser example and
 # leader election among tabs (leasehold/tabs, tests/tabs.test.mjs: failover times printed).
 # Installs what it needs itself (wasm32 target and wasm-bindgen-cli via build.sh, Debian's
-# chromium via apt-get, playwright-core via npm). Exits non-zero if any test fails.
+# chromium via apt-get, playwright-core via npm). Exits non-zero if any test fails. First checks
+# that js/generated.d.ts is what the core's Rust types give (bindings-wasm/tests/ts_types.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
+# The TypeScript declarations of the core's data forms (js/generated.d.ts) match the Rust types.
+cargo test -p leasehold-wasm --test ts_types --quiet
 bash bindings-wasm/build.sh
 python3 scripts/lib/no_debug_info.py bindings-wasm/pkg/leasehold_wasm_bg.wasm
 

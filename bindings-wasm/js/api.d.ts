@@ -48,6 +48,7 @@ export type {
   Reply,
   RenewalManagerOptions,
   RttEstimate,
+  RenewalManagerConfig,
   RenewalStats,
   Transmit,
   RenewalEvent,

@@ -3,60 +3,28 @@
 // values, its messages and its driver. Values are the core's data form with camelCase keys;
 // messages are their JSON object form (snake_case, as on the wire).
 import type {
-  DiscoveryService, Recovery, Encoding, StoreConfig, Lease, EventRegistration, Limits, PolicyDescription,
+  DiscoveryService, Recovery, Encoding, StoreConfig, Lease, EventRegistration, Limits,
 } from './leasehold_wasm.js';
 import type { DriverOptions, StoreHost } from './api.js';
+import type * as Data from './generated.js';
+import type { Registrar, Announcement, Delivery } from './generated.js';
 
 /** Groups of interest: `null` for all groups, else an array of names (`[]`: no group). */
 export type DiscoveryGroups = string[] | null;
-/** A lookup service as the discovery service knows it. `id`: 32 hex digits; locators `"host:port"`. */
-export interface Registrar { id: string; groups: string[]; locators: string[]; }
-/** A registrar's multicast announcement (or the datagram a unicast probe reads). */
-export interface Announcement { registrar: string; groups: string[]; locator: string; sequence: number | bigint; ttl: number; }
-/** A discovered or discarded event for a registration's listener (Jini `RemoteDiscoveryEvent`). */
-export interface DiscoveryEvent {
-  /** Where the host delivers it (what `setListener` stored; empty if nothing). */
-  listener?: Uint8Array;
-  eventId: number | bigint;
-  source: { service: string; object: number | bigint };
-  sequence: number | bigint;
-  handback: Uint8Array;
-  discarded: boolean;
-  registrars: Registrar[];
-}
+export type { Registrar, Announcement } from './generated.js';
+/** A discovered or discarded event for a registration's listener (Jini `RemoteDiscoveryEvent`); `listener` where the host delivers it (what `setListener` stored; empty if nothing), absent in an event read back from its message. */
+export type DiscoveryEvent = Omit<Delivery, 'listener'> & { listener?: Uint8Array };
 /** What `register` gives: the registration's number, its lease and its event registration. */
 export interface DiscoveryRegistered { registration: number; lease: Lease; eventRegistration: EventRegistration; }
 /** A unicast discovery the host should make: connect to `locator`, answer `unicastFound`/`unicastFailed` with `id`. */
 export interface UnicastRequest { id: number | bigint; locator: string; host: string; port: number; }
-/** Why an event could not be delivered: `indefinite` is retried until the registration's lease ends; the others cancel it. */
+/** Why an event could not be delivered: `indefinite` is retried until the registration's lease ends; the others cancel it. `deliveryFailed` also takes the kinds in camelCase and no `message`. */
 export type DeliveryFailure =
-  | { kind: "indefinite"; message?: string }
-  | { kind: "unknown_event" | "unknownEvent" }
-  | { kind: "bad_object" | "badObject"; message?: string }
-  | { kind: "bad_invocation" | "badInvocation"; message?: string };
+  | Data.DeliveryFailure
+  | { kind: "indefinite" | "bad_object" | "badObject" | "bad_invocation" | "badInvocation"; message?: string }
+  | { kind: "unknownEvent" };
 /** Options of `new DiscoveryService(...)` (durations in ms). */
-export interface DiscoveryServiceOptions {
-  /** The landlord id of the registration leases: 16 hex digits or an integer. */
-  id: string | number | bigint;
-  /** 32 secret bytes for the registration cookies; default from crypto.getRandomValues. */
-  seed?: Uint8Array;
-  grace?: number;
-  limits?: Partial<Limits>;
-  /** How registration leases are granted (default bounded: at most 30 min, 30 min for ANY). */
-  leasePolicy?: PolicyDescription;
-  /** Waits before resending an event after its n-th indefinite failure (the last repeats). */
-  eventRetry?: number[];
-  /** An event handed out and not reported within this is an indefinite failure (Infinity: never). */
-  deliveryTimeout?: number;
-  /** Waits before probing a locator again after its n-th failure (the last repeats). */
-  unicastRetry?: number[];
-  /** A unicast discovery not answered within this failed (Infinity: never). */
-  unicastTimeout?: number;
-  maxRegistrars?: number;
-  maxAnnouncementTtl?: number;
-  /** How far event sequence numbers jump on restore (0: exact). */
-  restoreJump?: number;
-}
+export type DiscoveryServiceOptions = Data.DiscoveryOptions;
 /** A discovery request in its JSON object form: `{v: 1, id: "7", body: {op: "register", groups, locators, handback, duration}}` etc. */
 export type DiscoveryRequestMessage = { v: 1; id: string | number; body: { op: string; [k: string]: unknown } };
 /** A discovery reply in its JSON object form: `{v: 1, id, landlord, body: {op: "registered", ...}}`. */

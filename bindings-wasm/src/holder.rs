@@ -5,13 +5,14 @@ use std::cell::{RefCell, RefMut};
 use js_sys::{Array, Object};
 use leasehold::holder::{
     self, LeaseMap as CoreLeaseMap, RenewalEvent, RenewalManager as CoreManager,
-    RenewalManagerConfig, RttEstimator,
+    RenewalManagerConfig,
 };
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
+use crate::data::{from_js, to_js};
 use crate::lease::Lease;
-use crate::wire::{id_in, id_out, reply_in, request_out};
+use crate::wire::{id_in, reply_in, request_out};
 
 /// Leases of one landlord, each with the duration to renew it for, renewed or cancelled in one
 /// message (Jini `LeaseMap`). Failed leases are removed and reported in a `LeaseMapError`.
@@ -190,87 +191,12 @@ pub fn lease_from_reply(
     Ok(Lease::wrap(js(holder::lease_from_reply_with_drift(&reply, sent, ppm))?))
 }
 
-pub(crate) fn config_in(v: &JsValue) -> Result<RenewalManagerConfig, JsValue> {
-    let mut c = RenewalManagerConfig::default();
+/// A manager's settings from its data form (`ManagerOptions`; none given: the defaults).
+fn config_in(v: &JsValue) -> Result<RenewalManagerConfig, JsValue> {
     if v.is_undefined() || v.is_null() {
-        return Ok(c);
+        return Ok(RenewalManagerConfig::default());
     }
-    if !v.is_object() {
-        return Err(type_error("RenewalManager options must be an object"));
-    }
-    let ms = |key: &str, field: &mut i64| -> Result<(), JsValue> {
-        let x = get(v, key)?;
-        if !x.is_undefined() {
-            *field = ms_in(&x, key)?;
-        }
-        Ok(())
-    };
-    ms("batchWindow", &mut c.batch_window)?;
-    ms("initialRtt", &mut c.initial_rtt)?;
-    ms("minRto", &mut c.min_rto)?;
-    ms("maxRto", &mut c.max_rto)?;
-    ms("maxRetryInterval", &mut c.max_retry_interval)?;
-    let count = |key: &str| -> Result<Option<u64>, JsValue> {
-        let x = get(v, key)?;
-        if x.is_undefined() {
-            Ok(None)
-        } else {
-            u64_in(&x, key).map(Some)
-        }
-    };
-    let u32_of = |key: &str, n: u64| {
-        u32::try_from(n).map_err(|_| range_error(format!("{key} must fit in 32 bits, got {n}")))
-    };
-    if let Some(n) = count("maxBatch")? {
-        c.max_batch = usize::try_from(n).unwrap_or(usize::MAX);
-    }
-    if let Some(n) = count("attempts")? {
-        c.attempts = u32_of("attempts", n)?;
-    }
-    if let Some(n) = count("renewDivisor")? {
-        c.renew_divisor = u32_of("renewDivisor", n)?;
-    }
-    if let Some(n) = count("maxClockDriftPpm")? {
-        c.max_clock_drift_ppm = u32_of("maxClockDriftPpm", n)?;
-    }
-    let first = get(v, "firstRequestId")?;
-    if !first.is_undefined() {
-        c.first_request_id = id_in(&first)?;
-    }
-    let rep = get(v, "reportRenewals")?;
-    if !rep.is_undefined() {
-        c.report_renewals =
-            rep.as_bool().ok_or_else(|| type_error("reportRenewals must be a boolean"))?;
-    }
-    Ok(c)
-}
-
-fn config_out(c: &RenewalManagerConfig) -> JsValue {
-    let o = obj();
-    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
-    s("batchWindow", ms_out(c.batch_window));
-    s("maxBatch", (c.max_batch as f64).into());
-    s("initialRtt", ms_out(c.initial_rtt));
-    s("minRto", ms_out(c.min_rto));
-    s("maxRto", ms_out(c.max_rto));
-    s("attempts", c.attempts.into());
-    s("renewDivisor", c.renew_divisor.into());
-    s("maxRetryInterval", ms_out(c.max_retry_interval));
-    s("maxClockDriftPpm", c.max_clock_drift_ppm.into());
-    s("firstRequestId", id_out(c.first_request_id));
-    s("reportRenewals", c.report_renewals.into());
-    o.into()
-}
-
-fn rtt_out(r: &RttEstimator) -> JsValue {
-    let o = obj();
-    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
-    s("srtt", ms_out(r.srtt()));
-    s("rttvar", ms_out(r.rttvar()));
-    s("rto", ms_out(r.rto()));
-    s("requestTimeout", ms_out(r.request_timeout()));
-    s("samples", (r.samples() as f64).into());
-    o.into()
+    js(from_js::<holder::ManagerOptions>(v)?.config())
 }
 
 fn event_out(e: RenewalEvent) -> JsValue {
@@ -329,9 +255,9 @@ impl RenewalManager {
     }
 
     /// The settings in force.
-    #[wasm_bindgen(getter, unchecked_return_type = "RenewalManagerOptions")]
+    #[wasm_bindgen(getter, unchecked_return_type = "RenewalManagerConfig")]
     pub fn config(&self) -> Result<JsValue, JsValue> {
-        Ok(config_out(self.b()?.config()))
+        to_js(self.b()?.config())
     }
 
     /// Renews `lease` until `duration` ms from `now` (`Infinity` = forever), asking for
@@ -423,7 +349,10 @@ impl RenewalManager {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string | number | bigint")] landlord: JsValue,
     ) -> Result<JsValue, JsValue> {
-        Ok(self.b()?.rtt(landlord_in(&landlord)?).map(rtt_out).unwrap_or(JsValue::UNDEFINED))
+        match self.b()?.rtt(landlord_in(&landlord)?) {
+            Some(r) => to_js(&holder::machine::RttData::from(r)),
+            None => Ok(JsValue::UNDEFINED),
+        }
     }
 
     /// Number of leases managed.
@@ -441,22 +370,7 @@ impl RenewalManager {
     /// desiredReached, indefiniteFailures, timeouts, leasesCancelled, repliesIgnored).
     #[wasm_bindgen(getter, unchecked_return_type = "RenewalStats")]
     pub fn stats(&self) -> Result<JsValue, JsValue> {
-        Ok({
-            let st = self.b()?.stats();
-            let o = obj();
-            let s = |k: &str, v: u64| set(&o, &k.into(), &(v as f64).into());
-            s("requestsSent", st.requests_sent);
-            s("renewRequests", st.renew_requests);
-            s("cancelRequests", st.cancel_requests);
-            s("leasesRenewed", st.leases_renewed);
-            s("failures", st.failures);
-            s("desiredReached", st.desired_reached);
-            s("indefiniteFailures", st.indefinite_failures);
-            s("timeouts", st.timeouts);
-            s("leasesCancelled", st.leases_cancelled);
-            s("repliesIgnored", st.replies_ignored);
-            o.into()
-        })
+        to_js(&self.b()?.stats())
     }
 
     /// When to call `handleTimeout` next (ms), or undefined.

@@ -88,19 +88,13 @@ export interface Reply {
     | { op: "error"; code: number; message: string };
 }
 /** Options of `new RenewalManager(...)` (all optional; durations in ms). */
-export interface RenewalManagerOptions {
-  batchWindow?: number; maxBatch?: number; initialRtt?: number; minRto?: number; maxRto?: number;
-  attempts?: number; renewDivisor?: number; maxRetryInterval?: number; maxClockDriftPpm?: number;
-  firstRequestId?: number | bigint; reportRenewals?: boolean;
-}
+export type RenewalManagerOptions = import('./generated.js').ManagerOptions;
+/** The settings of a RenewalManager in force. */
+export type RenewalManagerConfig = import('./generated.js').RenewalManagerConfig;
 /** A landlord's round-trip estimate, ms. */
-export interface RttEstimate { srtt: number; rttvar: number; rto: number; requestTimeout: number; samples: number; }
+export type RttEstimate = import('./generated.js').RttData;
 /** Counters of a RenewalManager. */
-export interface RenewalStats {
-  requestsSent: number; renewRequests: number; cancelRequests: number; leasesRenewed: number;
-  failures: number; desiredReached: number; indefiniteFailures: number; timeouts: number;
-  leasesCancelled: number; repliesIgnored: number;
-}
+export type RenewalStats = import('./generated.js').RenewalStats;
 /** A request the host must send to `landlord`. */
 export interface Transmit { landlord: string; request: Request; }
 /** What a RenewalManager reports. */
@@ -108,16 +102,8 @@ export type RenewalEvent =
   | { type: "renewed"; lease: Lease }
   | { type: "desiredExpirationReached"; lease: Lease; desiredExpiration: number }
   | { type: "renewalFailed"; lease: Lease; desiredExpiration: number; error?: Error & { code: number } };
-/** Options of `new RenewalService(...)`. */
-export interface RenewalServiceOptions {
-  /** Landlord id of the set leases (16 hex digits or an integer). */
-  id: string | number | bigint;
-  seed?: Uint8Array; grace?: number; limits?: Partial<Limits>;
-  /** How long sets are leased (default bounded: at most 2 h, 1 h for ANY). */
-  setPolicy?: PolicyDescription;
-  manager?: RenewalManagerOptions;
-  restoreJump?: number;
-}
+/** Options of `new RenewalService(...)` (default set policy: bounded, at most 2 h, 1 h for ANY). */
+export type RenewalServiceOptions = import('./generated.js').ServiceOptions;
 /** What registering for events returns (Jini EventRegistration). */
 export interface EventRegistration {
   eventId: number; source: { service: string; object: number }; lease: Lease; sequence: number;

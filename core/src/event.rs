@@ -42,6 +42,7 @@ pub type EventId = u64;
 ///
 /// For a renewal service, `service` is the id of the landlord that grants its set leases and
 /// `object` is the set's number ([`crate::service::SetId`]).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct EventSource {
     /// The service that generates the events.

@@ -12,12 +12,14 @@ use crate::time::{self, Millis};
 /// The grantor's key for a lease: 128 bits, unguessable (derived from the landlord's seed).
 ///
 /// Written as 32 lower-case hex digits in text forms.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Cookie(pub u128);
 
 /// Identifies a landlord (grantor). Chosen by the host; leases of one landlord can batch.
 ///
 /// Written as 16 lower-case hex digits in text forms.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct LandlordId(pub u64);
 

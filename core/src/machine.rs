@@ -124,6 +124,7 @@ message!(crate::service::wire::SetReply, "SetReply");
 message!(crate::service::wire::SetEventMessage, "SetEvent");
 
 /// Limits in settings: each one given replaces the default.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields))]
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsOptions {

@@ -22,17 +22,21 @@ use crate::wire::{Encoding, Reply, ReplyBody, Request, RequestBody};
 
 /// A discovery service's settings (data form); each one not given keeps the default of
 /// [`DiscoveryConfig::new`]. Unknown names are refused.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields))]
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoveryOptions {
     /// The landlord id of registration leases and event sources.
     #[serde(with = "machine::landlord_id")]
+    #[cfg_attr(feature = "ts", ts(type = "string | number | bigint"))]
     pub id: LandlordId,
     /// 32 bytes of entropy for the cookies (the host's own when not given).
     #[serde(default, with = "machine::bytes::option")]
+    #[cfg_attr(feature = "ts", ts(type = "Uint8Array", optional))]
     pub seed: Option<Vec<u8>>,
     /// How registration leases are granted.
     #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(type = "PolicySpec", optional))]
     pub lease_policy: Option<PolicySpec>,
     /// Grace after a registration lease expires.
     #[serde(default)]
@@ -355,6 +359,7 @@ pub enum DiscoveryOutput {
 }
 
 /// An event to deliver (data form): the event and the listener of its registration.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Delivery {
     /// The registration's event id.
@@ -365,6 +370,7 @@ pub struct Delivery {
     pub sequence: u64,
     /// The registration's handback, exactly as registered.
     #[serde(with = "machine::bytes")]
+    #[cfg_attr(feature = "ts", ts(type = "Uint8Array"))]
     pub handback: Vec<u8>,
     /// A discarded event (else a discovered one).
     pub discarded: bool,
@@ -372,6 +378,7 @@ pub struct Delivery {
     pub registrars: Vec<Registrar>,
     /// Where the host delivers it (empty when none was set).
     #[serde(with = "machine::bytes")]
+    #[cfg_attr(feature = "ts", ts(type = "Uint8Array"))]
     pub listener: Vec<u8>,
 }
 

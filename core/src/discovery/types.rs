@@ -18,6 +18,7 @@ pub const MAX_NAME_BYTES: usize = 255;
 /// registrar and kept across its restarts.
 ///
 /// Written as 32 lower-case hex digits in text forms (either case is read).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct RegistrarId(pub u128);
 
@@ -113,6 +114,7 @@ impl fmt::Display for RegistrationId {
 /// assert_eq!("[::1]:4160".parse::<Locator>().unwrap().host(), "::1");
 /// assert!("no-port".parse::<Locator>().is_err());
 /// ```
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Locator {
     host: String,
@@ -339,6 +341,7 @@ impl<'de> Deserialize<'de> for Groups {
 
 /// A lookup service as the discovery service knows it: its id, the groups it is a member of,
 /// and the locators it was found at (announced, or reached by unicast discovery).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Registrar {
@@ -361,6 +364,7 @@ pub struct Registrar {
 /// that registrar is stale (duplicated or reordered) and ignored.
 ///
 /// Data form (serde): `{registrar, groups, locator, sequence, ttl}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Announcement {
@@ -373,6 +377,7 @@ pub struct Announcement {
     /// Grows with every announcement of this registrar.
     pub sequence: u64,
     /// How long it counts as present after this announcement, in ms (1 to 2^32 - 1).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub ttl: Duration,
 }
 
@@ -425,6 +430,7 @@ impl From<&Announcement> for UnicastResponse {
 ///
 /// Data form (serde): `{kind: "indefinite", message}`, `{kind: "unknown_event"}`,
 /// `{kind: "bad_object", message}`, `{kind: "bad_invocation", message}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "message", rename_all = "snake_case")]
 pub enum DeliveryFailure {

@@ -114,6 +114,7 @@ pub enum ManagerInput {
 crate::machine::op_first::op_first!(ManagerInput);
 
 /// A round-trip estimate (data form).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RttData {
     /// Smoothed round-trip time.

@@ -17,6 +17,7 @@ use crate::wire::{Limits, Reply, ReplyBody, Request, RequestBody};
 
 /// How a [`RenewalManager`] schedules, batches and retries. Its data form (serde, written only:
 /// settings are read through [`super::ManagerOptions`]) has the field names.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RenewalManagerConfig {
     /// When a lease falls due, other leases of the same landlord due within this window join
@@ -54,6 +55,7 @@ pub struct RenewalManagerConfig {
     pub max_clock_drift_ppm: u32,
     /// Id of the first request; ids then count up (so several senders can share a transport).
     /// Default 1.
+    #[cfg_attr(feature = "ts", ts(type = "number | bigint"))]
     pub first_request_id: u64,
     /// Whether every successful renewal is reported as [`RenewalEvent::Renewed`]. Default true.
     pub report_renewals: bool,
@@ -167,6 +169,7 @@ pub enum RenewalEvent {
 pub use snapshot::{ManagerSnapshot, MANAGER_SNAPSHOT_VERSION};
 
 /// Counters, so that traffic can be measured.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RenewalStats {

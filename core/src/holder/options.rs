@@ -9,6 +9,7 @@ use crate::time::Duration;
 
 /// A renewal manager's settings (data form); each one not given keeps the default of
 /// [`RenewalManagerConfig::default`]. Unknown names are refused.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields))]
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ManagerOptions {

@@ -19,14 +19,17 @@ use crate::wire::{Encoding, Reply};
 
 /// A renewal service's settings (data form); each one not given keeps the default of
 /// [`RenewalServiceConfig::new`]. Unknown names are refused.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields))]
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceOptions {
     /// The landlord id of set leases and event sources.
     #[serde(with = "machine::landlord_id")]
+    #[cfg_attr(feature = "ts", ts(type = "string | number | bigint"))]
     pub id: LandlordId,
     /// 32 bytes of entropy for the set lease cookies (the host's own when not given).
     #[serde(default, with = "machine::bytes::option")]
+    #[cfg_attr(feature = "ts", ts(type = "Uint8Array", optional))]
     pub seed: Option<Vec<u8>>,
     /// Grace after a set lease expires.
     #[serde(default)]
@@ -36,6 +39,7 @@ pub struct ServiceOptions {
     pub limits: Option<LimitsOptions>,
     /// How long set leases are granted.
     #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(type = "PolicySpec", optional))]
     pub set_policy: Option<PolicySpec>,
     /// The renewal manager that renews the client leases.
     #[serde(default)]
