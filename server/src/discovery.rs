@@ -68,7 +68,7 @@ use crate::clock::{instant_of, now_ms};
 use crate::files::{self, FileWriter, OpenError};
 use crate::health::ShardState;
 use crate::metrics::{stamp_us, ErrorKind, ShardStats};
-use crate::shard::{Ended, Job, Planner, WriteError, Writer};
+use crate::shard::{Ended, Job, Planner, WriteError, Writer, WriterTask};
 use crate::App;
 
 /// The discovery shard's id when `--discovery-id` is not given: far above any landlord shard
@@ -858,8 +858,7 @@ struct Actor {
     svc: DiscoveryService,
     planner: Planner,
     gate: Gate<Held>,
-    jobs: mpsc::Sender<(u64, Job)>,
-    results: mpsc::Receiver<(u64, Result<(), WriteError>)>,
+    writer: WriterTask<u64>,
     next_job: u64,
     in_flight: Option<(u64, Instant, u64, bool)>,
     stats: Arc<ShardStats>,
@@ -879,24 +878,12 @@ fn spawn(
     stats.restart(svc.registrations().len() as u64, svc.journal_seq());
     d.stats.registrars.store(svc.discovered().len() as u64, Relaxed);
     let (tx, rx) = mpsc::channel(8192);
-    let (jobs, mut job_rx) = mpsc::channel::<(u64, Job)>(1);
-    let (result_tx, results) = mpsc::channel(1);
-    let mut writer = writer;
-    tokio::spawn(async move {
-        while let Some((n, job)) = job_rx.recv().await {
-            let r = writer.write(job).await;
-            if result_tx.send((n, r)).await.is_err() {
-                break;
-            }
-        }
-    });
     let actor = Actor {
         id,
         svc,
         planner,
         gate: Gate::new(),
-        jobs,
-        results,
+        writer: WriterTask::spawn(writer),
         next_job: 1,
         in_flight: None,
         stats,
@@ -931,7 +918,7 @@ impl Actor {
             let deadline = self.svc.poll_timeout().map(instant_of);
             tokio::select! {
                 biased;
-                r = self.results.recv(), if self.in_flight.is_some() => {
+                r = self.writer.recv(), if self.in_flight.is_some() => {
                     let Some((n, r)) = r else {
                         return self.fail(WriteError::Failed("writer gone".into()), &mut rx);
                     };
@@ -1102,10 +1089,7 @@ impl Actor {
         self.next_job += 1;
         match job {
             Some((job, durable, snap)) => {
-                self.jobs
-                    .send((n, job))
-                    .await
-                    .map_err(|_| WriteError::Failed("writer gone".into()))?;
+                self.writer.send(n, job).await?;
                 self.in_flight = Some((n, Instant::now(), durable, snap));
             }
             None => self.release(n),
