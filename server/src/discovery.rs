@@ -56,7 +56,7 @@ use leasehold::discovery::{
     RemoteDiscoveryEvent, UnicastRequest, UnicastResponse,
 };
 use leasehold::journal::Gate;
-use leasehold::store::{Opened, Store, StoreConfig};
+use leasehold::store::StoreConfig;
 use leasehold::wire::WireError;
 use leasehold::{Duration as Ms, Encoding, LandlordId, LeaseError, PolicySpec, Reply, Request};
 use serde::Deserialize;
@@ -543,50 +543,24 @@ fn open_discovery(
     rewrite: bool,
 ) -> Result<(DiscoveryService, Planner, FileWriter, Recovered), OpenError> {
     let id = settings.id;
-    let path = files::shard_dir(data, id);
-    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
-    let mut dir = leasehold_store::Dir::open(&path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            OpenError::Busy(format!("{}: {e}", path.display()))
-        } else {
-            io(e)
+    let build = |snapshot: Option<&[u8]>| match snapshot {
+        Some(bytes) => DiscoveryService::from_snapshot_bytes(bytes),
+        None => {
+            let mut svc =
+                DiscoveryService::new(settings.core(LandlordId(id), files::fresh_seed())?)?;
+            svc.enable_journal();
+            Ok(svc)
         }
-    })?;
-    let found = dir.read().map_err(io)?;
+    };
+    let foreign = |svc: &DiscoveryService| {
+        let held = svc.id().0;
+        (held != id).then(|| format!("holds discovery service {held}, not {id}"))
+    };
+    let (seed, afresh) = ("the registration cookies' seed", "afresh");
+    let files::OpenedDir { path, mut dir, state: mut svc, mut store, recovered, created, last } =
+        files::open_dir(data, id, config, seed, afresh, build, foreign)?;
+    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
     let damaged = |m: String| OpenError::Damaged(format!("{}: {m}", path.display()));
-    let has = |f: &dyn Fn(&str) -> bool| found.iter().any(|(n, _)| f(n));
-    if !has(&|n| n == leasehold::store::SNAPSHOT_FILE) && has(&|n| n.ends_with(".lhj")) {
-        return Err(damaged(
-            "the snapshot is missing but log segments remain: restore the snapshot from a \
-             backup (it holds the registration cookies' seed); refusing to start afresh"
-                .into(),
-        ));
-    }
-    let tip =
-        found.iter().find(|(n, _)| n == files::TIP_FILE).and_then(|(_, b)| files::read_tip(b));
-    let Opened { state: mut svc, mut store, ops, recovered, created } =
-        Store::open(config, &found, Some(now_ms()), |snapshot| match snapshot {
-            Some(bytes) => DiscoveryService::from_snapshot_bytes(bytes),
-            None => {
-                let mut svc =
-                    DiscoveryService::new(settings.core(LandlordId(id), files::fresh_seed())?)?;
-                svc.enable_journal();
-                Ok(svc)
-            }
-        })
-        .map_err(|e| damaged(e.to_string()))?;
-    if svc.id() != LandlordId(id) {
-        return Err(damaged(format!("holds discovery service {}, not {id}", svc.id().0)));
-    }
-    let last = store.committed();
-    if let Some(tip) = tip.filter(|&t| t > last) {
-        return Err(damaged(format!(
-            "records {}..={tip} are missing: the log ends at record {last}, but record {tip} was \
-             durable (the tip file); a deleted or truncated log",
-            last + 1
-        )));
-    }
-    dir.apply_all(&ops).map_err(io)?;
     // The settings in force now (policy, schedules), journaled if they changed.
     svc.reconfigure(settings.core(LandlordId(id), [0; 32]).map_err(|e| damaged(e.to_string()))?)
         .map_err(|e| damaged(e.to_string()))?;

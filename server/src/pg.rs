@@ -1669,24 +1669,10 @@ impl Cluster {
     /// owner that does not answer within `--forward-timeout-ms` gets a 503 with `Retry-After`,
     /// and is skipped (503 at once) until the next ownership round shows a change, or for at
     /// least a second.
+    /// `extra` (already percent-encoded `name=value` pairs) is added to the query, which the
+    /// forwarding proof covers (a forwarded register's listener).
     #[allow(clippy::too_many_arguments)] // what a forward carries, each distinct
     pub async fn forward(
-        &self,
-        path: &str,
-        shard: u64,
-        landlord: Option<u64>,
-        enc: Encoding,
-        body: Bytes,
-        identity: Option<&str>,
-        held: Duration,
-    ) -> Option<Response> {
-        self.forward_extra(path, shard, landlord, enc, body, identity, held, None).await
-    }
-
-    /// [`Cluster::forward`] with `extra` (already percent-encoded `name=value` pairs) added
-    /// to the query, which the forwarding proof covers (a forwarded register's listener).
-    #[allow(clippy::too_many_arguments)] // what a forward carries, each distinct
-    pub async fn forward_extra(
         &self,
         path: &str,
         shard: u64,
