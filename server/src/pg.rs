@@ -1668,9 +1668,8 @@ impl Cluster {
     /// Forwards a request to the owner of `shard`; `None` if no other server owns it now. An
     /// owner that does not answer within `--forward-timeout-ms` gets a 503 with `Retry-After`,
     /// and is skipped (503 at once) until the next ownership round shows a change, or for at
-    /// least a second.
-    /// `extra` (already percent-encoded `name=value` pairs) is added to the query, which the
-    /// forwarding proof covers (a forwarded register's listener).
+    /// least a second. `extra` (already percent-encoded `name=value` pairs) is added to the
+    /// query, which the forwarding proof covers (a forwarded register's listener).
     #[allow(clippy::too_many_arguments)] // what a forward carries, each distinct
     pub async fn forward(
         &self,
