@@ -48,6 +48,25 @@ pub struct Report {
 }
 
 impl Report {
+    /// A landlord shard's report from `source`, nothing read yet.
+    fn new(landlord: u64, source: String, owner: Option<(Option<String>, i64)>) -> Report {
+        Report {
+            landlord,
+            source,
+            snapshot_bytes: 0,
+            log_bytes: 0,
+            log_parts: 0,
+            replayed: 0,
+            last_seq: 0,
+            leases: 0,
+            torn: None,
+            error: None,
+            owner,
+            landlord_state: None,
+            kind: "landlord",
+        }
+    }
+
     pub fn json(&self) -> Value {
         let mut v = json!({
             "landlord": LandlordId(self.landlord).to_string(),
@@ -123,21 +142,7 @@ fn read_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
 pub fn files(data: &Path, shard: Option<u64>) -> Result<Vec<Report>, String> {
     let mut out = Vec::new();
     for (id, dir) in shard_dirs(data, shard)? {
-        let mut r = Report {
-            landlord: id,
-            source: dir.display().to_string(),
-            snapshot_bytes: 0,
-            log_bytes: 0,
-            log_parts: 0,
-            replayed: 0,
-            last_seq: 0,
-            leases: 0,
-            torn: None,
-            error: None,
-            owner: None,
-            landlord_state: None,
-            kind: "landlord",
-        };
+        let mut r = Report::new(id, dir.display().to_string(), None);
         let files = match read_files(&dir) {
             Ok(f) => f,
             Err(e) => {
@@ -348,21 +353,7 @@ async fn pg_one(
     epoch: i64,
 ) -> Result<Report, String> {
     let e = |e: tokio_postgres::Error| e.to_string();
-    let mut r = Report {
-        landlord: id,
-        source: format!("postgres shard {id}"),
-        snapshot_bytes: 0,
-        log_bytes: 0,
-        log_parts: 0,
-        replayed: 0,
-        last_seq: 0,
-        leases: 0,
-        torn: None,
-        error: None,
-        owner: Some((owner, epoch)),
-        landlord_state: None,
-        kind: "landlord",
-    };
+    let mut r = Report::new(id, format!("postgres shard {id}"), Some((owner, epoch)));
     let snap = db
         .query_opt("SELECT seq, bytes FROM leasehold_snapshots WHERE shard = $1", &[&(id as i64)])
         .await

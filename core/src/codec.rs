@@ -85,23 +85,89 @@ use crate::wire::{
 const KIND_REQUEST: u8 = 0x10;
 const KIND_REPLY: u8 = 0x11;
 
+/// A request's JSON form, every protocol's: `{"v":1,"id":"7","body":{...}}`.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RequestJson {
-    v: u32,
+pub(crate) struct RequestJson<B> {
+    pub(crate) v: u32,
     #[serde(with = "crate::time::dec::u64")]
-    id: u64,
-    body: RequestBody,
+    pub(crate) id: u64,
+    pub(crate) body: B,
 }
 
+/// A reply's JSON form, every protocol's: a request's with the landlord that answered.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ReplyJson {
-    v: u32,
+pub(crate) struct ReplyJson<B> {
+    pub(crate) v: u32,
     #[serde(with = "crate::time::dec::u64")]
-    id: u64,
-    landlord: LandlordId,
-    body: ReplyBody,
+    pub(crate) id: u64,
+    pub(crate) landlord: LandlordId,
+    pub(crate) body: B,
+}
+
+impl<B> RequestJson<B> {
+    pub(crate) fn new(id: u64, body: B) -> Self {
+        RequestJson { v: WIRE_VERSION as u32, id, body }
+    }
+}
+
+impl<B> ReplyJson<B> {
+    pub(crate) fn new(id: u64, landlord: LandlordId, body: B) -> Self {
+        ReplyJson { v: WIRE_VERSION as u32, id, landlord, body }
+    }
+}
+
+/// Encodes a message: as JSON, the form `json` makes; in binary, the header of `kind`, the
+/// `head` fields (the id, and what else leads the message), then what `body` writes, into a
+/// buffer of `capacity` bytes to begin with.
+pub(crate) fn encode_message<J: Serialize>(
+    encoding: Encoding,
+    json: impl FnOnce() -> J,
+    kind: u8,
+    head: &[u64],
+    capacity: usize,
+    body: impl FnOnce(&mut W),
+) -> Vec<u8> {
+    match encoding {
+        Encoding::Json => serde_json::to_vec(&json()).expect("message JSON cannot fail"),
+        Encoding::Binary => {
+            let mut w = W(Vec::with_capacity(capacity));
+            w.header(kind);
+            for &x in head {
+                w.u64(x);
+            }
+            body(&mut w);
+            w.0
+        }
+    }
+}
+
+/// Decodes a message, at most `limits`' size: as JSON, the form `J` (`what` names the message
+/// in its errors) made a message by `json`; in binary, the header of `kind` and the id after
+/// it, the rest read by `binary` (given the id), with nothing left over.
+pub(crate) fn decode_message<J: serde::de::DeserializeOwned, T>(
+    bytes: &[u8],
+    encoding: Encoding,
+    limits: &Limits,
+    what: &str,
+    kind: u8,
+    json: impl FnOnce(J) -> Result<T>,
+    binary: impl FnOnce(&mut R<'_>, u64) -> Result<T>,
+) -> Result<T> {
+    check_size(bytes.len(), limits)?;
+    match encoding {
+        Encoding::Json => json(
+            serde_json::from_slice(bytes).map_err(|e| decode_err(format!("{what} JSON: {e}")))?,
+        ),
+        Encoding::Binary => {
+            let mut r = R { b: bytes, at: 0 };
+            let id = r.header(kind)?;
+            let m = binary(&mut r, id)?;
+            r.finish()?;
+            Ok(m)
+        }
+    }
 }
 
 pub(crate) fn decode_err(msg: impl Into<String>) -> LeaseError {
@@ -295,215 +361,172 @@ impl<'a> R<'a> {
 impl Request {
     /// Encodes the request.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
-        match encoding {
-            Encoding::Json => serde_json::to_vec(&RequestJson {
-                v: WIRE_VERSION as u32,
-                id: self.id,
-                body: self.body.clone(),
-            })
-            .expect("request JSON cannot fail"),
-            Encoding::Binary => {
-                let mut w = W(Vec::with_capacity(32));
-                w.header(KIND_REQUEST);
-                w.u64(self.id);
-                match &self.body {
-                    RequestBody::Grant { resource, duration } => {
-                        w.u8(1);
-                        w.i64(*duration);
-                        w.bytes(resource);
-                    }
-                    RequestBody::Renew { cookie, duration } => {
-                        w.u8(2);
-                        w.cookie(*cookie);
-                        w.i64(*duration);
-                    }
-                    RequestBody::Cancel { cookie } => {
-                        w.u8(3);
-                        w.cookie(*cookie);
-                    }
-                    RequestBody::RenewAll { items } => {
-                        w.u8(4);
-                        w.u32(items.len() as u32);
-                        for (c, d) in items {
-                            w.cookie(*c);
-                            w.i64(*d);
-                        }
-                    }
-                    RequestBody::CancelAll { cookies } => {
-                        w.u8(5);
-                        w.u32(cookies.len() as u32);
-                        for c in cookies {
-                            w.cookie(*c);
-                        }
-                    }
-                }
-                w.0
+        let json = || RequestJson::new(self.id, &self.body);
+        encode_message(encoding, json, KIND_REQUEST, &[self.id], 32, |w| match &self.body {
+            RequestBody::Grant { resource, duration } => {
+                w.u8(1);
+                w.i64(*duration);
+                w.bytes(resource);
             }
-        }
+            RequestBody::Renew { cookie, duration } => {
+                w.u8(2);
+                w.cookie(*cookie);
+                w.i64(*duration);
+            }
+            RequestBody::Cancel { cookie } => {
+                w.u8(3);
+                w.cookie(*cookie);
+            }
+            RequestBody::RenewAll { items } => {
+                w.u8(4);
+                w.u32(items.len() as u32);
+                for (c, d) in items {
+                    w.cookie(*c);
+                    w.i64(*d);
+                }
+            }
+            RequestBody::CancelAll { cookies } => {
+                w.u8(5);
+                w.u32(cookies.len() as u32);
+                for c in cookies {
+                    w.cookie(*c);
+                }
+            }
+        })
     }
 
     /// Decodes a request, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<Request> {
-        check_size(bytes.len(), limits)?;
-        match encoding {
-            Encoding::Json => {
-                let j: RequestJson = serde_json::from_slice(bytes)
-                    .map_err(|e| decode_err(format!("request JSON: {e}")))?;
-                check_version(j.v)?;
-                check_request_limits(&j.body, limits)?;
-                Ok(Request { id: j.id, body: j.body })
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                let id = r.header(KIND_REQUEST)?;
-                let body = match r.u8()? {
-                    1 => {
-                        let duration = r.i64()?;
-                        let resource = r.bytes(limits.max_resource_bytes, "resource")?.to_vec();
-                        RequestBody::Grant { resource, duration }
+        let json = |j: RequestJson<_>| {
+            check_version(j.v)?;
+            check_request_limits(&j.body, limits)?;
+            Ok(Request { id: j.id, body: j.body })
+        };
+        decode_message(bytes, encoding, limits, "request", KIND_REQUEST, json, |r, id| {
+            let body = match r.u8()? {
+                1 => {
+                    let duration = r.i64()?;
+                    let resource = r.bytes(limits.max_resource_bytes, "resource")?.to_vec();
+                    RequestBody::Grant { resource, duration }
+                }
+                2 => RequestBody::Renew { cookie: r.cookie()?, duration: r.i64()? },
+                3 => RequestBody::Cancel { cookie: r.cookie()? },
+                4 => {
+                    let n = r.count(limits, 24)?;
+                    let mut items = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        items.push((r.cookie()?, r.i64()?));
                     }
-                    2 => RequestBody::Renew { cookie: r.cookie()?, duration: r.i64()? },
-                    3 => RequestBody::Cancel { cookie: r.cookie()? },
-                    4 => {
-                        let n = r.count(limits, 24)?;
-                        let mut items = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            items.push((r.cookie()?, r.i64()?));
-                        }
-                        RequestBody::RenewAll { items }
+                    RequestBody::RenewAll { items }
+                }
+                5 => {
+                    let n = r.count(limits, 16)?;
+                    let mut cookies = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        cookies.push(r.cookie()?);
                     }
-                    5 => {
-                        let n = r.count(limits, 16)?;
-                        let mut cookies = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            cookies.push(r.cookie()?);
-                        }
-                        RequestBody::CancelAll { cookies }
-                    }
-                    op => return Err(decode_err(format!("unknown request op {op}"))),
-                };
-                r.finish()?;
-                Ok(Request { id, body })
-            }
-        }
+                    RequestBody::CancelAll { cookies }
+                }
+                op => return Err(decode_err(format!("unknown request op {op}"))),
+            };
+            Ok(Request { id, body })
+        })
     }
 }
 
 impl Reply {
     /// Encodes the reply.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
-        match encoding {
-            Encoding::Json => serde_json::to_vec(&ReplyJson {
-                v: WIRE_VERSION as u32,
-                id: self.id,
-                landlord: self.landlord,
-                body: self.body.clone(),
-            })
-            .expect("reply JSON cannot fail"),
-            Encoding::Binary => {
-                let mut w = W(Vec::with_capacity(40));
-                w.header(KIND_REPLY);
-                w.u64(self.id);
-                w.u64(self.landlord.0);
-                match &self.body {
-                    ReplyBody::Granted { cookie, duration } => {
-                        w.u8(1);
-                        w.cookie(*cookie);
-                        w.i64(*duration);
-                    }
-                    ReplyBody::Renewed { duration } => {
-                        w.u8(2);
-                        w.i64(*duration);
-                    }
-                    ReplyBody::Cancelled => w.u8(3),
-                    ReplyBody::RenewedAll { results } => {
-                        w.u8(4);
-                        w.u32(results.len() as u32);
-                        for r in results {
-                            match r {
-                                Outcome::Ok(d) => {
-                                    w.u8(0);
-                                    w.i64(*d);
-                                }
-                                Outcome::Err(e) => {
-                                    w.u8(1);
-                                    w.error(e);
-                                }
-                            }
+        let json = || ReplyJson::new(self.id, self.landlord, &self.body);
+        let head = [self.id, self.landlord.0];
+        encode_message(encoding, json, KIND_REPLY, &head, 40, |w| match &self.body {
+            ReplyBody::Granted { cookie, duration } => {
+                w.u8(1);
+                w.cookie(*cookie);
+                w.i64(*duration);
+            }
+            ReplyBody::Renewed { duration } => {
+                w.u8(2);
+                w.i64(*duration);
+            }
+            ReplyBody::Cancelled => w.u8(3),
+            ReplyBody::RenewedAll { results } => {
+                w.u8(4);
+                w.u32(results.len() as u32);
+                for r in results {
+                    match r {
+                        Outcome::Ok(d) => {
+                            w.u8(0);
+                            w.i64(*d);
                         }
-                    }
-                    ReplyBody::CancelledAll { results } => {
-                        w.u8(5);
-                        w.u32(results.len() as u32);
-                        for r in results {
-                            match r {
-                                Outcome::Ok(()) => w.u8(0),
-                                Outcome::Err(e) => {
-                                    w.u8(1);
-                                    w.error(e);
-                                }
-                            }
+                        Outcome::Err(e) => {
+                            w.u8(1);
+                            w.error(e);
                         }
-                    }
-                    ReplyBody::Error(e) => {
-                        w.u8(6);
-                        w.error(e);
                     }
                 }
-                w.0
             }
-        }
+            ReplyBody::CancelledAll { results } => {
+                w.u8(5);
+                w.u32(results.len() as u32);
+                for r in results {
+                    match r {
+                        Outcome::Ok(()) => w.u8(0),
+                        Outcome::Err(e) => {
+                            w.u8(1);
+                            w.error(e);
+                        }
+                    }
+                }
+            }
+            ReplyBody::Error(e) => {
+                w.u8(6);
+                w.error(e);
+            }
+        })
     }
 
     /// Decodes a reply, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<Reply> {
-        check_size(bytes.len(), limits)?;
-        match encoding {
-            Encoding::Json => {
-                let j: ReplyJson = serde_json::from_slice(bytes)
-                    .map_err(|e| decode_err(format!("reply JSON: {e}")))?;
-                check_version(j.v)?;
-                check_reply_limits(&j.body, limits)?;
-                Ok(Reply { id: j.id, landlord: j.landlord, body: j.body })
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                let id = r.header(KIND_REPLY)?;
-                let landlord = LandlordId(r.u64()?);
-                let body = match r.u8()? {
-                    1 => ReplyBody::Granted { cookie: r.cookie()?, duration: r.i64()? },
-                    2 => ReplyBody::Renewed { duration: r.i64()? },
-                    3 => ReplyBody::Cancelled,
-                    4 => {
-                        let n = r.count(limits, 9)?;
-                        let mut results = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            results.push(match r.u8()? {
-                                0 => Outcome::Ok(r.i64()?),
-                                1 => Outcome::Err(r.error(limits)?),
-                                t => return Err(decode_err(format!("bad outcome tag {t}"))),
-                            });
-                        }
-                        ReplyBody::RenewedAll { results }
+        let json = |j: ReplyJson<_>| {
+            check_version(j.v)?;
+            check_reply_limits(&j.body, limits)?;
+            Ok(Reply { id: j.id, landlord: j.landlord, body: j.body })
+        };
+        decode_message(bytes, encoding, limits, "reply", KIND_REPLY, json, |r, id| {
+            let landlord = LandlordId(r.u64()?);
+            let body = match r.u8()? {
+                1 => ReplyBody::Granted { cookie: r.cookie()?, duration: r.i64()? },
+                2 => ReplyBody::Renewed { duration: r.i64()? },
+                3 => ReplyBody::Cancelled,
+                4 => {
+                    let n = r.count(limits, 9)?;
+                    let mut results = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        results.push(match r.u8()? {
+                            0 => Outcome::Ok(r.i64()?),
+                            1 => Outcome::Err(r.error(limits)?),
+                            t => return Err(decode_err(format!("bad outcome tag {t}"))),
+                        });
                     }
-                    5 => {
-                        let n = r.count(limits, 1)?;
-                        let mut results = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            results.push(match r.u8()? {
-                                0 => Outcome::Ok(()),
-                                1 => Outcome::Err(r.error(limits)?),
-                                t => return Err(decode_err(format!("bad outcome tag {t}"))),
-                            });
-                        }
-                        ReplyBody::CancelledAll { results }
+                    ReplyBody::RenewedAll { results }
+                }
+                5 => {
+                    let n = r.count(limits, 1)?;
+                    let mut results = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        results.push(match r.u8()? {
+                            0 => Outcome::Ok(()),
+                            1 => Outcome::Err(r.error(limits)?),
+                            t => return Err(decode_err(format!("bad outcome tag {t}"))),
+                        });
                     }
-                    6 => ReplyBody::Error(r.error(limits)?),
-                    op => return Err(decode_err(format!("unknown reply op {op}"))),
-                };
-                r.finish()?;
-                Ok(Reply { id, landlord, body })
-            }
-        }
+                    ReplyBody::CancelledAll { results }
+                }
+                6 => ReplyBody::Error(r.error(limits)?),
+                op => return Err(decode_err(format!("unknown reply op {op}"))),
+            };
+            Ok(Reply { id, landlord, body })
+        })
     }
 }

@@ -31,29 +31,37 @@ def check(ok, what):
         print(f"  FAIL {what}")
 
 
-for m in v["requests"]:
-    errors = list(req.iter_errors(json.loads(m["json"])))
-    check(not errors, f"request vector {m['name']}: {[str(e) for e in errors][:2]}")
-for m in v["replies"]:
-    errors = list(rep.iter_errors(json.loads(m["json"])))
-    check(not errors, f"reply vector {m['name']}: {[str(e) for e in errors][:2]}")
+def check_vectors(vs, req, rep, label="", not_refused=frozenset()):
+    """Every request and reply of the vectors `vs`, and every accepted spelling in its `decode`
+    list, validates against the schemas `req` and `rep`; what the codec refuses does not (but
+    for the cases named in `not_refused`, and those refused for a limit). `label` leads each
+    failure's text."""
+    for m in vs["requests"]:
+        errors = list(req.iter_errors(json.loads(m["json"])))
+        check(not errors, f"{label}request vector {m['name']}: {[str(e) for e in errors][:2]}")
+    for m in vs["replies"]:
+        errors = list(rep.iter_errors(json.loads(m["json"])))
+        check(not errors, f"{label}reply vector {m['name']}: {[str(e) for e in errors][:2]}")
+    for m in vs["decode"]:
+        if m.get("encoding") != "json" or m.get("text") is None:
+            continue
+        schema = req if m["kind"] == "request" else rep
+        try:
+            parsed = json.loads(m["text"])
+        except (ValueError, RecursionError):
+            continue  # not JSON at all: refused before any schema applies
+        if "message" in m:
+            errors = list(schema.iter_errors(parsed))
+            check(not errors, f"{label}accepted spelling {m['name']}: {[str(e) for e in errors][:2]}")
+        elif "limits" not in m and m["name"] not in not_refused:
+            check(not schema.is_valid(parsed), f"the codec refuses {m['name']}, the schema accepts it")
+
+
 # Refused by the codec for a number out of range, which a JSON schema of decimal strings does
 # not express, or for 60000.0, which JSON Schema counts as an integer: the server answers
 # those with a 400 like any undecodable body.
 RANGE_OR_LIMIT = {"json-id-overflow", "json-duration-overflow", "json-duration-float"}
-for m in v["decode"]:
-    if m.get("encoding") != "json" or m.get("text") is None:
-        continue
-    schema = req if m["kind"] == "request" else rep
-    try:
-        parsed = json.loads(m["text"])
-    except (ValueError, RecursionError):
-        continue  # not JSON at all: refused before any schema applies
-    if "message" in m:
-        errors = list(schema.iter_errors(parsed))
-        check(not errors, f"accepted spelling {m['name']}: {[str(e) for e in errors][:2]}")
-    elif "limits" not in m and m["name"] not in RANGE_OR_LIMIT:
-        check(not schema.is_valid(parsed), f"the codec refuses {m['name']}, the schema accepts it")
+check_vectors(v, req, rep, not_refused=RANGE_OR_LIMIT)
 # What the codec refuses, the schema refuses too.
 refused = [
     {"v": 2, "id": "1", "body": {"op": "cancel", "cookie": "0" * 32}},
@@ -71,24 +79,6 @@ coord_path = os.path.join(os.path.dirname(vectors), "coord.json")
 if os.path.exists(coord_path):
     cv = json.load(open(coord_path, encoding="utf-8"))
     creq, crep = validator("CoordRequest"), validator("CoordReply")
-    for m in cv["requests"]:
-        errors = list(creq.iter_errors(json.loads(m["json"])))
-        check(not errors, f"coord request vector {m['name']}: {[str(e) for e in errors][:2]}")
-    for m in cv["replies"]:
-        errors = list(crep.iter_errors(json.loads(m["json"])))
-        check(not errors, f"coord reply vector {m['name']}: {[str(e) for e in errors][:2]}")
-    for m in cv["decode"]:
-        if m.get("encoding") != "json" or m.get("text") is None:
-            continue
-        schema = creq if m["kind"] == "request" else crep
-        try:
-            parsed = json.loads(m["text"])
-        except (ValueError, RecursionError):
-            continue
-        if "message" in m:
-            errors = list(schema.iter_errors(parsed))
-            check(not errors, f"coord accepted spelling {m['name']}: {[str(e) for e in errors][:2]}")
-        elif "limits" not in m:
-            check(not schema.is_valid(parsed), f"the codec refuses {m['name']}, the schema accepts it")
+    check_vectors(cv, creq, crep, "coord ")
 print(f"openapi vs vectors: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

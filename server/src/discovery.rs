@@ -56,7 +56,7 @@ use leasehold::discovery::{
     RemoteDiscoveryEvent, UnicastRequest, UnicastResponse,
 };
 use leasehold::journal::Gate;
-use leasehold::store::{Opened, Store, StoreConfig};
+use leasehold::store::StoreConfig;
 use leasehold::wire::WireError;
 use leasehold::{Duration as Ms, Encoding, LandlordId, LeaseError, PolicySpec, Reply, Request};
 use serde::Deserialize;
@@ -68,7 +68,7 @@ use crate::clock::{instant_of, now_ms};
 use crate::files::{self, FileWriter, OpenError};
 use crate::health::ShardState;
 use crate::metrics::{stamp_us, ErrorKind, ShardStats};
-use crate::shard::{Ended, Job, Planner, WriteError, Writer};
+use crate::shard::{Ended, Job, Planner, WriteError, Writer, WriterTask};
 use crate::App;
 
 /// The discovery shard's id when `--discovery-id` is not given: far above any landlord shard
@@ -543,50 +543,24 @@ fn open_discovery(
     rewrite: bool,
 ) -> Result<(DiscoveryService, Planner, FileWriter, Recovered), OpenError> {
     let id = settings.id;
-    let path = files::shard_dir(data, id);
-    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
-    let mut dir = leasehold_store::Dir::open(&path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            OpenError::Busy(format!("{}: {e}", path.display()))
-        } else {
-            io(e)
+    let build = |snapshot: Option<&[u8]>| match snapshot {
+        Some(bytes) => DiscoveryService::from_snapshot_bytes(bytes),
+        None => {
+            let mut svc =
+                DiscoveryService::new(settings.core(LandlordId(id), files::fresh_seed())?)?;
+            svc.enable_journal();
+            Ok(svc)
         }
-    })?;
-    let found = dir.read().map_err(io)?;
+    };
+    let foreign = |svc: &DiscoveryService| {
+        let held = svc.id().0;
+        (held != id).then(|| format!("holds discovery service {held}, not {id}"))
+    };
+    let (seed, afresh) = ("the registration cookies' seed", "afresh");
+    let files::OpenedDir { path, mut dir, state: mut svc, mut store, recovered, created, last } =
+        files::open_dir(data, id, config, seed, afresh, build, foreign)?;
+    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
     let damaged = |m: String| OpenError::Damaged(format!("{}: {m}", path.display()));
-    let has = |f: &dyn Fn(&str) -> bool| found.iter().any(|(n, _)| f(n));
-    if !has(&|n| n == leasehold::store::SNAPSHOT_FILE) && has(&|n| n.ends_with(".lhj")) {
-        return Err(damaged(
-            "the snapshot is missing but log segments remain: restore the snapshot from a \
-             backup (it holds the registration cookies' seed); refusing to start afresh"
-                .into(),
-        ));
-    }
-    let tip =
-        found.iter().find(|(n, _)| n == files::TIP_FILE).and_then(|(_, b)| files::read_tip(b));
-    let Opened { state: mut svc, mut store, ops, recovered, created } =
-        Store::open(config, &found, Some(now_ms()), |snapshot| match snapshot {
-            Some(bytes) => DiscoveryService::from_snapshot_bytes(bytes),
-            None => {
-                let mut svc =
-                    DiscoveryService::new(settings.core(LandlordId(id), files::fresh_seed())?)?;
-                svc.enable_journal();
-                Ok(svc)
-            }
-        })
-        .map_err(|e| damaged(e.to_string()))?;
-    if svc.id() != LandlordId(id) {
-        return Err(damaged(format!("holds discovery service {}, not {id}", svc.id().0)));
-    }
-    let last = store.committed();
-    if let Some(tip) = tip.filter(|&t| t > last) {
-        return Err(damaged(format!(
-            "records {}..={tip} are missing: the log ends at record {last}, but record {tip} was \
-             durable (the tip file); a deleted or truncated log",
-            last + 1
-        )));
-    }
-    dir.apply_all(&ops).map_err(io)?;
     // The settings in force now (policy, schedules), journaled if they changed.
     svc.reconfigure(settings.core(LandlordId(id), [0; 32]).map_err(|e| damaged(e.to_string()))?)
         .map_err(|e| damaged(e.to_string()))?;
@@ -858,8 +832,7 @@ struct Actor {
     svc: DiscoveryService,
     planner: Planner,
     gate: Gate<Held>,
-    jobs: mpsc::Sender<(u64, Job)>,
-    results: mpsc::Receiver<(u64, Result<(), WriteError>)>,
+    writer: WriterTask<u64>,
     next_job: u64,
     in_flight: Option<(u64, Instant, u64, bool)>,
     stats: Arc<ShardStats>,
@@ -879,24 +852,12 @@ fn spawn(
     stats.restart(svc.registrations().len() as u64, svc.journal_seq());
     d.stats.registrars.store(svc.discovered().len() as u64, Relaxed);
     let (tx, rx) = mpsc::channel(8192);
-    let (jobs, mut job_rx) = mpsc::channel::<(u64, Job)>(1);
-    let (result_tx, results) = mpsc::channel(1);
-    let mut writer = writer;
-    tokio::spawn(async move {
-        while let Some((n, job)) = job_rx.recv().await {
-            let r = writer.write(job).await;
-            if result_tx.send((n, r)).await.is_err() {
-                break;
-            }
-        }
-    });
     let actor = Actor {
         id,
         svc,
         planner,
         gate: Gate::new(),
-        jobs,
-        results,
+        writer: WriterTask::spawn(writer),
         next_job: 1,
         in_flight: None,
         stats,
@@ -931,7 +892,7 @@ impl Actor {
             let deadline = self.svc.poll_timeout().map(instant_of);
             tokio::select! {
                 biased;
-                r = self.results.recv(), if self.in_flight.is_some() => {
+                r = self.writer.recv(), if self.in_flight.is_some() => {
                     let Some((n, r)) = r else {
                         return self.fail(WriteError::Failed("writer gone".into()), &mut rx);
                     };
@@ -1102,10 +1063,7 @@ impl Actor {
         self.next_job += 1;
         match job {
             Some((job, durable, snap)) => {
-                self.jobs
-                    .send((n, job))
-                    .await
-                    .map_err(|_| WriteError::Failed("writer gone".into()))?;
+                self.writer.send(n, job).await?;
                 self.in_flight = Some((n, Instant::now(), durable, snap));
             }
             None => self.release(n),

@@ -223,6 +223,72 @@ impl std::fmt::Display for OpenError {
     }
 }
 
+/// A shard's directory as [`open_dir`] opened it: locked, its state restored, its log
+/// tidied.
+pub(crate) struct OpenedDir<S> {
+    pub path: PathBuf,
+    pub dir: Dir,
+    pub state: S,
+    pub store: Store,
+    pub recovered: leasehold::journal::Recovered,
+    pub created: bool,
+    /// The last record the log held.
+    pub last: u64,
+}
+
+/// Opens (or creates) shard `id`'s directory in `data`, for a landlord, a renewal service or
+/// the discovery service: takes the directory's lock, reads it, refuses log segments without
+/// the snapshot (which holds `seed`; `afresh`: what would start afresh), opens the store
+/// (`build`: the state of the snapshot, or a new state), refuses a state that is not shard
+/// `id`'s (`foreign`: why, if so) and a log that ends before the durable tip, and tidies up
+/// (a torn tail is cut).
+#[allow(clippy::too_many_arguments)] // the shard, and what differs between its kinds
+pub(crate) fn open_dir<S: leasehold::journal::Journaled>(
+    data: &Path,
+    id: u64,
+    config: StoreConfig,
+    seed: &str,
+    afresh: &str,
+    build: impl FnOnce(Option<&[u8]>) -> leasehold::Result<S>,
+    foreign: impl FnOnce(&S) -> Option<String>,
+) -> Result<OpenedDir<S>, OpenError> {
+    let path = shard_dir(data, id);
+    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
+    let mut dir = Dir::open(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            OpenError::Busy(format!("{}: {e}", path.display()))
+        } else {
+            io(e)
+        }
+    })?;
+    let files = dir.read().map_err(io)?;
+    let damaged = |m: String| OpenError::Damaged(format!("{}: {m}", path.display()));
+    let has = |f: &dyn Fn(&str) -> bool| files.iter().any(|(n, _)| f(n));
+    if !has(&|n| n == leasehold::store::SNAPSHOT_FILE) && has(&|n| n.ends_with(".lhj")) {
+        // The snapshot holds the seed: without it no log can be replayed.
+        return Err(damaged(format!(
+            "the snapshot is missing but log segments remain: restore the snapshot from a \
+             backup (it holds {seed}); refusing to start {afresh}"
+        )));
+    }
+    let tip = files.iter().find(|(n, _)| n == TIP_FILE).and_then(|(_, b)| read_tip(b));
+    let Opened { state, store, ops, recovered, created } =
+        Store::open(config, &files, Some(now_ms()), build).map_err(|e| damaged(e.to_string()))?;
+    if let Some(why) = foreign(&state) {
+        return Err(damaged(why));
+    }
+    let last = store.committed();
+    if let Some(tip) = tip.filter(|&t| t > last) {
+        return Err(damaged(format!(
+            "records {}..={tip} are missing: the log ends at record {last}, but record {tip} was \
+             durable (the tip file); a deleted or truncated log",
+            last + 1
+        )));
+    }
+    dir.apply_all(&ops).map_err(io)?;
+    Ok(OpenedDir { path, dir, state, store, recovered, created, last })
+}
+
 /// Opens (or creates) shard `id` in `data`: takes the directory's lock, reads the snapshot and
 /// the log, replays it, checks it against the durable tip, tidies up (a torn tail is cut), and
 /// resumes the landlord's time. With `rewrite`, it then writes a new snapshot of what it read
@@ -239,51 +305,23 @@ pub fn open_shard(
     coord: &CoordSettings,
     rewrite: bool,
 ) -> Result<OpenedShard, OpenError> {
-    let path = shard_dir(data, id);
-    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
-    let mut dir = Dir::open(&path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            OpenError::Busy(format!("{}: {e}", path.display()))
-        } else {
-            io(e)
+    // Coordination is on before the journal is replayed (replay counts tokens and makes
+    // events as the live landlord did).
+    let build = |snapshot: Option<&[u8]>| match snapshot {
+        Some(bytes) => {
+            let mut ll = LL::from_snapshot_bytes(bytes, policy.build()?)?;
+            ll.enable_coordination(coord.core())?;
+            Ok(ll)
         }
-    })?;
-    let files = dir.read().map_err(io)?;
-    let damaged = |m: String| OpenError::Damaged(format!("{}: {m}", path.display()));
-    let has = |f: &dyn Fn(&str) -> bool| files.iter().any(|(n, _)| f(n));
-    if !has(&|n| n == leasehold::store::SNAPSHOT_FILE) && has(&|n| n.ends_with(".lhj")) {
-        // The snapshot holds the shard's cookie seed: without it no log can be replayed.
-        return Err(damaged(
-            "the snapshot is missing but log segments remain: restore the snapshot from a \
-             backup (it holds the shard's cookie seed); refusing to start the shard afresh"
-                .into(),
-        ));
-    }
-    let tip = files.iter().find(|(n, _)| n == TIP_FILE).and_then(|(_, b)| read_tip(b));
-    let Opened { state: mut ll, mut store, ops, recovered, created } =
-        Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
-            // Coordination is on before the journal is replayed (replay counts tokens and
-            // makes events as the live landlord did).
-            Some(bytes) => {
-                let mut ll = LL::from_snapshot_bytes(bytes, policy.build()?)?;
-                ll.enable_coordination(coord.core())?;
-                Ok(ll)
-            }
-            None => new_landlord(id, policy, grace, limits, coord),
-        })
-        .map_err(|e| damaged(e.to_string()))?;
-    if ll.id() != LandlordId(id) {
-        return Err(damaged(format!("holds landlord {}, not shard {id}", ll.id().0)));
-    }
-    let last = store.committed();
-    if let Some(tip) = tip.filter(|&t| t > last) {
-        return Err(damaged(format!(
-            "records {}..={tip} are missing: the log ends at record {last}, but record {tip} was \
-             durable (the tip file); a deleted or truncated log",
-            last + 1
-        )));
-    }
-    dir.apply_all(&ops).map_err(io)?;
+        None => new_landlord(id, policy, grace, limits, coord),
+    };
+    let foreign = |ll: &LL| {
+        (ll.id() != LandlordId(id)).then(|| format!("holds landlord {}, not shard {id}", ll.id().0))
+    };
+    let (seed, afresh) = ("the shard's cookie seed", "the shard afresh");
+    let OpenedDir { path, mut dir, state: mut ll, mut store, recovered, created, last } =
+        open_dir(data, id, config, seed, afresh, build, foreign)?;
+    let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
     if rewrite {
         let ops = store.compact(&mut ll);
         dir.apply_all(&ops).map_err(io)?;
@@ -368,44 +406,18 @@ pub fn open_renewal(
     rewrite: bool,
 ) -> Result<OpenedRenewal, OpenError> {
     use leasehold::service::RenewalService;
-    let path = shard_dir(data, id);
+    let build = |snapshot: Option<&[u8]>| match snapshot {
+        Some(bytes) => RenewalService::from_snapshot_bytes(bytes),
+        None => new_renewal_service(id, set_policy),
+    };
+    let foreign = |svc: &RenewalService| {
+        let held = svc.id().0;
+        (held != id).then(|| format!("holds renewal service {held}, not shard {id}"))
+    };
+    let (seed, afresh) = ("the set leases' cookie seed", "the shard afresh");
+    let OpenedDir { path, mut dir, state: mut svc, mut store, recovered, created, last } =
+        open_dir(data, id, config, seed, afresh, build, foreign)?;
     let io = |e: std::io::Error| OpenError::Io(format!("{}: {e}", path.display()));
-    let mut dir = Dir::open(&path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            OpenError::Busy(format!("{}: {e}", path.display()))
-        } else {
-            io(e)
-        }
-    })?;
-    let files = dir.read().map_err(io)?;
-    let damaged = |m: String| OpenError::Damaged(format!("{}: {m}", path.display()));
-    let has = |f: &dyn Fn(&str) -> bool| files.iter().any(|(n, _)| f(n));
-    if !has(&|n| n == leasehold::store::SNAPSHOT_FILE) && has(&|n| n.ends_with(".lhj")) {
-        return Err(damaged(
-            "the snapshot is missing but log segments remain: restore the snapshot from a \
-             backup (it holds the set leases' cookie seed); refusing to start the shard afresh"
-                .into(),
-        ));
-    }
-    let tip = files.iter().find(|(n, _)| n == TIP_FILE).and_then(|(_, b)| read_tip(b));
-    let Opened { state: mut svc, mut store, ops, recovered, created } =
-        Store::open(config, &files, Some(now_ms()), |snapshot| match snapshot {
-            Some(bytes) => RenewalService::from_snapshot_bytes(bytes),
-            None => new_renewal_service(id, set_policy),
-        })
-        .map_err(|e| damaged(e.to_string()))?;
-    if svc.id() != LandlordId(id) {
-        return Err(damaged(format!("holds renewal service {}, not shard {id}", svc.id().0)));
-    }
-    let last = store.committed();
-    if let Some(tip) = tip.filter(|&t| t > last) {
-        return Err(damaged(format!(
-            "records {}..={tip} are missing: the log ends at record {last}, but record {tip} was \
-             durable (the tip file); a deleted or truncated log",
-            last + 1
-        )));
-    }
-    dir.apply_all(&ops).map_err(io)?;
     if rewrite {
         let ops = store.compact(&mut svc);
         dir.apply_all(&ops).map_err(io)?;

@@ -589,7 +589,7 @@ impl App {
     ) -> Option<Response> {
         let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
         let r = cluster
-            .forward_extra(path, shard, Some(shard), enc, body, identity, Duration::ZERO, extra)
+            .forward(path, shard, Some(shard), enc, body, identity, Duration::ZERO, extra)
             .await;
         if r.is_some() {
             self.stats.forwarded.fetch_add(1, Relaxed);
@@ -612,7 +612,7 @@ impl App {
         held: std::time::Duration,
     ) -> Option<Response> {
         let cluster = self.cluster.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
-        let r = cluster.forward(path, shard, landlord, enc, body, identity, held).await;
+        let r = cluster.forward(path, shard, landlord, enc, body, identity, held, None).await;
         if r.is_some() {
             self.stats.forwarded.fetch_add(1, Relaxed);
         }

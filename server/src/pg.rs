@@ -83,6 +83,7 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
+use leasehold::journal::Journaled;
 use leasehold::Encoding;
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -663,6 +664,108 @@ async fn no_state_yet(
         return Err(TakeError::Damaged(format!(
             "no snapshot and no journal rows, but record {durable} was durable"
         )));
+    }
+    Ok(())
+}
+
+/// A shard's state as a take restored it: with its write planner, the journal records
+/// replayed onto its snapshot, whether it was created new, and its last record.
+struct Restored<S> {
+    state: S,
+    planner: Planner,
+    replayed: u64,
+    created: bool,
+    last: u64,
+}
+
+/// What a take has read before it restores the shard's state: the shard, the last record
+/// that was durable, the snapshot row (if any), and how the state will be written.
+struct Taking<'a> {
+    db: &'a Client,
+    /// How long reading the journal may take.
+    long: Duration,
+    id: u64,
+    durable: u64,
+    snap: Option<tokio_postgres::Row>,
+    writer: &'a PgWriter,
+    min_compact_bytes: u64,
+}
+
+/// Restores a shard's state for a take (`t`). From its snapshot row (seq, bytes) and the
+/// journal rows after it: `recover` makes the state of the snapshot's bytes and the journal's
+/// (a torn tail is refused here), and `check` says whether it is this shard's. With no
+/// snapshot row (and nothing else stored, see [`no_state_yet`], which names `seed`): `create`
+/// makes a new state, which is resumed and its first snapshot written before anything else,
+/// so that every later frame replays onto it. Either way, a journal that ends before the
+/// record that was durable is refused.
+async fn restore<S: Journaled>(
+    t: Taking<'_>,
+    seed: &str,
+    recover: impl FnOnce(&[u8], &[u8]) -> Result<(S, leasehold::journal::Recovered), TakeError>,
+    check: impl FnOnce(&S) -> Result<(), TakeError>,
+    create: impl FnOnce() -> Result<S, TakeError>,
+) -> Result<Restored<S>, TakeError> {
+    let Taking { db, long, id, durable, snap, writer, min_compact_bytes } = t;
+    let (state, planner, replayed, created) = match snap {
+        None => {
+            no_state_yet(db, long, id, durable, seed).await?;
+            let mut state = create()?;
+            state.resume(now_ms());
+            let mut bytes = Vec::new();
+            let seq = state.snapshot_bytes(&mut bytes);
+            let snapshot_bytes = bytes.len() as u64;
+            writer
+                .run(None, Some((bytes, seq)))
+                .await
+                .map_err(|e| TakeError::Transient(format!("first snapshot: {e:?}")))?;
+            (state, Planner::Rows { log_bytes: 0, snapshot_bytes, min_compact_bytes }, 0, true)
+        }
+        Some(row) => {
+            let seq: i64 = row.get(0);
+            let bytes: Vec<u8> = row.get(1);
+            let frames = within(long, "reading the journal", db.query(
+                "SELECT frame FROM leasehold_journal WHERE shard = $1 AND last_seq > $2 ORDER BY first_seq",
+                &[&(id as i64), &seq],
+            ))
+            .await
+            .map_err(TakeError::Transient)?;
+            let mut log = Vec::new();
+            for f in &frames {
+                log.extend_from_slice(f.get::<_, &[u8]>(0));
+            }
+            let (state, rec) = recover(&bytes, &log)?;
+            if let Some((_, _, why)) = rec.torn {
+                return Err(TakeError::Damaged(format!("journal rows are damaged: {why}")));
+            }
+            check(&state)?;
+            let planner = Planner::Rows {
+                log_bytes: log.len() as u64,
+                snapshot_bytes: bytes.len() as u64,
+                min_compact_bytes,
+            };
+            (state, planner, rec.replayed, false)
+        }
+    };
+    let last = state.journal_seq();
+    if last < durable {
+        return Err(TakeError::Damaged(format!(
+            "records {}..={durable} are missing: the journal ends at record {last}, but record \
+             {durable} was durable (a deleted journal row)",
+            last + 1
+        )));
+    }
+    Ok(Restored { state, planner, replayed, created, last })
+}
+
+/// A restore's refusal of the stored state.
+fn restore_refused(e: leasehold::LeaseError) -> TakeError {
+    TakeError::Damaged(format!("restore refused: {e}"))
+}
+
+/// Refuses a restored service that holds another id than shard `id` (`what`: the kind).
+fn check_id(held: leasehold::LandlordId, id: u64, what: &str) -> Result<(), TakeError> {
+    if held != leasehold::LandlordId(id) {
+        return Err(TakeError::Damaged(format!("holds {what} {}, not shard {id}", held.0)));
     }
     Ok(())
 }
@@ -1307,7 +1410,9 @@ impl Cluster {
         Ok(())
     }
 
-    /// Restores an acquired shard and starts serving it. Returns (leases, records replayed).
+    /// Restores an acquired shard and starts serving it: a landlord's, the renewal service's
+    /// or the discovery service's. Returns (leases, client leases or registrations, records
+    /// replayed).
     async fn take(
         &self,
         app: &Arc<App>,
@@ -1338,349 +1443,122 @@ impl Cluster {
             drift_bound: app.config.max_clock_offset_ms as f64,
         };
         let c = &app.config;
-        let min_compact = c.store_config.min_compact_bytes;
+        let min_compact_bytes = c.store_config.min_compact_bytes;
+        let t = Taking { db, long, id, durable, snap, writer: &writer, min_compact_bytes };
         if app.is_renewal(id) {
-            return self.take_renewal(app, db, id, epoch, durable, snap, writer).await;
+            // The renewal service, as a landlord: the snapshot and the journal rows after it,
+            // replayed exactly, then resumed (set leases do not count the time down; client
+            // leases are absolute, so renewals that fell due meanwhile go out at once).
+            use leasehold::service::RenewalService;
+            let recover = |bytes: &[u8], log: &[u8]| {
+                RenewalService::recover(bytes, &[log], now_ms()).map_err(restore_refused)
+            };
+            let check = |svc: &RenewalService| check_id(svc.id(), id, "renewal service");
+            // A new service: its first snapshot (with its cookie seed) before anything.
+            let create = || {
+                crate::files::new_renewal_service(id, &c.set_policy)
+                    .map_err(|e| transient(e.to_string()))
+            };
+            let seed = "the set leases' cookie seed";
+            let Restored { state: svc, planner, replayed, last, .. } =
+                restore(t, seed, recover, check, create).await?;
+            let leases = svc.manager().len();
+            self.serve(db, id, epoch, last, || {
+                let on_end = App::on_end_renewal(Arc::downgrade(app));
+                let stats = app.shard_stats(id);
+                let h = crate::renewal::spawn(id, svc, planner, writer, stats, c, on_end);
+                app.insert_renewal(h);
+                Ok(())
+            })
+            .await?;
+            return Ok((leases, replayed));
         }
         if app.discovery_id() == Some(id) {
-            return self.take_discovery(app, db, id, epoch, durable, snap, writer).await;
+            // The discovery service, as the renewal service, and given the settings in force.
+            use leasehold::discovery::DiscoveryService;
+            let Some(settings) = app.discovery.as_ref().map(|d| d.settings.clone()) else {
+                return Err(transient("this server runs no discovery service".into()));
+            };
+            let recover = |bytes: &[u8], log: &[u8]| {
+                DiscoveryService::recover(bytes, &[log], now_ms()).map_err(restore_refused)
+            };
+            let check = |svc: &DiscoveryService| check_id(svc.id(), id, "discovery service");
+            // A new service: its first snapshot (with its cookie seed) before anything.
+            let create =
+                || crate::discovery::new_service(&settings).map_err(|e| transient(e.to_string()));
+            let seed = "the registration cookies' seed";
+            let Restored { state: mut svc, planner, replayed, created, last } =
+                restore(t, seed, recover, check, create).await?;
+            // The settings in force now (policy, schedules), journaled if they changed:
+            // written by the actor's first write, before anything it answers.
+            crate::discovery::reconfigure(&mut svc, &settings)
+                .map_err(|e| damaged(format!("settings refused: {e}")))?;
+            let registrations = svc.registrations().len();
+            let rec = crate::discovery::Recovered {
+                records: replayed,
+                registrations: registrations as u64,
+                torn_tail: None,
+                created,
+            };
+            self.serve(db, id, epoch, last, || {
+                crate::discovery::serve_taken(app, svc, planner, writer, rec)
+            })
+            .await?;
+            return Ok((registrations, replayed));
         }
-        let (ll, planner, replayed): (LL, Planner, u64) = match snap {
-            Some(row) => {
-                let seq: i64 = row.get(0);
-                let bytes: Vec<u8> = row.get(1);
-                let frames = within(long, "reading the journal", db.query(
-                    "SELECT frame FROM leasehold_journal WHERE shard = $1 AND last_seq > $2 ORDER BY first_seq",
-                    &[&(id as i64), &seq],
-                ))
-                .await
-                .map_err(transient)?;
-                let mut log = Vec::new();
-                for f in &frames {
-                    log.extend_from_slice(f.get::<_, &[u8]>(0));
-                }
-                // Coordination is turned on before the journal is replayed, so that replay
-                // counts tokens and makes events exactly as the live landlord did.
-                let policy = c.policy.build().map_err(|e| transient(e.to_string()))?;
-                let restore = || -> leasehold::Result<(LL, leasehold::journal::Recovered)> {
-                    let mut ll = LL::from_snapshot_bytes(&bytes, policy)?;
-                    ll.enable_coordination(c.coord.core())?;
-                    let rec = ll.replay_segments(&[&log])?;
-                    ll.resume_durable(now_ms());
-                    Ok((ll, rec))
-                };
-                let (ll, rec) = restore().map_err(|e| damaged(format!("restore refused: {e}")))?;
-                if let Some((_, _, why)) = rec.torn {
-                    return Err(damaged(format!("journal rows are damaged: {why}")));
-                }
-                let planner = Planner::Rows {
-                    log_bytes: log.len() as u64,
-                    snapshot_bytes: bytes.len() as u64,
-                    min_compact_bytes: min_compact,
-                };
-                (ll, planner, rec.replayed)
-            }
-            None => {
-                no_state_yet(db, long, id, durable, "the cookie seed").await?;
-                // A new shard: its first snapshot (with its cookie seed) is written before
-                // anything is granted, so every later frame replays onto it.
-                let mut ll =
-                    crate::files::new_landlord(id, &c.policy, c.grace_ms, c.limits, &c.coord)
-                        .map_err(|e| transient(e.to_string()))?;
+        // Coordination is turned on before the journal is replayed, so that replay counts
+        // tokens and makes events exactly as the live landlord did.
+        let recover = |bytes: &[u8], log: &[u8]| {
+            let policy = c.policy.build().map_err(|e| transient(e.to_string()))?;
+            let replay = || -> leasehold::Result<(LL, leasehold::journal::Recovered)> {
+                let mut ll = LL::from_snapshot_bytes(bytes, policy)?;
+                ll.enable_coordination(c.coord.core())?;
+                let rec = ll.replay_segments(&[log])?;
                 ll.resume_durable(now_ms());
-                let mut bytes = Vec::new();
-                let seq = ll.snapshot_bytes(&mut bytes);
-                writer
-                    .run(None, Some((bytes.clone(), seq)))
-                    .await
-                    .map_err(|e| transient(format!("first snapshot: {e:?}")))?;
-                let planner = Planner::Rows {
-                    log_bytes: 0,
-                    snapshot_bytes: bytes.len() as u64,
-                    min_compact_bytes: min_compact,
-                };
-                (ll, planner, 0)
-            }
+                Ok((ll, rec))
+            };
+            replay().map_err(restore_refused)
         };
-        let last = ll.journal_seq();
-        if last < durable {
-            return Err(damaged(format!(
-                "records {}..={durable} are missing: the journal ends at record {last}, but record \
-                 {durable} was durable (a deleted journal row)",
-                last + 1
-            )));
-        }
-        within(self.limit(), "recording the takeover", db.execute(
-            "INSERT INTO leasehold_takeovers (shard, epoch, owner, base_seq) VALUES ($1, $2, $3, $4)
-             ON CONFLICT DO NOTHING",
-            &[&(id as i64), &epoch, &self.instance, &(last as i64)],
-        ))
-        .await
-        .map_err(transient)?;
-        // The clock baseline every write of this owner is checked against: the lease clock
-        // read just before this uncontended statement, and the database's clock as it runs.
-        within(
-            self.limit(),
-            "recording the clock baseline",
-            db.execute(
-                "UPDATE leasehold_shards SET clock_local = $3, clock_db = clock_timestamp()
-             WHERE shard = $1 AND epoch = $2",
-                &[&(id as i64), &epoch, &crate::clock::mono_ms()],
-            ),
-        )
-        .await
-        .map_err(transient)?;
+        // A new shard: its first snapshot (with its cookie seed) is written before anything is
+        // granted.
+        let create = || {
+            crate::files::new_landlord(id, &c.policy, c.grace_ms, c.limits, &c.coord)
+                .map_err(|e| transient(e.to_string()))
+        };
+        let seed = "the cookie seed";
+        let Restored { state: ll, planner, replayed, last, .. } =
+            restore(t, seed, recover, |_| Ok(()), create).await?;
         let leases = ll.len();
-        self.lock().owned.insert(id, epoch);
-        let h = shard::spawn(
-            id,
-            ll,
-            planner,
-            writer,
-            app.shard_stats(id),
-            app.coord_metrics.clone(),
-            App::on_end(Arc::downgrade(app)),
-        );
-        app.insert(h);
-        // Served now: say so in the row, for the other servers' readiness (until this, they
-        // count the shard as being restored, not served). If this fails, the next round's
-        // renewal says it.
-        if let Err(e) = within(
-            self.limit(),
-            "marking the shard served",
-            db.execute(
-                "UPDATE leasehold_shards SET serving = true WHERE shard = $1 AND epoch = $2",
-                &[&(id as i64), &epoch],
-            ),
-        )
-        .await
-        {
-            tracing::debug!(shard = id, error = %e, "could not mark the shard served yet");
-        }
+        self.serve(db, id, epoch, last, || {
+            let (stats, metrics) = (app.shard_stats(id), app.coord_metrics.clone());
+            let on_end = App::on_end(Arc::downgrade(app));
+            app.insert(shard::spawn(id, ll, planner, writer, stats, metrics, on_end));
+            Ok(())
+        })
+        .await?;
         Ok((leases, replayed))
     }
 
-    /// Restores an acquired renewal-service shard (`snap`: its snapshot row, if any) and
-    /// starts serving it, as [`Cluster::take`] does a landlord's: the snapshot and the journal
-    /// rows after it, replayed exactly, then resumed (set leases do not count the time down;
-    /// client leases are absolute, so renewals that fell due meanwhile go out at once). Returns
-    /// (client leases, records replayed).
-    #[allow(clippy::too_many_arguments)] // take's own arguments, and what it already read
-    async fn take_renewal(
+    /// Records the takeover of shard `id` (its journal ending at record `last`), starts serving
+    /// it (`start`), and says so in the row.
+    async fn serve(
         &self,
-        app: &Arc<App>,
         db: &Client,
         id: u64,
         epoch: i64,
-        durable: u64,
-        snap: Option<tokio_postgres::Row>,
-        writer: PgWriter,
-    ) -> Result<(usize, u64), TakeError> {
-        use leasehold::service::RenewalService;
-        let transient = TakeError::Transient;
-        let damaged = TakeError::Damaged;
-        let long = self.limit() * 10;
-        let min_compact = app.config.store_config.min_compact_bytes;
-        let (svc, planner, replayed) = match snap {
-            Some(row) => {
-                let seq: i64 = row.get(0);
-                let bytes: Vec<u8> = row.get(1);
-                let frames = within(long, "reading the journal", db.query(
-                    "SELECT frame FROM leasehold_journal WHERE shard = $1 AND last_seq > $2 ORDER BY first_seq",
-                    &[&(id as i64), &seq],
-                ))
-                .await
-                .map_err(transient)?;
-                let mut log = Vec::new();
-                for f in &frames {
-                    log.extend_from_slice(f.get::<_, &[u8]>(0));
-                }
-                let (svc, rec) = RenewalService::recover(&bytes, &[&log], now_ms())
-                    .map_err(|e| damaged(format!("restore refused: {e}")))?;
-                if let Some((_, _, why)) = rec.torn {
-                    return Err(damaged(format!("journal rows are damaged: {why}")));
-                }
-                if svc.id() != leasehold::LandlordId(id) {
-                    return Err(damaged(format!(
-                        "holds renewal service {}, not shard {id}",
-                        svc.id().0
-                    )));
-                }
-                let planner = Planner::Rows {
-                    log_bytes: log.len() as u64,
-                    snapshot_bytes: bytes.len() as u64,
-                    min_compact_bytes: min_compact,
-                };
-                (svc, planner, rec.replayed)
-            }
-            None => {
-                no_state_yet(db, long, id, durable, "the set leases' cookie seed").await?;
-                // A new service: its first snapshot (with its cookie seed) before anything.
-                let mut svc = crate::files::new_renewal_service(id, &app.config.set_policy)
-                    .map_err(|e| transient(e.to_string()))?;
-                svc.resume(now_ms());
-                let mut bytes = Vec::new();
-                let seq = svc.snapshot_bytes(&mut bytes);
-                writer
-                    .run(None, Some((bytes.clone(), seq)))
-                    .await
-                    .map_err(|e| transient(format!("first snapshot: {e:?}")))?;
-                let planner = Planner::Rows {
-                    log_bytes: 0,
-                    snapshot_bytes: bytes.len() as u64,
-                    min_compact_bytes: min_compact,
-                };
-                (svc, planner, 0)
-            }
-        };
-        let last = svc.journal_seq();
-        if last < durable {
-            return Err(damaged(format!(
-                "records {}..={durable} are missing: the journal ends at record {last}, but record \
-                 {durable} was durable (a deleted journal row)",
-                last + 1
-            )));
-        }
-        self.took(db, id, epoch, last).await.map_err(transient)?;
-        let leases = svc.manager().len();
+        last: u64,
+        start: impl FnOnce() -> Result<(), String>,
+    ) -> Result<(), TakeError> {
+        self.took(db, id, epoch, last).await.map_err(TakeError::Transient)?;
         self.lock().owned.insert(id, epoch);
-        let h = crate::renewal::spawn(
-            id,
-            svc,
-            planner,
-            writer,
-            app.shard_stats(id),
-            &app.config,
-            App::on_end_renewal(Arc::downgrade(app)),
-        );
-        app.insert_renewal(h);
+        start().map_err(TakeError::Transient)?;
         self.mark_serving(db, id, epoch).await;
-        Ok((leases, replayed))
+        Ok(())
     }
 
-    /// Restores the acquired discovery shard (`snap`: its snapshot row, if any) and starts
-    /// serving it, as [`Cluster::take_renewal`] does a renewal service: the snapshot and the
-    /// journal rows after it, replayed exactly, resumed (time spent down does not count), given
-    /// the settings in force. Returns (registrations, records replayed).
-    #[allow(clippy::too_many_arguments)] // take's own arguments, and what it already read
-    async fn take_discovery(
-        &self,
-        app: &Arc<App>,
-        db: &Client,
-        id: u64,
-        epoch: i64,
-        durable: u64,
-        snap: Option<tokio_postgres::Row>,
-        writer: PgWriter,
-    ) -> Result<(usize, u64), TakeError> {
-        use leasehold::discovery::DiscoveryService;
-        let transient = TakeError::Transient;
-        let damaged = TakeError::Damaged;
-        let long = self.limit() * 10;
-        let min_compact = app.config.store_config.min_compact_bytes;
-        let Some(settings) = app.discovery.as_ref().map(|d| d.settings.clone()) else {
-            return Err(transient("this server runs no discovery service".into()));
-        };
-        let (mut svc, planner, replayed, created) = match snap {
-            Some(row) => {
-                let seq: i64 = row.get(0);
-                let bytes: Vec<u8> = row.get(1);
-                let frames = within(long, "reading the journal", db.query(
-                    "SELECT frame FROM leasehold_journal WHERE shard = $1 AND last_seq > $2 ORDER BY first_seq",
-                    &[&(id as i64), &seq],
-                ))
-                .await
-                .map_err(transient)?;
-                let mut log = Vec::new();
-                for f in &frames {
-                    log.extend_from_slice(f.get::<_, &[u8]>(0));
-                }
-                let (svc, rec) = DiscoveryService::recover(&bytes, &[&log], now_ms())
-                    .map_err(|e| damaged(format!("restore refused: {e}")))?;
-                if let Some((_, _, why)) = rec.torn {
-                    return Err(damaged(format!("journal rows are damaged: {why}")));
-                }
-                if svc.id() != leasehold::LandlordId(id) {
-                    return Err(damaged(format!(
-                        "holds discovery service {}, not shard {id}",
-                        svc.id().0
-                    )));
-                }
-                let planner = Planner::Rows {
-                    log_bytes: log.len() as u64,
-                    snapshot_bytes: bytes.len() as u64,
-                    min_compact_bytes: min_compact,
-                };
-                (svc, planner, rec.replayed, false)
-            }
-            None => {
-                let n: i64 = within(
-                    long,
-                    "counting journal rows",
-                    db.query_one(
-                        "SELECT count(*) FROM leasehold_journal WHERE shard = $1",
-                        &[&(id as i64)],
-                    ),
-                )
-                .await
-                .map_err(transient)?
-                .get(0);
-                if n > 0 {
-                    return Err(damaged(format!(
-                        "{n} journal rows but no snapshot (it holds the registration cookies' seed)"
-                    )));
-                }
-                if durable > 0 {
-                    return Err(damaged(format!(
-                        "no snapshot and no journal rows, but record {durable} was durable"
-                    )));
-                }
-                // A new service: its first snapshot (with its cookie seed) before anything.
-                let mut svc = crate::discovery::new_service(&settings)
-                    .map_err(|e| transient(e.to_string()))?;
-                svc.resume(now_ms());
-                let mut bytes = Vec::new();
-                let seq = svc.snapshot_bytes(&mut bytes);
-                writer
-                    .run(None, Some((bytes.clone(), seq)))
-                    .await
-                    .map_err(|e| transient(format!("first snapshot: {e:?}")))?;
-                let planner = Planner::Rows {
-                    log_bytes: 0,
-                    snapshot_bytes: bytes.len() as u64,
-                    min_compact_bytes: min_compact,
-                };
-                (svc, planner, 0, true)
-            }
-        };
-        let last = svc.journal_seq();
-        if last < durable {
-            return Err(damaged(format!(
-                "records {}..={durable} are missing: the journal ends at record {last}, but record \
-                 {durable} was durable (a deleted journal row)",
-                last + 1
-            )));
-        }
-        // The settings in force now (policy, schedules), journaled if they changed: written
-        // by the actor's first write, before anything it answers.
-        crate::discovery::reconfigure(&mut svc, &settings)
-            .map_err(|e| damaged(format!("settings refused: {e}")))?;
-        self.took(db, id, epoch, last).await.map_err(transient)?;
-        let registrations = svc.registrations().len();
-        let rec = crate::discovery::Recovered {
-            records: replayed,
-            registrations: registrations as u64,
-            torn_tail: None,
-            created,
-        };
-        self.lock().owned.insert(id, epoch);
-        crate::discovery::serve_taken(app, svc, planner, writer, rec).map_err(transient)?;
-        self.mark_serving(db, id, epoch).await;
-        Ok((registrations, replayed))
-    }
-
-    /// Records a takeover (its history row, and the clock baseline every write of this owner
-    /// is checked against).
+    /// Records a takeover: its history row, and the clock baseline every write of this owner
+    /// is checked against (the lease clock read just before this uncontended statement, and
+    /// the database's clock as it runs).
     async fn took(&self, db: &Client, id: u64, epoch: i64, last: u64) -> Result<(), String> {
         within(self.limit(), "recording the takeover", db.execute(
             "INSERT INTO leasehold_takeovers (shard, epoch, owner, base_seq) VALUES ($1, $2, $3, $4)
@@ -1790,25 +1668,10 @@ impl Cluster {
     /// Forwards a request to the owner of `shard`; `None` if no other server owns it now. An
     /// owner that does not answer within `--forward-timeout-ms` gets a 503 with `Retry-After`,
     /// and is skipped (503 at once) until the next ownership round shows a change, or for at
-    /// least a second.
+    /// least a second. `extra` (already percent-encoded `name=value` pairs) is added to the
+    /// query, which the forwarding proof covers (a forwarded register's listener).
     #[allow(clippy::too_many_arguments)] // what a forward carries, each distinct
     pub async fn forward(
-        &self,
-        path: &str,
-        shard: u64,
-        landlord: Option<u64>,
-        enc: Encoding,
-        body: Bytes,
-        identity: Option<&str>,
-        held: Duration,
-    ) -> Option<Response> {
-        self.forward_extra(path, shard, landlord, enc, body, identity, held, None).await
-    }
-
-    /// [`Cluster::forward`] with `extra` (already percent-encoded `name=value` pairs) added
-    /// to the query, which the forwarding proof covers (a forwarded register's listener).
-    #[allow(clippy::too_many_arguments)] // what a forward carries, each distinct
-    pub async fn forward_extra(
         &self,
         path: &str,
         shard: u64,

@@ -53,7 +53,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::clock::{instant_of, now_ms};
 use crate::metrics::{stamp_us, ShardStats};
 use crate::outbound::{Guarded, Outbound};
-use crate::shard::{Answer, Ended, Job, Planner, WriteError, Writer};
+use crate::shard::{Answer, Ended, Job, Planner, WriteError, Writer, WriterTask};
 
 /// How long an event is retried before it is dropped (and logged).
 pub const EVENT_RETRY_FOR: Duration = Duration::from_secs(600);
@@ -151,8 +151,7 @@ struct Actor {
     svc: RenewalService,
     planner: Planner,
     gate: Gate<Held>,
-    jobs: mpsc::Sender<Job>,
-    results: mpsc::Receiver<Result<(), WriteError>>,
+    writer: WriterTask<()>,
     /// The write under way: when it began, the last record it makes durable, whether it
     /// writes a snapshot.
     in_flight: Option<(Instant, u64, bool)>,
@@ -188,25 +187,13 @@ pub fn spawn(
     let (outbound, max_deliveries) = (&config.outbound, config.max_event_deliveries);
     stats.restart(svc.manager().len() as u64, svc.journal_seq());
     let (tx, rx) = mpsc::channel(8192);
-    let (jobs, mut job_rx) = mpsc::channel::<Job>(1);
-    let (result_tx, results) = mpsc::channel(1);
-    let mut writer = writer;
-    tokio::spawn(async move {
-        while let Some(job) = job_rx.recv().await {
-            let r = writer.write(job).await;
-            if result_tx.send(r).await.is_err() {
-                break;
-            }
-        }
-    });
     let connector = outbound.connector(&outbound.event_allow, EVENT_ATTEMPT);
     let actor = Actor {
         id,
         svc,
         planner,
         gate: Gate::new(),
-        jobs,
-        results,
+        writer: WriterTask::spawn(writer),
         in_flight: None,
         stats: stats.clone(),
         me: tx.downgrade(),
@@ -253,10 +240,10 @@ impl Actor {
             let deadline = self.svc.poll_timeout().map(instant_of);
             tokio::select! {
                 biased;
-                r = self.results.recv(), if self.in_flight.is_some() => {
+                r = self.writer.recv(), if self.in_flight.is_some() => {
                     match r {
-                        Some(Ok(())) => self.finished(),
-                        Some(Err(e)) => return self.fail(e, &mut rx),
+                        Some(((), Ok(()))) => self.finished(),
+                        Some(((), Err(e))) => return self.fail(e, &mut rx),
                         None => return self.fail(WriteError::Failed("writer gone".into()), &mut rx),
                     }
                 }
@@ -360,10 +347,7 @@ impl Actor {
         loop {
             match self.planner.plan(&mut self.svc) {
                 Some((job, durable, snap)) => {
-                    self.jobs
-                        .send(job)
-                        .await
-                        .map_err(|_| WriteError::Failed("writer gone".into()))?;
+                    self.writer.send((), job).await?;
                     self.in_flight = Some((Instant::now(), durable, snap));
                     return Ok(());
                 }
@@ -371,10 +355,7 @@ impl Actor {
                 // (PostgreSQL): what waits leaves after a fence check, as a landlord's does.
                 None if !self.gate.is_empty() && self.planner.needs_fence() => {
                     let job = Job::Rows { frame: None, snapshot: None };
-                    self.jobs
-                        .send(job)
-                        .await
-                        .map_err(|_| WriteError::Failed("writer gone".into()))?;
+                    self.writer.send((), job).await?;
                     self.in_flight = Some((Instant::now(), self.svc.journal_seq(), false));
                     return Ok(());
                 }

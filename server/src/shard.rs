@@ -106,6 +106,40 @@ pub trait Writer: Send + 'static {
     ) -> Pin<Box<dyn Future<Output = Result<(), WriteError>> + Send + '_>>;
 }
 
+/// An actor's writer, running in a task of its own: jobs go to it one at a time, each with a
+/// tag (a job number, or nothing), and each one's result comes back with its tag.
+pub struct WriterTask<T> {
+    jobs: mpsc::Sender<(T, Job)>,
+    results: mpsc::Receiver<(T, Result<(), WriteError>)>,
+}
+
+impl<T: Send + 'static> WriterTask<T> {
+    /// Starts `writer`'s task.
+    pub fn spawn(mut writer: impl Writer) -> Self {
+        let (jobs, mut job_rx) = mpsc::channel::<(T, Job)>(1);
+        let (result_tx, results) = mpsc::channel(1);
+        tokio::spawn(async move {
+            while let Some((tag, job)) = job_rx.recv().await {
+                let r = writer.write(job).await;
+                if result_tx.send((tag, r)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        WriterTask { jobs, results }
+    }
+
+    /// Hands the writer a job.
+    pub async fn send(&self, tag: T, job: Job) -> Result<(), WriteError> {
+        self.jobs.send((tag, job)).await.map_err(|_| WriteError::Failed("writer gone".into()))
+    }
+
+    /// The next job's result; `None` once the writer is gone.
+    pub async fn recv(&mut self) -> Option<(T, Result<(), WriteError>)> {
+        self.results.recv().await
+    }
+}
+
 /// Decides, in the actor, what the next write holds.
 pub enum Planner {
     /// The embedded file store's bookkeeping (the core's [`Store`]).
@@ -252,8 +286,7 @@ struct Actor {
     ll: LL,
     planner: Planner,
     gate: Gate<Held>,
-    jobs: mpsc::Sender<(u64, Job)>,
-    results: mpsc::Receiver<(u64, Result<(), WriteError>)>,
+    writer: WriterTask<u64>,
     next_job: u64,
     in_flight: Option<(u64, Instant, u64, bool)>,
     stats: Arc<ShardStats>,
@@ -277,24 +310,12 @@ pub fn spawn(
     let coord_stats = Arc::new(Mutex::new(ll.coord_stats()));
     stats.restart(ll.len() as u64, ll.journal_seq());
     let (tx, rx) = mpsc::channel(8192);
-    let (jobs, mut job_rx) = mpsc::channel::<(u64, Job)>(1);
-    let (result_tx, results) = mpsc::channel(1);
-    let mut writer = writer;
-    tokio::spawn(async move {
-        while let Some((n, job)) = job_rx.recv().await {
-            let r = writer.write(job).await;
-            if result_tx.send((n, r)).await.is_err() {
-                break;
-            }
-        }
-    });
     let actor = Actor {
         id,
         ll,
         planner,
         gate: Gate::new(),
-        jobs,
-        results,
+        writer: WriterTask::spawn(writer),
         next_job: 1,
         in_flight: None,
         stats: stats.clone(),
@@ -338,7 +359,7 @@ impl Actor {
             }
             tokio::select! {
                 biased;
-                r = self.results.recv(), if self.in_flight.is_some() => {
+                r = self.writer.recv(), if self.in_flight.is_some() => {
                     let Some((n, r)) = r else { return self.fail(WriteError::Failed("writer gone".into()), &mut rx) };
                     if let Err(e) = r {
                         return self.fail(e, &mut rx);
@@ -478,10 +499,7 @@ impl Actor {
         match job {
             Some((job, durable, snap)) => {
                 self.stats.journal_seq.store(self.ll.journal_seq(), Relaxed);
-                self.jobs
-                    .send((n, job))
-                    .await
-                    .map_err(|_| WriteError::Failed("writer gone".into()))?;
+                self.writer.send(n, job).await?;
                 self.in_flight = Some((n, Instant::now(), durable, snap));
             }
             None => self.release(n),

@@ -5,10 +5,8 @@
 
 mod common;
 
-use common::Server;
+use common::{raw, Server};
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use leasehold::holder::grant_request;
@@ -18,37 +16,6 @@ use leasehold::{
 };
 use leasehold_client::{ClientError, Cluster, ClusterConfig, RenewalDriver};
 use leasehold_server::http::pick_shard;
-
-/// A raw HTTP/1.1 exchange: status, headers (lower-case names), body.
-fn raw(
-    addr: SocketAddr,
-    method: &str,
-    target: &str,
-    ctype: &str,
-    body: &[u8],
-) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {target} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    // A server may answer (413) before it has read the whole body, and close.
-    let _ = s.write_all(body);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    (status, headers, out[split + 4..].to_vec())
-}
 
 fn json_reply(body: &[u8]) -> Reply {
     Reply::decode(body, Encoding::Json, &Limits::default())

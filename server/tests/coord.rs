@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::Server;
+use common::{raw, Server};
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -304,30 +304,14 @@ async fn watches_long_poll_and_resume_after_a_sigkill_with_the_same_numbers_and_
 }
 
 fn post(addr: SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
-    (status, body)
+    let (status, _, body) = raw(addr, "POST", path, "application/json", body);
+    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 fn get(url: &str, path: &str) -> (u16, String) {
     let addr: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map(|x| x.1.to_string()).unwrap_or_default();
-    (status, body)
+    let (status, _, body) = raw(addr, "GET", path, "text/plain", b"");
+    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -190,13 +190,7 @@ fn registering_needs_grant() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.toml");
     let tokens = tokens.to_str().unwrap();
-    let token = |args: &[&str]| {
-        let mut a = vec!["token", "add", "--file", tokens];
-        a.extend_from_slice(args);
-        let (code, out, err) = run(&a);
-        assert_eq!(code, 0, "{err}");
-        out.trim().to_string()
-    };
+    let token = |args: &[&str]| add_token(tokens, args);
     let full = token(&["--name", "client", "--ops", "grant,renew,cancel,metrics"]);
     let watcher = token(&["--name", "watcher", "--ops", "renew"]);
     let data = dir.path().join("data");

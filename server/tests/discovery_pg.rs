@@ -290,13 +290,7 @@ fn forwarded_registrations_keep_their_identity() {
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "5f".repeat(32)).unwrap();
     let secret = secret.to_str().unwrap();
-    let token = |args: &[&str]| {
-        let mut a = vec!["token", "add", "--file", tokens];
-        a.extend_from_slice(args);
-        let (code, out, err) = run(&a);
-        assert_eq!(code, 0, "{err}");
-        format!("Bearer {}", out.trim())
-    };
+    let token = |args: &[&str]| format!("Bearer {}", add_token(tokens, args));
     let full = token(&["--name", "client", "--ops", "grant,renew,cancel,metrics"]);
     let renewer = token(&["--name", "renewer", "--ops", "renew,metrics"]);
     let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();

@@ -9,31 +9,13 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::pki::{ca, leaf};
 use common::*;
 use leasehold::service::wire::{
     ClientLease, SetEventBody, SetEventType, SetReplyBody, SetRequestBody,
 };
 use leasehold::{Cookie, ErrorCode, LandlordId, Request, RequestBody};
 use leasehold_client::{Cluster, ClusterConfig, TlsOptions};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-
-fn ca(dir: &Path) -> (rcgen::Certificate, KeyPair) {
-    let key = KeyPair::generate().unwrap();
-    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    p.distinguished_name.push(rcgen::DnType::CommonName, "test ca");
-    let cert = p.self_signed(&key).unwrap();
-    std::fs::write(dir.join("ca.pem"), cert.pem()).unwrap();
-    (cert, key)
-}
-
-fn leaf(dir: &Path, name: &str, sans: &[&str], ca: &(rcgen::Certificate, KeyPair)) {
-    let key = KeyPair::generate().unwrap();
-    let p = CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    let cert = p.signed_by(&key, &ca.0, &ca.1).unwrap();
-    std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
-    std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
-}
 
 fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
@@ -50,7 +32,7 @@ fn message(body: &SetReplyBody) -> String {
 async fn a_renewal_shard_renews_at_an_https_landlord_with_its_certificate() {
     let pki = tempfile::tempdir().unwrap();
     let d = pki.path();
-    let authority = ca(d);
+    let authority = ca(d, "ca");
     leaf(d, "landlord", &["localhost", "127.0.0.1"], &authority);
     leaf(d, "renewer", &["renewer.example"], &authority);
     // The landlord: TLS only, every request with an identity. The holder has a token; the

@@ -320,13 +320,7 @@ fn renewal_sets_need_the_right_identity() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.toml");
     let tokens = tokens.to_str().unwrap();
-    let token = |args: &[&str]| {
-        let mut a = vec!["token", "add", "--file", tokens];
-        a.extend_from_slice(args);
-        let (code, out, err) = run(&a);
-        assert_eq!(code, 0, "{err}");
-        out.trim().to_string()
-    };
+    let token = |args: &[&str]| add_token(tokens, args);
     let owner =
         token(&["--name", "owner", "--ops", "grant,renew,cancel", "--max-lease-ms", "20000"]);
     let renewer = token(&["--name", "renewer", "--ops", "renew"]);

@@ -4,13 +4,12 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
-use common::{run, Server};
+use common::pki::{ca, leaf};
+use common::{add_token, run, Server};
 use leasehold::{LandlordId, Request, RequestBody};
 use leasehold_client::{ClientError, Cluster, ClusterConfig, TlsOptions};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 
 struct Pki {
     dir: tempfile::TempDir,
@@ -20,24 +19,6 @@ impl Pki {
     fn path(&self, name: &str) -> String {
         self.dir.path().join(name).display().to_string()
     }
-}
-
-fn ca(dir: &Path, name: &str) -> (rcgen::Certificate, KeyPair) {
-    let key = KeyPair::generate().unwrap();
-    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    p.distinguished_name.push(rcgen::DnType::CommonName, name);
-    let cert = p.self_signed(&key).unwrap();
-    std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
-    (cert, key)
-}
-
-fn leaf(dir: &Path, name: &str, sans: &[&str], ca: &(rcgen::Certificate, KeyPair)) {
-    let key = KeyPair::generate().unwrap();
-    let p = CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    let cert = p.signed_by(&key, &ca.0, &ca.1).unwrap();
-    std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
-    std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
 }
 
 fn pki() -> Pki {
@@ -52,12 +33,7 @@ fn pki() -> Pki {
 }
 
 fn token(pki: &Pki, args: &[&str]) -> String {
-    let file = pki.path("tokens.toml");
-    let mut a = vec!["token", "add", "--file", &file];
-    a.extend_from_slice(args);
-    let (code, out, err) = run(&a);
-    assert_eq!(code, 0, "{err}");
-    out.trim().to_string()
+    add_token(&pki.path("tokens.toml"), args)
 }
 
 fn grant(resource: &str) -> Request {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Server;
+use common::{raw, Server};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -43,36 +43,6 @@ impl Clients {
         let _g = rt.enter();
         Clients { json: cluster(addr, Encoding::Json), binary: cluster(addr, Encoding::Binary), rt }
     }
-}
-
-/// A raw HTTP/1.1 request: the status, the headers (lower-case names) and the body.
-fn raw(
-    addr: SocketAddr,
-    method: &str,
-    target: &str,
-    ctype: &str,
-    body: &[u8],
-) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {target} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    (status, headers, out[split + 4..].to_vec())
 }
 
 fn granted(r: &Reply) -> Cookie {

@@ -68,12 +68,14 @@
 use serde::{Deserialize, Serialize};
 
 use super::{EventKind, Events, Holder, LeaseEvent, Missed};
-use crate::codec::{check_size, check_version, decode_err, R, W};
+use crate::codec::{
+    check_version, decode_err, decode_message, encode_message, ReplyJson, RequestJson, R, W,
+};
 use crate::error::{LeaseError, Result};
 use crate::event::EventId;
 use crate::lease::{Cookie, LandlordId};
 use crate::time::Duration;
-use crate::wire::{Encoding, Limits, WireError, WIRE_VERSION};
+use crate::wire::{Encoding, Limits, WireError};
 
 /// Binary kind of a coordination request.
 pub const KIND_REQUEST: u8 = 0x30;
@@ -364,88 +366,57 @@ fn flag(r: &mut R<'_>, what: &str) -> Result<bool> {
 
 // ---------- requests ----------
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RequestJson {
-    v: u32,
-    #[serde(with = "crate::time::dec::u64")]
-    id: u64,
-    body: CoordRequestBody,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReplyJson {
-    v: u32,
-    #[serde(with = "crate::time::dec::u64")]
-    id: u64,
-    landlord: LandlordId,
-    body: CoordReplyBody,
-}
-
 impl CoordRequest {
     /// Encodes the request.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
         use CoordRequestBody as B;
-        match encoding {
-            Encoding::Json => serde_json::to_vec(&RequestJson {
-                v: WIRE_VERSION as u32,
-                id: self.id,
-                body: self.body.clone(),
-            })
-            .expect("request JSON cannot fail"),
-            Encoding::Binary => {
-                let mut w = W(Vec::with_capacity(64));
-                w.header(KIND_REQUEST);
-                w.u64(self.id);
-                match &self.body {
-                    B::Acquire { resource, duration, wait, holder } => {
-                        w.u8(1);
-                        w.bytes(resource);
-                        w.i64(*duration);
-                        w.i64(*wait);
-                        w.bytes(holder);
-                    }
-                    B::Watch { resource, prefix, renewals, duration, handback } => {
-                        w.u8(2);
-                        w.bytes(resource);
-                        w.u8(u8::from(*prefix) | u8::from(*renewals) << 1);
-                        w.i64(*duration);
-                        w.bytes(handback);
-                    }
-                    B::Poll { cookie, since, wait, max } => {
-                        w.u8(3);
-                        w.cookie(*cookie);
-                        w.u64(*since);
-                        w.i64(*wait);
-                        w.u32(*max);
-                    }
-                    B::Holders { resource, prefix } => {
-                        w.u8(4);
-                        w.bytes(resource);
-                        w.u8(u8::from(*prefix));
-                    }
-                }
-                w.0
+        let json = || RequestJson::new(self.id, &self.body);
+        encode_message(encoding, json, KIND_REQUEST, &[self.id], 64, |w| match &self.body {
+            B::Acquire { resource, duration, wait, holder } => {
+                w.u8(1);
+                w.bytes(resource);
+                w.i64(*duration);
+                w.i64(*wait);
+                w.bytes(holder);
             }
-        }
+            B::Watch { resource, prefix, renewals, duration, handback } => {
+                w.u8(2);
+                w.bytes(resource);
+                w.u8(u8::from(*prefix) | u8::from(*renewals) << 1);
+                w.i64(*duration);
+                w.bytes(handback);
+            }
+            B::Poll { cookie, since, wait, max } => {
+                w.u8(3);
+                w.cookie(*cookie);
+                w.u64(*since);
+                w.i64(*wait);
+                w.u32(*max);
+            }
+            B::Holders { resource, prefix } => {
+                w.u8(4);
+                w.bytes(resource);
+                w.u8(u8::from(*prefix));
+            }
+        })
     }
 
     /// Decodes a request, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<CoordRequest> {
         use CoordRequestBody as B;
-        check_size(bytes.len(), limits)?;
-        match encoding {
-            Encoding::Json => {
-                let j: RequestJson = serde_json::from_slice(bytes)
-                    .map_err(|e| decode_err(format!("coordination request JSON: {e}")))?;
-                check_version(j.v)?;
-                check_request(&j.body, limits)?;
-                Ok(CoordRequest { id: j.id, body: j.body })
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                let id = r.header(KIND_REQUEST)?;
+        let json = |j: RequestJson<_>| {
+            check_version(j.v)?;
+            check_request(&j.body, limits)?;
+            Ok(CoordRequest { id: j.id, body: j.body })
+        };
+        decode_message(
+            bytes,
+            encoding,
+            limits,
+            "coordination request",
+            KIND_REQUEST,
+            json,
+            |r, id| {
                 let max = limits.max_resource_bytes;
                 let body = match r.u8()? {
                     1 => B::Acquire {
@@ -476,14 +447,13 @@ impl CoordRequest {
                     },
                     4 => B::Holders {
                         resource: r.bytes(max, "resource")?.to_vec(),
-                        prefix: flag(&mut r, "prefix")?,
+                        prefix: flag(r, "prefix")?,
                     },
                     op => return Err(decode_err(format!("unknown coordination request op {op}"))),
                 };
-                r.finish()?;
                 Ok(CoordRequest { id, body })
-            }
-        }
+            },
+        )
     }
 }
 
@@ -493,152 +463,127 @@ impl CoordReply {
     /// Encodes the reply.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
         use CoordReplyBody as B;
-        match encoding {
-            Encoding::Json => serde_json::to_vec(&ReplyJson {
-                v: WIRE_VERSION as u32,
-                id: self.id,
-                landlord: self.landlord,
-                body: self.body.clone(),
-            })
-            .expect("reply JSON cannot fail"),
-            Encoding::Binary => {
-                let mut w = W(Vec::with_capacity(64));
-                w.header(KIND_REPLY);
-                w.u64(self.id);
-                w.u64(self.landlord.0);
-                match &self.body {
-                    B::Acquired { cookie, duration, token, resource, waited } => {
+        let json = || ReplyJson::new(self.id, self.landlord, &self.body);
+        let head = [self.id, self.landlord.0];
+        encode_message(encoding, json, KIND_REPLY, &head, 64, |w| match &self.body {
+            B::Acquired { cookie, duration, token, resource, waited } => {
+                w.u8(1);
+                w.cookie(*cookie);
+                w.i64(*duration);
+                w.u64(*token);
+                w.bytes(resource);
+                w.i64(*waited);
+            }
+            B::Watching { cookie, duration, event_id, sequence, current } => {
+                w.u8(2);
+                w.cookie(*cookie);
+                w.i64(*duration);
+                w.u64(*event_id);
+                w.u64(*sequence);
+                put_holders(w, current);
+            }
+            B::Events(e) => {
+                w.u8(3);
+                w.u64(e.event_id);
+                w.bytes(&e.handback);
+                w.u64(e.last);
+                match e.missed {
+                    None => w.u8(0),
+                    Some(m) => {
                         w.u8(1);
-                        w.cookie(*cookie);
-                        w.i64(*duration);
-                        w.u64(*token);
-                        w.bytes(resource);
-                        w.i64(*waited);
-                    }
-                    B::Watching { cookie, duration, event_id, sequence, current } => {
-                        w.u8(2);
-                        w.cookie(*cookie);
-                        w.i64(*duration);
-                        w.u64(*event_id);
-                        w.u64(*sequence);
-                        put_holders(&mut w, current);
-                    }
-                    B::Events(e) => {
-                        w.u8(3);
-                        w.u64(e.event_id);
-                        w.bytes(&e.handback);
-                        w.u64(e.last);
-                        match e.missed {
-                            None => w.u8(0),
-                            Some(m) => {
-                                w.u8(1);
-                                w.u64(m.from);
-                                w.u64(m.to);
-                            }
-                        }
-                        match &e.current {
-                            None => w.u8(0),
-                            Some(c) => {
-                                w.u8(1);
-                                put_holders(&mut w, c);
-                            }
-                        }
-                        w.u32(e.events.len() as u32);
-                        for ev in &e.events {
-                            w.u64(ev.sequence);
-                            w.u8(ev.kind.code());
-                            w.bytes(&ev.resource);
-                            w.u64(ev.token);
-                            w.bytes(&ev.holder);
-                            w.i64(ev.duration);
-                        }
-                    }
-                    B::Holders { holders } => {
-                        w.u8(4);
-                        put_holders(&mut w, holders);
-                    }
-                    B::Error(e) => {
-                        w.u8(5);
-                        w.error(e);
+                        w.u64(m.from);
+                        w.u64(m.to);
                     }
                 }
-                w.0
+                match &e.current {
+                    None => w.u8(0),
+                    Some(c) => {
+                        w.u8(1);
+                        put_holders(w, c);
+                    }
+                }
+                w.u32(e.events.len() as u32);
+                for ev in &e.events {
+                    w.u64(ev.sequence);
+                    w.u8(ev.kind.code());
+                    w.bytes(&ev.resource);
+                    w.u64(ev.token);
+                    w.bytes(&ev.holder);
+                    w.i64(ev.duration);
+                }
             }
-        }
+            B::Holders { holders } => {
+                w.u8(4);
+                put_holders(w, holders);
+            }
+            B::Error(e) => {
+                w.u8(5);
+                w.error(e);
+            }
+        })
     }
 
     /// Decodes a reply, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<CoordReply> {
         use CoordReplyBody as B;
-        check_size(bytes.len(), limits)?;
-        match encoding {
-            Encoding::Json => {
-                let j: ReplyJson = serde_json::from_slice(bytes)
-                    .map_err(|e| decode_err(format!("coordination reply JSON: {e}")))?;
-                check_version(j.v)?;
-                check_reply(&j.body, limits)?;
-                Ok(CoordReply { id: j.id, landlord: j.landlord, body: j.body })
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                let id = r.header(KIND_REPLY)?;
-                let landlord = LandlordId(r.u64()?);
-                let max = limits.max_resource_bytes;
-                let body = match r.u8()? {
-                    1 => B::Acquired {
-                        cookie: r.cookie()?,
-                        duration: r.i64()?,
-                        token: r.u64()?,
-                        resource: r.bytes(max, "resource")?.to_vec(),
-                        waited: r.i64()?,
-                    },
-                    2 => B::Watching {
-                        cookie: r.cookie()?,
-                        duration: r.i64()?,
-                        event_id: r.u64()?,
-                        sequence: r.u64()?,
-                        current: holders(&mut r, limits)?,
-                    },
-                    3 => {
-                        let event_id = r.u64()?;
-                        let handback = r.bytes(max, "handback")?.to_vec();
-                        let last = r.u64()?;
-                        let missed = if flag(&mut r, "missed tag")? {
-                            Some(Missed { from: r.u64()?, to: r.u64()? })
-                        } else {
-                            None
-                        };
-                        let current = if flag(&mut r, "current tag")? {
-                            Some(holders(&mut r, limits)?)
-                        } else {
-                            None
-                        };
-                        let n = list(&mut r, limits, MIN_EVENT, "events")?;
-                        let mut events = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            let sequence = r.u64()?;
-                            let k = r.u8()?;
-                            let kind = EventKind::from_code(k)
-                                .ok_or_else(|| decode_err(format!("unknown event kind {k}")))?;
-                            events.push(LeaseEvent {
-                                sequence,
-                                kind,
-                                resource: r.bytes(max, "a resource")?.to_vec(),
-                                token: r.u64()?,
-                                holder: r.bytes(max, "a holder label")?.to_vec(),
-                                duration: r.i64()?,
-                            });
-                        }
-                        B::Events(Events { event_id, handback, last, missed, current, events })
+        let json = |j: ReplyJson<_>| {
+            check_version(j.v)?;
+            check_reply(&j.body, limits)?;
+            Ok(CoordReply { id: j.id, landlord: j.landlord, body: j.body })
+        };
+        decode_message(bytes, encoding, limits, "coordination reply", KIND_REPLY, json, |r, id| {
+            let landlord = LandlordId(r.u64()?);
+            let max = limits.max_resource_bytes;
+            let body = match r.u8()? {
+                1 => B::Acquired {
+                    cookie: r.cookie()?,
+                    duration: r.i64()?,
+                    token: r.u64()?,
+                    resource: r.bytes(max, "resource")?.to_vec(),
+                    waited: r.i64()?,
+                },
+                2 => B::Watching {
+                    cookie: r.cookie()?,
+                    duration: r.i64()?,
+                    event_id: r.u64()?,
+                    sequence: r.u64()?,
+                    current: holders(r, limits)?,
+                },
+                3 => {
+                    let event_id = r.u64()?;
+                    let handback = r.bytes(max, "handback")?.to_vec();
+                    let last = r.u64()?;
+                    let missed = if flag(r, "missed tag")? {
+                        Some(Missed { from: r.u64()?, to: r.u64()? })
+                    } else {
+                        None
+                    };
+                    let current =
+                        if flag(r, "current tag")? { Some(holders(r, limits)?) } else { None };
+                    let n = list(r, limits, MIN_EVENT, "events")?;
+                    let mut events = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        let sequence = r.u64()?;
+                        let k = r.u8()?;
+                        let kind = EventKind::from_code(k)
+                            .ok_or_else(|| decode_err(format!("unknown event kind {k}")))?;
+                        events.push(LeaseEvent {
+                            sequence,
+                            kind,
+                            resource: r.bytes(max, "a resource")?.to_vec(),
+                            token: r.u64()?,
+                            holder: r.bytes(max, "a holder label")?.to_vec(),
+                            duration: r.i64()?,
+                        });
                     }
-                    4 => B::Holders { holders: holders(&mut r, limits)? },
-                    5 => B::Error(r.error(limits)?),
-                    op => return Err(decode_err(format!("unknown coordination reply op {op}"))),
-                };
-                r.finish()?;
-                Ok(CoordReply { id, landlord, body })
-            }
-        }
+                    B::Events(Events { event_id, handback, last, missed, current, events })
+                }
+                4 => B::Holders { holders: holders(r, limits)? },
+                5 => B::Error(r.error(limits)?),
+                op => return Err(decode_err(format!("unknown coordination reply op {op}"))),
+            };
+            Ok(CoordReply { id, landlord, body })
+        })
     }
 }
 

@@ -102,7 +102,9 @@ use std::collections::BTreeSet;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::codec::{check_size, check_version, decode_err, R, W};
+use crate::codec::{
+    check_version, decode_err, decode_message, encode_message, ReplyJson, RequestJson, R, W,
+};
 use crate::error::{LeaseError, Result};
 use crate::event::{EventId, EventSource, RemoteEvent};
 use crate::lease::{Cookie, LandlordId};
@@ -538,140 +540,99 @@ impl<'a> R<'a> {
 
 // ---------- requests ----------
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RequestJson {
-    v: u32,
-    #[serde(with = "crate::time::dec::u64")]
-    id: u64,
-    body: DiscoveryRequestBody,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReplyJson {
-    v: u32,
-    #[serde(with = "crate::time::dec::u64")]
-    id: u64,
-    landlord: LandlordId,
-    body: DiscoveryReplyBody,
-}
-
 impl DiscoveryRequest {
     /// Encodes the request.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
         use DiscoveryRequestBody as B;
-        match encoding {
-            Encoding::Json => serde_json::to_vec(&RequestJson {
-                v: WIRE_VERSION as u32,
-                id: self.id,
-                body: self.body.clone(),
-            })
-            .expect("request JSON cannot fail"),
-            Encoding::Binary => {
-                let mut w = W(Vec::with_capacity(64));
-                w.header(KIND_REQUEST);
-                w.u64(self.id);
-                match &self.body {
-                    B::Register { groups, locators, handback, duration } => {
-                        w.u8(1);
-                        w.groups(groups);
-                        w.locators(locators.iter());
-                        w.bytes(handback);
-                        w.i64(*duration);
-                    }
-                    B::GetGroups { cookie } => {
-                        w.u8(2);
-                        w.cookie(*cookie);
-                    }
-                    B::AddGroups { cookie, groups } => {
-                        w.u8(3);
-                        w.cookie(*cookie);
-                        w.names(groups.iter());
-                    }
-                    B::SetGroups { cookie, groups } => {
-                        w.u8(4);
-                        w.cookie(*cookie);
-                        w.groups(groups);
-                    }
-                    B::RemoveGroups { cookie, groups } => {
-                        w.u8(5);
-                        w.cookie(*cookie);
-                        w.names(groups.iter());
-                    }
-                    B::GetLocators { cookie } => {
-                        w.u8(6);
-                        w.cookie(*cookie);
-                    }
-                    B::AddLocators { cookie, locators } => {
-                        w.u8(7);
-                        w.cookie(*cookie);
-                        w.locators(locators.iter());
-                    }
-                    B::SetLocators { cookie, locators } => {
-                        w.u8(8);
-                        w.cookie(*cookie);
-                        w.locators(locators.iter());
-                    }
-                    B::RemoveLocators { cookie, locators } => {
-                        w.u8(9);
-                        w.cookie(*cookie);
-                        w.locators(locators.iter());
-                    }
-                    B::GetRegistrars { cookie } => {
-                        w.u8(10);
-                        w.cookie(*cookie);
-                    }
-                    B::Discard { cookie, registrar } => {
-                        w.u8(11);
-                        w.cookie(*cookie);
-                        w.0.extend_from_slice(&registrar.0.to_be_bytes());
-                    }
-                }
-                w.0
+        let json = || RequestJson::new(self.id, &self.body);
+        encode_message(encoding, json, KIND_REQUEST, &[self.id], 64, |w| match &self.body {
+            B::Register { groups, locators, handback, duration } => {
+                w.u8(1);
+                w.groups(groups);
+                w.locators(locators.iter());
+                w.bytes(handback);
+                w.i64(*duration);
             }
-        }
+            B::GetGroups { cookie } => {
+                w.u8(2);
+                w.cookie(*cookie);
+            }
+            B::AddGroups { cookie, groups } => {
+                w.u8(3);
+                w.cookie(*cookie);
+                w.names(groups.iter());
+            }
+            B::SetGroups { cookie, groups } => {
+                w.u8(4);
+                w.cookie(*cookie);
+                w.groups(groups);
+            }
+            B::RemoveGroups { cookie, groups } => {
+                w.u8(5);
+                w.cookie(*cookie);
+                w.names(groups.iter());
+            }
+            B::GetLocators { cookie } => {
+                w.u8(6);
+                w.cookie(*cookie);
+            }
+            B::AddLocators { cookie, locators } => {
+                w.u8(7);
+                w.cookie(*cookie);
+                w.locators(locators.iter());
+            }
+            B::SetLocators { cookie, locators } => {
+                w.u8(8);
+                w.cookie(*cookie);
+                w.locators(locators.iter());
+            }
+            B::RemoveLocators { cookie, locators } => {
+                w.u8(9);
+                w.cookie(*cookie);
+                w.locators(locators.iter());
+            }
+            B::GetRegistrars { cookie } => {
+                w.u8(10);
+                w.cookie(*cookie);
+            }
+            B::Discard { cookie, registrar } => {
+                w.u8(11);
+                w.cookie(*cookie);
+                w.0.extend_from_slice(&registrar.0.to_be_bytes());
+            }
+        })
     }
 
     /// Decodes a request, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<DiscoveryRequest> {
         use DiscoveryRequestBody as B;
-        check_size(bytes.len(), limits)?;
-        match encoding {
-            Encoding::Json => {
-                let j: RequestJson = serde_json::from_slice(bytes)
-                    .map_err(|e| decode_err(format!("discovery request JSON: {e}")))?;
-                check_version(j.v)?;
-                check_request(&j.body, limits)?;
-                Ok(DiscoveryRequest { id: j.id, body: j.body })
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                r.kind(KIND_REQUEST)?;
-                let id = r.u64()?;
-                let body = match r.u8()? {
-                    1 => {
-                        let groups = r.groups(limits)?;
-                        let locators = r.locators(limits)?;
-                        let handback = r.bytes(limits.max_resource_bytes, "handback")?.to_vec();
-                        B::Register { groups, locators, handback, duration: r.i64()? }
-                    }
-                    2 => B::GetGroups { cookie: r.cookie()? },
-                    3 => B::AddGroups { cookie: r.cookie()?, groups: r.names(limits)? },
-                    4 => B::SetGroups { cookie: r.cookie()?, groups: r.groups(limits)? },
-                    5 => B::RemoveGroups { cookie: r.cookie()?, groups: r.names(limits)? },
-                    6 => B::GetLocators { cookie: r.cookie()? },
-                    7 => B::AddLocators { cookie: r.cookie()?, locators: r.locators(limits)? },
-                    8 => B::SetLocators { cookie: r.cookie()?, locators: r.locators(limits)? },
-                    9 => B::RemoveLocators { cookie: r.cookie()?, locators: r.locators(limits)? },
-                    10 => B::GetRegistrars { cookie: r.cookie()? },
-                    11 => B::Discard { cookie: r.cookie()?, registrar: r.registrar_id()? },
-                    op => return Err(decode_err(format!("unknown discovery request op {op}"))),
-                };
-                r.finish()?;
-                Ok(DiscoveryRequest { id, body })
-            }
-        }
+        let json = |j: RequestJson<_>| {
+            check_version(j.v)?;
+            check_request(&j.body, limits)?;
+            Ok(DiscoveryRequest { id: j.id, body: j.body })
+        };
+        decode_message(bytes, encoding, limits, "discovery request", KIND_REQUEST, json, |r, id| {
+            let body = match r.u8()? {
+                1 => {
+                    let groups = r.groups(limits)?;
+                    let locators = r.locators(limits)?;
+                    let handback = r.bytes(limits.max_resource_bytes, "handback")?.to_vec();
+                    B::Register { groups, locators, handback, duration: r.i64()? }
+                }
+                2 => B::GetGroups { cookie: r.cookie()? },
+                3 => B::AddGroups { cookie: r.cookie()?, groups: r.names(limits)? },
+                4 => B::SetGroups { cookie: r.cookie()?, groups: r.groups(limits)? },
+                5 => B::RemoveGroups { cookie: r.cookie()?, groups: r.names(limits)? },
+                6 => B::GetLocators { cookie: r.cookie()? },
+                7 => B::AddLocators { cookie: r.cookie()?, locators: r.locators(limits)? },
+                8 => B::SetLocators { cookie: r.cookie()?, locators: r.locators(limits)? },
+                9 => B::RemoveLocators { cookie: r.cookie()?, locators: r.locators(limits)? },
+                10 => B::GetRegistrars { cookie: r.cookie()? },
+                11 => B::Discard { cookie: r.cookie()?, registrar: r.registrar_id()? },
+                op => return Err(decode_err(format!("unknown discovery request op {op}"))),
+            };
+            Ok(DiscoveryRequest { id, body })
+        })
     }
 }
 
@@ -681,90 +642,67 @@ impl DiscoveryReply {
     /// Encodes the reply.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
         use DiscoveryReplyBody as B;
-        match encoding {
-            Encoding::Json => serde_json::to_vec(&ReplyJson {
-                v: WIRE_VERSION as u32,
-                id: self.id,
-                landlord: self.landlord,
-                body: self.body.clone(),
-            })
-            .expect("reply JSON cannot fail"),
-            Encoding::Binary => {
-                let mut w = W(Vec::with_capacity(64));
-                w.header(KIND_REPLY);
-                w.u64(self.id);
-                w.u64(self.landlord.0);
-                match &self.body {
-                    B::Registered { registration, cookie, duration, event_id, sequence } => {
-                        w.u8(1);
-                        w.u64(*registration);
-                        w.cookie(*cookie);
-                        w.i64(*duration);
-                        w.u64(*event_id);
-                        w.u64(*sequence);
-                    }
-                    B::Groups { groups } => {
-                        w.u8(2);
-                        w.groups(groups);
-                    }
-                    B::Locators { locators } => {
-                        w.u8(3);
-                        w.locators(locators.iter());
-                    }
-                    B::Registrars { registrars } => {
-                        w.u8(4);
-                        w.u32(registrars.len() as u32);
-                        for r in registrars {
-                            w.registrar(r);
-                        }
-                    }
-                    B::Done => w.u8(5),
-                    B::Error(e) => {
-                        w.u8(6);
-                        w.error(e);
-                    }
-                }
-                w.0
+        let json = || ReplyJson::new(self.id, self.landlord, &self.body);
+        let head = [self.id, self.landlord.0];
+        encode_message(encoding, json, KIND_REPLY, &head, 64, |w| match &self.body {
+            B::Registered { registration, cookie, duration, event_id, sequence } => {
+                w.u8(1);
+                w.u64(*registration);
+                w.cookie(*cookie);
+                w.i64(*duration);
+                w.u64(*event_id);
+                w.u64(*sequence);
             }
-        }
+            B::Groups { groups } => {
+                w.u8(2);
+                w.groups(groups);
+            }
+            B::Locators { locators } => {
+                w.u8(3);
+                w.locators(locators.iter());
+            }
+            B::Registrars { registrars } => {
+                w.u8(4);
+                w.u32(registrars.len() as u32);
+                for r in registrars {
+                    w.registrar(r);
+                }
+            }
+            B::Done => w.u8(5),
+            B::Error(e) => {
+                w.u8(6);
+                w.error(e);
+            }
+        })
     }
 
     /// Decodes a reply, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<DiscoveryReply> {
         use DiscoveryReplyBody as B;
-        check_size(bytes.len(), limits)?;
-        match encoding {
-            Encoding::Json => {
-                let j: ReplyJson = serde_json::from_slice(bytes)
-                    .map_err(|e| decode_err(format!("discovery reply JSON: {e}")))?;
-                check_version(j.v)?;
-                check_reply(&j.body, limits)?;
-                Ok(DiscoveryReply { id: j.id, landlord: j.landlord, body: j.body })
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                r.kind(KIND_REPLY)?;
-                let id = r.u64()?;
-                let landlord = LandlordId(r.u64()?);
-                let body = match r.u8()? {
-                    1 => B::Registered {
-                        registration: r.u64()?,
-                        cookie: r.cookie()?,
-                        duration: r.i64()?,
-                        event_id: r.u64()?,
-                        sequence: r.u64()?,
-                    },
-                    2 => B::Groups { groups: r.groups(limits)? },
-                    3 => B::Locators { locators: r.locators(limits)? },
-                    4 => B::Registrars { registrars: r.registrars(limits)? },
-                    5 => B::Done,
-                    6 => B::Error(r.error(limits)?),
-                    op => return Err(decode_err(format!("unknown discovery reply op {op}"))),
-                };
-                r.finish()?;
-                Ok(DiscoveryReply { id, landlord, body })
-            }
-        }
+        let json = |j: ReplyJson<_>| {
+            check_version(j.v)?;
+            check_reply(&j.body, limits)?;
+            Ok(DiscoveryReply { id: j.id, landlord: j.landlord, body: j.body })
+        };
+        decode_message(bytes, encoding, limits, "discovery reply", KIND_REPLY, json, |r, id| {
+            let landlord = LandlordId(r.u64()?);
+            let body = match r.u8()? {
+                1 => B::Registered {
+                    registration: r.u64()?,
+                    cookie: r.cookie()?,
+                    duration: r.i64()?,
+                    event_id: r.u64()?,
+                    sequence: r.u64()?,
+                },
+                2 => B::Groups { groups: r.groups(limits)? },
+                3 => B::Locators { locators: r.locators(limits)? },
+                4 => B::Registrars { registrars: r.registrars(limits)? },
+                5 => B::Done,
+                6 => B::Error(r.error(limits)?),
+                op => return Err(decode_err(format!("unknown discovery reply op {op}"))),
+            };
+            Ok(DiscoveryReply { id, landlord, body })
+        })
     }
 }
 
@@ -814,33 +752,24 @@ fn check_event_registrars(rs: &[Registrar], limits: &Limits) -> Result<()> {
 impl RemoteEvent<DiscoveryChange> {
     /// Encodes the event as a message to the registration's listener.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
-        match encoding {
-            Encoding::Json => serde_json::to_vec(&EventJson {
-                v: WIRE_VERSION as u32,
-                event_id: self.event_id,
-                source: SourceJson { service: self.source.service, object: self.source.object },
-                sequence: self.sequence,
-                handback: self.handback.clone(),
-                discarded: self.kind.discarded,
-                registrars: self.kind.registrars.clone(),
-            })
-            .expect("event JSON cannot fail"),
-            Encoding::Binary => {
-                let mut w = W(Vec::with_capacity(64));
-                w.header(KIND_EVENT);
-                w.u64(self.event_id);
-                w.u64(self.source.service.0);
-                w.u64(self.source.object);
-                w.u64(self.sequence);
-                w.bytes(&self.handback);
-                w.u8(self.kind.discarded as u8);
-                w.u32(self.kind.registrars.len() as u32);
-                for r in &self.kind.registrars {
-                    w.registrar(r);
-                }
-                w.0
+        let json = || EventJson {
+            v: WIRE_VERSION as u32,
+            event_id: self.event_id,
+            source: SourceJson { service: self.source.service, object: self.source.object },
+            sequence: self.sequence,
+            handback: self.handback.clone(),
+            discarded: self.kind.discarded,
+            registrars: self.kind.registrars.clone(),
+        };
+        let head = [self.event_id, self.source.service.0, self.source.object, self.sequence];
+        encode_message(encoding, json, KIND_EVENT, &head, 64, |w| {
+            w.bytes(&self.handback);
+            w.u8(self.kind.discarded as u8);
+            w.u32(self.kind.registrars.len() as u32);
+            for r in &self.kind.registrars {
+                w.registrar(r);
             }
-        }
+        })
     }
 
     /// Decodes an event message, enforcing `limits` (as a listener does).
@@ -849,27 +778,27 @@ impl RemoteEvent<DiscoveryChange> {
         encoding: Encoding,
         limits: &Limits,
     ) -> Result<RemoteDiscoveryEvent> {
-        check_size(bytes.len(), limits)?;
-        let e = match encoding {
-            Encoding::Json => {
-                let j: EventJson = serde_json::from_slice(bytes)
-                    .map_err(|e| decode_err(format!("discovery event JSON: {e}")))?;
-                check_version(j.v)?;
-                if j.handback.len() > limits.max_resource_bytes {
-                    return Err(decode_err(format!("handback is {} bytes", j.handback.len())));
-                }
-                RemoteEvent {
-                    event_id: j.event_id,
-                    source: EventSource { service: j.source.service, object: j.source.object },
-                    sequence: j.sequence,
-                    handback: j.handback,
-                    kind: DiscoveryChange { discarded: j.discarded, registrars: j.registrars },
-                }
+        let json = |j: EventJson| {
+            check_version(j.v)?;
+            if j.handback.len() > limits.max_resource_bytes {
+                return Err(decode_err(format!("handback is {} bytes", j.handback.len())));
             }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                r.kind(KIND_EVENT)?;
-                let event_id = r.u64()?;
+            Ok(RemoteEvent {
+                event_id: j.event_id,
+                source: EventSource { service: j.source.service, object: j.source.object },
+                sequence: j.sequence,
+                handback: j.handback,
+                kind: DiscoveryChange { discarded: j.discarded, registrars: j.registrars },
+            })
+        };
+        let e = decode_message(
+            bytes,
+            encoding,
+            limits,
+            "discovery event",
+            KIND_EVENT,
+            json,
+            |r, event_id| {
                 let source = EventSource { service: LandlordId(r.u64()?), object: r.u64()? };
                 let sequence = r.u64()?;
                 let handback = r.bytes(limits.max_resource_bytes, "handback")?.to_vec();
@@ -879,16 +808,15 @@ impl RemoteEvent<DiscoveryChange> {
                     t => return Err(decode_err(format!("bad discarded flag {t}"))),
                 };
                 let registrars = r.registrars(limits)?;
-                r.finish()?;
-                RemoteEvent {
+                Ok(RemoteEvent {
                     event_id,
                     source,
                     sequence,
                     handback,
                     kind: DiscoveryChange { discarded, registrars },
-                }
-            }
-        };
+                })
+            },
+        )?;
         check_event_registrars(&e.kind.registrars, limits)?;
         Ok(e)
     }
@@ -897,46 +825,37 @@ impl RemoteEvent<DiscoveryChange> {
 impl EventReply {
     /// Encodes the answer.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
-        match encoding {
-            Encoding::Json => serde_json::to_vec(&EventReplyJson {
-                v: WIRE_VERSION as u32,
-                event_id: self.event_id,
-                sequence: self.sequence,
-                body: self.body.clone(),
-            })
-            .expect("event reply JSON cannot fail"),
-            Encoding::Binary => {
-                let mut w = W(Vec::with_capacity(32));
-                w.header(KIND_EVENT_REPLY);
-                w.u64(self.event_id);
-                w.u64(self.sequence);
-                match &self.body {
-                    EventReplyBody::Received => w.u8(1),
-                    EventReplyBody::UnknownEvent => w.u8(2),
-                    EventReplyBody::Error(e) => {
-                        w.u8(3);
-                        w.error(e);
-                    }
-                }
-                w.0
+        let json = || EventReplyJson {
+            v: WIRE_VERSION as u32,
+            event_id: self.event_id,
+            sequence: self.sequence,
+            body: self.body.clone(),
+        };
+        let head = [self.event_id, self.sequence];
+        encode_message(encoding, json, KIND_EVENT_REPLY, &head, 32, |w| match &self.body {
+            EventReplyBody::Received => w.u8(1),
+            EventReplyBody::UnknownEvent => w.u8(2),
+            EventReplyBody::Error(e) => {
+                w.u8(3);
+                w.error(e);
             }
-        }
+        })
     }
 
     /// Decodes an answer, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<EventReply> {
-        check_size(bytes.len(), limits)?;
-        match encoding {
-            Encoding::Json => {
-                let j: EventReplyJson = serde_json::from_slice(bytes)
-                    .map_err(|e| decode_err(format!("event reply JSON: {e}")))?;
-                check_version(j.v)?;
-                Ok(EventReply { event_id: j.event_id, sequence: j.sequence, body: j.body })
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                r.kind(KIND_EVENT_REPLY)?;
-                let event_id = r.u64()?;
+        let json = |j: EventReplyJson| {
+            check_version(j.v)?;
+            Ok(EventReply { event_id: j.event_id, sequence: j.sequence, body: j.body })
+        };
+        decode_message(
+            bytes,
+            encoding,
+            limits,
+            "event reply",
+            KIND_EVENT_REPLY,
+            json,
+            |r, event_id| {
                 let sequence = r.u64()?;
                 let body = match r.u8()? {
                     1 => EventReplyBody::Received,
@@ -944,10 +863,9 @@ impl EventReply {
                     3 => EventReplyBody::Error(r.error(limits)?),
                     op => return Err(decode_err(format!("unknown event reply op {op}"))),
                 };
-                r.finish()?;
                 Ok(EventReply { event_id, sequence, body })
-            }
-        }
+            },
+        )
     }
 }
 

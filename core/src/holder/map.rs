@@ -6,7 +6,7 @@ use crate::error::{LeaseError, LeaseFailure, Result};
 use crate::holder::grant::{body_name, capped, checked_granted};
 use crate::lease::{Cookie, LandlordId, Lease};
 use crate::time::{self, Duration, Millis};
-use crate::wire::{Reply, ReplyBody, Request, RequestBody};
+use crate::wire::{Outcome, Reply, ReplyBody, Request, RequestBody};
 
 /// Leases of one landlord, each with its renewal duration, renewed or cancelled in one message.
 ///
@@ -164,6 +164,35 @@ impl LeaseMap {
         Ok(self.pending.take().expect("checked"))
     }
 
+    /// Matches a batch reply to the pending request (renew or cancel): `results`, the reply's
+    /// if it is of the kind expected (`what`). A whole-request error answers the request and is
+    /// returned; a reply of another kind or count is an error that changes nothing. Returns the
+    /// pending request, taken, and the results.
+    fn batch_results<'r, T>(
+        &mut self,
+        reply: &Reply,
+        renew: bool,
+        results: Option<&'r [Outcome<T>]>,
+        what: &str,
+    ) -> Result<(Pending, &'r [Outcome<T>])> {
+        let Some(results) = results else {
+            if let ReplyBody::Error(e) = &reply.body {
+                self.take_pending(reply, renew)?;
+                return Err(e.to_error());
+            }
+            let got = body_name(&reply.body);
+            return Err(LeaseError::Decode(format!("expected a {what} reply, got {got}")));
+        };
+        let expected = self.pending.as_ref().map_or(0, |p| p.items.len());
+        if results.len() != expected {
+            return Err(LeaseError::Decode(format!(
+                "{what} reply has {} results for {expected} leases",
+                results.len()
+            )));
+        }
+        Ok((self.take_pending(reply, renew)?, results))
+    }
+
     /// Applies the reply to [`LeaseMap::renew_all_request`], sent at `sent_at` (holder's clock).
     ///
     /// Each renewed lease takes `sent_at` + granted duration (never more than it asked for).
@@ -173,29 +202,10 @@ impl LeaseMap {
     /// landlord, wrong kind or count) is an error and changes nothing.
     pub fn apply_renew_all(&mut self, reply: &Reply, sent_at: Millis) -> Result<(), LeaseError> {
         let results = match &reply.body {
-            ReplyBody::RenewedAll { results } => results,
-            ReplyBody::Error(e) => {
-                self.take_pending(reply, true)?;
-                return Err(e.to_error());
-            }
-            other => {
-                return Err(LeaseError::Decode(format!(
-                    "expected a renewed_all reply, got {}",
-                    body_name(other)
-                )))
-            }
+            ReplyBody::RenewedAll { results } => Some(&results[..]),
+            _ => None,
         };
-        let expected = match &self.pending {
-            Some(p) => p.items.len(),
-            None => 0,
-        };
-        if results.len() != expected {
-            return Err(LeaseError::Decode(format!(
-                "renewed_all reply has {} results for {expected} leases",
-                results.len()
-            )));
-        }
-        let pending = self.take_pending(reply, true)?;
+        let (pending, results) = self.batch_results(reply, true, results, "renewed_all")?;
         let mut failures = Vec::new();
         for ((cookie, requested), outcome) in pending.items.iter().zip(results) {
             let Some((lease, _)) = self.leases.get_mut(cookie) else { continue };
@@ -224,29 +234,10 @@ impl LeaseMap {
     /// errors that change nothing, and a whole-request error is returned as is.
     pub fn apply_cancel_all(&mut self, reply: &Reply) -> Result<(), LeaseError> {
         let results = match &reply.body {
-            ReplyBody::CancelledAll { results } => results,
-            ReplyBody::Error(e) => {
-                self.take_pending(reply, false)?;
-                return Err(e.to_error());
-            }
-            other => {
-                return Err(LeaseError::Decode(format!(
-                    "expected a cancelled_all reply, got {}",
-                    body_name(other)
-                )))
-            }
+            ReplyBody::CancelledAll { results } => Some(&results[..]),
+            _ => None,
         };
-        let expected = match &self.pending {
-            Some(p) => p.items.len(),
-            None => 0,
-        };
-        if results.len() != expected {
-            return Err(LeaseError::Decode(format!(
-                "cancelled_all reply has {} results for {expected} leases",
-                results.len()
-            )));
-        }
-        let pending = self.take_pending(reply, false)?;
+        let (pending, results) = self.batch_results(reply, false, results, "cancelled_all")?;
         let mut failures = Vec::new();
         for ((cookie, _), outcome) in pending.items.iter().zip(results) {
             if let Err(error) = outcome.to_result() {

@@ -140,6 +140,16 @@ pub(super) struct Coord<R> {
 }
 
 impl<R> Coord<R> {
+    /// The watches whose leases ran out by `clock` (`deadline`: an expiration's end, grace
+    /// included), earliest first.
+    fn watches_due(&self, clock: Millis, deadline: impl Fn(Millis) -> Millis) -> Vec<EventId> {
+        self.watch_due
+            .iter()
+            .take_while(|&&(exp, _)| exp != time::FOREVER && deadline(exp) < clock)
+            .map(|&(_, id)| id)
+            .collect()
+    }
+
     pub(super) fn new(
         landlord: LandlordId,
         key: fn(&R, &mut Vec<u8>),
@@ -606,12 +616,7 @@ impl<R> Landlord<R> {
     pub(super) fn coord_timeout(&mut self) {
         let Some(c) = self.coord.as_deref() else { return };
         let clock = self.clock;
-        let due: Vec<EventId> = c
-            .watch_due
-            .iter()
-            .take_while(|&&(exp, _)| exp != time::FOREVER && self.deadline(exp) < clock)
-            .map(|&(_, id)| id)
-            .collect();
+        let due = c.watches_due(clock, |exp| self.deadline(exp));
         if !due.is_empty() {
             if let Some(j) = self.journal.as_deref_mut() {
                 j.coord_record(WATCH_SWEEP, clock, |b| put_varint(b, due.len() as u64));
@@ -742,12 +747,7 @@ impl<R: Durable> Landlord<R> {
                     .coord
                     .as_deref()
                     .ok_or_else(|| r.error("watch sweep before coordination"))?;
-                let due: Vec<EventId> = c
-                    .watch_due
-                    .iter()
-                    .take_while(|&&(exp, _)| exp != time::FOREVER && self.deadline(exp) < clock)
-                    .map(|&(_, id)| id)
-                    .collect();
+                let due = c.watches_due(clock, |exp| self.deadline(exp));
                 if due.len() as u64 != count {
                     return Err(
                         r.error(format!("sweep of {count} watches, {} were due", due.len()))

@@ -79,7 +79,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{check_size, check_version, decode_err, R, W};
+use crate::codec::{
+    check_version, decode_err, decode_message, encode_message, ReplyJson, RequestJson, R, W,
+};
 use crate::error::{LeaseError, Result};
 use crate::event::EventId;
 use crate::lease::{Cookie, LandlordId};
@@ -305,25 +307,6 @@ pub enum SetEventBody {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RequestJson {
-    v: u32,
-    #[serde(with = "crate::time::dec::u64")]
-    id: u64,
-    body: SetRequestBody,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReplyJson {
-    v: u32,
-    #[serde(with = "crate::time::dec::u64")]
-    id: u64,
-    landlord: LandlordId,
-    body: SetReplyBody,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct EventJson {
     v: u32,
     #[serde(with = "crate::time::dec::u64")]
@@ -501,23 +484,12 @@ impl R<'_> {
     }
 }
 
-/// Reads a JSON envelope (size and version checked).
-fn read_json<'a, J: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<J> {
-    serde_json::from_slice(bytes).map_err(|e| decode_err(format!("renewal set {what} JSON: {e}")))
-}
-
 impl SetRequest {
     /// Encodes the request.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
         use SetRequestBody as B;
-        if encoding == Encoding::Json {
-            let j = RequestJson { v: WIRE_VERSION as u32, id: self.id, body: self.body.clone() };
-            return serde_json::to_vec(&j).expect("request JSON cannot fail");
-        }
-        let mut w = W(Vec::with_capacity(64));
-        w.header(KIND_SET_REQUEST);
-        w.u64(self.id);
-        match &self.body {
+        let json = || RequestJson::new(self.id, &self.body);
+        encode_message(encoding, json, KIND_SET_REQUEST, &[self.id], 64, |w| match &self.body {
             B::CreateSet { duration } => {
                 w.u8(1);
                 w.i64(*duration);
@@ -553,23 +525,24 @@ impl SetRequest {
                 w.cookie(*set);
                 w.event_type(*event);
             }
-        }
-        w.0
+        })
     }
 
     /// Decodes a request, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetRequest> {
         use SetRequestBody as B;
-        check_size(bytes.len(), limits)?;
-        let m = match encoding {
-            Encoding::Json => {
-                let j: RequestJson = read_json(bytes, "request")?;
-                check_version(j.v)?;
-                SetRequest { id: j.id, body: j.body }
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                let id = r.header(KIND_SET_REQUEST)?;
+        let json = |j: RequestJson<_>| {
+            check_version(j.v)?;
+            Ok(SetRequest { id: j.id, body: j.body })
+        };
+        let m = decode_message(
+            bytes,
+            encoding,
+            limits,
+            "renewal set request",
+            KIND_SET_REQUEST,
+            json,
+            |r, id| {
                 let body = match r.u8()? {
                     1 => B::CreateSet { duration: r.i64()? },
                     2 => B::Add {
@@ -595,10 +568,9 @@ impl SetRequest {
                     6 => B::Unlisten { set: r.cookie()?, event: r.event_type()? },
                     op => return Err(decode_err(format!("unknown renewal set request op {op}"))),
                 };
-                r.finish()?;
-                SetRequest { id, body }
-            }
-        };
+                Ok(SetRequest { id, body })
+            },
+        )?;
         check_request(&m.body, limits)?;
         Ok(m)
     }
@@ -618,20 +590,9 @@ impl SetReply {
     /// Encodes the reply.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
         use SetReplyBody as B;
-        if encoding == Encoding::Json {
-            let j = ReplyJson {
-                v: WIRE_VERSION as u32,
-                id: self.id,
-                landlord: self.landlord,
-                body: self.body.clone(),
-            };
-            return serde_json::to_vec(&j).expect("reply JSON cannot fail");
-        }
-        let mut w = W(Vec::with_capacity(64));
-        w.header(KIND_SET_REPLY);
-        w.u64(self.id);
-        w.u64(self.landlord.0);
-        match &self.body {
+        let json = || ReplyJson::new(self.id, self.landlord, &self.body);
+        let head = [self.id, self.landlord.0];
+        encode_message(encoding, json, KIND_SET_REPLY, &head, 64, |w| match &self.body {
             B::SetCreated { set, cookie, duration } => {
                 w.u8(1);
                 w.u64(*set);
@@ -663,23 +624,24 @@ impl SetReply {
                 w.u8(6);
                 w.error(e);
             }
-        }
-        w.0
+        })
     }
 
     /// Decodes a reply, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetReply> {
         use SetReplyBody as B;
-        check_size(bytes.len(), limits)?;
-        let m = match encoding {
-            Encoding::Json => {
-                let j: ReplyJson = read_json(bytes, "reply")?;
-                check_version(j.v)?;
-                SetReply { id: j.id, landlord: j.landlord, body: j.body }
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                let id = r.header(KIND_SET_REPLY)?;
+        let json = |j: ReplyJson<_>| {
+            check_version(j.v)?;
+            Ok(SetReply { id: j.id, landlord: j.landlord, body: j.body })
+        };
+        let m = decode_message(
+            bytes,
+            encoding,
+            limits,
+            "renewal set reply",
+            KIND_SET_REPLY,
+            json,
+            |r, id| {
                 let landlord = LandlordId(r.u64()?);
                 let body = match r.u8()? {
                     1 => B::SetCreated { set: r.u64()?, cookie: r.cookie()?, duration: r.i64()? },
@@ -697,10 +659,9 @@ impl SetReply {
                     6 => B::Error(r.error(limits)?),
                     op => return Err(decode_err(format!("unknown renewal set reply op {op}"))),
                 };
-                r.finish()?;
-                SetReply { id, landlord, body }
-            }
-        };
+                Ok(SetReply { id, landlord, body })
+            },
+        )?;
         if let SetReplyBody::Leases { leases } = &m.body {
             if leases.len() > limits.max_batch {
                 return Err(decode_err(format!(
@@ -727,64 +688,59 @@ impl SetReply {
 impl SetEventMessage {
     /// Encodes the event.
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
-        if encoding == Encoding::Json {
-            let j = EventJson {
-                v: WIRE_VERSION as u32,
-                event_id: self.event_id,
-                sequence: self.sequence,
-                service: self.service,
-                set: self.set,
-                handback: self.handback.clone(),
-                body: self.body.clone(),
-            };
-            return serde_json::to_vec(&j).expect("event JSON cannot fail");
-        }
-        let mut w = W(Vec::with_capacity(64));
-        w.header(KIND_SET_EVENT);
-        w.u64(self.event_id);
-        w.u64(self.sequence);
-        w.u64(self.service.0);
-        w.u64(self.set);
-        w.bytes(&self.handback);
-        match &self.body {
-            SetEventBody::ExpirationWarning { remaining } => {
-                w.u8(1);
-                w.i64(*remaining);
-            }
-            SetEventBody::RenewalFailure { lease, error } => {
-                w.u8(2);
-                w.client_lease(lease);
-                match error {
-                    None => w.u8(0),
-                    Some(e) => {
-                        w.u8(1);
-                        w.error(e);
+        let json = || EventJson {
+            v: WIRE_VERSION as u32,
+            event_id: self.event_id,
+            sequence: self.sequence,
+            service: self.service,
+            set: self.set,
+            handback: self.handback.clone(),
+            body: self.body.clone(),
+        };
+        let head = [self.event_id, self.sequence, self.service.0, self.set];
+        encode_message(encoding, json, KIND_SET_EVENT, &head, 64, |w| {
+            w.bytes(&self.handback);
+            match &self.body {
+                SetEventBody::ExpirationWarning { remaining } => {
+                    w.u8(1);
+                    w.i64(*remaining);
+                }
+                SetEventBody::RenewalFailure { lease, error } => {
+                    w.u8(2);
+                    w.client_lease(lease);
+                    match error {
+                        None => w.u8(0),
+                        Some(e) => {
+                            w.u8(1);
+                            w.error(e);
+                        }
                     }
                 }
             }
-        }
-        w.0
+        })
     }
 
     /// Decodes an event, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetEventMessage> {
-        check_size(bytes.len(), limits)?;
-        let m = match encoding {
-            Encoding::Json => {
-                let j: EventJson = read_json(bytes, "event")?;
-                check_version(j.v)?;
-                SetEventMessage {
-                    event_id: j.event_id,
-                    sequence: j.sequence,
-                    service: j.service,
-                    set: j.set,
-                    handback: j.handback,
-                    body: j.body,
-                }
-            }
-            Encoding::Binary => {
-                let mut r = R { b: bytes, at: 0 };
-                let event_id = r.header(KIND_SET_EVENT)?;
+        let json = |j: EventJson| {
+            check_version(j.v)?;
+            Ok(SetEventMessage {
+                event_id: j.event_id,
+                sequence: j.sequence,
+                service: j.service,
+                set: j.set,
+                handback: j.handback,
+                body: j.body,
+            })
+        };
+        let m = decode_message(
+            bytes,
+            encoding,
+            limits,
+            "renewal set event",
+            KIND_SET_EVENT,
+            json,
+            |r, event_id| {
                 let (sequence, service, set) = (r.u64()?, LandlordId(r.u64()?), r.u64()?);
                 let handback = r.bytes(limits.max_resource_bytes, "handback")?.to_vec();
                 let body = match r.u8()? {
@@ -795,10 +751,9 @@ impl SetEventMessage {
                     },
                     k => return Err(decode_err(format!("unknown renewal set event kind {k}"))),
                 };
-                r.finish()?;
-                SetEventMessage { event_id, sequence, service, set, handback, body }
-            }
-        };
+                Ok(SetEventMessage { event_id, sequence, service, set, handback, body })
+            },
+        )?;
         check_bytes(&m.handback, limits, "handback")?;
         Ok(m)
     }

@@ -4,6 +4,8 @@
 //! since PostgreSQL refuses root).
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -190,6 +192,38 @@ pub fn signal(pid: u32, sig: &str) {
         .status();
 }
 
+/// A raw HTTP/1.1 exchange (no keep-alive): the answer's status, headers (lower-case names)
+/// and body.
+pub fn raw(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    ctype: &str,
+    body: &[u8],
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    // A server may answer (413) before it has read the whole body, and close.
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&out[..split]).to_string();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers, out[split + 4..].to_vec())
+}
+
 /// A plain HTTP GET (no keep-alive); (status, body). Status 0 if nobody answers.
 pub fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
@@ -352,6 +386,15 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).to_string(),
         String::from_utf8_lossy(&out.stderr).to_string(),
     )
+}
+
+/// Adds a token to the tokens file `file` (`token add --file FILE ARGS...`) and returns it.
+pub fn add_token(file: &str, args: &[&str]) -> String {
+    let mut a = vec!["token", "add", "--file", file];
+    a.extend_from_slice(args);
+    let (code, out, err) = run(&a);
+    assert_eq!(code, 0, "{err}");
+    out.trim().to_string()
 }
 
 /// A free TCP port on loopback (free when asked).
