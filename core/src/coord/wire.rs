@@ -2,7 +2,7 @@
 //! an exclusive resource's holders.
 //!
 //! The conventions are those of [`crate::wire`] and [`crate::codec`]: two encodings, canonical
-//! JSON and compact binary, both versioned ([`WIRE_VERSION`]); decoding never panics and checks
+//! JSON and compact binary, both versioned ([`WIRE_VERSION`](crate::wire::WIRE_VERSION)); decoding never panics and checks
 //! [`Limits`] before it allocates (the whole message against `max_message_bytes`, every list
 //! against `max_batch` and the bytes actually left, every resource, holder label and handback
 //! against `max_resource_bytes`); every failure is a [`LeaseError::Decode`].
