@@ -106,6 +106,24 @@ pub(crate) struct ReplyJson<B> {
     pub(crate) body: B,
 }
 
+/// A JSON message form that carries the wire version `v`, checked by [`decode_message`].
+pub(crate) trait Versioned {
+    /// The message's `v`.
+    fn version(&self) -> u32;
+}
+
+impl<B> Versioned for RequestJson<B> {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
+impl<B> Versioned for ReplyJson<B> {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
 impl<B> RequestJson<B> {
     pub(crate) fn new(id: u64, body: B) -> Self {
         RequestJson { v: WIRE_VERSION as u32, id, body }
@@ -144,9 +162,9 @@ pub(crate) fn encode_message<J: Serialize>(
 }
 
 /// Decodes a message, at most `limits`' size: as JSON, the form `J` (`what` names the message
-/// in its errors) made a message by `json`; in binary, the header of `kind` and the id after
+/// in its errors), its version checked, made a message by `json`; in binary, the header of `kind` and the id after
 /// it, the rest read by `binary` (given the id), with nothing left over.
-pub(crate) fn decode_message<J: serde::de::DeserializeOwned, T>(
+pub(crate) fn decode_message<J: serde::de::DeserializeOwned + Versioned, T>(
     bytes: &[u8],
     encoding: Encoding,
     limits: &Limits,
@@ -157,9 +175,12 @@ pub(crate) fn decode_message<J: serde::de::DeserializeOwned, T>(
 ) -> Result<T> {
     check_size(bytes.len(), limits)?;
     match encoding {
-        Encoding::Json => json(
-            serde_json::from_slice(bytes).map_err(|e| decode_err(format!("{what} JSON: {e}")))?,
-        ),
+        Encoding::Json => {
+            let j: J = serde_json::from_slice(bytes)
+                .map_err(|e| decode_err(format!("{what} JSON: {e}")))?;
+            check_version(j.version())?;
+            json(j)
+        }
         Encoding::Binary => {
             let mut r = R { b: bytes, at: 0 };
             let id = r.header(kind)?;
@@ -398,7 +419,6 @@ impl Request {
     /// Decodes a request, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<Request> {
         let json = |j: RequestJson<_>| {
-            check_version(j.v)?;
             check_request_limits(&j.body, limits)?;
             Ok(Request { id: j.id, body: j.body })
         };
@@ -489,7 +509,6 @@ impl Reply {
     /// Decodes a reply, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<Reply> {
         let json = |j: ReplyJson<_>| {
-            check_version(j.v)?;
             check_reply_limits(&j.body, limits)?;
             Ok(Reply { id: j.id, landlord: j.landlord, body: j.body })
         };

@@ -68,9 +68,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{EventKind, Events, Holder, LeaseEvent, Missed};
-use crate::codec::{
-    check_version, decode_err, decode_message, encode_message, ReplyJson, RequestJson, R, W,
-};
+use crate::codec::{decode_err, decode_message, encode_message, ReplyJson, RequestJson, R, W};
 use crate::error::{LeaseError, Result};
 use crate::event::EventId;
 use crate::lease::{Cookie, LandlordId};
@@ -405,7 +403,6 @@ impl CoordRequest {
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<CoordRequest> {
         use CoordRequestBody as B;
         let json = |j: RequestJson<_>| {
-            check_version(j.v)?;
             check_request(&j.body, limits)?;
             Ok(CoordRequest { id: j.id, body: j.body })
         };
@@ -527,7 +524,6 @@ impl CoordReply {
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<CoordReply> {
         use CoordReplyBody as B;
         let json = |j: ReplyJson<_>| {
-            check_version(j.v)?;
             check_reply(&j.body, limits)?;
             Ok(CoordReply { id: j.id, landlord: j.landlord, body: j.body })
         };

@@ -103,7 +103,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::codec::{
-    check_version, decode_err, decode_message, encode_message, ReplyJson, RequestJson, R, W,
+    decode_err, decode_message, encode_message, ReplyJson, RequestJson, Versioned, R, W,
 };
 use crate::error::{LeaseError, Result};
 use crate::event::{EventId, EventSource, RemoteEvent};
@@ -607,7 +607,6 @@ impl DiscoveryRequest {
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<DiscoveryRequest> {
         use DiscoveryRequestBody as B;
         let json = |j: RequestJson<_>| {
-            check_version(j.v)?;
             check_request(&j.body, limits)?;
             Ok(DiscoveryRequest { id: j.id, body: j.body })
         };
@@ -680,7 +679,6 @@ impl DiscoveryReply {
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<DiscoveryReply> {
         use DiscoveryReplyBody as B;
         let json = |j: ReplyJson<_>| {
-            check_version(j.v)?;
             check_reply(&j.body, limits)?;
             Ok(DiscoveryReply { id: j.id, landlord: j.landlord, body: j.body })
         };
@@ -731,6 +729,12 @@ struct EventJson {
     registrars: Vec<Registrar>,
 }
 
+impl Versioned for EventJson {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EventReplyJson {
@@ -740,6 +744,12 @@ struct EventReplyJson {
     #[serde(with = "crate::time::dec::u64")]
     sequence: u64,
     body: EventReplyBody,
+}
+
+impl Versioned for EventReplyJson {
+    fn version(&self) -> u32 {
+        self.v
+    }
 }
 
 fn check_event_registrars(rs: &[Registrar], limits: &Limits) -> Result<()> {
@@ -779,7 +789,6 @@ impl RemoteEvent<DiscoveryChange> {
         limits: &Limits,
     ) -> Result<RemoteDiscoveryEvent> {
         let json = |j: EventJson| {
-            check_version(j.v)?;
             if j.handback.len() > limits.max_resource_bytes {
                 return Err(decode_err(format!("handback is {} bytes", j.handback.len())));
             }
@@ -845,7 +854,6 @@ impl EventReply {
     /// Decodes an answer, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<EventReply> {
         let json = |j: EventReplyJson| {
-            check_version(j.v)?;
             Ok(EventReply { event_id: j.event_id, sequence: j.sequence, body: j.body })
         };
         decode_message(

@@ -80,7 +80,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::codec::{
-    check_version, decode_err, decode_message, encode_message, ReplyJson, RequestJson, R, W,
+    decode_err, decode_message, encode_message, ReplyJson, RequestJson, Versioned, R, W,
 };
 use crate::error::{LeaseError, Result};
 use crate::event::EventId;
@@ -321,6 +321,12 @@ struct EventJson {
     body: SetEventBody,
 }
 
+impl Versioned for EventJson {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
 // ---------- checks ----------
 
 /// Checks a URL given for a landlord or a listener: `http://` or `https://`, a host, at most
@@ -531,10 +537,7 @@ impl SetRequest {
     /// Decodes a request, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetRequest> {
         use SetRequestBody as B;
-        let json = |j: RequestJson<_>| {
-            check_version(j.v)?;
-            Ok(SetRequest { id: j.id, body: j.body })
-        };
+        let json = |j: RequestJson<_>| Ok(SetRequest { id: j.id, body: j.body });
         let m = decode_message(
             bytes,
             encoding,
@@ -630,10 +633,7 @@ impl SetReply {
     /// Decodes a reply, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetReply> {
         use SetReplyBody as B;
-        let json = |j: ReplyJson<_>| {
-            check_version(j.v)?;
-            Ok(SetReply { id: j.id, landlord: j.landlord, body: j.body })
-        };
+        let json = |j: ReplyJson<_>| Ok(SetReply { id: j.id, landlord: j.landlord, body: j.body });
         let m = decode_message(
             bytes,
             encoding,
@@ -723,7 +723,6 @@ impl SetEventMessage {
     /// Decodes an event, enforcing `limits`.
     pub fn decode(bytes: &[u8], encoding: Encoding, limits: &Limits) -> Result<SetEventMessage> {
         let json = |j: EventJson| {
-            check_version(j.v)?;
             Ok(SetEventMessage {
                 event_id: j.event_id,
                 sequence: j.sequence,
