@@ -9,6 +9,10 @@
 # process): the rate on a shared 2-core machine also moves with the client's TLS and with
 # anything else running, the server's CPU per renewal much less.
 #
+# Over TLS two clients: HTTP/1.1 (the client's default: one connection, one TLS session, per
+# request in flight) and HTTP/2 (`TlsOptions::http2`, `--http2`: one connection carries every
+# request in flight, offered by ALPN; what a client with many requests in flight should use).
+#
 # Usage: scripts/bench-security.sh [SECONDS] [RUNS]   (default 5 3)
 set -euo pipefail
 # The book includes what this prints (docs/book/src/generated/bench-security.md).
@@ -53,18 +57,19 @@ start plain --data "$T/d-plain"; plain=$URL; plain_pid=$PID
 start secure --data "$T/d-secure" --tls-cert "$T/c/server.pem" --tls-key "$T/c/server.key" --tokens "$T/tokens.toml"; secure=$URL; secure_pid=$PID
 echo "Renewals per second and the server's CPU time per renewal, one server (file store, 1 shard), single renewals, ${SECONDS_} s x ${RUNS} runs (median)"
 echo
-echo "| in flight | plain HTTP | TLS + token | TLS + token vs plain | server CPU per renewal, plain | TLS + token | vs plain |"
-echo "|-----------|------------|-------------|----------------------|-------------------------------|-------------|----------|"
+echo "| in flight | plain HTTP/1.1 | TLS + token, HTTP/1.1 | vs plain | TLS + token, HTTP/2 | vs plain | server CPU per renewal: plain | TLS, HTTP/1.1 | TLS, HTTP/2 |"
+echo "|-----------|----------------|-----------------------|----------|---------------------|----------|-------------------------------|---------------|-------------|"
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", (b - a) * 100 / a }'; }
 for n in 1 16 256; do
-  : >"$T/p"; : >"$T/s"
+  : >"$T/p"; : >"$T/s"; : >"$T/s2"
   for _ in $(seq "$RUNS"); do
     one "$plain_pid" --server "$plain" --inflight "$n" >>"$T/p"
     one "$secure_pid" --server "$secure" --inflight "$n" --ca "$T/c/ca.pem" --token "$(cat "$T/token")" >>"$T/s"
+    one "$secure_pid" --server "$secure" --inflight "$n" --ca "$T/c/ca.pem" --token "$(cat "$T/token")" --http2 >>"$T/s2"
   done
-  p=$(awk '{print $1}' "$T/p" | median); s=$(awk '{print $1}' "$T/s" | median)
-  pc=$(awk '{print $2}' "$T/p" | median); sc=$(awk '{print $2}' "$T/s" | median)
-  pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", (b - a) * 100 / a }'; }
-  printf '| %9s | %10s | %11s | %20s | %26s µs | %8s µs | %8s |\n' "$n" "$p" "$s" "$(pct "$p" "$s")" "$pc" "$sc" "$(pct "$pc" "$sc")"
+  p=$(awk '{print $1}' "$T/p" | median); s=$(awk '{print $1}' "$T/s" | median); s2=$(awk '{print $1}' "$T/s2" | median)
+  pc=$(awk '{print $2}' "$T/p" | median); sc=$(awk '{print $2}' "$T/s" | median); sc2=$(awk '{print $2}' "$T/s2" | median)
+  printf '| %9s | %14s | %21s | %8s | %19s | %8s | %26s µs | %10s µs | %8s µs |\n' "$n" "$p" "$s" "$(pct "$p" "$s")" "$s2" "$(pct "$p" "$s2")" "$pc" "$sc" "$sc2"
 done
 echo
 echo "Target (issue 22): TLS + token at most 15% slower than plain at 256 in flight."

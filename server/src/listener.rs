@@ -1,4 +1,5 @@
-//! The accept loop: HTTP/1.1 over TCP or TLS with every connection bounded.
+//! The accept loop: HTTP/1.1 over TCP or TLS, HTTP/2 over TLS when the client offers it (ALPN
+//! `h2`), with every connection bounded.
 //!
 //! - at most `max_connections` at once (more wait in the kernel's backlog, not in memory);
 //! - a request head must arrive whole within `header_timeout_ms` of its first byte (slowloris),
@@ -10,6 +11,13 @@
 //! hyper's own `header_read_timeout` also runs between requests of a kept-alive connection,
 //! which would cut every client's idle pool to the header time-out; so the head's clock here
 //! starts at the head's first byte instead, kept by a small watchdog per connection.
+//!
+//! An HTTP/2 connection carries up to [`H2_STREAMS`] requests at once over one TLS session: the
+//! Rust client's pool uses one such connection per server instead of one connection (and one TLS
+//! session, each record sealed and opened alone) per request in flight. The same watchdog keeps
+//! it: a connection that sends bytes but no complete request within the header time-out while
+//! nothing is in flight is closed, and so is one idle for the idle time-out; a head is bounded
+//! by `max_header_bytes` (the HTTP/2 header list size).
 //!
 //! Each request carries a [`ConnInfo`] extension: the peer's address and the identity its
 //! client certificate names (mTLS).
@@ -24,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify, Semaphore};
@@ -32,6 +40,16 @@ use tower_service::Service;
 
 use crate::security::Security;
 use crate::tls::Reloadable;
+
+/// Most requests at once on one HTTP/2 connection.
+pub const H2_STREAMS: u32 = 1024;
+
+/// How one connection speaks HTTP.
+#[derive(Clone)]
+enum Http {
+    One(hyper::server::conn::http1::Builder),
+    Two(hyper::server::conn::http2::Builder<TokioExecutor>),
+}
 
 /// What the listener knows of a request's connection.
 #[derive(Debug, Clone)]
@@ -283,8 +301,12 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).max_buf_size(limits.max_header_bytes.max(8192)).max_headers(100);
+    let mut h1 = hyper::server::conn::http1::Builder::new();
+    h1.timer(TokioTimer::new()).max_buf_size(limits.max_header_bytes.max(8192)).max_headers(100);
+    let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    h2.timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
+        .max_concurrent_streams(H2_STREAMS);
     loop {
         let permit = tokio::select! {
             p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
@@ -304,8 +326,8 @@ pub async fn serve(
         };
         let _ = tcp.set_nodelay(true);
         stats.accepted.fetch_add(1, Relaxed);
-        let (router, http, tls, stats, mut stop) =
-            (router.clone(), http.clone(), tls.clone(), stats.clone(), stop_rx.clone());
+        let (router, h1, h2, tls, stats, mut stop) =
+            (router.clone(), h1.clone(), h2.clone(), tls.clone(), stats.clone(), stop_rx.clone());
         tokio::spawn(async move {
             let _permit = permit;
             stats.open.fetch_add(1, Relaxed);
@@ -320,7 +342,7 @@ pub async fn serve(
                 None => {
                     let info = ConnInfo { peer, tls: false, cert_identity: None };
                     let io = Watched { io: tcp, act: act.clone() };
-                    one(io, info, act, router, http, limits, &stats, &mut stop).await;
+                    one(io, info, act, router, Http::One(h1), limits, &stats, &mut stop).await;
                 }
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(tls.get());
@@ -333,6 +355,10 @@ pub async fn serve(
                                 .peer_certificates()
                                 .and_then(|c| c.first())
                                 .and_then(crate::tls::cert_identity);
+                            let http = match stream.get_ref().1.alpn_protocol() {
+                                Some(b"h2") => Http::Two(h2),
+                                _ => Http::One(h1),
+                            };
                             let info = ConnInfo { peer, tls: true, cert_identity };
                             let io = Watched { io: stream, act: act.clone() };
                             one(io, info, act, router, http, limits, &stats, &mut stop).await;
@@ -364,7 +390,7 @@ async fn one<T>(
     info: ConnInfo,
     act: Arc<Activity>,
     router: Router,
-    http: hyper::server::conn::http1::Builder,
+    http: Http,
     limits: ConnLimits,
     stats: &ConnStats,
     stop: &mut watch::Receiver<bool>,
@@ -387,7 +413,29 @@ async fn one<T>(
             r
         }
     });
-    let conn = http.serve_connection(TokioIo::new(io), svc);
+    let io = TokioIo::new(io);
+    match http {
+        Http::One(b) => {
+            let conn = b.serve_connection(io, svc);
+            drive(conn, |c| c.graceful_shutdown(), act, limits, stats, stop).await
+        }
+        Http::Two(b) => {
+            let conn = b.serve_connection(io, svc);
+            drive(conn, |c| c.graceful_shutdown(), act, limits, stats, stop).await
+        }
+    }
+}
+
+/// Runs `conn` until it ends, its watchdog closes it, or the server stops (then `shutdown`
+/// lets its open requests finish, up to 10 s).
+async fn drive<C: Future>(
+    conn: C,
+    shutdown: impl FnOnce(Pin<&mut C>),
+    act: Arc<Activity>,
+    limits: ConnLimits,
+    stats: &ConnStats,
+    stop: &mut watch::Receiver<bool>,
+) {
     let mut conn = std::pin::pin!(conn);
     if *stop.borrow() {
         return;
@@ -403,7 +451,7 @@ async fn one<T>(
             }
         },
         _ = stop.changed() => {
-            conn.as_mut().graceful_shutdown();
+            shutdown(conn.as_mut());
             let _ = tokio::time::timeout(Duration::from_secs(10), conn).await;
         }
     }

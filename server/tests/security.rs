@@ -106,6 +106,45 @@ async fn the_rust_client_speaks_tls_with_a_token_or_a_certificate() {
     assert!(matches!(r.body, leasehold::ReplyBody::Granted { .. }), "{r:?}");
     assert_eq!(r.landlord, LandlordId(1));
 
+    // HTTP/2 (offered by ALPN; the client's `http2` option): the server takes it, and the same
+    // token, prefix and certificate rules hold on one connection carrying many requests.
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut offer = trust.client_config().unwrap();
+    offer.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let s = tokio_rustls::TlsConnector::from(std::sync::Arc::new(offer))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    assert_eq!(s.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    drop(s);
+    let h2 = trust.clone().http2();
+    let c = Cluster::with_tls(config().bearer_token(&alice).unwrap(), &h2).unwrap();
+    let r = c.send(None, &grant("t/h2")).await.unwrap();
+    let cookie = match r.body {
+        leasehold::ReplyBody::Granted { cookie, .. } => cookie,
+        _ => panic!("not granted over HTTP/2: {r:?}"),
+    };
+    let renew = Request { id: 3, body: RequestBody::Renew { cookie, duration: 5_000 } };
+    let many: Vec<_> = (0..64)
+        .map(|_| {
+            let (c, renew) = (c.clone(), renew.clone());
+            tokio::spawn(async move { c.send(Some(r.landlord), &renew).await })
+        })
+        .collect();
+    for t in many {
+        let r = t.await.unwrap().unwrap();
+        assert!(matches!(r.body, leasehold::ReplyBody::Renewed { .. }), "{r:?}");
+    }
+    let r = c.send(None, &grant("u/h2")).await.unwrap();
+    assert!(message(&r).contains("may lease only resources starting with"), "{r:?}");
+    let c = Cluster::with_tls(config().bearer_token(&wrong).unwrap(), &h2).unwrap();
+    let r = c.send(None, &grant("t/h2b")).await.unwrap();
+    assert!(message(&r).starts_with("forbidden"), "{r:?}");
+    let c = Cluster::with_tls(config(), &mtls.clone().http2()).unwrap();
+    let r = c.send(None, &grant("any/h2")).await.unwrap();
+    assert!(matches!(r.body, leasehold::ReplyBody::Granted { .. }), "{r:?}");
+
     // A certificate from another CA, a server checked against another CA, plain HTTP: no
     // answer at all.
     let rogue = trust.clone().client_cert(pki.path("rogue.pem"), pki.path("rogue.key"));

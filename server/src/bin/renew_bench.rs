@@ -4,7 +4,8 @@
 //! Grants N leases (one per in-flight slot), renews each once (untimed: the connections are
 //! opened, and TLS handshakes done, before the clock starts), then N tokio tasks each renew
 //! theirs, one request at a time, for the run; prints one line
-//! `inflight=N renewals=R seconds=S per_s=X`.
+//! `inflight=N renewals=R seconds=S per_s=X`. Over https://, `--http2` offers HTTP/2 (one
+//! connection carries every slot's requests).
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -31,6 +32,10 @@ struct Opts {
     /// CA bundle for https://.
     #[arg(long)]
     ca: Option<String>,
+    /// Over https://, offer HTTP/2 too (one connection carries every slot's requests) instead
+    /// of HTTP/1.1 only (one connection per slot).
+    #[arg(long)]
+    http2: bool,
     /// Bearer token.
     #[arg(long)]
     token: Option<String>,
@@ -189,6 +194,9 @@ fn main() -> ExitCode {
             let mut tls = TlsOptions::new();
             if let Some(ca) = &o.ca {
                 tls = tls.ca_file(ca);
+            }
+            if o.http2 {
+                tls = tls.http2();
             }
             let c = Cluster::with_tls(config, &tls).map_err(|e| e.to_string())?;
             match o.flood {
