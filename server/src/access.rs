@@ -97,7 +97,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
         Ok(None) => return next.run(req).await,
         Err(r) => {
             app.stats.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return match need {
+            let resp = match need {
                 Need::Lease => refused_wire(&r, crate::http::encoding_of(req.headers())),
                 Need::Coord => {
                     crate::coord::refused(&r, 0, crate::http::encoding_of(req.headers()))
@@ -107,6 +107,7 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
                 }
                 _ => text(r.status(), r.message()),
             };
+            return settled(&app, req, resp).await;
         }
     };
     if let Need::Op(op) = need {
@@ -114,11 +115,24 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
             app.stats.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let r =
                 Refused::NotAllowed(format!("identity {:?} may not use {}", who.name, op.name()));
-            return text(r.status(), r.message());
+            return settled(&app, req, text(r.status(), r.message())).await;
         }
     }
     req.extensions_mut().insert(Caller(Some(who)));
     next.run(req).await
+}
+
+/// `resp`, a refusal decided before the request's body is read. Over HTTP/2 a reply that
+/// leaves the body unread ends the stream with RST_STREAM(NO_ERROR), which RFC 9113 (8.1)
+/// allows but some clients (curl 7.88) report as a failed transfer instead of the reply; so
+/// there the body is read first, bounded in size and time as [`intake`] bounds it.
+async fn settled(app: &App, req: HttpRequest, resp: Response) -> Response {
+    if req.version() == axum::http::Version::HTTP_2 {
+        let max = app.config.limits.max_message_bytes;
+        let limit = std::time::Duration::from_millis(app.config.security.header_timeout_ms);
+        let _ = tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await;
+    }
+    resp
 }
 
 /// A wire request's body and who sends it, read the same way for `/lease` and `/coord`.
