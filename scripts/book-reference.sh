@@ -25,7 +25,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-nice -n 10 cargo build --quiet --locked -p leasehold-server --bin leasehold-server -p leasehold-cli --bin leasehold
+# With the features of `cargo test --workspace` (--workspace --tests), which built these already
+# in CI (the rust part): with -p, tokio, hyper, axum and the server were built again.
+nice -n 10 cargo build --quiet --locked --workspace --tests --bin leasehold-server --bin leasehold
 BIN=$TARGET/debug
 
 # Every --help, the subcommands found in each help's "Commands:" list; a fixed width so the text

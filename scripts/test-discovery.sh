@@ -13,7 +13,11 @@ case "$TARGET" in /*) ;; *) TARGET=$ROOT/$TARGET ;; esac
 export CARGO_TARGET_DIR=$TARGET
 cd "$ROOT"
 echo "== Rust: registrar, leasehold-server, ld-client"
-cargo build -q -p leasehold-discovery-run -p leasehold-server
+# The binaries of both packages with the features of `cargo test --workspace` (--workspace
+# --tests; the rust part built the test targets already): with -p, tokio, hyper, axum and the
+# server were built again with other features, and target/debug/leasehold-server replaced.
+cargo build -q --workspace --tests --bin registrar --bin ld-client --bin ld-sizes \
+  --bin leasehold-server --bin leasehold-load --bin leasehold-renew-bench --bin leasehold-contend
 # The clients of each runtime (run.py starts two of each and checks them all alike).
 CLIENTS=(--client "rust=$TARGET/debug/ld-client")
 # shellcheck source=lib/bindings.sh

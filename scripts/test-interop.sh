@@ -21,7 +21,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "== Rust: interop program and libleasehold"
-cargo build -q -p leasehold-examples --bin interop
+# With the features of `cargo test --workspace` (--workspace --tests; the rust part built the test
+# targets already), so that the core and the examples are not built again with other features.
+cargo build -q --workspace --tests --bin interop
 leasehold_c_lib
 echo "== C landlord and holder"
 for p in landlord holder; do

@@ -16,8 +16,11 @@ cd "$(dirname "$0")/.."
 source scripts/lib/pg.sh
 pg_install
 echo "== renewal service: 1,000 leases through SIGKILLs and a PostgreSQL restart (server/tests/renewal_pg.rs)"
-nice -n 10 cargo test --locked -q -p leasehold-server --test renewal_pg -- \
+# --workspace, not -p leasehold-server: the features of the whole workspace, as the rust part's
+# `cargo test --workspace --all-targets` built these test binaries, so nothing is rebuilt (with -p,
+# tokio, hyper, axum and the server were built a second time). Only the named test target runs.
+nice -n 10 cargo test --locked -q --workspace --test renewal_pg -- \
   --ignored --nocapture the_renewal_service_survives_kills_and_a_postgresql_restart
 echo "== discovery service: registrations through a SIGKILL of the discovery shard's owner (server/tests/discovery_pg.rs)"
-nice -n 10 cargo test --locked -q -p leasehold-server --test discovery_pg -- --nocapture
+nice -n 10 cargo test --locked -q --workspace --test discovery_pg -- --nocapture
 exec bash scripts/test-crash.sh "${1:-50}"
