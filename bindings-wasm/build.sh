@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the npm package `leasehold` into bindings-wasm/pkg/:
 #   cargo build for wasm32-unknown-unknown, then the wasm-bindgen CLI (exactly the version of the
-#   wasm-bindgen crate in Cargo.lock, installed into the target dir if missing), then the JS
+#   wasm-bindgen crate in Cargo.lock, installed into ~/.cache/leasehold-tools if missing), then the JS
 #   entries, types and package.json. Usage: bindings-wasm/build.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,7 +15,8 @@ rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
 # The CLI must match the crate exactly, or the glue and the module disagree.
 v=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")
 [ -n "$v" ] || { echo "build.sh: wasm-bindgen not found in Cargo.lock" >&2; exit 1; }
-tools=$CARGO_TARGET_DIR/tools/wasm-bindgen-$v
+# Kept outside the clone, by version: a fresh clone on the same machine does not compile it again.
+tools=${LEASEHOLD_TOOL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/leasehold-tools}/wasm-bindgen-$v
 if command -v wasm-bindgen >/dev/null && [ "$(wasm-bindgen --version)" = "wasm-bindgen $v" ]; then
   wb=wasm-bindgen
 elif [ -x "$tools/bin/wasm-bindgen" ]; then

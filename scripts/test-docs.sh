@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The documentation book (docs/book): builds it and checks it.
-#  1. installs mdbook (pinned) into target/docs-tools if it is missing;
+#  1. installs mdbook (pinned) into ~/.cache/leasehold-tools if it is missing (linked from target/docs-tools);
 #  2. lint: every page is in SUMMARY.md, every code block's info string follows the convention,
 #     every table is an include of a file a script writes (or marked as written by hand); the
 #     reference pages scripts/book-reference.sh writes from the code are what it writes now;
@@ -28,6 +28,9 @@ export CARGO_TARGET_DIR=$TARGET
 TOOLS=$TARGET/docs-tools
 BOOK_OUT=$TARGET/book
 MDBOOK_VERSION=0.5.4
+# mdbook is kept outside the clone, by version, so that a fresh clone on the same machine does
+# not compile it again (about 2.5 minutes); a machine without that cache builds it as before.
+MDBOOK_ROOT=${LEASEHOLD_TOOL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/leasehold-tools}/mdbook-$MDBOOK_VERSION
 TYPEDOC_VERSION=0.28.20
 TYPESCRIPT_VERSION=5.9.3
 PLAYWRIGHT_VERSION=1.65.1
@@ -67,12 +70,14 @@ step() { # name, command...: runs a step, counts it, keeps going
 
 # 1. mdbook, pinned, from crates.io; a fresh install compiles it in about 2 minutes on 2 cores.
 install_mdbook() {
-  if [ "$("$TOOLS/bin/mdbook" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
-    echo "installing mdbook $MDBOOK_VERSION into $TOOLS (no serve/watch: the check only builds)"
+  if [ "$("$MDBOOK_ROOT/bin/mdbook" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
+    echo "installing mdbook $MDBOOK_VERSION into $MDBOOK_ROOT (no serve/watch: the check only builds)"
     nice -n 10 cargo install --locked --quiet "mdbook@$MDBOOK_VERSION" --no-default-features \
-      --features search --root "$TOOLS" --target-dir "$TOOLS/build"
+      --features search --root "$MDBOOK_ROOT" --target-dir "$TOOLS/build"
     rm -rf "$TOOLS/build" # the installed binary is all that is kept
   fi
+  mkdir -p "$TOOLS/bin"
+  ln -sf "$MDBOOK_ROOT/bin/mdbook" "$TOOLS/bin/mdbook"
   "$TOOLS/bin/mdbook" --version
 }
 # npm tools, pinned, in their own directory under the target dir.
