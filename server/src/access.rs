@@ -128,11 +128,20 @@ pub async fn guard(State(app): State<Arc<App>>, mut req: HttpRequest, next: Next
 /// there the body is read first, bounded in size and time as [`intake`] bounds it.
 async fn settled(app: &App, req: HttpRequest, resp: Response) -> Response {
     if req.version() == axum::http::Version::HTTP_2 {
-        let max = app.config.limits.max_message_bytes;
-        let limit = std::time::Duration::from_millis(app.config.security.header_timeout_ms);
-        let _ = tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await;
+        let _ = read_body(app, req).await;
     }
     resp
+}
+
+/// A request's body, at most the message limit (`Ok(Err(_))` beyond it), arriving within the
+/// head time-out (`Err(_)` after it).
+async fn read_body(
+    app: &App,
+    req: HttpRequest,
+) -> Result<Result<axum::body::Bytes, axum::Error>, tokio::time::error::Elapsed> {
+    let max = app.config.limits.max_message_bytes;
+    let limit = std::time::Duration::from_millis(app.config.security.header_timeout_ms);
+    tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await
 }
 
 /// A wire request's body and who sends it, read the same way for `/lease` and `/coord`.
@@ -172,14 +181,13 @@ pub async fn intake(app: &App, req: HttpRequest) -> Result<Intake, Unread> {
         req.headers().get(crate::http::FORWARDED).map(|v| v.to_str().unwrap_or("").to_string());
     let raw_query = req.uri().query().unwrap_or("").to_string();
     let caller = req.extensions().get::<Caller>().cloned();
-    let limit = std::time::Duration::from_millis(app.config.security.header_timeout_ms);
-    let body = match tokio::time::timeout(limit, axum::body::to_bytes(req.into_body(), max)).await {
+    let body = match read_body(app, req).await {
         Ok(Ok(b)) => b,
         Ok(Err(_)) => return Err(Unread::TooLarge(max)),
         Err(_) => {
             return Err(Unread::Slow(leasehold::LeaseError::InvalidArgument(format!(
                 "the request body did not arrive within {} ms",
-                limit.as_millis()
+                app.config.security.header_timeout_ms
             ))))
         }
     };

@@ -43,6 +43,14 @@ fn grant(resource: &str) -> Request {
     }
 }
 
+/// The cookie of a grant's reply; panics (the test fails) on any other reply.
+fn granted_cookie(r: &leasehold::Reply) -> leasehold::Cookie {
+    match r.body {
+        leasehold::ReplyBody::Granted { cookie, .. } => cookie,
+        _ => panic!("not granted: {r:?}"),
+    }
+}
+
 fn message(r: &leasehold::Reply) -> String {
     match &r.body {
         leasehold::ReplyBody::Error(e) => e.message.clone(),
@@ -77,10 +85,7 @@ async fn the_rust_client_speaks_tls_with_a_token_or_a_certificate() {
     // A token over TLS: granted, renewed, cancelled.
     let c = Cluster::with_tls(config().bearer_token(&alice).unwrap(), &trust).unwrap();
     let r = c.send(None, &grant("t/1")).await.unwrap();
-    let cookie = match r.body {
-        leasehold::ReplyBody::Granted { cookie, .. } => cookie,
-        _ => panic!("not granted: {r:?}"),
-    };
+    let cookie = granted_cookie(&r);
     let renew = Request { id: 2, body: RequestBody::Renew { cookie, duration: 5_000 } };
     let r2 = c.send(Some(r.landlord), &renew).await.unwrap();
     assert!(matches!(r2.body, leasehold::ReplyBody::Renewed { .. }), "{r2:?}");
@@ -121,10 +126,7 @@ async fn the_rust_client_speaks_tls_with_a_token_or_a_certificate() {
     let h2 = trust.clone().http2();
     let c = Cluster::with_tls(config().bearer_token(&alice).unwrap(), &h2).unwrap();
     let r = c.send(None, &grant("t/h2")).await.unwrap();
-    let cookie = match r.body {
-        leasehold::ReplyBody::Granted { cookie, .. } => cookie,
-        _ => panic!("not granted over HTTP/2: {r:?}"),
-    };
+    let cookie = granted_cookie(&r);
     let renew = Request { id: 3, body: RequestBody::Renew { cookie, duration: 5_000 } };
     let many: Vec<_> = (0..64)
         .map(|_| {
