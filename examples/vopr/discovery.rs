@@ -622,9 +622,11 @@ impl DiscoveryHost {
                     ..
                 }) = DiscoveryRequest::decode(bytes, enc, &limits)
                 {
-                    effects.push(Effect::Hook(Box::new(move |c: &mut Ctx| {
-                        *c.disco.discards.entry((sid, cookie, registrar)).or_default() += 1;
-                    })));
+                    // Counted now, not when the reply is released: a crash before the
+                    // commit may still keep the journal's unsynced append, and the discard
+                    // then happens although its reply never went out (seed 569731744).
+                    let mut c = self.ctx.borrow_mut();
+                    *c.disco.discards.entry((sid, cookie, registrar)).or_default() += 1;
                 }
             }
             DiscoveryReplyBody::Error(e) if e.code == leasehold::ErrorCode::UnknownLease as i32 => {
