@@ -26,8 +26,8 @@ use serde::Serialize;
 
 use crate::convert::{bytes_arg, cookie_arg, encoding_arg};
 use crate::errors::{self, IntoPyResult};
+use crate::event::registration;
 use crate::lease::PyLease;
-use crate::service::registration;
 
 static RECORD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static DICT_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -144,6 +144,11 @@ impl PythonizeTypes for Types {
 /// `value` as Python data.
 pub fn to_py<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
     pythonize_custom::<Types, _>(py, value).map_err(PyErr::from)
+}
+
+/// A core struct as a plain `dict` (no record): what `stats()`, `config` and `rtt()` give.
+pub fn plain<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyDict>> {
+    Ok(pythonize::pythonize(py, value)?.cast_into::<PyDict>()?)
 }
 
 /// A core value from Python data; see the module docs for the errors.

@@ -1,18 +1,20 @@
 //! The holder side: `LeaseMap`, `RenewalManager`, and reading grants from replies.
 
+use leasehold::holder::machine::RttData;
 use leasehold::holder::{
-    lease_from_reply_with_drift, local_expiration, LeaseMap, RenewalEvent, RenewalManager,
-    RenewalManagerConfig, Transmit,
+    lease_from_reply_with_drift, local_expiration, LeaseMap, ManagerOptions, RenewalManager,
+    Transmit,
 };
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, usize_arg, Dur, Now};
-use crate::errors::{to_instance, IntoPyResult};
+use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, Dur, Now};
+use crate::data::{from_py, plain};
+use crate::errors::IntoPyResult;
 use crate::guard::Guarded;
 use crate::lease::PyLease;
-use crate::sansio::{guarded_component, renewer_methods, timed, PyEvent};
+use crate::sansio::{guarded_component, renewer_methods, timed};
 use crate::wire::{PyReply, PyRequest};
 
 fn lease_arg(obj: &Bound<'_, PyAny>) -> PyResult<leasehold::Lease> {
@@ -199,135 +201,6 @@ pub fn transmit_to_py(py: Python<'_>, t: Transmit) -> PyResult<PyTransmit> {
     Ok(PyTransmit { landlord: t.landlord.0, request: Py::new(py, PyRequest(t.request))? })
 }
 
-/// What a renewal manager tells its host: `kind` is "renewal_failed", "desired_expiration_reached"
-/// or "renewed". `desired_expiration` is the lease's desired expiration (holder's clock) for the
-/// first two; a "desired_expiration_reached" event never comes before it.
-#[pyclass(frozen, module = "leasehold._native", name = "RenewalEvent")]
-pub struct PyRenewalEvent {
-    #[pyo3(get)]
-    kind: &'static str,
-    #[pyo3(get)]
-    lease: PyLease,
-    #[pyo3(get)]
-    desired_expiration: Option<i64>,
-    #[pyo3(get)]
-    error: Option<Py<PyAny>>,
-}
-
-#[pymethods]
-impl PyRenewalEvent {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let err = match &self.error {
-            Some(e) => e.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
-            None => "None".into(),
-        };
-        let desired = match self.desired_expiration {
-            Some(d) => d.to_string(),
-            None => "None".into(),
-        };
-        format!(
-            "RenewalEvent(kind='{}', lease={}, desired_expiration={desired}, error={})",
-            self.kind,
-            self.lease.repr(),
-            err
-        )
-    }
-}
-
-impl PyEvent for PyRenewalEvent {
-    type Core = RenewalEvent;
-    fn convert(py: Python<'_>, e: RenewalEvent) -> PyResult<Self> {
-        event_to_py(py, e)
-    }
-}
-
-fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> {
-    Ok(match e {
-        RenewalEvent::RenewalFailed { lease, desired_expiration, error } => PyRenewalEvent {
-            kind: "renewal_failed",
-            lease: PyLease(lease),
-            desired_expiration: Some(desired_expiration),
-            error: match error {
-                Some(err) => Some(to_instance(py, &err)?.unbind()),
-                None => None,
-            },
-        },
-        RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => PyRenewalEvent {
-            kind: "desired_expiration_reached",
-            lease: PyLease(lease),
-            desired_expiration: Some(desired_expiration),
-            error: None,
-        },
-        RenewalEvent::Renewed { lease } => PyRenewalEvent {
-            kind: "renewed",
-            lease: PyLease(lease),
-            desired_expiration: None,
-            error: None,
-        },
-    })
-}
-
-fn config_dict<'py>(py: Python<'py>, c: &RenewalManagerConfig) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("batch_window", c.batch_window)?;
-    d.set_item("max_batch", c.max_batch)?;
-    d.set_item("initial_rtt", c.initial_rtt)?;
-    d.set_item("min_rto", c.min_rto)?;
-    d.set_item("max_rto", c.max_rto)?;
-    d.set_item("attempts", c.attempts)?;
-    d.set_item("renew_divisor", c.renew_divisor)?;
-    d.set_item("max_retry_interval", c.max_retry_interval)?;
-    d.set_item("max_clock_drift_ppm", c.max_clock_drift_ppm)?;
-    d.set_item("first_request_id", c.first_request_id)?;
-    d.set_item("report_renewals", c.report_renewals)?;
-    Ok(d)
-}
-
-fn u32_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u32> {
-    u32::try_from(u64_arg(obj, what)?)
-        .map_err(|_| PyValueError::new_err(format!("{what} is too large")))
-}
-
-fn bool_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
-    obj.extract::<bool>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{what} must be a bool, got {}",
-            crate::convert::type_name(obj)
-        ))
-    })
-}
-
-/// Builds a manager config from keyword settings (`RenewalManager(**settings)`, or the
-/// `manager=` dict of a `RenewalService`); unset ones keep the core's defaults, an unknown one
-/// is a `TypeError`.
-pub fn manager_config(settings: Option<&Bound<'_, PyDict>>) -> PyResult<RenewalManagerConfig> {
-    let mut c = RenewalManagerConfig::default();
-    let Some(settings) = settings else { return Ok(c) };
-    for (k, v) in settings.iter() {
-        let k: String = k.extract()?;
-        if v.is_none() {
-            continue; // None: the default, as when not given
-        }
-        match k.as_str() {
-            "batch_window" => c.batch_window = duration_arg(&v, &k)?,
-            "max_batch" => c.max_batch = usize_arg(&v, &k)?,
-            "initial_rtt" => c.initial_rtt = duration_arg(&v, &k)?,
-            "min_rto" => c.min_rto = duration_arg(&v, &k)?,
-            "max_rto" => c.max_rto = duration_arg(&v, &k)?,
-            "attempts" => c.attempts = u32_arg(&v, &k)?,
-            "renew_divisor" => c.renew_divisor = u32_arg(&v, &k)?,
-            "max_retry_interval" => c.max_retry_interval = duration_arg(&v, &k)?,
-            "max_clock_drift_ppm" => c.max_clock_drift_ppm = u32_arg(&v, &k)?,
-            "first_request_id" => c.first_request_id = u64_arg(&v, &k)?,
-            "report_renewals" => c.report_renewals = bool_arg(&v, &k)?,
-            _ => {
-                return Err(PyTypeError::new_err(format!("unknown renewal manager setting {k:?}")))
-            }
-        }
-    }
-    Ok(c)
-}
-
 /// Renews leases until their desired expirations, sans-I/O: the host runs the timer and carries
 /// the messages (or lets `leasehold.aio.RenewalDriver` / `leasehold.threaded.RenewalDriver` do it).
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalManager")]
@@ -336,7 +209,7 @@ pub struct PyRenewalManager(Guarded<RenewalManager>);
 guarded_component!(PyRenewalManager, RenewalManager);
 timed!(RenewalManager);
 
-renewer_methods!(PyRenewalManager, PyRenewalEvent);
+renewer_methods!(PyRenewalManager, leasehold::holder::machine::RenewalEventData);
 
 #[pymethods]
 impl PyRenewalManager {
@@ -346,15 +219,15 @@ impl PyRenewalManager {
     #[new]
     #[pyo3(signature = (**settings))]
     fn new(py: Python<'_>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let c = manager_config(settings)?;
-        Ok(PyRenewalManager(Guarded::new(RenewalManager::try_new(c).py(py)?)))
+        let o: ManagerOptions = from_py(crate::machine::settings(py, settings)?.as_any())?;
+        Ok(PyRenewalManager(Guarded::new(RenewalManager::try_new(o.config().py(py)?).py(py)?)))
     }
 
     /// The settings in force, as a dict.
     #[getter]
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.0.with(py, |m| m.config().clone())?;
-        config_dict(py, &c)
+        plain(py, &c)
     }
 
     /// Renews `lease` until `duration` from `now` (FOREVER: forever), asking for `renew_duration` each time.
@@ -433,19 +306,8 @@ impl PyRenewalManager {
         landlord: &Bound<'_, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let id = landlord_arg(landlord)?;
-        let est = self.0.with(py, |m| m.rtt(id).copied())?;
-        match est {
-            None => Ok(None),
-            Some(r) => {
-                let d = PyDict::new(py);
-                d.set_item("srtt", r.srtt())?;
-                d.set_item("rttvar", r.rttvar())?;
-                d.set_item("samples", r.samples())?;
-                d.set_item("rto", r.rto())?;
-                d.set_item("request_timeout", r.request_timeout())?;
-                Ok(Some(d))
-            }
-        }
+        let est = self.0.with(py, |m| m.rtt(id).map(RttData::from))?;
+        est.map(|r| plain(py, &r)).transpose()
     }
 
     /// The managed leases (copies with their actual expirations).
@@ -460,7 +322,7 @@ impl PyRenewalManager {
     /// Traffic counters, as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.0.with(py, |m| m.stats())?;
-        Ok(pythonize::pythonize(py, &s)?.cast_into::<PyDict>()?)
+        plain(py, &s)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

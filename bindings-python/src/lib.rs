@@ -8,6 +8,7 @@ mod coord;
 mod data;
 mod discovery;
 mod errors;
+mod event;
 mod guard;
 mod holder;
 mod inverted;
@@ -44,9 +45,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add!(m, classes:
         lease::PyLease, policy::PyPolicy, landlord::PyLandlord, landlord::PyGrant,
         landlord::PyExpired, wire::PyLimits, wire::PyRequest, wire::PyReply,
-        holder::PyLeaseMap, holder::PyRenewalManager, holder::PyRenewalEvent,
-        holder::PyTransmit, service::PyRenewalService, service::PyRenewalSet,
-        service::PySetEvent, service::PyEventRegistration, service::PyGapTracker,
+        holder::PyLeaseMap, holder::PyRenewalManager, holder::PyTransmit,
+        service::PyRenewalService, service::PyRenewalSet, event::PyEventRegistration, event::PyGapTracker,
         inverted::PyPoller, inverted::PyPollListener, inverted::PyListenerTransmit,
         inverted::PyListenerEvent, discovery::PyDiscoveryMachine, coord::PyFenceMachine;
     functions:

@@ -33,6 +33,17 @@ fn options<M: Machine>(py: Python<'_>, o: Option<&Bound<'_, PyDict>>) -> PyResul
     from_py(d.as_any())
 }
 
+/// Keyword settings as the data an options struct reads, by `leasehold._machine.settings`
+/// (None left out, `timedelta` as ms, `Policy` and `Limits` as their data, dicts within too).
+pub fn settings<'py>(
+    py: Python<'py>,
+    s: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    static SETTINGS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    let f = SETTINGS.import(py, "leasehold._machine", "settings")?;
+    Ok(f.call((), s)?.cast_into::<PyDict>()?)
+}
+
 /// A new part in memory.
 pub fn create<M: Machine + Send>(
     py: Python<'_>,

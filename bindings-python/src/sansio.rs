@@ -4,8 +4,8 @@
 //! (`handle_request`, `handle_bytes`).
 //!
 //! A new part needs: its pyclass holding the core state in a [`Guarded`] and implementing
-//! [`Component`]; its event class implementing [`PyEvent`]; then one line per group of
-//! methods: `renewer_methods!(PyIt, PyItEvent)` for a core [`Renewer`],
+//! [`Component`]; then one line per group of methods: `renewer_methods!(PyIt, ItEventData)`
+//! for a core [`Renewer`] whose events cross as the data form `ItEventData`,
 //! `answer_methods!(PyIt)` for a part that answers wire requests ([`Answers`]). Each macro adds
 //! its own `#[pymethods]` block (pyo3's `multiple-pymethods`), so the part's own file keeps
 //! only what is its own. The lock discipline of [`crate::guard`] holds for every method here:
@@ -15,8 +15,10 @@ use leasehold::holder::Renewer;
 use leasehold::{Encoding, LeaseError, Millis, Reply, Request};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use serde::Serialize;
 
 use crate::convert::{bytes_arg, u64_arg, Enc, Now};
+use crate::data::to_py;
 use crate::errors::from_instance;
 use crate::holder::{transmit_to_py, PyTransmit};
 use crate::wire::{PyReply, PyRequest};
@@ -83,14 +85,6 @@ macro_rules! timed {
     };
 }
 pub(crate) use timed;
-
-/// The Python class of a core event.
-pub trait PyEvent: Sized {
-    /// The core event.
-    type Core;
-    /// Converts (called with no lock held: it may allocate Python objects).
-    fn convert(py: Python<'_>, e: Self::Core) -> PyResult<Self>;
-}
 
 /// A core part that answers wire requests.
 pub trait Answers {
@@ -164,22 +158,22 @@ pub fn handle_failure<C: Component<State: Renewer>>(
     c.with(py, |s| s.handle_failure(id, err, now.0))
 }
 
-pub fn poll_event<C, E>(c: &C, py: Python<'_>) -> PyResult<Option<E>>
+pub fn poll_event<'py, C, D>(c: &C, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>>
 where
     C: Component<State: Renewer<Event: Send>>,
-    E: PyEvent<Core = <C::State as Renewer>::Event>,
+    D: Serialize + From<<C::State as Renewer>::Event>,
 {
     let e = c.answer(py, |s| s.poll_event())?;
-    e.map(|e| E::convert(py, e)).transpose()
+    e.map(|e| to_py(py, &D::from(e))).transpose()
 }
 
-pub fn drain_events<C, E>(c: &C, py: Python<'_>) -> PyResult<Vec<E>>
+pub fn drain_events<'py, C, D>(c: &C, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>>
 where
     C: Component<State: Renewer<Event: Send>>,
-    E: PyEvent<Core = <C::State as Renewer>::Event>,
+    D: Serialize + From<<C::State as Renewer>::Event>,
 {
     let all: Vec<_> = c.answer(py, |s| std::iter::from_fn(|| s.poll_event()).collect())?;
-    all.into_iter().map(|e| E::convert(py, e)).collect()
+    all.into_iter().map(|e| to_py(py, &D::from(e))).collect()
 }
 
 pub fn handle_request<C: Component<State: Answers>>(
@@ -224,7 +218,7 @@ macro_rules! timer_methods {
 pub(crate) use timer_methods;
 
 /// The timer, requests out, replies and failures in, and events out of a core [`Renewer`],
-/// as Python methods of `$cls` (whose events are `$event`).
+/// as Python methods of `$cls`; its events cross as the data form `$event` (records).
 macro_rules! renewer_methods {
     ($cls:ty, $event:ty) => {
         $crate::sansio::timer_methods!($cls);
@@ -259,13 +253,13 @@ macro_rules! renewer_methods {
             ) -> PyResult<()> {
                 $crate::sansio::handle_failure(self, py, request_id, error, now)
             }
-            /// The next event, or None.
-            fn poll_event(&self, py: Python<'_>) -> PyResult<Option<$event>> {
-                $crate::sansio::poll_event(self, py)
+            /// The next event (a record), or None.
+            fn poll_event<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+                $crate::sansio::poll_event::<_, $event>(self, py)
             }
             /// Every pending event (`poll_event` until None).
-            fn drain_events(&self, py: Python<'_>) -> PyResult<Vec<$event>> {
-                $crate::sansio::drain_events(self, py)
+            fn drain_events<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+                $crate::sansio::drain_events::<_, $event>(self, py)
             }
         }
     };

@@ -1,236 +1,31 @@
-//! The renewal service (`RenewalService`, `RenewalSet`) and event registrations.
+//! The renewal service (`RenewalService`, `RenewalSet`).
 
-use leasehold::event::{Delivery, EventRegistration, GapTracker};
-use leasehold::service::{
-    RenewalService, RenewalServiceConfig, ServiceSnapshot, SetEvent, SetEventKind, SetId,
-};
+use leasehold::service::machine::ServiceOptions;
+use leasehold::service::{RenewalService, RenewalServiceConfig, ServiceSnapshot, SetId};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyDict, PyString};
 
 use crate::convert::{bytes_arg, duration_arg, text_arg, u64_arg, Ll, Now};
-use crate::errors::{to_instance, IntoPyResult};
+use crate::data::from_py;
+use crate::errors::IntoPyResult;
+use crate::event::{registration, PyEventRegistration};
 use crate::guard::Guarded;
-use crate::holder::manager_config;
-use crate::landlord::landlord_config;
+use crate::landlord::seed_arg;
 use crate::lease::PyLease;
-use crate::policy::PyPolicy;
-use crate::sansio::{answer_methods, answers, guarded_component, renewer_methods, timed, PyEvent};
+use crate::sansio::{answer_methods, answers, guarded_component, renewer_methods, timed};
 
-/// What a client gets back when it registers for events (Jini `EventRegistration`).
-#[pyclass(frozen, module = "leasehold._native", name = "EventRegistration")]
-pub struct PyEventRegistration {
-    /// The id every event of this registration carries.
-    #[pyo3(get)]
-    event_id: u64,
-    /// The service that sends the events (its landlord id).
-    #[pyo3(get)]
-    source_service: u64,
-    /// The object inside the service (the set's number).
-    #[pyo3(get)]
-    source_object: u64,
-    /// The lease that covers the registration.
-    #[pyo3(get)]
-    lease: PyLease,
-    /// The sequence number of the last event sent before registering.
-    #[pyo3(get)]
-    sequence: u64,
-}
-
-#[pymethods]
-impl PyEventRegistration {
-    #[new]
-    fn new(
-        event_id: u64,
-        source_service: u64,
-        source_object: u64,
-        lease: PyRef<'_, PyLease>,
-        sequence: u64,
-    ) -> Self {
-        PyEventRegistration {
-            event_id,
-            source_service,
-            source_object,
-            lease: PyLease(lease.0),
-            sequence,
-        }
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "EventRegistration(event_id={}, source=({}, {}), sequence={}, lease={})",
-            self.event_id,
-            self.source_service,
-            self.source_object,
-            self.sequence,
-            self.lease.repr()
-        )
-    }
-}
-
-pub fn registration(r: EventRegistration) -> PyEventRegistration {
-    PyEventRegistration {
-        event_id: r.event_id,
-        source_service: r.source.service.0,
-        source_object: r.source.object,
-        lease: PyLease(r.lease),
-        sequence: r.sequence,
-    }
-}
-
-/// An event of a renewal set (Jini `RemoteEvent`): kind "expiration_warning" or "renewal_failure".
-#[pyclass(frozen, module = "leasehold._native", name = "SetEvent")]
-pub struct PySetEvent {
-    #[pyo3(get)]
-    event_id: u64,
-    #[pyo3(get)]
-    source_service: u64,
-    #[pyo3(get)]
-    source_object: u64,
-    #[pyo3(get)]
-    sequence: u64,
-    handback: Vec<u8>,
-    #[pyo3(get)]
-    kind: &'static str,
-    /// The set the event is about.
-    #[pyo3(get)]
-    set_id: u64,
-    /// For an expiration warning: when the set's lease expires.
-    #[pyo3(get)]
-    expiration: Option<i64>,
-    /// For a renewal failure: the client lease that left the set.
-    #[pyo3(get)]
-    lease: Option<PyLease>,
-    /// For a renewal failure: the last error, if any.
-    #[pyo3(get)]
-    error: Option<Py<PyAny>>,
-}
-
-#[pymethods]
-impl PySetEvent {
-    /// The registration's handback, exactly as registered.
-    #[getter]
-    fn handback<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.handback)
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "SetEvent(kind='{}', set_id={}, event_id={}, sequence={})",
-            self.kind, self.set_id, self.event_id, self.sequence
-        )
-    }
-}
-
-impl PyEvent for PySetEvent {
-    type Core = SetEvent;
-    fn convert(py: Python<'_>, e: SetEvent) -> PyResult<Self> {
-        set_event(py, e)
-    }
-}
-
-fn set_event(py: Python<'_>, e: SetEvent) -> PyResult<PySetEvent> {
-    let set_id = e.kind.set().0;
-    let (kind, expiration, lease, error) = match e.kind {
-        SetEventKind::ExpirationWarning { expiration, .. } => {
-            ("expiration_warning", Some(expiration), None, None)
-        }
-        SetEventKind::RenewalFailure { lease, error, .. } => (
-            "renewal_failure",
-            None,
-            Some(PyLease(lease)),
-            match error {
-                Some(err) => Some(to_instance(py, &err)?.unbind()),
-                None => None,
-            },
-        ),
-    };
-    Ok(PySetEvent {
-        event_id: e.event_id,
-        source_service: e.source.service.0,
-        source_object: e.source.object,
-        sequence: e.sequence,
-        handback: e.handback,
-        kind,
-        set_id,
-        expiration,
-        lease,
-        error,
-    })
-}
-
-/// The receiver side of events: classifies each event as "first", "in_order", "gap" or "stale".
-#[pyclass(frozen, module = "leasehold._native", name = "GapTracker")]
-pub struct PyGapTracker(Guarded<GapTracker>);
-
-#[pymethods]
-impl PyGapTracker {
-    #[new]
-    fn new() -> Self {
-        PyGapTracker(Guarded::new(GapTracker::new()))
-    }
-    /// Sets the last sequence number seen for `event_id` (from `EventRegistration.sequence`).
-    fn expect(
-        &self,
-        py: Python<'_>,
-        event_id: &Bound<'_, PyAny>,
-        sequence: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let id = u64_arg(event_id, "event_id")?;
-        let seq = u64_arg(sequence, "sequence")?;
-        self.0.with(py, |m| m.expect(id, seq))?;
-        Ok(())
-    }
-    /// Classifies an event: returns (kind, missed), kind one of "first", "in_order", "gap",
-    /// "stale"; `missed` is the most events a gap can have lost (0 otherwise).
-    fn observe(
-        &self,
-        py: Python<'_>,
-        event_id: &Bound<'_, PyAny>,
-        sequence: &Bound<'_, PyAny>,
-    ) -> PyResult<(&'static str, u64)> {
-        let id = u64_arg(event_id, "event_id")?;
-        let seq = u64_arg(sequence, "sequence")?;
-        Ok(match self.0.with(py, |m| m.observe(id, seq))? {
-            Delivery::First => ("first", 0),
-            Delivery::InOrder => ("in_order", 0),
-            Delivery::Gap { missed } => ("gap", missed),
-            Delivery::Stale => ("stale", 0),
-        })
-    }
-    /// The last sequence number recorded for `event_id`.
-    fn last(&self, py: Python<'_>, event_id: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
-        let id = u64_arg(event_id, "event_id")?;
-        self.0.with(py, |m| m.last(id))
-    }
-    /// Stops tracking `event_id`.
-    fn forget(&self, py: Python<'_>, event_id: &Bound<'_, PyAny>) -> PyResult<()> {
-        let id = u64_arg(event_id, "event_id")?;
-        self.0.with(py, |m| m.forget(id))?;
-        Ok(())
-    }
-}
-
-/// A service's settings from the keywords of `RenewalService(id, **settings)`: seed (only when
-/// `seeded`; a restore keeps the snapshot's), set_policy, grace, limits, restore_jump, manager
-/// (a dict of renewal manager settings). Unset or None ones keep the core's defaults.
+/// A service's settings from the keywords of `RenewalService(id, **settings)` (seed,
+/// set_policy, grace, limits, restore_jump, manager) read as the core's `ServiceOptions`;
+/// `seed` when the keywords give none.
 fn service_config(
     py: Python<'_>,
     id: Ll,
     settings: Option<&Bound<'_, PyDict>>,
-    seeded: bool,
+    seed: [u8; 32],
 ) -> PyResult<RenewalServiceConfig> {
-    let names = ["seed", "set_policy", "grace", "limits", "restore_jump", "manager"];
-    let mut c = RenewalServiceConfig::new(id.0, [0; 32]);
-    c.landlord = landlord_config(py, id.0, settings, &names[usize::from(!seeded)..], |_, k, v| {
-        match k {
-            "set_policy" => c.set_policy = v.extract::<PyRef<'_, PyPolicy>>()?.0.clone(),
-            "restore_jump" => c.restore_jump = u64_arg(v, k)?,
-            _ => {
-                c.manager = manager_config(Some(v.cast::<PyDict>()?))?;
-                c.manager.validate().py(py)?;
-            }
-        }
-        Ok(())
-    })?;
-    Ok(c)
+    let d = crate::machine::settings(py, settings)?;
+    d.set_item("id", id.0 .0)?;
+    from_py::<ServiceOptions>(d.as_any())?.config(seed).py(py)
 }
 
 /// The lease renewal service: renewal sets (themselves leased), their client leases, and events.
@@ -244,7 +39,7 @@ guarded_component!(PyRenewalService, RenewalService);
 timed!(RenewalService);
 
 answers!(RenewalService);
-renewer_methods!(PyRenewalService, PySetEvent);
+renewer_methods!(PyRenewalService, leasehold::service::machine::SetEventData);
 answer_methods!(PyRenewalService);
 
 impl PyRenewalService {
@@ -259,7 +54,7 @@ impl PyRenewalService {
     #[new]
     #[pyo3(signature = (id, **settings))]
     fn new(py: Python<'_>, id: Ll, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let c = service_config(py, id, settings, true)?;
+        let c = service_config(py, id, settings, seed_arg(py, None)?)?;
         Ok(PyRenewalService(Guarded::new(RenewalService::new(c).py(py)?)))
     }
 
@@ -275,7 +70,7 @@ impl PyRenewalService {
         settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let snap = ServiceSnapshot::from_json(&text_arg(snapshot, "snapshot")?).py(py)?;
-        let c = service_config(py, id, settings, false)?;
+        let c = service_config(py, id, settings, [0; 32])?;
         Ok(PyRenewalService(Guarded::new(RenewalService::restore(c, snap, now.0).py(py)?)))
     }
 

@@ -25,6 +25,7 @@ from ._errors import (
     StoreError,
     UnknownLeaseError,
 )
+from ._events import RenewalEvent, SetEvent
 from ._native import (
     ABSOLUTE,
     ListenerEvent,
@@ -48,13 +49,11 @@ from ._native import (
     LeaseMap,
     Limits,
     Policy,
-    RenewalEvent,
     RenewalManager,
     RenewalService,
     RenewalSet,
     Reply,
     Request,
-    SetEvent,
     Transmit,
     __version__,
     error_from_code,

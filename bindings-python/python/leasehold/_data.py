@@ -45,9 +45,9 @@ class Record(Dict[str, Any]):
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        cls._fields = tuple(cls.__dict__.get("__annotations__", {}))
+        cls._fields = cls.__dict__.get("_fields") or tuple(cls.__dict__.get("__annotations__", {}))
         for name in cls._fields:  # attribute access in C, and no `__getattr__` for pythonize's probes
-            if not hasattr(dict, name):
+            if not hasattr(dict, name) and name not in cls.__dict__:
                 setattr(cls, name, property(itemgetter(name)))
         _KINDS.setdefault(cls.__name__, cls)
 

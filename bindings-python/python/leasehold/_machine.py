@@ -31,7 +31,10 @@ def ms(value: Any) -> Any:
 
 
 def data(value: Any) -> Any:
-    """A setting as data: durations, lists of durations, ``Policy`` and ``Limits`` objects."""
+    """A setting as data: durations, lists of durations, ``Policy`` and ``Limits`` objects, and
+    dicts of settings (a renewal service's ``manager``)."""
+    if isinstance(value, dict):
+        return settings(**value)
     if isinstance(value, _native.Policy):
         return json.loads(value.to_json())
     if isinstance(value, _native.Limits):

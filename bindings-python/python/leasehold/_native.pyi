@@ -6,6 +6,7 @@ from typing import Any, Callable, Dict, Final, FrozenSet, Iterable, Iterator, Li
 from typing_extensions import TypedDict, Unpack
 
 from ._errors import LeaseError
+from ._events import RenewalEvent, SetEvent
 from ._types import Duration, Encoding
 from .inverted import Admission, Confirm, Poll, TrafficStats
 
@@ -274,22 +275,6 @@ class Transmit:
     id: Final[int]
 
 @final
-class RenewalEvent:
-    """What a renewal manager reports: kind is "renewal_failed", "desired_expiration_reached" or "renewed"."""
-
-    kind: Final[str]
-    lease: Final[Lease]
-    @property
-    def desired_expiration(self) -> Optional[int]:
-        """The lease's desired expiration (holder's clock, ms) for "renewal_failed" and
-        "desired_expiration_reached"; None for "renewed".
-
-        A "desired_expiration_reached" event is never handed out before this time: the host's
-        ``now`` at ``handle_timeout`` is at least ``desired_expiration`` when it comes.
-        """
-    error: Final[Optional[LeaseError]]
-
-@final
 class RenewalManager:
     """Renews leases until their desired expirations, sans-I/O (see leasehold.aio / leasehold.threaded)."""
 
@@ -340,21 +325,6 @@ class EventRegistration:
     source_object: Final[int]
     lease: Final[Lease]
     sequence: Final[int]
-
-@final
-class SetEvent:
-    """An event of a renewal set: kind "expiration_warning" or "renewal_failure"."""
-
-    event_id: Final[int]
-    source_service: Final[int]
-    source_object: Final[int]
-    sequence: Final[int]
-    handback: Final[bytes]
-    kind: Final[str]
-    set_id: Final[int]
-    expiration: Final[Optional[int]]
-    lease: Final[Optional[Lease]]
-    error: Final[Optional[LeaseError]]
 
 @final
 class GapTracker:
