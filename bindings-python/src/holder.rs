@@ -2,8 +2,8 @@
 
 use leasehold::holder::machine::RttData;
 use leasehold::holder::{
-    lease_from_reply_with_drift, local_expiration, LeaseMap, ManagerOptions, RenewalManager,
-    Transmit,
+    lease_from_reply_with_drift, local_expiration, LeaseMap, ManagerOptions, RenewalEvent,
+    RenewalManager, Transmit,
 };
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -11,10 +11,10 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{duration_arg, i64_arg, landlord_arg, u64_arg, Dur, Now};
 use crate::data::{from_py, plain};
-use crate::errors::IntoPyResult;
+use crate::errors::{to_instance, IntoPyResult};
 use crate::guard::Guarded;
 use crate::lease::PyLease;
-use crate::sansio::{guarded_component, renewer_methods, timed};
+use crate::sansio::{guarded_component, renewer_methods, timed, EventOut};
 use crate::wire::{PyReply, PyRequest};
 
 fn lease_arg(obj: &Bound<'_, PyAny>) -> PyResult<leasehold::Lease> {
@@ -201,6 +201,70 @@ pub fn transmit_to_py(py: Python<'_>, t: Transmit) -> PyResult<PyTransmit> {
     Ok(PyTransmit { landlord: t.landlord.0, request: Py::new(py, PyRequest(t.request))? })
 }
 
+/// What a renewal manager tells its host: `kind` is "renewal_failed", "desired_expiration_reached"
+/// or "renewed". `desired_expiration` is the lease's desired expiration (holder's clock) for the
+/// first two; a "desired_expiration_reached" event never comes before it.
+#[pyclass(frozen, module = "leasehold._native", name = "RenewalEvent")]
+pub struct PyRenewalEvent {
+    #[pyo3(get)]
+    kind: &'static str,
+    #[pyo3(get)]
+    lease: PyLease,
+    #[pyo3(get)]
+    desired_expiration: Option<i64>,
+    #[pyo3(get)]
+    error: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PyRenewalEvent {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let err = self.error.as_ref().map(|e| e.bind(py).repr()).transpose()?;
+        let desired = self.desired_expiration.map(|d| d.to_string());
+        Ok(format!(
+            "RenewalEvent(kind='{}', lease={}, desired_expiration={}, error={})",
+            self.kind,
+            self.lease.repr(),
+            desired.as_deref().unwrap_or("None"),
+            err.map_or_else(|| "None".into(), |r| r.to_string())
+        ))
+    }
+}
+
+/// The renewal manager's events stay a native class: one can come with every renewal, and a
+/// record of the data form costs twenty times more per event (`bench/bench_renewal.py`).
+impl EventOut<RenewalEvent> for PyRenewalEvent {
+    fn out(py: Python<'_>, e: RenewalEvent) -> PyResult<Bound<'_, PyAny>> {
+        Ok(Bound::new(py, event_to_py(py, e)?)?.into_any())
+    }
+}
+
+fn event_to_py(py: Python<'_>, e: RenewalEvent) -> PyResult<PyRenewalEvent> {
+    Ok(match e {
+        RenewalEvent::RenewalFailed { lease, desired_expiration, error } => PyRenewalEvent {
+            kind: "renewal_failed",
+            lease: PyLease(lease),
+            desired_expiration: Some(desired_expiration),
+            error: match error {
+                Some(err) => Some(to_instance(py, &err)?.unbind()),
+                None => None,
+            },
+        },
+        RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => PyRenewalEvent {
+            kind: "desired_expiration_reached",
+            lease: PyLease(lease),
+            desired_expiration: Some(desired_expiration),
+            error: None,
+        },
+        RenewalEvent::Renewed { lease } => PyRenewalEvent {
+            kind: "renewed",
+            lease: PyLease(lease),
+            desired_expiration: None,
+            error: None,
+        },
+    })
+}
+
 /// Renews leases until their desired expirations, sans-I/O: the host runs the timer and carries
 /// the messages (or lets `leasehold.aio.RenewalDriver` / `leasehold.threaded.RenewalDriver` do it).
 #[pyclass(frozen, module = "leasehold._native", name = "RenewalManager")]
@@ -209,7 +273,7 @@ pub struct PyRenewalManager(Guarded<RenewalManager>);
 guarded_component!(PyRenewalManager, RenewalManager);
 timed!(RenewalManager);
 
-renewer_methods!(PyRenewalManager, leasehold::holder::machine::RenewalEventData);
+renewer_methods!(PyRenewalManager, PyRenewalEvent);
 
 #[pymethods]
 impl PyRenewalManager {

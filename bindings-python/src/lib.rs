@@ -45,7 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add!(m, classes:
         lease::PyLease, policy::PyPolicy, landlord::PyLandlord, landlord::PyGrant,
         landlord::PyExpired, wire::PyLimits, wire::PyRequest, wire::PyReply,
-        holder::PyLeaseMap, holder::PyRenewalManager, holder::PyTransmit,
+        holder::PyLeaseMap, holder::PyRenewalManager, holder::PyRenewalEvent, holder::PyTransmit,
         service::PyRenewalService, service::PyRenewalSet, event::PyEventRegistration, event::PyGapTracker,
         inverted::PyPoller, inverted::PyPollListener, inverted::PyListenerTransmit,
         inverted::PyListenerEvent, discovery::PyDiscoveryMachine, coord::PyFenceMachine;

@@ -11,7 +11,7 @@
 
 use leasehold::machine::{Machine, Stored as CoreStored};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
 
 use crate::convert::Now;
 use crate::data::{from_py, to_py};
@@ -33,15 +33,27 @@ fn options<M: Machine>(py: Python<'_>, o: Option<&Bound<'_, PyDict>>) -> PyResul
     from_py(d.as_any())
 }
 
-/// Keyword settings as the data an options struct reads, by `leasehold._machine.settings`
-/// (None left out, `timedelta` as ms, `Policy` and `Limits` as their data, dicts within too).
+/// Keyword settings as the data an options struct reads: ints, bools, bytes and text as they
+/// are, None left out; any other value sends them all through `leasehold._machine.settings`
+/// (`timedelta` as ms, `Policy` and `Limits` as their data, dicts within too).
 pub fn settings<'py>(
     py: Python<'py>,
     s: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     static SETTINGS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    let f = SETTINGS.import(py, "leasehold._machine", "settings")?;
-    Ok(f.call((), s)?.cast_into::<PyDict>()?)
+    let d = PyDict::new(py);
+    for (k, v) in s.into_iter().flat_map(|s| s.iter()) {
+        if v.is_instance_of::<PyInt>()
+            || v.is_instance_of::<PyBytes>()
+            || v.is_instance_of::<PyString>()
+        {
+            d.set_item(k, v)?;
+        } else if !v.is_none() {
+            let f = SETTINGS.import(py, "leasehold._machine", "settings")?;
+            return Ok(f.call((), s)?.cast_into::<PyDict>()?);
+        }
+    }
+    Ok(d)
 }
 
 /// A new part in memory.

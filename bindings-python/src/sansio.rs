@@ -4,8 +4,9 @@
 //! (`handle_request`, `handle_bytes`).
 //!
 //! A new part needs: its pyclass holding the core state in a [`Guarded`] and implementing
-//! [`Component`]; then one line per group of methods: `renewer_methods!(PyIt, ItEventData)`
-//! for a core [`Renewer`] whose events cross as the data form `ItEventData`,
+//! [`Component`]; then one line per group of methods: `renewer_methods!(PyIt, Data<ItEventData>)`
+//! for a core [`Renewer`] whose events cross as records of the data form `ItEventData` (or a
+//! native class implementing [`EventOut`]),
 //! `answer_methods!(PyIt)` for a part that answers wire requests ([`Answers`]). Each macro adds
 //! its own `#[pymethods]` block (pyo3's `multiple-pymethods`), so the part's own file keeps
 //! only what is its own. The lock discipline of [`crate::guard`] holds for every method here:
@@ -86,6 +87,21 @@ macro_rules! timed {
 }
 pub(crate) use timed;
 
+/// How a part's core events `E` become Python objects (with no lock held).
+pub trait EventOut<E> {
+    /// The Python object of `e`.
+    fn out(py: Python<'_>, e: E) -> PyResult<Bound<'_, PyAny>>;
+}
+
+/// Events as records of their data form `D` (see `data.rs`).
+pub struct Data<D>(std::marker::PhantomData<D>);
+
+impl<E, D: Serialize + From<E>> EventOut<E> for Data<D> {
+    fn out(py: Python<'_>, e: E) -> PyResult<Bound<'_, PyAny>> {
+        to_py(py, &D::from(e))
+    }
+}
+
 /// A core part that answers wire requests.
 pub trait Answers {
     /// Answers one decoded request.
@@ -158,22 +174,22 @@ pub fn handle_failure<C: Component<State: Renewer>>(
     c.with(py, |s| s.handle_failure(id, err, now.0))
 }
 
-pub fn poll_event<'py, C, D>(c: &C, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>>
+pub fn poll_event<'py, C, O>(c: &C, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>>
 where
     C: Component<State: Renewer<Event: Send>>,
-    D: Serialize + From<<C::State as Renewer>::Event>,
+    O: EventOut<<C::State as Renewer>::Event>,
 {
     let e = c.answer(py, |s| s.poll_event())?;
-    e.map(|e| to_py(py, &D::from(e))).transpose()
+    e.map(|e| O::out(py, e)).transpose()
 }
 
-pub fn drain_events<'py, C, D>(c: &C, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>>
+pub fn drain_events<'py, C, O>(c: &C, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>>
 where
     C: Component<State: Renewer<Event: Send>>,
-    D: Serialize + From<<C::State as Renewer>::Event>,
+    O: EventOut<<C::State as Renewer>::Event>,
 {
     let all: Vec<_> = c.answer(py, |s| std::iter::from_fn(|| s.poll_event()).collect())?;
-    all.into_iter().map(|e| to_py(py, &D::from(e))).collect()
+    all.into_iter().map(|e| O::out(py, e)).collect()
 }
 
 pub fn handle_request<C: Component<State: Answers>>(
@@ -218,7 +234,7 @@ macro_rules! timer_methods {
 pub(crate) use timer_methods;
 
 /// The timer, requests out, replies and failures in, and events out of a core [`Renewer`],
-/// as Python methods of `$cls`; its events cross as the data form `$event` (records).
+/// as Python methods of `$cls`; its events become Python objects by `$event` ([`EventOut`]).
 macro_rules! renewer_methods {
     ($cls:ty, $event:ty) => {
         $crate::sansio::timer_methods!($cls);

@@ -1,6 +1,6 @@
 //! The renewal service (`RenewalService`, `RenewalSet`).
 
-use leasehold::service::machine::ServiceOptions;
+use leasehold::service::machine::{ServiceOptions, SetEventData};
 use leasehold::service::{RenewalService, RenewalServiceConfig, ServiceSnapshot, SetId};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -12,7 +12,7 @@ use crate::event::{registration, PyEventRegistration};
 use crate::guard::Guarded;
 use crate::landlord::seed_arg;
 use crate::lease::PyLease;
-use crate::sansio::{answer_methods, answers, guarded_component, renewer_methods, timed};
+use crate::sansio::{answer_methods, answers, guarded_component, renewer_methods, timed, Data};
 
 /// A service's settings from the keywords of `RenewalService(id, **settings)` (seed,
 /// set_policy, grace, limits, restore_jump, manager) read as the core's `ServiceOptions`;
@@ -39,7 +39,7 @@ guarded_component!(PyRenewalService, RenewalService);
 timed!(RenewalService);
 
 answers!(RenewalService);
-renewer_methods!(PyRenewalService, leasehold::service::machine::SetEventData);
+renewer_methods!(PyRenewalService, Data<SetEventData>);
 answer_methods!(PyRenewalService);
 
 impl PyRenewalService {

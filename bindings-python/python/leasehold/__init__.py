@@ -25,7 +25,7 @@ from ._errors import (
     StoreError,
     UnknownLeaseError,
 )
-from ._events import RenewalEvent, SetEvent
+from ._events import SetEvent
 from ._native import (
     ABSOLUTE,
     ListenerEvent,
@@ -49,6 +49,7 @@ from ._native import (
     LeaseMap,
     Limits,
     Policy,
+    RenewalEvent,
     RenewalManager,
     RenewalService,
     RenewalSet,

@@ -1,5 +1,5 @@
-"""The events of the renewal parts as records of the core's data forms (``RenewalEventData``,
-``SetEventData``): a dict underneath, read by the attributes the native classes had."""
+"""A renewal service's events as records of the core's data form (``SetEventData``): a dict
+underneath, read by the attributes the native class had."""
 
 from __future__ import annotations
 
@@ -12,28 +12,6 @@ from ._native import Lease, error_from_code
 
 def _error(e: Optional[Dict[str, Any]]) -> Optional[LeaseError]:
     return None if e is None else error_from_code(int(e["code"]), str(e["message"]))
-
-
-class RenewalEvent(Record):
-    """What a renewal manager reports (the core's ``RenewalEventData``): ``kind`` is
-    "renewal_failed", "desired_expiration_reached" or "renewed". ``desired_expiration`` (holder's
-    clock, ms; None for "renewed"): a "desired_expiration_reached" event never comes before it."""
-
-    __slots__ = ()
-    kind = property(lambda self: str(self["type"]), doc="The event's type.")
-
-    @property
-    def lease(self) -> Lease:
-        return self["lease"]  # type: ignore[no-any-return]
-
-    @property
-    def desired_expiration(self) -> Optional[int]:
-        return self.get("desired_expiration")
-
-    @property
-    def error(self) -> Optional[LeaseError]:
-        """The last renewal error of a "renewal_failed" event, None when the lease expired."""
-        return _error(self.get("error"))
 
 
 class SetEvent(Record):
@@ -66,4 +44,4 @@ class SetEvent(Record):
         return _error(self["kind"].get("error"))
 
 
-_KINDS["RenewalEventData"], _KINDS["SetEventData"] = RenewalEvent, SetEvent
+_KINDS["SetEventData"] = SetEvent

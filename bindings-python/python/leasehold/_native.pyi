@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, Final, FrozenSet, Iterable, Iterator, Li
 from typing_extensions import TypedDict, Unpack
 
 from ._errors import LeaseError
-from ._events import RenewalEvent, SetEvent
+from ._events import SetEvent
 from ._types import Duration, Encoding
 from .inverted import Admission, Confirm, Poll, TrafficStats
 
@@ -273,6 +273,22 @@ class Transmit:
     landlord: Final[int]
     request: Final[Request]
     id: Final[int]
+
+@final
+class RenewalEvent:
+    """What a renewal manager reports: kind is "renewal_failed", "desired_expiration_reached" or "renewed"."""
+
+    kind: Final[str]
+    lease: Final[Lease]
+    @property
+    def desired_expiration(self) -> Optional[int]:
+        """The lease's desired expiration (holder's clock, ms) for "renewal_failed" and
+        "desired_expiration_reached"; None for "renewed".
+
+        A "desired_expiration_reached" event is never handed out before this time: the host's
+        ``now`` at ``handle_timeout`` is at least ``desired_expiration`` when it comes.
+        """
+    error: Final[Optional[LeaseError]]
 
 @final
 class RenewalManager:
