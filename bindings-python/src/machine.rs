@@ -34,7 +34,8 @@ fn options<M: Machine>(py: Python<'_>, o: Option<&Bound<'_, PyDict>>) -> PyResul
 }
 
 /// Keyword settings as the data an options struct reads: ints, bools, bytes and text as they
-/// are, None left out; any other value sends them all through `leasehold._machine.settings`
+/// are, dicts read the same way, None left out; any other value sends them all through
+/// `leasehold._machine.settings`
 /// (`timedelta` as ms, `Policy` and `Limits` as their data, dicts within too).
 pub fn settings<'py>(
     py: Python<'py>,
@@ -48,6 +49,8 @@ pub fn settings<'py>(
             || v.is_instance_of::<PyString>()
         {
             d.set_item(k, v)?;
+        } else if let Ok(inner) = v.cast::<PyDict>() {
+            d.set_item(k, settings(py, Some(inner))?)?;
         } else if !v.is_none() {
             let f = SETTINGS.import(py, "leasehold._machine", "settings")?;
             return Ok(f.call((), s)?.cast_into::<PyDict>()?);
