@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Protocol, Sequence, TypeVar, Union
 
 from ._errors import IndefiniteError, LeaseError
 from ._native import Reply, Transmit
-from .discovery import Announcement, Delivery, DiscoveryService, UnicastRequest, UnicastResponse
+from .discovery import Announcement, Delivery, DiscoveryService, Registrar, UnicastRequest, UnicastResponse
 from ._types import Encoding
 
 E = TypeVar("E", covariant=True)
@@ -82,6 +82,34 @@ def settle(
             renewer.handle_reply(reply, clock())
             return
     renewer.handle_failure(request_id, as_failure(error), clock())
+
+
+class DiscoveryCalls:
+    """What a discovery driver of either loop is fed with, written once: each call runs at the
+    driver's clock and wakes it (its ``_Worker`` gives ``wake``)."""
+
+    service: DiscoveryService
+    clock: Clock
+    wake: Callable[[], None]
+
+    def _next(self) -> Optional[int]:
+        return self.service.poll_timeout()
+
+    def handle_datagram(self, data: bytes) -> None:
+        """An announcement datagram heard (raises ``DecodeError`` for a bad one)."""
+        self.service.handle_datagram(data, self.clock())
+        self.wake()
+
+    def handle_announcement(self, announcement: Announcement) -> None:
+        """An announcement heard."""
+        self.service.handle_announcement(announcement, self.clock())
+        self.wake()
+
+    def registrar_unreachable(self, registrar: Union[str, bytes, int, Registrar]) -> bool:
+        """The host found ``registrar`` unreachable; returns whether the service knew it."""
+        known = self.service.registrar_unreachable(registrar, self.clock())
+        self.wake()
+        return known
 
 
 #: What unicast discovery of a locator finds: the registrar's answer (or its announcement).

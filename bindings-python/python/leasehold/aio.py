@@ -13,8 +13,8 @@ from functools import partial
 from typing import Any, Dict, Awaitable, Callable, Generic, List, Optional, Sequence, Set, TypeVar, Union
 
 from ._clock import monotonic_ms, wait_seconds
-from ._driving import ProbeResult, Renewer, due, report_delivery, report_probe, settle
-from .discovery import ANNOUNCEMENT_MAX_BYTES, Announcement, Delivery, DiscoveryService, Registrar, UnicastRequest
+from ._driving import DiscoveryCalls, ProbeResult, Renewer, due, report_delivery, report_probe, settle
+from .discovery import ANNOUNCEMENT_MAX_BYTES, Announcement, Delivery, DiscoveryService, UnicastRequest
 from ._native import Expired, Landlord, Lease, Policy, Reply, Request, Transmit, lease_from_reply
 from ._types import Duration, Encoding
 
@@ -436,7 +436,7 @@ async def _maybe_await(value: Union[T, Awaitable[T]]) -> T:
     return value
 
 
-class DiscoveryDriver(_Worker):
+class DiscoveryDriver(DiscoveryCalls, _Worker):
     """Runs a lookup discovery service on the event loop.
 
     Each event goes out in its own task through ``deliver(event)`` (to ``event.listener``;
@@ -502,25 +502,6 @@ class DiscoveryDriver(_Worker):
         await self._syncer.wait(seq)  # nothing leaves before it is on disk
         jobs: List[Job] = [partial(self._send_probe, p) for p in probes]
         return jobs + [partial(self._send_event, e) for e in events]
-
-    def _next(self) -> Optional[int]:
-        return self.service.poll_timeout()
-
-    def handle_datagram(self, data: bytes) -> None:
-        """An announcement datagram heard (raises ``DecodeError`` for a bad one)."""
-        self.service.handle_datagram(data, self.clock())
-        self.wake()
-
-    def handle_announcement(self, announcement: Announcement) -> None:
-        """An announcement heard."""
-        self.service.handle_announcement(announcement, self.clock())
-        self.wake()
-
-    def registrar_unreachable(self, registrar: Union[str, bytes, int, Registrar]) -> bool:
-        """The host found ``registrar`` unreachable; returns whether the service knew it."""
-        known = self.service.registrar_unreachable(registrar, self.clock())
-        self.wake()
-        return known
 
     async def handle_discovery(
         self, data: bytes, encoding: Encoding = "binary", *, listener: Union[bytes, str, None] = None
