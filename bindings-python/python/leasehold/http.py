@@ -16,7 +16,7 @@ import ssl
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Awaitable, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from ._errors import IndefiniteError
 from ._types import Encoding
@@ -161,6 +161,11 @@ LEASE_PATH = "/lease"
 MAX_REDIRECTS = 3
 
 _Response = Tuple[int, Dict[str, str], bytes]
+#: One exchange to make: the arguments of ``_exchange`` / ``_aexchange``.
+_Exchange = Tuple[urllib.parse.SplitResult, str, bytes, Encoding, float, Dict[str, str], Optional[ssl.SSLContext]]
+#: What fails one attempt (the next server is tried) on a socket and on asyncio streams.
+_SYNC_ERRORS = (OSError, http.client.HTTPException, ValueError)
+_ASYNC_ERRORS = (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
 
 #: Headers the helper writes itself: ones of these names in ``headers`` are left out.
@@ -314,6 +319,43 @@ class Cluster:
             return False
         return True
 
+    def _attempts(
+        self,
+        data: bytes,
+        landlord: Optional[int],
+        headers: Optional[Mapping[str, str]],
+        endpoint: str,
+        kind: str,
+        wait: float,
+        on_attempt: Optional[Callable[[], None]],
+        errors: Tuple[Type[BaseException], ...],
+    ) -> Generator[_Exchange, _Response, bytes]:
+        """The failover of :meth:`post` and :meth:`apost`, written once: it yields each exchange
+        to make (the caller makes it, on a socket or on asyncio streams) and is sent its
+        response, or thrown the transport's error (one of ``errors``); it returns the body of
+        the first answer that carries a reply and raises ``IndefiniteError`` once every server
+        failed."""
+        sent = {**self._headers, **_extra_headers(headers)}
+        failures: List[str] = []
+        timeout = self.timeout + wait
+        for i in self._order(landlord):
+            u, target, url = self._servers[i], self._target(i, landlord, endpoint), self.urls[i]
+            if on_attempt is not None:
+                on_attempt()
+            try:
+                response = yield u, target, data, self.encoding, timeout, sent, self._ssl
+                for _ in range(MAX_REDIRECTS):
+                    if (hop := _redirect(url, response)) is None:
+                        break
+                    u, target, url = hop
+                    response = yield u, target, data, self.encoding, timeout, sent, self._ssl
+            except errors as e:
+                failures.append(f"{url}: {e!r}")
+                continue
+            if (body := self._settled(i, landlord, url, response, failures, kind)) is not None:
+                return body
+        raise self._failed(failures)
+
     def post(
         self,
         data: bytes,
@@ -335,26 +377,11 @@ class Cluster:
         ``on_attempt`` is called as each server is tried, just before its request goes out: the
         last call before the reply is when the answered request was sent (what a lease it grants
         counts from; after a failover, not the first attempt)."""
-        headers = {**self._headers, **_extra_headers(headers)}
-        failures: List[str] = []
-        timeout = self.timeout + wait
-        for i in self._order(landlord):
-            u, target, url = self._servers[i], self._target(i, landlord, endpoint), self.urls[i]
-            if on_attempt is not None:
-                on_attempt()
-            try:
-                response = _exchange(u, target, data, self.encoding, timeout, headers, self._ssl)
-                for _ in range(MAX_REDIRECTS):
-                    if (hop := _redirect(url, response)) is None:
-                        break
-                    u, target, url = hop
-                    response = _exchange(u, target, data, self.encoding, timeout, headers, self._ssl)
-            except (OSError, http.client.HTTPException, ValueError) as e:
-                failures.append(f"{url}: {e!r}")
-                continue
-            if (body := self._settled(i, landlord, url, response, failures, kind)) is not None:
-                return body
-        raise self._failed(failures)
+        steps = self._attempts(data, landlord, headers, endpoint, kind, wait, on_attempt, _SYNC_ERRORS)
+        step: Union[_Exchange, bytes] = next(steps)
+        while not isinstance(step, bytes):
+            step = _resume(steps, _tried(step))
+        return step
 
     async def apost(
         self,
@@ -368,26 +395,11 @@ class Cluster:
         on_attempt: Optional[Callable[[], None]] = None,
     ) -> bytes:
         """As :meth:`post`, with asyncio streams (TLS for https://)."""
-        headers = {**self._headers, **_extra_headers(headers)}
-        failures: List[str] = []
-        timeout = self.timeout + wait
-        for i in self._order(landlord):
-            u, target, url = self._servers[i], self._target(i, landlord, endpoint), self.urls[i]
-            if on_attempt is not None:
-                on_attempt()
-            try:
-                response = await _aexchange(u, target, data, self.encoding, timeout, headers, self._ssl)
-                for _ in range(MAX_REDIRECTS):
-                    if (hop := _redirect(url, response)) is None:
-                        break
-                    u, target, url = hop
-                    response = await _aexchange(u, target, data, self.encoding, timeout, headers, self._ssl)
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
-                failures.append(f"{url}: {e!r}")
-                continue
-            if (body := self._settled(i, landlord, url, response, failures, kind)) is not None:
-                return body
-        raise self._failed(failures)
+        steps = self._attempts(data, landlord, headers, endpoint, kind, wait, on_attempt, _ASYNC_ERRORS)
+        step: Union[_Exchange, bytes] = next(steps)
+        while not isinstance(step, bytes):
+            step = _resume(steps, await _atried(step))
+        return step
 
     def send(self, data: bytes) -> bytes:
         """A grant (or any message naming no landlord): ``threaded.obtain_lease``'s ``send``."""
@@ -485,6 +497,29 @@ async def _aexchange(
             writer.close()
 
     return await asyncio.wait_for(exchange(), timeout)
+
+
+def _resume(steps: Generator[_Exchange, _Response, bytes], outcome: Union[_Response, BaseException]) -> Union[_Exchange, bytes]:
+    """Hands an exchange's outcome (its response, or the transport's error) to the failover of
+    ``Cluster._attempts``: the next exchange to make, or the body it settled on."""
+    try:
+        return steps.throw(outcome) if isinstance(outcome, BaseException) else steps.send(outcome)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def _tried(step: _Exchange) -> Union[_Response, BaseException]:
+    try:
+        return _exchange(*step)
+    except _SYNC_ERRORS as e:
+        return e
+
+
+async def _atried(step: _Exchange) -> Union[_Response, BaseException]:
+    try:
+        return await _aexchange(*step)
+    except _ASYNC_ERRORS as e:
+        return e
 
 
 def post(
