@@ -161,9 +161,9 @@ LEASE_PATH = "/lease"
 MAX_REDIRECTS = 3
 
 _Response = Tuple[int, Dict[str, str], bytes]
-#: One exchange to make: the arguments of ``_exchange`` / ``_aexchange``.
+#: One exchange to make (the arguments of ``_exchange`` / ``_aexchange``), and what fails one.
 _Exchange = Tuple[urllib.parse.SplitResult, str, bytes, Encoding, float, Dict[str, str], Optional[ssl.SSLContext]]
-#: What fails one attempt (the next server is tried) on a socket and on asyncio streams.
+_Steps = Generator[_Exchange, _Response, bytes]
 _SYNC_ERRORS = (OSError, http.client.HTTPException, ValueError)
 _ASYNC_ERRORS = (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
@@ -319,22 +319,10 @@ class Cluster:
             return False
         return True
 
-    def _attempts(
-        self,
-        data: bytes,
-        landlord: Optional[int],
-        headers: Optional[Mapping[str, str]],
-        endpoint: str,
-        kind: str,
-        wait: float,
-        on_attempt: Optional[Callable[[], None]],
-        errors: Tuple[Type[BaseException], ...],
-    ) -> Generator[_Exchange, _Response, bytes]:
-        """The failover of :meth:`post` and :meth:`apost`, written once: it yields each exchange
-        to make (the caller makes it, on a socket or on asyncio streams) and is sent its
-        response, or thrown the transport's error (one of ``errors``); it returns the body of
-        the first answer that carries a reply and raises ``IndefiniteError`` once every server
-        failed."""
+    def _attempts(self, data: bytes, landlord: Optional[int], headers: Optional[Mapping[str, str]], endpoint: str, kind: str,
+                  wait: float, on_attempt: Optional[Callable[[], None]], errors: Tuple[Type[BaseException], ...]) -> _Steps:
+        """The failover of :meth:`post` and :meth:`apost`, written once: it yields each exchange to
+        make and is sent its response or thrown its error (one of ``errors``); it returns the body."""
         sent = {**self._headers, **_extra_headers(headers)}
         failures: List[str] = []
         timeout = self.timeout + wait
@@ -499,9 +487,8 @@ async def _aexchange(
     return await asyncio.wait_for(exchange(), timeout)
 
 
-def _resume(steps: Generator[_Exchange, _Response, bytes], outcome: Union[_Response, BaseException]) -> Union[_Exchange, bytes]:
-    """Hands an exchange's outcome (its response, or the transport's error) to the failover of
-    ``Cluster._attempts``: the next exchange to make, or the body it settled on."""
+def _resume(steps: _Steps, outcome: Union[_Response, BaseException]) -> Union[_Exchange, bytes]:
+    """Hands an exchange's outcome to ``Cluster._attempts``: the next exchange, or the body."""
     try:
         return steps.throw(outcome) if isinstance(outcome, BaseException) else steps.send(outcome)
     except StopIteration as done:
