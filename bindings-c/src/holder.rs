@@ -256,12 +256,8 @@ unsafe fn entry_out(
     out_duration: *mut i64,
 ) -> Res {
     let (stored, d) = found.ok_or(LeaseError::UnknownLease)?;
-    if let Some(o) = Out::optional(out_lease) {
-        unsafe { o.write(stored.into()) };
-    }
-    if let Some(o) = Out::optional(out_duration) {
-        unsafe { o.write(d) };
-    }
+    unsafe { Out::put(out_lease, stored.into()) };
+    unsafe { Out::put(out_duration, d) };
     Ok(())
 }
 

@@ -8,8 +8,8 @@ use leasehold_core::lease::{Cookie, LandlordId};
 use leasehold_core::store::StoreConfig;
 use leasehold_core::wire::Limits;
 use leasehold_core::{
-    Encoding, Expired, Landlord, LandlordConfig, LandlordSnapshot, LeaseError, Millis, Reply,
-    Request,
+    Encoding, Expired, Grant, Landlord, LandlordConfig, LandlordSnapshot, LeaseError, Millis,
+    Reply, Request,
 };
 
 use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits, take_bytes};
@@ -103,6 +103,12 @@ pub struct leasehold_grant {
     pub duration: i64,
     /// Expiration on the landlord's clock.
     pub expiration: i64,
+}
+
+impl From<Grant> for leasehold_grant {
+    fn from(g: Grant) -> Self {
+        leasehold_grant { cookie: g.cookie.into(), duration: g.duration, expiration: g.expiration }
+    }
 }
 
 /// One lease of a batch renewal: which lease, and for how long.
@@ -408,12 +414,7 @@ pub unsafe extern "C" fn leasehold_landlord_grant(
         let out = Out::new(out, "out")?;
         let r = unsafe { slice(resource, resource_len, "resource") }?;
         let g = unsafe { write(landlord, |l| Ok(l.grant(r.to_vec(), requested, now)?)) }?;
-        let g = leasehold_grant {
-            cookie: g.cookie.into(),
-            duration: g.duration,
-            expiration: g.expiration,
-        };
-        unsafe { out.write(g) };
+        unsafe { out.write(g.into()) };
         Ok(())
     })
 }

@@ -654,52 +654,40 @@ fn store_settings(mut o: Value) -> Res<(Value, StoreConfig)> {
     Ok((o, c))
 }
 
-/// Applies the host's settings to a recovered part (journaled and committed at once) and hands
-/// the handle to C.
-fn give_opened(
-    o: store::Reopened<Boxed>,
-    options: Value,
-    out: Out<*mut Mach>,
-    info: Option<Out<leasehold_recovery>>,
-) -> Res {
-    let store::Reopened { state: mut part, store: mut st, recovered, created } = o;
-    part.0.reconfigure(options)?;
-    st.commit_now(&mut part)?;
-    let r = store::recovery(&recovered, created, &part, part.0.held());
-    give(MachineState { part, store: Some(st) }, out);
-    if let Some(i) = info {
-        unsafe { i.write(r) };
-    }
-    Ok(())
-}
-
-/// What `_open_dir` and `_open_io` share: the kind, the settings, the seed.
+/// The body of `_open_dir` and `_open_io`: a part of kind `kind` from the store `src` names,
+/// with the host's settings applied (journaled and committed at once).
 ///
 /// # Safety
 /// As the callers'.
-unsafe fn open_args(
+#[allow(clippy::too_many_arguments)]
+unsafe fn open(
     kind: *const c_char,
+    src: impl FnOnce() -> Res<store::Source>,
     options: *const c_char,
     options_len: usize,
     seed: *const u8,
     seed_len: usize,
-) -> Res<(FromStore, Value, StoreConfig, [u8; 32])> {
-    let k = unsafe { kind_arg(kind) }?;
-    let k = k.from_store.ok_or_else(|| {
-        Fail::invalid(format!("a {} is not kept in a store: make it with _new", k.name))
-    })?;
-    let (o, c) = store_settings(unsafe { json_arg(options, options_len, "options") }?)?;
-    Ok((k, o, c, unsafe { seed_arg(seed, seed_len) }?))
-}
-
-/// The store's builder for a kind.
-fn builder(
-    k: FromStore,
-    o: &Value,
-    seed: [u8; 32],
-) -> impl FnOnce(Option<&[u8]>) -> leasehold_core::Result<Boxed> {
-    let o = o.clone();
-    move |snap| k(snap, o, seed).map(Boxed)
+    now: i64,
+    out: *mut *mut Mach,
+    out_info: *mut leasehold_recovery,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let k = unsafe { kind_arg(kind) }?;
+        let k = k.from_store.ok_or_else(|| {
+            Fail::invalid(format!("a {} is not kept in a store: make it with _new", k.name))
+        })?;
+        let (o, c) = store_settings(unsafe { json_arg(options, options_len, "options") }?)?;
+        let (seed, o2) = (unsafe { seed_arg(seed, seed_len) }?, o.clone());
+        let opened = src()?.open(c, now, move |snap| k(snap, o2, seed).map(Boxed))?;
+        let store::Reopened { state: mut part, store: mut st, recovered, created } = opened;
+        part.0.reconfigure(o)?;
+        st.commit_now(&mut part)?;
+        let r = store::recovery(&recovered, created, &part, part.0.held());
+        give(MachineState { part, store: Some(st) }, out);
+        unsafe { Out::put(out_info, r) };
+        Ok(())
+    })
 }
 
 /// Opens a durable part of kind `kind` kept in the directory `path` (`path_len` bytes),
@@ -732,12 +720,8 @@ pub unsafe extern "C" fn leasehold_machine_open_dir(
     out: *mut *mut leasehold_machine,
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
-    guard(|| {
-        let (out, info) = (Out::new(out, "out")?, Out::optional(out_info));
-        let (k, o, c, seed) = unsafe { open_args(kind, options, options_len, seed, seed_len) }?;
-        let opened = unsafe { store::open_dir(path, path_len, c, now, builder(k, &o, seed)) }?;
-        give_opened(opened, o, out, info)
-    })
+    let src = || unsafe { store::Source::dir(path, path_len) };
+    unsafe { open(kind, src, options, options_len, seed, seed_len, now, out, out_info) }
 }
 
 /// Opens a durable part kept in the host's own storage, as `leasehold_landlord_open_io`
@@ -763,13 +747,8 @@ pub unsafe extern "C" fn leasehold_machine_open_io(
     out: *mut *mut leasehold_machine,
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
-    guard(|| {
-        let (out, info) = (Out::new(out, "out")?, Out::optional(out_info));
-        let (k, o, c, seed) = unsafe { open_args(kind, options, options_len, seed, seed_len) }?;
-        let build = builder(k, &o, seed);
-        let opened = unsafe { store::open_io(io, files, file_count, c, now, build) }?;
-        give_opened(opened, o, out, info)
-    })
+    let src = || unsafe { store::Source::host(io, files, file_count) };
+    unsafe { open(kind, src, options, options_len, seed, seed_len, now, out, out_info) }
 }
 
 /// The sequence number of the last record the part journaled: what an answer handed out now
