@@ -236,18 +236,14 @@ fn io_fail(message: impl Into<String>) -> Fail {
     Fail::new(leasehold_status::LEASEHOLD_STATUS_IO, message)
 }
 
-/// What a commit leaves to do once the landlord's state is no longer borrowed.
-enum Job {
-    /// Nothing: records up to this one are durable.
-    Done(u64),
-    /// Carry out `ops` through the host's callbacks; then records up to `durable` are durable.
-    Host { io: HostIo, ops: Vec<FileOp>, durable: u64 },
-}
+/// What a commit leaves to do once the handle's state is no longer borrowed: operations for
+/// the host's callbacks (a directory's are written at once).
+type Job = Option<(HostIo, Vec<FileOp>)>;
 
 impl Attached {
     /// The first half of a commit, with the state borrowed: takes the records written since the
     /// last commit (and a compaction, if due or `force`d) and, for a directory, writes them.
-    fn begin<S: Journaled>(&mut self, ll: &mut S, force: bool) -> Res<Job> {
+    fn begin<S: Journaled>(&mut self, ll: &mut S, force: bool) -> Res<(u64, Job)> {
         if let Some(e) = &self.failed {
             return Err(io_fail(format!(
                 "the store failed earlier ({e}) and takes no more commits: free the landlord \
@@ -271,11 +267,11 @@ impl Attached {
         }
         let durable = self.store.committed();
         if ops.is_empty() {
-            return Ok(Job::Done(durable));
+            return Ok((durable, None));
         }
         match &mut self.io {
             Io::Dir(d) => match d.apply_all(&ops) {
-                Ok(()) => Ok(Job::Done(durable)),
+                Ok(()) => Ok((durable, None)),
                 Err(e) => {
                     let m = format!("writing the store in {}: {e}", d.path().display());
                     self.failed = Some(m.clone());
@@ -284,7 +280,7 @@ impl Attached {
             },
             Io::Host(h) => {
                 self.committing = true;
-                Ok(Job::Host { io: *h, ops, durable })
+                Ok((durable, Some((*h, ops))))
             }
         }
     }
@@ -301,13 +297,11 @@ impl Attached {
     /// A whole commit of a state no handle holds yet (while opening): the host's callbacks run
     /// here, with nothing of a handle borrowed.
     pub(crate) fn commit_now<S: Journaled>(&mut self, s: &mut S) -> Res<u64> {
-        match self.begin(s, false)? {
-            Job::Done(d) => Ok(d),
-            Job::Host { io, ops, durable } => {
-                self.end(io.apply_all(&ops))?;
-                Ok(durable)
-            }
+        let (durable, job) = self.begin(s, false)?;
+        if let Some((io, ops)) = job {
+            self.end(io.apply_all(&ops))?;
         }
+        Ok(durable)
     }
 }
 
@@ -321,18 +315,9 @@ pub(crate) trait Kept {
     fn is_durable(&self) -> bool;
 }
 
-/// `_commit` and `_compact` of a handle that may be durable: writes, syncs, compacts; returns
-/// the last durable record (0 for a handle in memory, which has nothing to write).
-///
-/// # Safety
-/// `p` is NULL or live.
-pub(crate) unsafe fn commit<H: Opaque<Inner: Kept>>(p: *mut H, force: bool) -> Res<u64> {
-    let call = unsafe { Call::enter(p) }?;
-    commit_in(&call, force)
-}
-
-/// The body of `_commit` (`force` false) and `_compact` (true): `*out_durable` is the last
-/// durable record.
+/// The body of `_commit` (`force` false) and `_compact` (true) of a handle that may be
+/// durable: writes, syncs, compacts; `*out_durable` is the last durable record (0 for a handle
+/// in memory, which has nothing to write).
 ///
 /// # Safety
 /// `p` is NULL or live; `out_durable` is NULL or writable.
@@ -343,54 +328,34 @@ pub(crate) unsafe fn commit_out<H: Opaque<Inner: Kept>>(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_durable, "out_durable")?;
-        let d = unsafe { commit(p, force) }?;
-        unsafe { out.write(d) };
+        let call = unsafe { Call::enter(p) }?;
+        let (durable, job) = call.with_mut(|s| match s.parts() {
+            (_, None) => Ok((0, None)),
+            (state, Some(a)) => a.begin(state, force),
+        })?;
+        if let Some((io, ops)) = job {
+            // The host's callbacks run with nothing borrowed: one may free the handle.
+            let (mut result, mut done) = (Ok(()), 0);
+            while done < ops.len() && !call.freed() && result.is_ok() {
+                result = io.apply(&ops[done]);
+                done += usize::from(result.is_ok());
+            }
+            if !call.freed() {
+                call.with_mut(|s| s.parts().1.expect("a durable handle").end(result))?;
+            } else if done < ops.len() {
+                return Err(Fail::new(
+                    leasehold_status::LEASEHOLD_STATUS_BUSY,
+                    format!(
+                        "the {} was freed inside a store callback: the commit did not complete, \
+                         and nothing it covers may be acknowledged",
+                        H::WHAT
+                    ),
+                ));
+            }
+        }
+        unsafe { out.write(durable) };
         Ok(())
     })
-}
-
-/// [`commit`] inside a call already running on the handle (a driver commits before its
-/// callbacks run).
-pub(crate) fn commit_in<H: Opaque<Inner: Kept>>(call: &Call<H>, force: bool) -> Res<u64> {
-    let job = call.with_mut(|s| {
-        let (state, store) = s.parts();
-        match store {
-            None => Ok(Job::Done(0)),
-            Some(a) => a.begin(state, force),
-        }
-    })?;
-    let (io, ops, durable) = match job {
-        Job::Done(d) => return Ok(d),
-        Job::Host { io, ops, durable } => (io, ops, durable),
-    };
-    // The host's callbacks run with nothing borrowed.
-    let (mut result, mut done) = (Ok(()), 0);
-    for op in &ops {
-        if call.freed() {
-            break;
-        }
-        if let Err(e) = io.apply(op) {
-            result = Err(e);
-            break;
-        }
-        done += 1;
-    }
-    if call.freed() {
-        // Freed inside a callback: the state is gone; say whether the commit got through.
-        if done == ops.len() {
-            return Ok(durable);
-        }
-        return Err(Fail::new(
-            leasehold_status::LEASEHOLD_STATUS_BUSY,
-            format!(
-                "the {} was freed inside a store callback: the commit did not complete, and \
-                 nothing it covers may be acknowledged",
-                H::WHAT
-            ),
-        ));
-    }
-    call.with_mut(|s| s.parts().1.expect("a durable handle").end(result))?;
-    Ok(durable)
 }
 
 /// `_journal_seq`: the last record the handle's state journaled (0 in memory).
