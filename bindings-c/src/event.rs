@@ -84,7 +84,7 @@ opaque!(leasehold_gap_tracker, GapTracker, "tracker", "gap tracker");
 pub unsafe extern "C" fn leasehold_gap_tracker_new(
     out: *mut *mut leasehold_gap_tracker,
 ) -> leasehold_status {
-    guard(|| Ok(give(GapTracker::new(), Out::new(out, "out")?)))
+    guard(|| Out::new(out, "out").map(|o| give(GapTracker::new(), o)))
 }
 
 /// Frees a tracker. NULL is ignored.
@@ -204,7 +204,7 @@ pub struct leasehold_event {
 pub unsafe extern "C" fn leasehold_event_table_new(
     out: *mut *mut leasehold_event_table,
 ) -> leasehold_status {
-    guard(|| Ok(give(EventTable::new(), Out::new(out, "out")?)))
+    guard(|| Out::new(out, "out").map(|o| give(EventTable::new(), o)))
 }
 
 /// Frees a table. NULL is ignored.

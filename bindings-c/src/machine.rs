@@ -659,17 +659,14 @@ fn store_settings(mut o: Value) -> Res<(Value, StoreConfig)> {
 ///
 /// # Safety
 /// As the callers'.
-#[allow(clippy::too_many_arguments)]
 unsafe fn open(
-    kind: *const c_char,
-    src: impl FnOnce() -> Res<store::Source>,
-    options: *const c_char,
-    options_len: usize,
-    seed: *const u8,
-    seed_len: usize,
-    now: i64,
     out: *mut *mut Mach,
     out_info: *mut leasehold_recovery,
+    kind: *const c_char,
+    src: impl FnOnce() -> Res<store::Source>,
+    (options, options_len): (*const c_char, usize),
+    (seed, seed_len): (*const u8, usize),
+    now: i64,
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
@@ -721,7 +718,7 @@ pub unsafe extern "C" fn leasehold_machine_open_dir(
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
     let src = || unsafe { store::Source::dir(path, path_len) };
-    unsafe { open(kind, src, options, options_len, seed, seed_len, now, out, out_info) }
+    unsafe { open(out, out_info, kind, src, (options, options_len), (seed, seed_len), now) }
 }
 
 /// Opens a durable part kept in the host's own storage, as `leasehold_landlord_open_io`
@@ -748,7 +745,7 @@ pub unsafe extern "C" fn leasehold_machine_open_io(
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
     let src = || unsafe { store::Source::host(io, files, file_count) };
-    unsafe { open(kind, src, options, options_len, seed, seed_len, now, out, out_info) }
+    unsafe { open(out, out_info, kind, src, (options, options_len), (seed, seed_len), now) }
 }
 
 /// The sequence number of the last record the part journaled: what an answer handed out now

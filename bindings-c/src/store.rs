@@ -546,12 +546,11 @@ impl Source {
 /// # Safety
 /// As the callers'.
 unsafe fn open_landlord(
-    src: impl FnOnce() -> Res<Source>,
-    config: *const leasehold_landlord_config,
-    policy: *const leasehold_policy,
-    now: i64,
     out: *mut *mut leasehold_landlord,
     out_info: *mut leasehold_recovery,
+    src: impl FnOnce() -> Res<Source>,
+    (config, policy): (*const leasehold_landlord_config, *const leasehold_policy),
+    now: i64,
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
@@ -593,7 +592,7 @@ pub unsafe extern "C" fn leasehold_landlord_open_dir(
     out: *mut *mut leasehold_landlord,
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
-    unsafe { open_landlord(|| Source::dir(path, path_len), config, policy, now, out, out_info) }
+    unsafe { open_landlord(out, out_info, || Source::dir(path, path_len), (config, policy), now) }
 }
 
 /// Opens a durable landlord kept in the host's own storage (README, "Your own storage"):
@@ -619,7 +618,7 @@ pub unsafe extern "C" fn leasehold_landlord_open_io(
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
     let src = || unsafe { Source::host(io, files, file_count) };
-    unsafe { open_landlord(src, config, policy, now, out, out_info) }
+    unsafe { open_landlord(out, out_info, src, (config, policy), now) }
 }
 
 // ---------- reply after durable ----------
@@ -914,7 +913,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_handle_timeout(
     landlord: *mut leasehold_shared_landlord,
     now: i64,
 ) -> leasehold_status {
-    guard(|| Ok(unsafe { shared(landlord) }?.with(|ll| ll.handle_timeout(now)).0))
+    guard(|| unsafe { shared(landlord) }.map(|sh| sh.with(|ll| ll.handle_timeout(now)).0))
 }
 
 /// The next expired lease (as `leasehold_landlord_poll_expired`; `out->resource` is the

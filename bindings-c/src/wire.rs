@@ -147,12 +147,23 @@ unsafe fn field<M: Message, T>(
     })
 }
 
-pub(crate) fn give_request(r: Request, out: Out<*mut leasehold_request>) {
-    give_box(leasehold_request { inner: r }, out)
-}
-
 pub(crate) fn give_reply(r: Reply, out: Out<*mut leasehold_reply>) {
     give_box(leasehold_reply { inner: r }, out)
+}
+
+/// The body of a call that makes a request: `f` builds it, `*out` gets it.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub(crate) unsafe fn request_out(
+    out: *mut *mut leasehold_request,
+    f: impl FnOnce() -> Res<Request>,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        give_box(leasehold_request { inner: f()? }, out);
+        Ok(())
+    })
 }
 
 // ---------- building requests ----------
@@ -166,11 +177,7 @@ unsafe fn build(
     out: *mut *mut leasehold_request,
     body: impl FnOnce() -> Res<RequestBody>,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        give_request(Request { id, body: body()? }, out);
-        Ok(())
-    })
+    unsafe { request_out(out, || Ok(Request { id, body: body()? })) }
 }
 
 /// A grant request: a lease on `resource` (`resource_len` bytes, copied) for `duration` ms.
