@@ -31,7 +31,7 @@ use crate::common::{c_string, encoding, give_bytes, leasehold_limits, limits_or_
 use crate::error::{guard, leasehold_status, null, slice, text, Fail, Maybe, Out, Res};
 use crate::handle::{self, give, opaque, read, write, Handle};
 use crate::landlord::seed_arg;
-use crate::store::{self, leasehold_recovery, leasehold_store_file, leasehold_store_io, Kept};
+use crate::store::{self, leasehold_recovery, leasehold_store_file, leasehold_store_io};
 
 // ---------- one object-safe face for every part ----------
 
@@ -318,38 +318,22 @@ pub struct leasehold_machine {
 opaque!(leasehold_machine, MachineState, "machine", "machine");
 
 /// What a machine handle owns: the part and, for a durable one, its store.
-pub(crate) struct MachineState {
-    part: Boxed,
-    store: Option<Box<store::Attached>>,
-}
+pub(crate) type MachineState = store::Kept<Boxed>;
 
 impl MachineState {
     /// The part as its core type, for the typed calls a kind keeps over this handle
     /// (`holder.rs`); a machine of another kind is `INVALID_ARGUMENT`.
     pub(crate) fn typed<T: 'static>(&mut self) -> Res<&mut T> {
-        let name = self.part.0.name();
+        let name = self.state.0.name();
         let e = || Fail::invalid(format!("a {name} machine does not take this call"));
-        self.part.0.any().downcast_mut().ok_or_else(e)
-    }
-}
-
-impl Kept for MachineState {
-    type State = Boxed;
-    fn state(&self) -> &Boxed {
-        &self.part
-    }
-    fn parts(&mut self) -> (&mut Boxed, Option<&mut store::Attached>) {
-        (&mut self.part, self.store.as_deref_mut())
-    }
-    fn is_durable(&self) -> bool {
-        self.store.is_some()
+        self.state.0.any().downcast_mut().ok_or_else(e)
     }
 }
 
 type Mach = leasehold_machine;
 
 pub(crate) fn give_part(part: Box<dyn Part>, out: Out<*mut Mach>) {
-    give(MachineState { part: Boxed(part), store: None }, out);
+    give(MachineState::memory(Boxed(part)), out);
 }
 
 /// A new part of kind `kind` (NUL-terminated, its name: `"DiscoveryService"`) from its settings
@@ -426,7 +410,7 @@ pub unsafe extern "C" fn leasehold_machine_kind(
 ) -> leasehold_status {
     unsafe {
         handle::get(machine, out, |s| {
-            let name = s.part.0.name();
+            let name = s.state.0.name();
             let k = KINDS.iter().find(|k| k.name == name).expect("made from KINDS");
             Ok(k.c_name.as_ptr())
         })
@@ -470,7 +454,7 @@ pub unsafe extern "C" fn leasehold_machine_handle(
             return Err(null("input"));
         }
         let input = unsafe { text(input, input_len, "input") }?;
-        let v = unsafe { write(machine, |s| s.part.0.handle(input, now)) }?;
+        let v = unsafe { write(machine, |s| s.state.0.handle(input, now)) }?;
         unsafe { give_json(v, out) }
     })
 }
@@ -515,7 +499,7 @@ pub unsafe extern "C" fn leasehold_machine_serve(
             input["protocol"] = Value::from(text(protocol));
         }
         let input = serde_json::to_string(&input).map_err(|e| form("input", e))?;
-        let v = unsafe { write(machine, |s| s.part.0.handle(&input, now)) }?;
+        let v = unsafe { write(machine, |s| s.state.0.handle(&input, now)) }?;
         let bytes = match serde_json::from_str::<Vec<u8>>(&v) {
             Ok(b) => b,
             Err(_) => v.into_bytes(),
@@ -537,7 +521,7 @@ pub unsafe extern "C" fn leasehold_machine_poll_timeout(
 ) -> leasehold_status {
     guard(|| {
         let out = Maybe::new(out_has, "out_has", out_at, "out_at")?;
-        let at = unsafe { read(machine, |s| Ok(s.part.0.poll_timeout())) }?;
+        let at = unsafe { read(machine, |s| Ok(s.state.0.poll_timeout())) }?;
         unsafe { out.write(at) };
         Ok(())
     })
@@ -554,7 +538,7 @@ pub unsafe extern "C" fn leasehold_machine_handle_timeout(
 ) -> leasehold_status {
     unsafe {
         handle::change(machine, |s| {
-            s.part.0.handle_timeout(now);
+            s.state.0.handle_timeout(now);
             Ok(())
         })
     }
@@ -572,7 +556,7 @@ unsafe fn poll_json(
 ) -> leasehold_status {
     guard(|| {
         let out = Maybe::new(out_found, "out_found", out_json, "out_json")?;
-        let v = unsafe { write(machine, |s| f(&mut *s.part.0)) }?;
+        let v = unsafe { write(machine, |s| f(&mut *s.state.0)) }?;
         let text = v.map(c_string).transpose()?;
         unsafe { out.write(text) };
         Ok(())
@@ -625,7 +609,7 @@ pub unsafe extern "C" fn leasehold_machine_snapshot(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_json, "out_json")?;
-        let s = unsafe { write(machine, |s| Ok(s.part.0.snapshot(now))) }?;
+        let s = unsafe { write(machine, |s| Ok(s.state.0.snapshot(now))) }?;
         unsafe { out.write(c_string(s)?) };
         Ok(())
     })
@@ -681,7 +665,7 @@ unsafe fn open(
         part.0.reconfigure(o)?;
         st.commit_now(&mut part)?;
         let r = store::recovery(&recovered, created, &part, part.0.held());
-        give(MachineState { part, store: Some(st) }, out);
+        give(store::Kept { state: part, store: Some(st) }, out);
         unsafe { Out::put(out_info, r) };
         Ok(())
     })

@@ -28,7 +28,6 @@ use crate::error::{arg, guard, leasehold_status, null, slice, Fail, Maybe, Out, 
 use crate::handle::{self, give, give_box, Call, Opaque};
 use crate::landlord::{
     leasehold_expired, leasehold_grant, leasehold_landlord, leasehold_landlord_config,
-    LandlordState,
 };
 use crate::policy::leasehold_policy;
 use crate::sansio::CEvent;
@@ -305,14 +304,30 @@ impl Attached {
     }
 }
 
-/// The state of a handle that may be kept in a store: the journaled core state, and its
-/// store if it has one.
-pub(crate) trait Kept {
-    /// The core state machine.
-    type State: Journaled;
-    fn state(&self) -> &Self::State;
-    fn parts(&mut self) -> (&mut Self::State, Option<&mut Attached>);
-    fn is_durable(&self) -> bool;
+/// The state of a handle that may be kept in a store: the journaled core state (which the
+/// handle derefs to), and its store if it has one.
+pub(crate) struct Kept<S> {
+    pub(crate) state: S,
+    pub(crate) store: Option<Box<Attached>>,
+}
+
+impl<S> Kept<S> {
+    pub(crate) fn memory(state: S) -> Kept<S> {
+        Kept { state, store: None }
+    }
+}
+
+impl<S> std::ops::Deref for Kept<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<S> std::ops::DerefMut for Kept<S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.state
+    }
 }
 
 /// The body of `_commit` (`force` false) and `_compact` (true) of a handle that may be
@@ -321,7 +336,7 @@ pub(crate) trait Kept {
 ///
 /// # Safety
 /// `p` is NULL or live; `out_durable` is NULL or writable.
-pub(crate) unsafe fn commit_out<H: Opaque<Inner: Kept>>(
+pub(crate) unsafe fn commit_out<S: Journaled, H: Opaque<Inner = Kept<S>>>(
     p: *mut H,
     force: bool,
     out_durable: *mut u64,
@@ -329,9 +344,9 @@ pub(crate) unsafe fn commit_out<H: Opaque<Inner: Kept>>(
     guard(|| {
         let out = Out::new(out_durable, "out_durable")?;
         let call = unsafe { Call::enter(p) }?;
-        let (durable, job) = call.with_mut(|s| match s.parts() {
-            (_, None) => Ok((0, None)),
-            (state, Some(a)) => a.begin(state, force),
+        let (durable, job) = call.with_mut(|s| match s.store.as_deref_mut() {
+            None => Ok((0, None)),
+            Some(a) => a.begin(&mut s.state, force),
         })?;
         if let Some((io, ops)) = job {
             // The host's callbacks run with nothing borrowed: one may free the handle.
@@ -341,7 +356,7 @@ pub(crate) unsafe fn commit_out<H: Opaque<Inner: Kept>>(
                 done += usize::from(result.is_ok());
             }
             if !call.freed() {
-                call.with_mut(|s| s.parts().1.expect("a durable handle").end(result))?;
+                call.with_mut(|s| s.store.as_mut().expect("a durable handle").end(result))?;
             } else if done < ops.len() {
                 return Err(Fail::new(
                     leasehold_status::LEASEHOLD_STATUS_BUSY,
@@ -362,35 +377,22 @@ pub(crate) unsafe fn commit_out<H: Opaque<Inner: Kept>>(
 ///
 /// # Safety
 /// Pointers are NULL or valid.
-pub(crate) unsafe fn journal_seq<H: Opaque<Inner: Kept>>(
+pub(crate) unsafe fn journal_seq<S: Journaled, H: Opaque<Inner = Kept<S>>>(
     p: *const H,
     out: *mut u64,
 ) -> leasehold_status {
-    unsafe { handle::get(p, out, |s| Ok(s.state().journal_seq())) }
+    unsafe { handle::get(p, out, |s| Ok(s.state.journal_seq())) }
 }
 
 /// `_is_durable`: whether the handle is kept in a store.
 ///
 /// # Safety
 /// Pointers are NULL or valid.
-pub(crate) unsafe fn is_durable<H: Opaque<Inner: Kept>>(
+pub(crate) unsafe fn is_durable<S, H: Opaque<Inner = Kept<S>>>(
     p: *const H,
     out: *mut bool,
 ) -> leasehold_status {
-    unsafe { handle::get(p, out, |s| Ok(s.is_durable())) }
-}
-
-impl Kept for LandlordState {
-    type State = LL;
-    fn state(&self) -> &LL {
-        &self.ll
-    }
-    fn parts(&mut self) -> (&mut LL, Option<&mut Attached>) {
-        (&mut self.ll, self.store.as_deref_mut())
-    }
-    fn is_durable(&self) -> bool {
-        self.store.is_some()
-    }
+    unsafe { handle::get(p, out, |s| Ok(s.store.is_some())) }
 }
 
 // ---------- opening ----------
@@ -559,7 +561,7 @@ unsafe fn open_landlord(
         p.spec.build()?;
         let o = src()?.open(c.store, now, builder(&c.inner, &p.spec))?;
         let r = recovery(&o.recovered, o.created, &o.state, o.state.len());
-        give(LandlordState { ll: o.state, store: Some(o.store) }, out);
+        give(Kept { state: o.state, store: Some(o.store) }, out);
         unsafe { Out::put(out_info, r) };
         Ok(())
     })
