@@ -7,7 +7,7 @@ use leasehold_core::lease::LandlordId;
 
 use crate::common::{c_string, take_bytes};
 use crate::error::{arg, guard, leasehold_status, slice, text, Fail, Out};
-use crate::handle::{self, give, made, opaque, write, Handle};
+use crate::handle::{self, give, opaque, write, Handle};
 use crate::lease::leasehold_lease;
 
 /// What sends the events of a registration: a service and an object inside it (for a renewal
@@ -376,14 +376,15 @@ pub unsafe extern "C" fn leasehold_event_table_restore(
     jump: u64,
     out: *mut *mut leasehold_event_table,
 ) -> leasehold_status {
-    unsafe {
-        made(out, || {
-            let t: EventTable = serde_json::from_str(text(json, len, "json")?).map_err(|e| {
-                Fail::new(leasehold_status::LEASEHOLD_STATUS_DECODE, format!("event table: {e}"))
-            })?;
-            Ok(t.restore(jump))
-        })
-    }
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let s = unsafe { text(json, len, "json") }?;
+        let t: EventTable = serde_json::from_str(s).map_err(|e| {
+            Fail::new(leasehold_status::LEASEHOLD_STATUS_DECODE, format!("event table: {e}"))
+        })?;
+        give(t.restore(jump), out);
+        Ok(())
+    })
 }
 
 fn inactive(event_id: u64) -> Fail {

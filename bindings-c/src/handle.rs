@@ -286,22 +286,6 @@ pub(crate) fn give<H: Opaque>(inner: H::Inner, out: Out<*mut H>) {
     unsafe { out.write(Box::into_raw(Box::new(H::wrap(Handle::new(inner))))) }
 }
 
-/// The body of a call that makes a handle: `*out` (checked for NULL first) gets what `f` builds;
-/// nothing is written on failure.
-///
-/// # Safety
-/// `out` is NULL or writable.
-pub(crate) unsafe fn made<H: Opaque>(
-    out: *mut *mut H,
-    f: impl FnOnce() -> Res<H::Inner>,
-) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        give(f()?, out);
-        Ok(())
-    })
-}
-
 /// The body of a handle's `_free`: NULL is ignored; inside a call on the handle that runs user
 /// code, the handle is marked freed and released when that call returns; else dropped now.
 /// A second free of a handle already freed inside a callback is ignored.

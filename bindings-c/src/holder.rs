@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{self, c_string, leasehold_cookie};
 use crate::error::{arg, guard, leasehold_status, null, slice, Fail, Maybe, Out, Res};
-use crate::handle::{self, give, made, opaque, read, write, Call, Handle, Opaque};
+use crate::handle::{self, give, opaque, read, write, Call, Handle, Opaque};
 use crate::lease::leasehold_lease;
-use crate::machine::{held, leasehold_machine, InMemory};
+use crate::machine::{give_part, leasehold_machine, InMemory};
 use crate::sansio::CEvent;
 use crate::wire::{leasehold_reply, leasehold_request, request_out};
 
@@ -542,12 +542,12 @@ pub unsafe extern "C" fn leasehold_renewal_manager_new(
     config: *const leasehold_renewal_manager_config,
     out: *mut *mut leasehold_renewal_manager,
 ) -> leasehold_status {
-    unsafe {
-        made(out, || {
-            let o = config.as_ref().map(recast::<_, ManagerOptions>).transpose()?;
-            Ok(held(Box::new(InMemory(RenewalManager::create(o, [0; 32])?))))
-        })
-    }
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let o = unsafe { config.as_ref() }.map(recast::<_, ManagerOptions>).transpose()?;
+        give_part(Box::new(InMemory(RenewalManager::create(o, [0; 32])?)), out);
+        Ok(())
+    })
 }
 
 /// Frees a renewal manager (its leases are not cancelled): `leasehold_machine_free`.

@@ -14,7 +14,7 @@ use leasehold_core::{
 
 use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits, take_bytes};
 use crate::error::{arg, arg_mut, guard, leasehold_status, null, slice, text, Fail, Out, Res};
-use crate::handle::{self, give_box, made, opaque, read, write, Handle};
+use crate::handle::{self, give, give_box, opaque, read, write, Handle};
 use crate::lease::leasehold_lease;
 use crate::policy::leasehold_policy;
 use crate::sansio::{self, CEvent, Component, Machine};
@@ -303,12 +303,13 @@ pub unsafe extern "C" fn leasehold_landlord_new(
     policy: *const leasehold_policy,
     out: *mut *mut leasehold_landlord,
 ) -> leasehold_status {
-    unsafe {
-        made(out, || {
-            let (c, p) = (arg(config, "config")?, arg(policy, "policy")?);
-            Ok(LandlordState::memory(Landlord::new(c.inner.clone(), p.spec.build()?)))
-        })
-    }
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let c = unsafe { arg(config, "config") }?;
+        let p = unsafe { arg(policy, "policy") }?;
+        give(LandlordState::memory(Landlord::new(c.inner.clone(), p.spec.build()?)), out);
+        Ok(())
+    })
 }
 
 /// Frees a landlord and every lease it holds. NULL is ignored. Inside a callback that this
@@ -758,18 +759,16 @@ pub unsafe extern "C" fn leasehold_landlord_restore(
     now: i64,
     out: *mut *mut leasehold_landlord,
 ) -> leasehold_status {
-    unsafe {
-        made(out, || {
-            let (s, p) = (text(json, len, "json")?, arg(policy, "policy")?);
-            let snap: LandlordSnapshot<Vec<u8>> = serde_json::from_str(s).map_err(|e| {
-                Fail::new(
-                    leasehold_status::LEASEHOLD_STATUS_DECODE,
-                    format!("landlord snapshot: {e}"),
-                )
-            })?;
-            Ok(LandlordState::memory(Landlord::restore(snap, p.spec.build()?, now)?))
-        })
-    }
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let s = unsafe { text(json, len, "json") }?;
+        let p = unsafe { arg(policy, "policy") }?;
+        let snap: LandlordSnapshot<Vec<u8>> = serde_json::from_str(s).map_err(|e| {
+            Fail::new(leasehold_status::LEASEHOLD_STATUS_DECODE, format!("landlord snapshot: {e}"))
+        })?;
+        give(LandlordState::memory(Landlord::restore(snap, p.spec.build()?, now)?), out);
+        Ok(())
+    })
 }
 
 impl CEvent for leasehold_expired {

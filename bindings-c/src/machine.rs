@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use crate::common::{c_string, encoding, give_bytes, leasehold_limits, limits_or_default};
 use crate::error::{guard, leasehold_status, null, slice, text, Fail, Maybe, Out, Res};
-use crate::handle::{self, give, made, opaque, read, write, Handle};
+use crate::handle::{self, give, opaque, read, write, Handle};
 use crate::landlord::seed_arg;
 use crate::store::{self, leasehold_recovery, leasehold_store_file, leasehold_store_io};
 
@@ -332,9 +332,8 @@ impl MachineState {
 
 type Mach = leasehold_machine;
 
-/// What a machine handle owns for a part kept in memory.
-pub(crate) fn held(part: Box<dyn Part>) -> MachineState {
-    MachineState::memory(Boxed(part))
+pub(crate) fn give_part(part: Box<dyn Part>, out: Out<*mut Mach>) {
+    give(MachineState::memory(Boxed(part)), out);
 }
 
 /// A new part of kind `kind` (NUL-terminated, its name: `"DiscoveryService"`) from its settings
@@ -354,12 +353,13 @@ pub unsafe extern "C" fn leasehold_machine_new(
     seed_len: usize,
     out: *mut *mut leasehold_machine,
 ) -> leasehold_status {
-    unsafe {
-        made(out, || {
-            let (k, o) = (kind_arg(kind)?, json_arg(options, options_len, "options")?);
-            Ok(held((k.create)(o, seed_arg(seed, seed_len)?)?))
-        })
-    }
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let k = unsafe { kind_arg(kind) }?;
+        let o = unsafe { json_arg(options, options_len, "options") }?;
+        give_part((k.create)(o, unsafe { seed_arg(seed, seed_len) }?)?, out);
+        Ok(())
+    })
 }
 
 /// A part of kind `kind` rebuilt at `now` from `snapshot` (`snapshot_len` bytes of the JSON
@@ -378,12 +378,14 @@ pub unsafe extern "C" fn leasehold_machine_restore(
     now: i64,
     out: *mut *mut leasehold_machine,
 ) -> leasehold_status {
-    unsafe {
-        made(out, || {
-            let (k, o) = (kind_arg(kind)?, json_arg(options, options_len, "options")?);
-            Ok(held((k.restore)(o, text(snapshot, snapshot_len, "snapshot")?, now)?))
-        })
-    }
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let k = unsafe { kind_arg(kind) }?;
+        let o = unsafe { json_arg(options, options_len, "options") }?;
+        let snap = unsafe { text(snapshot, snapshot_len, "snapshot") }?;
+        give_part((k.restore)(o, snap, now)?, out);
+        Ok(())
+    })
 }
 
 /// Frees a machine. A durable one writes nothing more (commit first for a clean shutdown) and
