@@ -287,15 +287,12 @@ typedef struct leasehold_reply leasehold_reply;
 typedef struct leasehold_request leasehold_request;
 
 /**
- * A durable landlord for threaded hosts (opaque), from `leasehold_shared_landlord_open_dir`.
- * Unlike every other handle, it may be used from many threads at once (the calls that take it
- * non-`const` change it, under its own lock): each call changes the
- * landlord under a short internal lock and answers the journal record its result depends on
- * (`*out_seq`); `leasehold_shared_landlord_wait_durable` then blocks until that record is
- * durable. The first thread to wait writes and syncs everything journaled so far, outside the
- * landlord's lock, for every thread that arrived meanwhile: one sync covers them all (group
- * commit), and requests go on being answered while it syncs. No user code runs under its
- * locks. Free it with `leasehold_shared_landlord_free` once no other thread uses it.
+ * A durable landlord for threaded hosts (opaque), from `leasehold_shared_landlord_open_dir`:
+ * the one handle many threads may use at once (README, "Threads"). Each call changes the
+ * landlord under a short internal lock and writes `*out_seq`, the record its answer depends
+ * on, whatever its status; `leasehold_shared_landlord_wait_durable` blocks until that record
+ * is durable, one sync serving every thread waiting (group commit). No user code runs under
+ * its locks. Free it with `leasehold_shared_landlord_free` once no other thread uses it.
  */
 typedef struct leasehold_shared_landlord leasehold_shared_landlord;
 
@@ -738,21 +735,14 @@ typedef int32_t (*leasehold_store_truncate_fn)(void *user_data, const char *file
 typedef leasehold_store_sync_fn leasehold_store_remove_fn;
 
 /**
- * A host's own storage for a durable landlord (flash, a database, an RTOS file API): five
- * callbacks that carry out the core's file operations on the named files of one store, in the
- * order given, each completely before the next. Every callback is required and takes
- * `user_data` first. They run on the thread that calls into the landlord, inside
- * `leasehold_landlord_open_io`, `leasehold_landlord_commit` and `leasehold_landlord_compact`,
- * with nothing of the landlord borrowed: a callback may call the landlord (a grant, say: it
- * is journaled for the next commit), but `_commit` or `_compact` from inside one is `BUSY`;
- * freeing the landlord inside one is deferred (README, Callbacks and re-entrancy).
- *
- * A callback that returns non-zero fails the call with `LEASEHOLD_STATUS_IO`; from then on
- * every commit of that landlord fails too (what reached the storage is unknown): free it and
- * open the store again, which keeps what was durable and drops a torn tail.
- *
- * Names are at most 28 ASCII bytes: `snapshot`, `snapshot.tmp` (only ever removed) and
- * `log-<20 digits>.lhj`.
+ * A host's own storage for a durable handle (flash, a database, an RTOS file API; README,
+ * "Your own storage"): five required callbacks, `user_data` first, that carry out the core's
+ * file operations on the named files of one store (at most 28 ASCII bytes: `snapshot`,
+ * `snapshot.tmp`, `log-<20 digits>.lhj`) in order, each completely before the next. They run
+ * on the calling thread inside `_open_io`, `_commit` and `_compact` with nothing of the handle
+ * borrowed (a callback may grant; `_commit` from inside one is `BUSY`; freeing inside one is
+ * deferred). A non-zero return fails the call with `LEASEHOLD_STATUS_IO` and every later
+ * commit too: free the handle and open the store again.
  */
 typedef struct leasehold_store_io {
     /**
@@ -2214,30 +2204,17 @@ void leasehold_policy_free(struct leasehold_policy *policy);
 
 /**
  * Opens a durable landlord kept in the directory `path` (`path_len` bytes, no NUL needed),
- * creating the directory and the store if they do not exist, and recovering what is there:
- * the snapshot, then every log record after it. A torn tail (the last write cut short by a
- * crash: never acknowledged) is dropped; any other damage (a flipped byte, a gap, a damaged
- * snapshot, a missing snapshot once the log no longer starts at record 1) is refused with
- * `LEASEHOLD_STATUS_DECODE` and a message naming the file and byte offset, and the directory
- * is left as it was. A directory another process (or handle) has open is `LEASEHOLD_STATUS_IO`;
- * the lock (file `LOCK`) goes with the landlord, or with the process.
+ * creating the directory and the store if needed, else recovering the snapshot and every log
+ * record after it (README, "Durability"): a torn tail is dropped; other damage is
+ * `LEASEHOLD_STATUS_DECODE` naming the file and byte offset, the directory left as it was; a
+ * directory another handle or process holds (file `LOCK`) is `LEASEHOLD_STATUS_IO`. `config`
+ * counts only for a new store (its store settings every time); `policy` is code: give it every
+ * time; both are copied. Time spent down does not count. `*out_info` (optional) says what was
+ * recovered.
  *
- * `config` is used only for a new store (or one rebuilt from a log that starts at record 1):
- * an existing store keeps the id, seed and settings it was created with (its store settings,
- * `leasehold_landlord_config_set_store`, apply every time). `policy` is code, not data: supply
- * it every time. Both are copied. Time spent down does not count: the landlord's clock goes on
- * from the last journaled time, whatever `now` (this process's clock) reads, so every lease
- * keeps the time it had left and none expires before its holder was told.
- *
- * **Reply after durable.** Every change is journaled. A host must not send a reply (a grant,
- * renewal or cancel, or an answer such as UNKNOWN_LEASE, which may depend on the time it
- * journaled) before the records behind it are durable: answer the requests that are waiting,
- * call `leasehold_landlord_commit` (one append and one sync for all of them: group commit),
- * then send their replies. `leasehold_landlord_journal_seq` right after a call gives the record
- * its reply depends on, for hosts that release replies one by one. Expired leases handed out
- * by `poll_expired` are journaled too: commit before acting on them.
- *
- * `*out_info` (optional: may be NULL) says what was recovered.
+ * **Reply after durable**: send no reply (an error such as UNKNOWN_LEASE included) and act on
+ * no expiry before the records behind it are durable: answer what is waiting,
+ * `leasehold_landlord_commit`, then send.
  *
  * # Safety
  * `path` is NULL or points to `path_len` bytes; `config` and `policy` are NULL or live;
@@ -2252,15 +2229,11 @@ enum leasehold_status leasehold_landlord_open_dir(const char *path,
                                                   struct leasehold_recovery *out_info);
 
 /**
- * Opens a durable landlord kept in the host's own storage: `files` (`file_count` of them) are
- * every file of the store as the host read them (names that are not the store's are ignored;
- * none at all for a new store), and `io` (copied) carries out the file operations from now on.
- * Recovery is the same as `leasehold_landlord_open_dir`'s: a torn tail is dropped, damage is
- * `LEASEHOLD_STATUS_DECODE` with a message naming the file and offset; the tidying that
- * recovery needs (cutting the torn tail, removing leftovers, a new store's first snapshot) is
- * carried out through `io` before this returns (a failing callback: `LEASEHOLD_STATUS_IO`). The
- * contents of `files` are copied: free them when this returns. Reply after durable, `config`,
- * `policy`, `now` and `out_info`: as for `leasehold_landlord_open_dir`.
+ * Opens a durable landlord kept in the host's own storage (README, "Your own storage"):
+ * `files` (`file_count`, copied) are every file of the store as the host read them (none for
+ * a new store; other names are ignored), `io` (copied) carries out every file operation from
+ * now on, the tidying recovery needs included, before this returns (a failing callback:
+ * `LEASEHOLD_STATUS_IO`). The rest as `leasehold_landlord_open_dir`.
  *
  * # Safety
  * `io` is NULL or valid, its callbacks valid functions; `files` is NULL or points to
@@ -2277,10 +2250,9 @@ enum leasehold_status leasehold_landlord_open_io(const struct leasehold_store_io
                                                  struct leasehold_recovery *out_info);
 
 /**
- * The sequence number of the last record this landlord journaled: a reply handed out now (by
- * the call just made, whatever its status) depends on every record up to it, and may be sent
- * once `leasehold_landlord_commit` has answered a durable number at least as high. 0 for a
- * landlord in memory (nothing to wait for).
+ * The last record this landlord journaled: a reply handed out now (whatever its status) may be
+ * sent once `leasehold_landlord_commit` answered a durable number at least as high. 0 in
+ * memory.
  *
  * # Safety
  * `landlord` is NULL or live; `out` is NULL or writable.
@@ -2289,15 +2261,11 @@ enum leasehold_status leasehold_landlord_journal_seq(const struct leasehold_land
                                                      uint64_t *out);
 
 /**
- * Makes everything this landlord did so far durable: one append of every record journaled
- * since the last commit, one sync (so one commit covers every request answered meanwhile:
- * group commit), and a compaction when the log has outgrown the snapshot. `*out_durable` is
- * the last durable record: every reply whose `leasehold_landlord_journal_seq` is at most that
- * may now be sent. A landlord in memory has nothing to write: OK, `*out_durable` 0.
- *
+ * Makes everything journaled so far durable: one append, one sync (group commit), and a
+ * compaction when the log has outgrown the snapshot; `*out_durable` is the last durable record.
  * A failed write is `LEASEHOLD_STATUS_IO`, and so is every later commit: send none of the
- * replies still waiting, free the landlord and open the store again (it keeps everything that
- * was durable). With `leasehold_landlord_open_io`, the callbacks run inside this call.
+ * replies waiting, free the landlord, open the store again. `_open_io`'s callbacks run inside
+ * this call. In memory: OK, `*out_durable` 0.
  *
  * # Safety
  * `landlord` is NULL or live; `out_durable` is NULL or writable.
@@ -2306,9 +2274,8 @@ enum leasehold_status leasehold_landlord_commit(struct leasehold_landlord *landl
                                                 uint64_t *out_durable);
 
 /**
- * Commits (as `leasehold_landlord_commit`), then writes a new snapshot and removes the log it
- * covers, whether or not the log has outgrown the snapshot (commit does that by itself when it
- * has). A landlord in memory: OK, nothing done.
+ * Commits, then writes a new snapshot and removes the log it covers (commit does that by itself
+ * when the log has outgrown the snapshot). In memory: OK, nothing done.
  *
  * # Safety
  * `landlord` is NULL or live; `out_durable` is NULL or writable.
@@ -2327,12 +2294,8 @@ enum leasehold_status leasehold_landlord_is_durable(const struct leasehold_landl
 
 /**
  * Opens a durable landlord in the directory `path` for many threads: recovery, `config`,
- * `policy`, `now` and `out_info` as for `leasehold_landlord_open_dir`.
- *
- * **Reply after durable.** Every answering call (`_handle_bytes`, `_grant`, `_renew`,
- * `_cancel`, `_poll_expired`) writes `*out_seq`, the journal record its answer depends on,
- * whatever its status (an UNKNOWN_LEASE may depend on a record too). A host must not send the
- * answer before `leasehold_shared_landlord_wait_durable(landlord, seq)` has returned OK.
+ * `policy`, `now` and `out_info` as for `leasehold_landlord_open_dir`. Send no answer before
+ * `leasehold_shared_landlord_wait_durable(landlord, *out_seq)` returned OK.
  *
  * # Safety
  * As for `leasehold_landlord_open_dir`.
@@ -2356,10 +2319,8 @@ enum leasehold_status leasehold_shared_landlord_open_dir(const char *path,
 void leasehold_shared_landlord_free(struct leasehold_shared_landlord *landlord);
 
 /**
- * Answers one encoded request (as `leasehold_landlord_handle_bytes`): the reply goes to
- * `*out_reply` / `*out_reply_len` (free with `leasehold_bytes_free`), and `*out_seq` is the
- * record it depends on: send it only after `leasehold_shared_landlord_wait_durable(landlord,
- * *out_seq)` returned OK.
+ * Answers one encoded request (as `leasehold_landlord_handle_bytes`; the reply is freed with
+ * `leasehold_bytes_free`); send it once `*out_seq` is durable.
  *
  * # Safety
  * `landlord` is NULL or live; `request` is NULL or points to `len` bytes; outputs writable.
@@ -2374,8 +2335,7 @@ enum leasehold_status leasehold_shared_landlord_handle_bytes(struct leasehold_sh
                                                              uint64_t *out_seq);
 
 /**
- * Grants a lease (as `leasehold_landlord_grant`); `*out_seq`, written whatever the status, is
- * the record the answer depends on (see `leasehold_shared_landlord_open_dir`).
+ * Grants a lease (as `leasehold_landlord_grant`); `*out_seq` as for `_handle_bytes`.
  *
  * # Safety
  * `landlord` is NULL or live; `resource` is NULL or points to `resource_len` bytes; outputs
@@ -2390,8 +2350,7 @@ enum leasehold_status leasehold_shared_landlord_grant(struct leasehold_shared_la
                                                       uint64_t *out_seq);
 
 /**
- * Renews a lease (as `leasehold_landlord_renew`); `*out_seq`, written whatever the status, is
- * the record the answer depends on.
+ * Renews a lease (as `leasehold_landlord_renew`); `*out_seq` as for `_handle_bytes`.
  *
  * # Safety
  * `landlord` is NULL or live; outputs are NULL or writable.
@@ -2404,8 +2363,7 @@ enum leasehold_status leasehold_shared_landlord_renew(struct leasehold_shared_la
                                                       uint64_t *out_seq);
 
 /**
- * Cancels a lease (its resource is dropped); `*out_seq`, written whatever the status, is the
- * record the answer depends on.
+ * Cancels a lease (its resource is dropped); `*out_seq` as for `_handle_bytes`.
  *
  * # Safety
  * `landlord` is NULL or live; `out_seq` is NULL or writable.
@@ -2416,11 +2374,10 @@ enum leasehold_status leasehold_shared_landlord_cancel(struct leasehold_shared_l
                                                        uint64_t *out_seq);
 
 /**
- * Blocks until journal record `seq` is durable. If no other thread is writing, this one
- * writes and syncs everything journaled so far (and compacts when due) for every waiting
- * thread; else it waits for that write. `LEASEHOLD_STATUS_IO` if the store could not write:
- * then no later record will ever be durable in this process (free it and open the store
- * again).
+ * Blocks until journal record `seq` is durable: the first thread to wait writes and syncs
+ * everything journaled so far (compacting when due) for every thread waiting; the others wait
+ * for that write. `LEASEHOLD_STATUS_IO` if the store could not write: then no later record
+ * will ever be durable in this process (free it and open the store again).
  *
  * # Safety
  * `landlord` is NULL or live.

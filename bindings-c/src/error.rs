@@ -219,6 +219,16 @@ impl<T> Out<T> {
             Some(Out(p))
         }
     }
+    /// Writes `v` to the optional output `p` (NULL: the caller does not want it).
+    ///
+    /// # Safety
+    /// `p` is NULL or writable.
+    #[inline(always)]
+    pub unsafe fn put(p: *mut T, v: T) {
+        if let Some(o) = Out::optional(p) {
+            unsafe { o.write(v) }
+        }
+    }
     /// Writes the value without reading or dropping what was there.
     ///
     /// # Safety

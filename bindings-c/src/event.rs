@@ -7,7 +7,7 @@ use leasehold_core::lease::LandlordId;
 
 use crate::common::{c_string, take_bytes};
 use crate::error::{arg, guard, leasehold_status, slice, text, Fail, Out};
-use crate::handle::{self, give, opaque, read, write, Handle};
+use crate::handle::{self, give, opaque, write, Handle};
 use crate::lease::leasehold_lease;
 
 /// What sends the events of a registration: a service and an object inside it (for a renewal
@@ -46,12 +46,9 @@ pub struct leasehold_event_registration {
 
 impl From<EventRegistration> for leasehold_event_registration {
     fn from(r: EventRegistration) -> Self {
-        leasehold_event_registration {
-            event_id: r.event_id,
-            source: r.source.into(),
-            lease: r.lease.into(),
-            sequence: r.sequence,
-        }
+        let (event_id, source, lease, sequence) =
+            (r.event_id, r.source.into(), r.lease.into(), r.sequence);
+        leasehold_event_registration { event_id, source, lease, sequence }
     }
 }
 
@@ -87,11 +84,7 @@ opaque!(leasehold_gap_tracker, GapTracker, "tracker", "gap tracker");
 pub unsafe extern "C" fn leasehold_gap_tracker_new(
     out: *mut *mut leasehold_gap_tracker,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        give(GapTracker::new(), out);
-        Ok(())
-    })
+    guard(|| Out::new(out, "out").map(|o| give(GapTracker::new(), o)))
 }
 
 /// Frees a tracker. NULL is ignored.
@@ -132,7 +125,6 @@ pub unsafe extern "C" fn leasehold_gap_tracker_observe(
     use leasehold_delivery as D;
     guard(|| {
         let out = Out::new(out, "out")?;
-        let missed_out = Out::optional(out_missed);
         let (d, missed) = match unsafe { write(tracker, |t| Ok(t.observe(event_id, sequence))) }? {
             Delivery::First => (D::LEASEHOLD_DELIVERY_FIRST, 0),
             Delivery::InOrder => (D::LEASEHOLD_DELIVERY_IN_ORDER, 0),
@@ -140,9 +132,7 @@ pub unsafe extern "C" fn leasehold_gap_tracker_observe(
             Delivery::Stale => (D::LEASEHOLD_DELIVERY_STALE, 0),
         };
         unsafe { out.write(d) };
-        if let Some(m) = missed_out {
-            unsafe { m.write(missed) };
-        }
+        unsafe { Out::put(out_missed, missed) };
         Ok(())
     })
 }
@@ -214,11 +204,7 @@ pub struct leasehold_event {
 pub unsafe extern "C" fn leasehold_event_table_new(
     out: *mut *mut leasehold_event_table,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        give(EventTable::new(), out);
-        Ok(())
-    })
+    guard(|| Out::new(out, "out").map(|o| give(EventTable::new(), o)))
 }
 
 /// Frees a table. NULL is ignored.
@@ -302,9 +288,7 @@ pub unsafe extern "C" fn leasehold_event_table_remove(
 ) -> leasehold_status {
     guard(|| {
         let was = unsafe { write(table, |t| Ok(t.remove(event_id).is_some())) }?;
-        if let Some(o) = Out::optional(out_was_active) {
-            unsafe { o.write(was) };
-        }
+        unsafe { Out::put(out_was_active, was) };
         Ok(())
     })
 }
@@ -334,17 +318,12 @@ pub unsafe extern "C" fn leasehold_event_table_next_event(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let e = unsafe { write(table, |t| Ok(t.next_event(event_id, ()))) }?
-            .ok_or_else(|| inactive(event_id))?;
+        let e = unsafe { write(table, |t| Ok(t.next_event(event_id, ()))) }?;
+        let e = e.ok_or_else(|| inactive(event_id))?;
         let (handback, handback_len) = take_bytes(e.handback);
+        let (event_id, source, sequence) = (e.event_id, e.source.into(), e.sequence);
         unsafe {
-            out.write(leasehold_event {
-                event_id: e.event_id,
-                source: e.source.into(),
-                sequence: e.sequence,
-                handback,
-                handback_len,
-            })
+            out.write(leasehold_event { event_id, source, sequence, handback, handback_len })
         };
         Ok(())
     })
@@ -380,13 +359,8 @@ pub unsafe extern "C" fn leasehold_event_table_snapshot(
     table: *const leasehold_event_table,
     out: *mut *mut c_char,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let s = unsafe { read(table, |t| Ok(serde_json::to_string(t))) }?
-            .map_err(|e| Fail::invalid(format!("event table is not representable as JSON: {e}")))?;
-        unsafe { out.write(c_string(s)?) };
-        Ok(())
-    })
+    let e = |e| Fail::invalid(format!("event table is not representable as JSON: {e}"));
+    unsafe { handle::get(table, out, |t| c_string(serde_json::to_string(t).map_err(e)?)) }
 }
 
 /// A table restored after a restart from its JSON (`len` bytes): every sequence number moves
@@ -420,13 +394,6 @@ fn inactive(event_id: u64) -> Fail {
 /// How far sequence numbers jump on restore unless told otherwise: 2^32.
 pub const LEASEHOLD_DEFAULT_RESTORE_JUMP: u64 = 4294967296;
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_restore_jump_is_the_cores() {
-        assert_eq!(
-            super::LEASEHOLD_DEFAULT_RESTORE_JUMP,
-            leasehold_core::event::DEFAULT_RESTORE_JUMP
-        );
-    }
-}
+// The restore jump is the core's.
+const _: () =
+    assert!(LEASEHOLD_DEFAULT_RESTORE_JUMP == leasehold_core::event::DEFAULT_RESTORE_JUMP);

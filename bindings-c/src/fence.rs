@@ -56,9 +56,7 @@ pub unsafe extern "C" fn leasehold_fence_check(
         let mut v = f.fence.get();
         let r = v.check(token);
         f.fence.set(v);
-        if let Some(h) = Out::optional(highest) {
-            unsafe { h.write(v.highest()) };
-        }
+        unsafe { Out::put(highest, v.highest()) };
         r.map_err(|e| Fail::new(leasehold_status::LEASEHOLD_STATUS_LEASE_DENIED, e.to_string()))
     })
 }

@@ -19,7 +19,7 @@ use crate::handle::{self, give, opaque, read, write, Call, Handle, Opaque};
 use crate::lease::leasehold_lease;
 use crate::machine::{give_part, leasehold_machine, InMemory};
 use crate::sansio::CEvent;
-use crate::wire::{give_request, leasehold_reply, leasehold_request};
+use crate::wire::{leasehold_reply, leasehold_request, request_out};
 
 // ---------- grant helpers ----------
 
@@ -256,12 +256,8 @@ unsafe fn entry_out(
     out_duration: *mut i64,
 ) -> Res {
     let (stored, d) = found.ok_or(LeaseError::UnknownLease)?;
-    if let Some(o) = Out::optional(out_lease) {
-        unsafe { o.write(stored.into()) };
-    }
-    if let Some(o) = Out::optional(out_duration) {
-        unsafe { o.write(d) };
-    }
+    unsafe { Out::put(out_lease, stored.into()) };
+    unsafe { Out::put(out_duration, d) };
     Ok(())
 }
 
@@ -312,11 +308,7 @@ pub unsafe extern "C" fn leasehold_lease_map_renew_all_request(
     id: u64,
     out: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        give_request(unsafe { write(map, |m| Ok(m.renew_all_request(id))) }?, out);
-        Ok(())
-    })
+    unsafe { request_out(out, || write(map, |m| Ok(m.renew_all_request(id)))) }
 }
 
 /// One request cancelling every lease of the map (Jini `cancelAll`), with id `id`.
@@ -329,11 +321,7 @@ pub unsafe extern "C" fn leasehold_lease_map_cancel_all_request(
     id: u64,
     out: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        give_request(unsafe { write(map, |m| Ok(m.cancel_all_request(id))) }?, out);
-        Ok(())
-    })
+    unsafe { request_out(out, || write(map, |m| Ok(m.cancel_all_request(id)))) }
 }
 
 /// Applies the reply to the map's renew_all request, sent at `sent_at` (holder's clock).

@@ -8,8 +8,8 @@ use leasehold_core::lease::{Cookie, LandlordId};
 use leasehold_core::store::StoreConfig;
 use leasehold_core::wire::Limits;
 use leasehold_core::{
-    Encoding, Expired, Landlord, LandlordConfig, LandlordSnapshot, LeaseError, Millis, Reply,
-    Request,
+    Encoding, Expired, Grant, Landlord, LandlordConfig, LandlordSnapshot, LeaseError, Millis,
+    Reply, Request,
 };
 
 use crate::common::{c_string, give_bytes, leasehold_cookie, leasehold_limits, take_bytes};
@@ -42,49 +42,27 @@ pub struct leasehold_landlord {
 opaque!(leasehold_landlord, LandlordState, "landlord", "landlord");
 
 /// What a landlord handle owns: the core's landlord and, for a durable one, its store.
-pub(crate) struct LandlordState {
-    pub(crate) ll: Landlord<Vec<u8>>,
-    pub(crate) store: Option<Box<crate::store::Attached>>,
-}
-
-impl LandlordState {
-    pub(crate) fn memory(ll: Landlord<Vec<u8>>) -> LandlordState {
-        LandlordState { ll, store: None }
-    }
-}
-
-impl std::ops::Deref for LandlordState {
-    type Target = Landlord<Vec<u8>>;
-    fn deref(&self) -> &Landlord<Vec<u8>> {
-        &self.ll
-    }
-}
-
-impl std::ops::DerefMut for LandlordState {
-    fn deref_mut(&mut self) -> &mut Landlord<Vec<u8>> {
-        &mut self.ll
-    }
-}
+pub(crate) type LandlordState = crate::store::Kept<Landlord<Vec<u8>>>;
 
 impl Machine for LandlordState {
     type Event = Expired<Vec<u8>>;
     fn poll_timeout(&self) -> Option<Millis> {
-        self.ll.poll_timeout()
+        self.state.poll_timeout()
     }
     fn handle_timeout(&mut self, now: Millis) {
-        self.ll.handle_timeout(now)
+        self.state.handle_timeout(now)
     }
     fn poll_event(&mut self) -> Option<Expired<Vec<u8>>> {
-        self.ll.poll_expired()
+        self.state.poll_expired()
     }
 }
 
 impl sansio::Answers for LandlordState {
     fn handle_request(&mut self, request: &Request, now: Millis) -> Reply {
-        self.ll.handle_request(request, now)
+        self.state.handle_request(request, now)
     }
     fn handle_bytes(&mut self, bytes: &[u8], encoding: Encoding, now: Millis) -> Vec<u8> {
-        self.ll.handle_bytes(bytes, encoding, now)
+        self.state.handle_bytes(bytes, encoding, now)
     }
 }
 
@@ -103,6 +81,12 @@ pub struct leasehold_grant {
     pub duration: i64,
     /// Expiration on the landlord's clock.
     pub expiration: i64,
+}
+
+impl From<Grant> for leasehold_grant {
+    fn from(g: Grant) -> Self {
+        leasehold_grant { cookie: g.cookie.into(), duration: g.duration, expiration: g.expiration }
+    }
 }
 
 /// One lease of a batch renewal: which lease, and for how long.
@@ -408,12 +392,7 @@ pub unsafe extern "C" fn leasehold_landlord_grant(
         let out = Out::new(out, "out")?;
         let r = unsafe { slice(resource, resource_len, "resource") }?;
         let g = unsafe { write(landlord, |l| Ok(l.grant(r.to_vec(), requested, now)?)) }?;
-        let g = leasehold_grant {
-            cookie: g.cookie.into(),
-            duration: g.duration,
-            expiration: g.expiration,
-        };
-        unsafe { out.write(g) };
+        unsafe { out.write(g.into()) };
         Ok(())
     })
 }

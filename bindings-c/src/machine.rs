@@ -31,7 +31,7 @@ use crate::common::{c_string, encoding, give_bytes, leasehold_limits, limits_or_
 use crate::error::{guard, leasehold_status, null, slice, text, Fail, Maybe, Out, Res};
 use crate::handle::{self, give, opaque, read, write, Handle};
 use crate::landlord::seed_arg;
-use crate::store::{self, leasehold_recovery, leasehold_store_file, leasehold_store_io, Kept};
+use crate::store::{self, leasehold_recovery, leasehold_store_file, leasehold_store_io};
 
 // ---------- one object-safe face for every part ----------
 
@@ -318,38 +318,22 @@ pub struct leasehold_machine {
 opaque!(leasehold_machine, MachineState, "machine", "machine");
 
 /// What a machine handle owns: the part and, for a durable one, its store.
-pub(crate) struct MachineState {
-    part: Boxed,
-    store: Option<Box<store::Attached>>,
-}
+pub(crate) type MachineState = store::Kept<Boxed>;
 
 impl MachineState {
     /// The part as its core type, for the typed calls a kind keeps over this handle
     /// (`holder.rs`); a machine of another kind is `INVALID_ARGUMENT`.
     pub(crate) fn typed<T: 'static>(&mut self) -> Res<&mut T> {
-        let name = self.part.0.name();
+        let name = self.state.0.name();
         let e = || Fail::invalid(format!("a {name} machine does not take this call"));
-        self.part.0.any().downcast_mut().ok_or_else(e)
-    }
-}
-
-impl Kept for MachineState {
-    type State = Boxed;
-    fn state(&self) -> &Boxed {
-        &self.part
-    }
-    fn parts(&mut self) -> (&mut Boxed, Option<&mut store::Attached>) {
-        (&mut self.part, self.store.as_deref_mut())
-    }
-    fn is_durable(&self) -> bool {
-        self.store.is_some()
+        self.state.0.any().downcast_mut().ok_or_else(e)
     }
 }
 
 type Mach = leasehold_machine;
 
 pub(crate) fn give_part(part: Box<dyn Part>, out: Out<*mut Mach>) {
-    give(MachineState { part: Boxed(part), store: None }, out);
+    give(MachineState::memory(Boxed(part)), out);
 }
 
 /// A new part of kind `kind` (NUL-terminated, its name: `"DiscoveryService"`) from its settings
@@ -426,7 +410,7 @@ pub unsafe extern "C" fn leasehold_machine_kind(
 ) -> leasehold_status {
     unsafe {
         handle::get(machine, out, |s| {
-            let name = s.part.0.name();
+            let name = s.state.0.name();
             let k = KINDS.iter().find(|k| k.name == name).expect("made from KINDS");
             Ok(k.c_name.as_ptr())
         })
@@ -470,7 +454,7 @@ pub unsafe extern "C" fn leasehold_machine_handle(
             return Err(null("input"));
         }
         let input = unsafe { text(input, input_len, "input") }?;
-        let v = unsafe { write(machine, |s| s.part.0.handle(input, now)) }?;
+        let v = unsafe { write(machine, |s| s.state.0.handle(input, now)) }?;
         unsafe { give_json(v, out) }
     })
 }
@@ -515,7 +499,7 @@ pub unsafe extern "C" fn leasehold_machine_serve(
             input["protocol"] = Value::from(text(protocol));
         }
         let input = serde_json::to_string(&input).map_err(|e| form("input", e))?;
-        let v = unsafe { write(machine, |s| s.part.0.handle(&input, now)) }?;
+        let v = unsafe { write(machine, |s| s.state.0.handle(&input, now)) }?;
         let bytes = match serde_json::from_str::<Vec<u8>>(&v) {
             Ok(b) => b,
             Err(_) => v.into_bytes(),
@@ -537,7 +521,7 @@ pub unsafe extern "C" fn leasehold_machine_poll_timeout(
 ) -> leasehold_status {
     guard(|| {
         let out = Maybe::new(out_has, "out_has", out_at, "out_at")?;
-        let at = unsafe { read(machine, |s| Ok(s.part.0.poll_timeout())) }?;
+        let at = unsafe { read(machine, |s| Ok(s.state.0.poll_timeout())) }?;
         unsafe { out.write(at) };
         Ok(())
     })
@@ -554,7 +538,7 @@ pub unsafe extern "C" fn leasehold_machine_handle_timeout(
 ) -> leasehold_status {
     unsafe {
         handle::change(machine, |s| {
-            s.part.0.handle_timeout(now);
+            s.state.0.handle_timeout(now);
             Ok(())
         })
     }
@@ -572,7 +556,7 @@ unsafe fn poll_json(
 ) -> leasehold_status {
     guard(|| {
         let out = Maybe::new(out_found, "out_found", out_json, "out_json")?;
-        let v = unsafe { write(machine, |s| f(&mut *s.part.0)) }?;
+        let v = unsafe { write(machine, |s| f(&mut *s.state.0)) }?;
         let text = v.map(c_string).transpose()?;
         unsafe { out.write(text) };
         Ok(())
@@ -625,7 +609,7 @@ pub unsafe extern "C" fn leasehold_machine_snapshot(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_json, "out_json")?;
-        let s = unsafe { write(machine, |s| Ok(s.part.0.snapshot(now))) }?;
+        let s = unsafe { write(machine, |s| Ok(s.state.0.snapshot(now))) }?;
         unsafe { out.write(c_string(s)?) };
         Ok(())
     })
@@ -654,52 +638,37 @@ fn store_settings(mut o: Value) -> Res<(Value, StoreConfig)> {
     Ok((o, c))
 }
 
-/// Applies the host's settings to a recovered part (journaled and committed at once) and hands
-/// the handle to C.
-fn give_opened(
-    o: store::Reopened<Boxed>,
-    options: Value,
-    out: Out<*mut Mach>,
-    info: Option<Out<leasehold_recovery>>,
-) -> Res {
-    let store::Reopened { state: mut part, store: mut st, recovered, created } = o;
-    part.0.reconfigure(options)?;
-    st.commit_now(&mut part)?;
-    let r = store::recovery(&recovered, created, &part, part.0.held());
-    give(MachineState { part, store: Some(st) }, out);
-    if let Some(i) = info {
-        unsafe { i.write(r) };
-    }
-    Ok(())
-}
-
-/// What `_open_dir` and `_open_io` share: the kind, the settings, the seed.
+/// The body of `_open_dir` and `_open_io`: a part of kind `kind` from the store `src` names,
+/// with the host's settings applied (journaled and committed at once).
 ///
 /// # Safety
 /// As the callers'.
-unsafe fn open_args(
+unsafe fn open(
+    out: *mut *mut Mach,
+    out_info: *mut leasehold_recovery,
     kind: *const c_char,
-    options: *const c_char,
-    options_len: usize,
-    seed: *const u8,
-    seed_len: usize,
-) -> Res<(FromStore, Value, StoreConfig, [u8; 32])> {
-    let k = unsafe { kind_arg(kind) }?;
-    let k = k.from_store.ok_or_else(|| {
-        Fail::invalid(format!("a {} is not kept in a store: make it with _new", k.name))
-    })?;
-    let (o, c) = store_settings(unsafe { json_arg(options, options_len, "options") }?)?;
-    Ok((k, o, c, unsafe { seed_arg(seed, seed_len) }?))
-}
-
-/// The store's builder for a kind.
-fn builder(
-    k: FromStore,
-    o: &Value,
-    seed: [u8; 32],
-) -> impl FnOnce(Option<&[u8]>) -> leasehold_core::Result<Boxed> {
-    let o = o.clone();
-    move |snap| k(snap, o, seed).map(Boxed)
+    src: impl FnOnce() -> Res<store::Source>,
+    (options, options_len): (*const c_char, usize),
+    (seed, seed_len): (*const u8, usize),
+    now: i64,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let k = unsafe { kind_arg(kind) }?;
+        let k = k.from_store.ok_or_else(|| {
+            Fail::invalid(format!("a {} is not kept in a store: make it with _new", k.name))
+        })?;
+        let (o, c) = store_settings(unsafe { json_arg(options, options_len, "options") }?)?;
+        let (seed, o2) = (unsafe { seed_arg(seed, seed_len) }?, o.clone());
+        let opened = src()?.open(c, now, move |snap| k(snap, o2, seed).map(Boxed))?;
+        let store::Reopened { state: mut part, store: mut st, recovered, created } = opened;
+        part.0.reconfigure(o)?;
+        st.commit_now(&mut part)?;
+        let r = store::recovery(&recovered, created, &part, part.0.held());
+        give(store::Kept { state: part, store: Some(st) }, out);
+        unsafe { Out::put(out_info, r) };
+        Ok(())
+    })
 }
 
 /// Opens a durable part of kind `kind` kept in the directory `path` (`path_len` bytes),
@@ -732,12 +701,8 @@ pub unsafe extern "C" fn leasehold_machine_open_dir(
     out: *mut *mut leasehold_machine,
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
-    guard(|| {
-        let (out, info) = (Out::new(out, "out")?, Out::optional(out_info));
-        let (k, o, c, seed) = unsafe { open_args(kind, options, options_len, seed, seed_len) }?;
-        let opened = unsafe { store::open_dir(path, path_len, c, now, builder(k, &o, seed)) }?;
-        give_opened(opened, o, out, info)
-    })
+    let src = || unsafe { store::Source::dir(path, path_len) };
+    unsafe { open(out, out_info, kind, src, (options, options_len), (seed, seed_len), now) }
 }
 
 /// Opens a durable part kept in the host's own storage, as `leasehold_landlord_open_io`
@@ -763,13 +728,8 @@ pub unsafe extern "C" fn leasehold_machine_open_io(
     out: *mut *mut leasehold_machine,
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
-    guard(|| {
-        let (out, info) = (Out::new(out, "out")?, Out::optional(out_info));
-        let (k, o, c, seed) = unsafe { open_args(kind, options, options_len, seed, seed_len) }?;
-        let build = builder(k, &o, seed);
-        let opened = unsafe { store::open_io(io, files, file_count, c, now, build) }?;
-        give_opened(opened, o, out, info)
-    })
+    let src = || unsafe { store::Source::host(io, files, file_count) };
+    unsafe { open(out, out_info, kind, src, (options, options_len), (seed, seed_len), now) }
 }
 
 /// The sequence number of the last record the part journaled: what an answer handed out now

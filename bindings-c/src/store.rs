@@ -2,7 +2,7 @@
 //! kept in a store (a directory of log segments and a snapshot), recovered when opened, with
 //! reply-after-durable as the natural path.
 //!
-//! The store half is generic ([`Kept`], [`open_dir`], [`open_io`], [`commit`]): a handle whose
+//! The store half is generic ([`Kept`], [`Source`], [`commit`]): a handle whose
 //! state is a core [`Journaled`] type with an optional [`Attached`] store gets open, commit,
 //! compact and journal sequence numbers from one-line exported functions.
 //!
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use leasehold_core::journal::{Journaled, Recovered};
 use leasehold_core::store::{FileOp, Opened, Store, StoreConfig};
-use leasehold_core::{Encoding, Expired, Landlord, LandlordConfig, LeaseError, PolicySpec};
+use leasehold_core::{Encoding, Landlord, LandlordConfig, LeaseError, PolicySpec};
 use leasehold_store::{Dir, Durable, Shared};
 
 use crate::common::{encoding, give_bytes, leasehold_cookie};
@@ -28,7 +28,6 @@ use crate::error::{arg, guard, leasehold_status, null, slice, Fail, Maybe, Out, 
 use crate::handle::{self, give, give_box, Call, Opaque};
 use crate::landlord::{
     leasehold_expired, leasehold_grant, leasehold_landlord, leasehold_landlord_config,
-    LandlordState,
 };
 use crate::policy::leasehold_policy;
 use crate::sansio::CEvent;
@@ -111,21 +110,14 @@ pub type leasehold_store_truncate_fn =
 #[allow(non_camel_case_types)]
 pub type leasehold_store_remove_fn = leasehold_store_sync_fn;
 
-/// A host's own storage for a durable landlord (flash, a database, an RTOS file API): five
-/// callbacks that carry out the core's file operations on the named files of one store, in the
-/// order given, each completely before the next. Every callback is required and takes
-/// `user_data` first. They run on the thread that calls into the landlord, inside
-/// `leasehold_landlord_open_io`, `leasehold_landlord_commit` and `leasehold_landlord_compact`,
-/// with nothing of the landlord borrowed: a callback may call the landlord (a grant, say: it
-/// is journaled for the next commit), but `_commit` or `_compact` from inside one is `BUSY`;
-/// freeing the landlord inside one is deferred (README, Callbacks and re-entrancy).
-///
-/// A callback that returns non-zero fails the call with `LEASEHOLD_STATUS_IO`; from then on
-/// every commit of that landlord fails too (what reached the storage is unknown): free it and
-/// open the store again, which keeps what was durable and drops a torn tail.
-///
-/// Names are at most 28 ASCII bytes: `snapshot`, `snapshot.tmp` (only ever removed) and
-/// `log-<20 digits>.lhj`.
+/// A host's own storage for a durable handle (flash, a database, an RTOS file API; README,
+/// "Your own storage"): five required callbacks, `user_data` first, that carry out the core's
+/// file operations on the named files of one store (at most 28 ASCII bytes: `snapshot`,
+/// `snapshot.tmp`, `log-<20 digits>.lhj`) in order, each completely before the next. They run
+/// on the calling thread inside `_open_io`, `_commit` and `_compact` with nothing of the handle
+/// borrowed (a callback may grant; `_commit` from inside one is `BUSY`; freeing inside one is
+/// deferred). A non-zero return fails the call with `LEASEHOLD_STATUS_IO` and every later
+/// commit too: free the handle and open the store again.
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -164,7 +156,7 @@ pub struct leasehold_store_file {
 
 /// The host's callbacks, checked complete.
 #[derive(Clone, Copy)]
-struct HostIo(leasehold_store_io);
+pub(crate) struct HostIo(leasehold_store_io);
 
 // SAFETY: a landlord handle moves between threads only as a whole (README, Threading), and the
 // callbacks run on whichever thread calls into it: the host promises they may.
@@ -188,38 +180,31 @@ impl HostIo {
     /// Carries out one operation through the host's callback (user code: call with nothing
     /// borrowed).
     fn apply(&self, op: &FileOp) -> Result<(), String> {
-        let io = &self.0;
-        let u = io.user_data;
-        let name = |f: &str| CString::new(f).expect("store file names have no NUL");
-        let (what, file, rc) = match op {
-            FileOp::Append { file, bytes } => {
-                let f = name(file);
-                let append = io.append.expect("checked at open");
-                ("append", file, unsafe { append(u, f.as_ptr(), bytes.as_ptr(), bytes.len()) })
-            }
-            FileOp::Sync { file } => {
-                let f = name(file);
-                ("sync", file, unsafe { io.sync.expect("checked at open")(u, f.as_ptr()) })
-            }
-            FileOp::Replace { file, bytes } => {
-                let f = name(file);
-                let replace = io.replace.expect("checked at open");
-                ("replace", file, unsafe { replace(u, f.as_ptr(), bytes.as_ptr(), bytes.len()) })
-            }
-            FileOp::Truncate { file, len } => {
-                let f = name(file);
-                let truncate = io.truncate.expect("checked at open");
-                ("truncate", file, unsafe { truncate(u, f.as_ptr(), *len) })
-            }
-            FileOp::Remove { file } => {
-                let f = name(file);
-                ("remove", file, unsafe { io.remove.expect("checked at open")(u, f.as_ptr()) })
+        let (io, u) = (&self.0, self.0.user_data);
+        let (FileOp::Append { file, .. }
+        | FileOp::Sync { file }
+        | FileOp::Replace { file, .. }
+        | FileOp::Truncate { file, .. }
+        | FileOp::Remove { file }) = op;
+        let name = CString::new(file.as_str()).expect("store file names have no NUL");
+        let (f, ok) = (name.as_ptr(), "checked at open");
+        // SAFETY: the host promised valid callbacks (`leasehold_store_io`); `f` lives to the end.
+        let (what, rc) = unsafe {
+            match op {
+                FileOp::Append { bytes: b, .. } => {
+                    ("append", io.append.expect(ok)(u, f, b.as_ptr(), b.len()))
+                }
+                FileOp::Sync { .. } => ("sync", io.sync.expect(ok)(u, f)),
+                FileOp::Replace { bytes: b, .. } => {
+                    ("replace", io.replace.expect(ok)(u, f, b.as_ptr(), b.len()))
+                }
+                FileOp::Truncate { len, .. } => ("truncate", io.truncate.expect(ok)(u, f, *len)),
+                FileOp::Remove { .. } => ("remove", io.remove.expect(ok)(u, f)),
             }
         };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(format!("the store's {what} callback returned {rc} for {file}"))
+        match rc {
+            0 => Ok(()),
+            rc => Err(format!("the store's {what} callback returned {rc} for {file}")),
         }
     }
 
@@ -250,18 +235,14 @@ fn io_fail(message: impl Into<String>) -> Fail {
     Fail::new(leasehold_status::LEASEHOLD_STATUS_IO, message)
 }
 
-/// What a commit leaves to do once the landlord's state is no longer borrowed.
-enum Job {
-    /// Nothing: records up to this one are durable.
-    Done(u64),
-    /// Carry out `ops` through the host's callbacks; then records up to `durable` are durable.
-    Host { io: HostIo, ops: Vec<FileOp>, durable: u64 },
-}
+/// What a commit leaves to do once the handle's state is no longer borrowed: operations for
+/// the host's callbacks (a directory's are written at once).
+type Job = Option<(HostIo, Vec<FileOp>)>;
 
 impl Attached {
     /// The first half of a commit, with the state borrowed: takes the records written since the
     /// last commit (and a compaction, if due or `force`d) and, for a directory, writes them.
-    fn begin<S: Journaled>(&mut self, ll: &mut S, force: bool) -> Res<Job> {
+    fn begin<S: Journaled>(&mut self, ll: &mut S, force: bool) -> Res<(u64, Job)> {
         if let Some(e) = &self.failed {
             return Err(io_fail(format!(
                 "the store failed earlier ({e}) and takes no more commits: free the landlord \
@@ -285,11 +266,11 @@ impl Attached {
         }
         let durable = self.store.committed();
         if ops.is_empty() {
-            return Ok(Job::Done(durable));
+            return Ok((durable, None));
         }
         match &mut self.io {
             Io::Dir(d) => match d.apply_all(&ops) {
-                Ok(()) => Ok(Job::Done(durable)),
+                Ok(()) => Ok((durable, None)),
                 Err(e) => {
                     let m = format!("writing the store in {}: {e}", d.path().display());
                     self.failed = Some(m.clone());
@@ -298,7 +279,7 @@ impl Attached {
             },
             Io::Host(h) => {
                 self.committing = true;
-                Ok(Job::Host { io: *h, ops, durable })
+                Ok((durable, Some((*h, ops))))
             }
         }
     }
@@ -315,131 +296,103 @@ impl Attached {
     /// A whole commit of a state no handle holds yet (while opening): the host's callbacks run
     /// here, with nothing of a handle borrowed.
     pub(crate) fn commit_now<S: Journaled>(&mut self, s: &mut S) -> Res<u64> {
-        match self.begin(s, false)? {
-            Job::Done(d) => Ok(d),
-            Job::Host { io, ops, durable } => {
-                self.end(io.apply_all(&ops))?;
-                Ok(durable)
-            }
+        let (durable, job) = self.begin(s, false)?;
+        if let Some((io, ops)) = job {
+            self.end(io.apply_all(&ops))?;
         }
+        Ok(durable)
     }
 }
 
-/// The state of a handle that may be kept in a store: the journaled core state, and its
-/// store if it has one.
-pub(crate) trait Kept {
-    /// The core state machine.
-    type State: Journaled;
-    fn state(&self) -> &Self::State;
-    fn parts(&mut self) -> (&mut Self::State, Option<&mut Attached>);
-    fn is_durable(&self) -> bool;
+/// The state of a handle that may be kept in a store: the journaled core state (which the
+/// handle derefs to), and its store if it has one.
+pub(crate) struct Kept<S> {
+    pub(crate) state: S,
+    pub(crate) store: Option<Box<Attached>>,
 }
 
-/// `_commit` and `_compact` of a handle that may be durable: writes, syncs, compacts; returns
-/// the last durable record (0 for a handle in memory, which has nothing to write).
-///
-/// # Safety
-/// `p` is NULL or live.
-pub(crate) unsafe fn commit<H: Opaque<Inner: Kept>>(p: *mut H, force: bool) -> Res<u64> {
-    let call = unsafe { Call::enter(p) }?;
-    commit_in(&call, force)
+impl<S> Kept<S> {
+    pub(crate) fn memory(state: S) -> Kept<S> {
+        Kept { state, store: None }
+    }
 }
 
-/// The body of `_commit` (`force` false) and `_compact` (true): `*out_durable` is the last
-/// durable record.
+impl<S> std::ops::Deref for Kept<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<S> std::ops::DerefMut for Kept<S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.state
+    }
+}
+
+/// The body of `_commit` (`force` false) and `_compact` (true) of a handle that may be
+/// durable: writes, syncs, compacts; `*out_durable` is the last durable record (0 for a handle
+/// in memory, which has nothing to write).
 ///
 /// # Safety
 /// `p` is NULL or live; `out_durable` is NULL or writable.
-pub(crate) unsafe fn commit_out<H: Opaque<Inner: Kept>>(
+pub(crate) unsafe fn commit_out<S: Journaled, H: Opaque<Inner = Kept<S>>>(
     p: *mut H,
     force: bool,
     out_durable: *mut u64,
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_durable, "out_durable")?;
-        let d = unsafe { commit(p, force) }?;
-        unsafe { out.write(d) };
+        let call = unsafe { Call::enter(p) }?;
+        let (durable, job) = call.with_mut(|s| match s.store.as_deref_mut() {
+            None => Ok((0, None)),
+            Some(a) => a.begin(&mut s.state, force),
+        })?;
+        if let Some((io, ops)) = job {
+            // The host's callbacks run with nothing borrowed: one may free the handle.
+            let (mut result, mut done) = (Ok(()), 0);
+            while done < ops.len() && !call.freed() && result.is_ok() {
+                result = io.apply(&ops[done]);
+                done += usize::from(result.is_ok());
+            }
+            if !call.freed() {
+                call.with_mut(|s| s.store.as_mut().expect("a durable handle").end(result))?;
+            } else if done < ops.len() {
+                return Err(Fail::new(
+                    leasehold_status::LEASEHOLD_STATUS_BUSY,
+                    format!(
+                        "the {} was freed inside a store callback: the commit did not complete, \
+                         and nothing it covers may be acknowledged",
+                        H::WHAT
+                    ),
+                ));
+            }
+        }
+        unsafe { out.write(durable) };
         Ok(())
     })
-}
-
-/// [`commit`] inside a call already running on the handle (a driver commits before its
-/// callbacks run).
-pub(crate) fn commit_in<H: Opaque<Inner: Kept>>(call: &Call<H>, force: bool) -> Res<u64> {
-    let job = call.with_mut(|s| {
-        let (state, store) = s.parts();
-        match store {
-            None => Ok(Job::Done(0)),
-            Some(a) => a.begin(state, force),
-        }
-    })?;
-    let (io, ops, durable) = match job {
-        Job::Done(d) => return Ok(d),
-        Job::Host { io, ops, durable } => (io, ops, durable),
-    };
-    // The host's callbacks run with nothing borrowed.
-    let (mut result, mut done) = (Ok(()), 0);
-    for op in &ops {
-        if call.freed() {
-            break;
-        }
-        if let Err(e) = io.apply(op) {
-            result = Err(e);
-            break;
-        }
-        done += 1;
-    }
-    if call.freed() {
-        // Freed inside a callback: the state is gone; say whether the commit got through.
-        if done == ops.len() {
-            return Ok(durable);
-        }
-        return Err(Fail::new(
-            leasehold_status::LEASEHOLD_STATUS_BUSY,
-            format!(
-                "the {} was freed inside a store callback: the commit did not complete, and \
-                 nothing it covers may be acknowledged",
-                H::WHAT
-            ),
-        ));
-    }
-    call.with_mut(|s| s.parts().1.expect("a durable handle").end(result))?;
-    Ok(durable)
 }
 
 /// `_journal_seq`: the last record the handle's state journaled (0 in memory).
 ///
 /// # Safety
 /// Pointers are NULL or valid.
-pub(crate) unsafe fn journal_seq<H: Opaque<Inner: Kept>>(
+pub(crate) unsafe fn journal_seq<S: Journaled, H: Opaque<Inner = Kept<S>>>(
     p: *const H,
     out: *mut u64,
 ) -> leasehold_status {
-    unsafe { handle::get(p, out, |s| Ok(s.state().journal_seq())) }
+    unsafe { handle::get(p, out, |s| Ok(s.state.journal_seq())) }
 }
 
 /// `_is_durable`: whether the handle is kept in a store.
 ///
 /// # Safety
 /// Pointers are NULL or valid.
-pub(crate) unsafe fn is_durable<H: Opaque<Inner: Kept>>(
+pub(crate) unsafe fn is_durable<S, H: Opaque<Inner = Kept<S>>>(
     p: *const H,
     out: *mut bool,
 ) -> leasehold_status {
-    unsafe { handle::get(p, out, |s| Ok(s.is_durable())) }
-}
-
-impl Kept for LandlordState {
-    type State = LL;
-    fn state(&self) -> &LL {
-        &self.ll
-    }
-    fn parts(&mut self) -> (&mut LL, Option<&mut Attached>) {
-        (&mut self.ll, self.store.as_deref_mut())
-    }
-    fn is_durable(&self) -> bool {
-        self.store.is_some()
-    }
+    unsafe { handle::get(p, out, |s| Ok(s.store.is_some())) }
 }
 
 // ---------- opening ----------
@@ -515,90 +468,117 @@ pub(crate) struct Reopened<S> {
     pub created: bool,
 }
 
-/// Opens (creating if needed) a store in the directory `path` and recovers the state it holds
-/// (`build` makes it from the snapshot's bytes, or afresh), carrying out the tidying recovery
-/// needs. Damage is `DECODE` naming the file and offset; a locked or unwritable directory `IO`.
-///
-/// # Safety
-/// `path` is NULL or points to `path_len` bytes.
-pub(crate) unsafe fn open_dir<S: Journaled>(
-    path: *const c_char,
-    path_len: usize,
-    config: StoreConfig,
-    now: i64,
-    build: impl FnOnce(Option<&[u8]>) -> leasehold_core::Result<S>,
-) -> Res<Reopened<S>> {
-    let path = unsafe { path_arg(path, path_len) }?;
-    let where_ = path.display().to_string();
-    let mut dir = Dir::open(&path).map_err(|e| store_error(&where_, e))?;
-    let files = dir.read().map_err(|e| store_error(&where_, e))?;
-    let Opened { state, store, ops, recovered, created } =
-        Store::open(config, &files, Some(now), build).map_err(|e| decode_error(&where_, e))?;
-    dir.apply_all(&ops).map_err(|e| store_error(&where_, e))?;
-    let store = Box::new(Attached { store, io: Io::Dir(dir), committing: false, failed: None });
-    Ok(Reopened { state, store, recovered, created })
+/// Where a durable handle's store is: a directory (locked, named for messages), or the host's
+/// own storage with the files the host read.
+pub(crate) enum Source {
+    Dir(Dir, String),
+    Host(HostIo, Vec<(String, Vec<u8>)>),
 }
 
-/// Opens a store kept in the host's own storage: `files` as the host read them, `io` for every
-/// operation from now on (the tidying recovery needs runs through it before this returns).
+impl Source {
+    /// The directory `path` (`path_len` bytes), created if needed and locked.
+    ///
+    /// # Safety
+    /// `path` is NULL or points to `path_len` bytes.
+    pub(crate) unsafe fn dir(path: *const c_char, path_len: usize) -> Res<Source> {
+        let path = unsafe { path_arg(path, path_len) }?;
+        let where_ = path.display().to_string();
+        Ok(Source::Dir(Dir::open(&path).map_err(|e| store_error(&where_, e))?, where_))
+    }
+
+    /// The host's storage: `io` for every operation, `files` as the host read them (copied).
+    ///
+    /// # Safety
+    /// `io` is NULL or valid with valid callbacks; `files` is NULL or points to `file_count`
+    /// valid entries.
+    pub(crate) unsafe fn host(
+        io: *const leasehold_store_io,
+        files: *const leasehold_store_file,
+        file_count: usize,
+    ) -> Res<Source> {
+        let io = HostIo::new(unsafe { arg(io, "io") }?)?;
+        let mut contents = Vec::new();
+        for (i, f) in unsafe { slice(files, file_count, "files") }?.iter().enumerate() {
+            let at = |e: Fail| Fail::new(e.status, format!("files[{i}]: {}", e.message));
+            let name =
+                unsafe { slice(f.name.cast::<u8>(), f.name_len, "files[i].name") }.map_err(at)?;
+            let data = unsafe { slice(f.data, f.len, "files[i].data") }.map_err(at)?;
+            // A name that is not UTF-8 is not one of the store's files.
+            if let Ok(name) = std::str::from_utf8(name) {
+                contents.push((name.to_string(), data.to_vec()));
+            }
+        }
+        Ok(Source::Host(io, contents))
+    }
+
+    /// Recovers the state the store holds (`build` makes it from the snapshot's bytes, or
+    /// afresh) and carries out the tidying recovery needs. Damage is `DECODE` naming the file
+    /// and offset; a directory that cannot be read or written, or a failing callback, `IO`.
+    pub(crate) fn open<S: Journaled>(
+        self,
+        config: StoreConfig,
+        now: i64,
+        build: impl FnOnce(Option<&[u8]>) -> leasehold_core::Result<S>,
+    ) -> Res<Reopened<S>> {
+        let (io, o) = match self {
+            Source::Dir(mut dir, w) => {
+                let files = dir.read().map_err(|e| store_error(&w, e))?;
+                let o = Store::open(config, &files, Some(now), build)
+                    .map_err(|e| decode_error(&w, e))?;
+                dir.apply_all(&o.ops).map_err(|e| store_error(&w, e))?;
+                (Io::Dir(dir), o)
+            }
+            Source::Host(h, files) => {
+                let o = Store::open(config, &files, Some(now), build)
+                    .map_err(|e| decode_error("the host's storage", e))?;
+                drop(files);
+                h.apply_all(&o.ops).map_err(|e| io_fail(format!("opening the store: {e}")))?;
+                (Io::Host(h), o)
+            }
+        };
+        let Opened { state, store, recovered, created, .. } = o;
+        let store = Box::new(Attached { store, io, committing: false, failed: None });
+        Ok(Reopened { state, store, recovered, created })
+    }
+}
+
+/// The body of `leasehold_landlord_open_dir` and `_open_io`: the store `src` names, with what
+/// recovery found in `*out_info` (optional).
 ///
 /// # Safety
-/// `io` is NULL or valid with valid callbacks; `files` is NULL or points to `file_count` valid
-/// entries.
-pub(crate) unsafe fn open_io<S: Journaled>(
-    io: *const leasehold_store_io,
-    files: *const leasehold_store_file,
-    file_count: usize,
-    config: StoreConfig,
+/// As the callers'.
+unsafe fn open_landlord(
+    out: *mut *mut leasehold_landlord,
+    out_info: *mut leasehold_recovery,
+    src: impl FnOnce() -> Res<Source>,
+    (config, policy): (*const leasehold_landlord_config, *const leasehold_policy),
     now: i64,
-    build: impl FnOnce(Option<&[u8]>) -> leasehold_core::Result<S>,
-) -> Res<Reopened<S>> {
-    let io = HostIo::new(unsafe { arg(io, "io") }?)?;
-    let mut contents = Vec::new();
-    for (i, f) in unsafe { slice(files, file_count, "files") }?.iter().enumerate() {
-        let name = unsafe { slice(f.name.cast::<u8>(), f.name_len, "files[i].name") }
-            .map_err(|e| Fail::new(e.status, format!("files[{i}]: {}", e.message)))?;
-        let data = unsafe { slice(f.data, f.len, "files[i].data") }
-            .map_err(|e| Fail::new(e.status, format!("files[{i}]: {}", e.message)))?;
-        // A name that is not UTF-8 is not one of the store's files.
-        if let Ok(name) = std::str::from_utf8(name) {
-            contents.push((name.to_string(), data.to_vec()));
-        }
-    }
-    let Opened { state, store, ops, recovered, created } =
-        Store::open(config, &contents, Some(now), build)
-            .map_err(|e| decode_error("the host's storage", e))?;
-    drop(contents);
-    io.apply_all(&ops).map_err(|e| io_fail(format!("opening the store: {e}")))?;
-    let store = Box::new(Attached { store, io: Io::Host(io), committing: false, failed: None });
-    Ok(Reopened { state, store, recovered, created })
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        let c = unsafe { arg(config, "config") }?;
+        let p = unsafe { arg(policy, "policy") }?;
+        p.spec.build()?;
+        let o = src()?.open(c.store, now, builder(&c.inner, &p.spec))?;
+        let r = recovery(&o.recovered, o.created, &o.state, o.state.len());
+        give(Kept { state: o.state, store: Some(o.store) }, out);
+        unsafe { Out::put(out_info, r) };
+        Ok(())
+    })
 }
 
 /// Opens a durable landlord kept in the directory `path` (`path_len` bytes, no NUL needed),
-/// creating the directory and the store if they do not exist, and recovering what is there:
-/// the snapshot, then every log record after it. A torn tail (the last write cut short by a
-/// crash: never acknowledged) is dropped; any other damage (a flipped byte, a gap, a damaged
-/// snapshot, a missing snapshot once the log no longer starts at record 1) is refused with
-/// `LEASEHOLD_STATUS_DECODE` and a message naming the file and byte offset, and the directory
-/// is left as it was. A directory another process (or handle) has open is `LEASEHOLD_STATUS_IO`;
-/// the lock (file `LOCK`) goes with the landlord, or with the process.
+/// creating the directory and the store if needed, else recovering the snapshot and every log
+/// record after it (README, "Durability"): a torn tail is dropped; other damage is
+/// `LEASEHOLD_STATUS_DECODE` naming the file and byte offset, the directory left as it was; a
+/// directory another handle or process holds (file `LOCK`) is `LEASEHOLD_STATUS_IO`. `config`
+/// counts only for a new store (its store settings every time); `policy` is code: give it every
+/// time; both are copied. Time spent down does not count. `*out_info` (optional) says what was
+/// recovered.
 ///
-/// `config` is used only for a new store (or one rebuilt from a log that starts at record 1):
-/// an existing store keeps the id, seed and settings it was created with (its store settings,
-/// `leasehold_landlord_config_set_store`, apply every time). `policy` is code, not data: supply
-/// it every time. Both are copied. Time spent down does not count: the landlord's clock goes on
-/// from the last journaled time, whatever `now` (this process's clock) reads, so every lease
-/// keeps the time it had left and none expires before its holder was told.
-///
-/// **Reply after durable.** Every change is journaled. A host must not send a reply (a grant,
-/// renewal or cancel, or an answer such as UNKNOWN_LEASE, which may depend on the time it
-/// journaled) before the records behind it are durable: answer the requests that are waiting,
-/// call `leasehold_landlord_commit` (one append and one sync for all of them: group commit),
-/// then send their replies. `leasehold_landlord_journal_seq` right after a call gives the record
-/// its reply depends on, for hosts that release replies one by one. Expired leases handed out
-/// by `poll_expired` are journaled too: commit before acting on them.
-///
-/// `*out_info` (optional: may be NULL) says what was recovered.
+/// **Reply after durable**: send no reply (an error such as UNKNOWN_LEASE included) and act on
+/// no expiry before the records behind it are durable: answer what is waiting,
+/// `leasehold_landlord_commit`, then send.
 ///
 /// # Safety
 /// `path` is NULL or points to `path_len` bytes; `config` and `policy` are NULL or live;
@@ -614,40 +594,14 @@ pub unsafe extern "C" fn leasehold_landlord_open_dir(
     out: *mut *mut leasehold_landlord,
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let info = Out::optional(out_info);
-        let c = unsafe { arg(config, "config") }?;
-        let p = unsafe { arg(policy, "policy") }?;
-        p.spec.build()?;
-        let o = unsafe { open_dir(path, path_len, c.store, now, builder(&c.inner, &p.spec)) }?;
-        give_landlord(o, out, info);
-        Ok(())
-    })
+    unsafe { open_landlord(out, out_info, || Source::dir(path, path_len), (config, policy), now) }
 }
 
-/// Hands an opened durable landlord to C, with what recovery found.
-fn give_landlord(
-    o: Reopened<LL>,
-    out: Out<*mut leasehold_landlord>,
-    info: Option<Out<leasehold_recovery>>,
-) {
-    let r = recovery(&o.recovered, o.created, &o.state, o.state.len());
-    give(LandlordState { ll: o.state, store: Some(o.store) }, out);
-    if let Some(i) = info {
-        unsafe { i.write(r) };
-    }
-}
-
-/// Opens a durable landlord kept in the host's own storage: `files` (`file_count` of them) are
-/// every file of the store as the host read them (names that are not the store's are ignored;
-/// none at all for a new store), and `io` (copied) carries out the file operations from now on.
-/// Recovery is the same as `leasehold_landlord_open_dir`'s: a torn tail is dropped, damage is
-/// `LEASEHOLD_STATUS_DECODE` with a message naming the file and offset; the tidying that
-/// recovery needs (cutting the torn tail, removing leftovers, a new store's first snapshot) is
-/// carried out through `io` before this returns (a failing callback: `LEASEHOLD_STATUS_IO`). The
-/// contents of `files` are copied: free them when this returns. Reply after durable, `config`,
-/// `policy`, `now` and `out_info`: as for `leasehold_landlord_open_dir`.
+/// Opens a durable landlord kept in the host's own storage (README, "Your own storage"):
+/// `files` (`file_count`, copied) are every file of the store as the host read them (none for
+/// a new store; other names are ignored), `io` (copied) carries out every file operation from
+/// now on, the tidying recovery needs included, before this returns (a failing callback:
+/// `LEASEHOLD_STATUS_IO`). The rest as `leasehold_landlord_open_dir`.
 ///
 /// # Safety
 /// `io` is NULL or valid, its callbacks valid functions; `files` is NULL or points to
@@ -665,25 +619,15 @@ pub unsafe extern "C" fn leasehold_landlord_open_io(
     out: *mut *mut leasehold_landlord,
     out_info: *mut leasehold_recovery,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let info = Out::optional(out_info);
-        let c = unsafe { arg(config, "config") }?;
-        let p = unsafe { arg(policy, "policy") }?;
-        p.spec.build()?;
-        let build = builder(&c.inner, &p.spec);
-        let o = unsafe { open_io(io, files, file_count, c.store, now, build) }?;
-        give_landlord(o, out, info);
-        Ok(())
-    })
+    let src = || unsafe { Source::host(io, files, file_count) };
+    unsafe { open_landlord(out, out_info, src, (config, policy), now) }
 }
 
 // ---------- reply after durable ----------
 
-/// The sequence number of the last record this landlord journaled: a reply handed out now (by
-/// the call just made, whatever its status) depends on every record up to it, and may be sent
-/// once `leasehold_landlord_commit` has answered a durable number at least as high. 0 for a
-/// landlord in memory (nothing to wait for).
+/// The last record this landlord journaled: a reply handed out now (whatever its status) may be
+/// sent once `leasehold_landlord_commit` answered a durable number at least as high. 0 in
+/// memory.
 ///
 /// # Safety
 /// `landlord` is NULL or live; `out` is NULL or writable.
@@ -695,15 +639,11 @@ pub unsafe extern "C" fn leasehold_landlord_journal_seq(
     unsafe { journal_seq(landlord, out) }
 }
 
-/// Makes everything this landlord did so far durable: one append of every record journaled
-/// since the last commit, one sync (so one commit covers every request answered meanwhile:
-/// group commit), and a compaction when the log has outgrown the snapshot. `*out_durable` is
-/// the last durable record: every reply whose `leasehold_landlord_journal_seq` is at most that
-/// may now be sent. A landlord in memory has nothing to write: OK, `*out_durable` 0.
-///
+/// Makes everything journaled so far durable: one append, one sync (group commit), and a
+/// compaction when the log has outgrown the snapshot; `*out_durable` is the last durable record.
 /// A failed write is `LEASEHOLD_STATUS_IO`, and so is every later commit: send none of the
-/// replies still waiting, free the landlord and open the store again (it keeps everything that
-/// was durable). With `leasehold_landlord_open_io`, the callbacks run inside this call.
+/// replies waiting, free the landlord, open the store again. `_open_io`'s callbacks run inside
+/// this call. In memory: OK, `*out_durable` 0.
 ///
 /// # Safety
 /// `landlord` is NULL or live; `out_durable` is NULL or writable.
@@ -715,9 +655,8 @@ pub unsafe extern "C" fn leasehold_landlord_commit(
     unsafe { commit_out(landlord, false, out_durable) }
 }
 
-/// Commits (as `leasehold_landlord_commit`), then writes a new snapshot and removes the log it
-/// covers, whether or not the log has outgrown the snapshot (commit does that by itself when it
-/// has). A landlord in memory: OK, nothing done.
+/// Commits, then writes a new snapshot and removes the log it covers (commit does that by itself
+/// when the log has outgrown the snapshot). In memory: OK, nothing done.
 ///
 /// # Safety
 /// `landlord` is NULL or live; `out_durable` is NULL or writable.
@@ -743,15 +682,12 @@ pub unsafe extern "C" fn leasehold_landlord_is_durable(
 
 // ---------- many threads: group commit ----------
 
-/// A durable landlord for threaded hosts (opaque), from `leasehold_shared_landlord_open_dir`.
-/// Unlike every other handle, it may be used from many threads at once (the calls that take it
-/// non-`const` change it, under its own lock): each call changes the
-/// landlord under a short internal lock and answers the journal record its result depends on
-/// (`*out_seq`); `leasehold_shared_landlord_wait_durable` then blocks until that record is
-/// durable. The first thread to wait writes and syncs everything journaled so far, outside the
-/// landlord's lock, for every thread that arrived meanwhile: one sync covers them all (group
-/// commit), and requests go on being answered while it syncs. No user code runs under its
-/// locks. Free it with `leasehold_shared_landlord_free` once no other thread uses it.
+/// A durable landlord for threaded hosts (opaque), from `leasehold_shared_landlord_open_dir`:
+/// the one handle many threads may use at once (README, "Threads"). Each call changes the
+/// landlord under a short internal lock and writes `*out_seq`, the record its answer depends
+/// on, whatever its status; `leasehold_shared_landlord_wait_durable` blocks until that record
+/// is durable, one sync serving every thread waiting (group commit). No user code runs under
+/// its locks. Free it with `leasehold_shared_landlord_free` once no other thread uses it.
 #[allow(non_camel_case_types)]
 pub struct leasehold_shared_landlord {
     inner: Shared<LL>,
@@ -763,27 +699,30 @@ unsafe fn shared<'a>(p: *const leasehold_shared_landlord) -> Res<&'a Shared<LL>>
     Ok(&unsafe { arg(p, "landlord") }?.inner)
 }
 
-/// [`shared`] for the calls that change the landlord (non-`const` in C, though many threads may
-/// make them at once: the handle locks inside).
+/// One answering call: `f` under the landlord's lock, `*out_seq` the record its answer depends
+/// on (written whatever the answer).
 ///
 /// # Safety
-/// `p` is NULL or live.
-unsafe fn shared_mut<'a>(p: *mut leasehold_shared_landlord) -> Res<&'a Shared<LL>> {
-    unsafe { shared(p.cast_const()) }
+/// `p` is NULL or live; `out_seq` is NULL or writable.
+unsafe fn answer<T>(
+    p: *mut leasehold_shared_landlord,
+    out_seq: *mut u64,
+    f: impl FnOnce(&mut LL) -> T,
+) -> Res<T> {
+    let seq = Out::new(out_seq, "out_seq")?;
+    let (t, s) = unsafe { shared(p) }?.with(f);
+    unsafe { seq.write(s) };
+    Ok(t)
 }
 
-/// Writes a journal position that every answer has, failed ones included.
-fn seq_out(out: Out<u64>, seq: u64) {
-    unsafe { out.write(seq) }
+/// Blocks until record `seq` is durable.
+fn wait(sh: &Shared<LL>, seq: u64) -> Res {
+    sh.wait_durable(seq).map_err(|e| io_fail(format!("writing the store: {e}")))
 }
 
 /// Opens a durable landlord in the directory `path` for many threads: recovery, `config`,
-/// `policy`, `now` and `out_info` as for `leasehold_landlord_open_dir`.
-///
-/// **Reply after durable.** Every answering call (`_handle_bytes`, `_grant`, `_renew`,
-/// `_cancel`, `_poll_expired`) writes `*out_seq`, the journal record its answer depends on,
-/// whatever its status (an UNKNOWN_LEASE may depend on a record too). A host must not send the
-/// answer before `leasehold_shared_landlord_wait_durable(landlord, seq)` has returned OK.
+/// `policy`, `now` and `out_info` as for `leasehold_landlord_open_dir`. Send no answer before
+/// `leasehold_shared_landlord_wait_durable(landlord, *out_seq)` returned OK.
 ///
 /// # Safety
 /// As for `leasehold_landlord_open_dir`.
@@ -800,7 +739,6 @@ pub unsafe extern "C" fn leasehold_shared_landlord_open_dir(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let info = Out::optional(out_info);
         let path = unsafe { path_arg(path, path_len) }?;
         let c = unsafe { arg(config, "config") }?;
         let p = unsafe { arg(policy, "policy") }?;
@@ -810,9 +748,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_open_dir(
             .map_err(|e| store_error(&where_, e))?;
         let r = recovery(d.recovered(), d.created(), d.state(), d.state().len());
         give_box(leasehold_shared_landlord { inner: Shared::new(d) }, out);
-        if let Some(i) = info {
-            unsafe { i.write(r) };
-        }
+        unsafe { Out::put(out_info, r) };
         Ok(())
     })
 }
@@ -828,10 +764,8 @@ pub unsafe extern "C" fn leasehold_shared_landlord_free(landlord: *mut leasehold
     unsafe { handle::free_box(landlord) }
 }
 
-/// Answers one encoded request (as `leasehold_landlord_handle_bytes`): the reply goes to
-/// `*out_reply` / `*out_reply_len` (free with `leasehold_bytes_free`), and `*out_seq` is the
-/// record it depends on: send it only after `leasehold_shared_landlord_wait_durable(landlord,
-/// *out_seq)` returned OK.
+/// Answers one encoded request (as `leasehold_landlord_handle_bytes`; the reply is freed with
+/// `leasehold_bytes_free`); send it once `*out_seq` is durable.
 ///
 /// # Safety
 /// `landlord` is NULL or live; `request` is NULL or points to `len` bytes; outputs writable.
@@ -848,21 +782,16 @@ pub unsafe extern "C" fn leasehold_shared_landlord_handle_bytes(
     out_seq: *mut u64,
 ) -> leasehold_status {
     guard(|| {
-        let d = Out::new(out_reply, "out_reply")?;
-        let n = Out::new(out_reply_len, "out_reply_len")?;
-        let seq = Out::new(out_seq, "out_seq")?;
+        let (d, n) = (Out::new(out_reply, "out_reply")?, Out::new(out_reply_len, "out_reply_len")?);
         let enc: Encoding = encoding(encoding_)?;
         let b = unsafe { slice(request, len, "request") }?;
-        let sh = unsafe { shared_mut(landlord) }?;
-        let (reply, s) = sh.with(|ll| ll.handle_bytes(b, enc, now));
+        let reply = unsafe { answer(landlord, out_seq, |ll| ll.handle_bytes(b, enc, now)) }?;
         unsafe { give_bytes(reply, d, n) };
-        seq_out(seq, s);
         Ok(())
     })
 }
 
-/// Grants a lease (as `leasehold_landlord_grant`); `*out_seq`, written whatever the status, is
-/// the record the answer depends on (see `leasehold_shared_landlord_open_dir`).
+/// Grants a lease (as `leasehold_landlord_grant`); `*out_seq` as for `_handle_bytes`.
 ///
 /// # Safety
 /// `landlord` is NULL or live; `resource` is NULL or points to `resource_len` bytes; outputs
@@ -879,25 +808,14 @@ pub unsafe extern "C" fn leasehold_shared_landlord_grant(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let seq = Out::new(out_seq, "out_seq")?;
         let r = unsafe { slice(resource, resource_len, "resource") }?;
-        let sh = unsafe { shared_mut(landlord) }?;
-        let (g, s) = sh.with(|ll| ll.grant(r.to_vec(), requested, now));
-        seq_out(seq, s);
-        let g = g?;
-        unsafe {
-            out.write(leasehold_grant {
-                cookie: g.cookie.into(),
-                duration: g.duration,
-                expiration: g.expiration,
-            })
-        };
+        let g = unsafe { answer(landlord, out_seq, |ll| ll.grant(r.to_vec(), requested, now)) }?;
+        unsafe { out.write(g?.into()) };
         Ok(())
     })
 }
 
-/// Renews a lease (as `leasehold_landlord_renew`); `*out_seq`, written whatever the status, is
-/// the record the answer depends on.
+/// Renews a lease (as `leasehold_landlord_renew`); `*out_seq` as for `_handle_bytes`.
 ///
 /// # Safety
 /// `landlord` is NULL or live; outputs are NULL or writable.
@@ -912,17 +830,13 @@ pub unsafe extern "C" fn leasehold_shared_landlord_renew(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_granted, "out_granted")?;
-        let seq = Out::new(out_seq, "out_seq")?;
-        let sh = unsafe { shared_mut(landlord) }?;
-        let (d, s) = sh.with(|ll| ll.renew(cookie.into(), requested, now));
-        seq_out(seq, s);
+        let d = unsafe { answer(landlord, out_seq, |ll| ll.renew(cookie.into(), requested, now)) }?;
         unsafe { out.write(d?) };
         Ok(())
     })
 }
 
-/// Cancels a lease (its resource is dropped); `*out_seq`, written whatever the status, is the
-/// record the answer depends on.
+/// Cancels a lease (its resource is dropped); `*out_seq` as for `_handle_bytes`.
 ///
 /// # Safety
 /// `landlord` is NULL or live; `out_seq` is NULL or writable.
@@ -934,20 +848,15 @@ pub unsafe extern "C" fn leasehold_shared_landlord_cancel(
     out_seq: *mut u64,
 ) -> leasehold_status {
     guard(|| {
-        let seq = Out::new(out_seq, "out_seq")?;
-        let sh = unsafe { shared_mut(landlord) }?;
-        let (r, s) = sh.with(|ll| ll.cancel(cookie.into(), now));
-        seq_out(seq, s);
-        r?;
+        unsafe { answer(landlord, out_seq, |ll| ll.cancel(cookie.into(), now)) }??;
         Ok(())
     })
 }
 
-/// Blocks until journal record `seq` is durable. If no other thread is writing, this one
-/// writes and syncs everything journaled so far (and compacts when due) for every waiting
-/// thread; else it waits for that write. `LEASEHOLD_STATUS_IO` if the store could not write:
-/// then no later record will ever be durable in this process (free it and open the store
-/// again).
+/// Blocks until journal record `seq` is durable: the first thread to wait writes and syncs
+/// everything journaled so far (compacting when due) for every thread waiting; the others wait
+/// for that write. `LEASEHOLD_STATUS_IO` if the store could not write: then no later record
+/// will ever be durable in this process (free it and open the store again).
 ///
 /// # Safety
 /// `landlord` is NULL or live.
@@ -956,10 +865,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_wait_durable(
     landlord: *mut leasehold_shared_landlord,
     seq: u64,
 ) -> leasehold_status {
-    guard(|| {
-        let sh = unsafe { shared_mut(landlord) }?;
-        sh.wait_durable(seq).map_err(|e| io_fail(format!("writing the store: {e}")))
-    })
+    guard(|| wait(unsafe { shared(landlord) }?, seq))
 }
 
 /// Makes everything journaled so far durable (waits as `_wait_durable` for the last record);
@@ -974,9 +880,9 @@ pub unsafe extern "C" fn leasehold_shared_landlord_commit(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out_durable, "out_durable")?;
-        let sh = unsafe { shared_mut(landlord) }?;
+        let sh = unsafe { shared(landlord) }?;
         let ((), seq) = sh.with(|_| ());
-        sh.wait_durable(seq).map_err(|e| io_fail(format!("writing the store: {e}")))?;
+        wait(sh, seq)?;
         unsafe { out.write(seq) };
         Ok(())
     })
@@ -995,8 +901,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_poll_timeout(
 ) -> leasehold_status {
     guard(|| {
         let out = Maybe::new(out_has, "out_has", out_at, "out_at")?;
-        let sh = unsafe { shared(landlord) }?;
-        unsafe { out.write(sh.read(|ll| ll.poll_timeout())) };
+        unsafe { out.write(shared(landlord)?.read(|ll| ll.poll_timeout())) };
         Ok(())
     })
 }
@@ -1010,10 +915,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_handle_timeout(
     landlord: *mut leasehold_shared_landlord,
     now: i64,
 ) -> leasehold_status {
-    guard(|| {
-        unsafe { shared_mut(landlord) }?.with(|ll| ll.handle_timeout(now));
-        Ok(())
-    })
+    guard(|| unsafe { shared(landlord) }.map(|sh| sh.with(|ll| ll.handle_timeout(now)).0))
 }
 
 /// The next expired lease (as `leasehold_landlord_poll_expired`; `out->resource` is the
@@ -1031,10 +933,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_poll_expired(
 ) -> leasehold_status {
     guard(|| {
         let out = Maybe::new(out_found, "out_found", out, "out")?;
-        let seq = Out::new(out_seq, "out_seq")?;
-        let sh = unsafe { shared_mut(landlord) }?;
-        let (e, s): (Option<Expired<Vec<u8>>>, u64) = sh.with(|ll| ll.poll_expired());
-        seq_out(seq, s);
+        let e = unsafe { answer(landlord, out_seq, |ll| ll.poll_expired()) }?;
         unsafe { out.write(e.map(leasehold_expired::convert).transpose()?) };
         Ok(())
     })
@@ -1051,8 +950,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_len(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let n = unsafe { shared(landlord) }?.read(|ll| ll.len());
-        unsafe { out.write(n) };
+        unsafe { out.write(shared(landlord)?.read(|ll| ll.len())) };
         Ok(())
     })
 }
@@ -1069,8 +967,7 @@ pub unsafe extern "C" fn leasehold_shared_landlord_commits(
 ) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        let n = unsafe { shared(landlord) }?.writes();
-        unsafe { out.write(n) };
+        unsafe { out.write(shared(landlord)?.writes()) };
         Ok(())
     })
 }

@@ -130,27 +130,55 @@ pub(crate) unsafe fn encode<M: Message>(
     }
 }
 
-/// `_id`.
+/// The body of a call that reads a field of a message into `*out`.
 ///
 /// # Safety
-/// Pointers are NULL or valid.
-pub(crate) unsafe fn message_id<M: Message>(m: *const M, out: *mut u64) -> leasehold_status {
+/// `m` is NULL or live; `out` is NULL or writable.
+unsafe fn field<M: Message, T>(
+    m: *const M,
+    out: *mut T,
+    f: impl FnOnce(&M) -> Res<T>,
+) -> leasehold_status {
     guard(|| {
         let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(m, M::ARG)?.id()) };
+        let v = f(unsafe { arg(m, M::ARG) }?)?;
+        unsafe { out.write(v) };
         Ok(())
     })
-}
-
-pub(crate) fn give_request(r: Request, out: Out<*mut leasehold_request>) {
-    give_box(leasehold_request { inner: r }, out)
 }
 
 pub(crate) fn give_reply(r: Reply, out: Out<*mut leasehold_reply>) {
     give_box(leasehold_reply { inner: r }, out)
 }
 
+/// The body of a call that makes a request: `f` builds it, `*out` gets it.
+///
+/// # Safety
+/// `out` is NULL or writable.
+pub(crate) unsafe fn request_out(
+    out: *mut *mut leasehold_request,
+    f: impl FnOnce() -> Res<Request>,
+) -> leasehold_status {
+    guard(|| {
+        let out = Out::new(out, "out")?;
+        give_box(leasehold_request { inner: f()? }, out);
+        Ok(())
+    })
+}
+
 // ---------- building requests ----------
+
+/// The body of the `leasehold_request_new_*` calls: request `id` asking `body`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+unsafe fn build(
+    id: u64,
+    out: *mut *mut leasehold_request,
+    body: impl FnOnce() -> Res<RequestBody>,
+) -> leasehold_status {
+    unsafe { request_out(out, || Ok(Request { id, body: body()? })) }
+}
 
 /// A grant request: a lease on `resource` (`resource_len` bytes, copied) for `duration` ms.
 ///
@@ -164,12 +192,12 @@ pub unsafe extern "C" fn leasehold_request_new_grant(
     duration: i64,
     out: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let r = unsafe { slice(resource, resource_len, "resource") }?.to_vec();
-        give_request(Request { id, body: RequestBody::Grant { resource: r, duration } }, out);
-        Ok(())
-    })
+    unsafe {
+        build(id, out, || {
+            let resource = slice(resource, resource_len, "resource")?.to_vec();
+            Ok(RequestBody::Grant { resource, duration })
+        })
+    }
 }
 
 /// A renew request for one lease.
@@ -183,14 +211,7 @@ pub unsafe extern "C" fn leasehold_request_new_renew(
     duration: i64,
     out: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        give_request(
-            Request { id, body: RequestBody::Renew { cookie: cookie.into(), duration } },
-            out,
-        );
-        Ok(())
-    })
+    unsafe { build(id, out, || Ok(RequestBody::Renew { cookie: cookie.into(), duration })) }
 }
 
 /// A cancel request for one lease.
@@ -203,11 +224,7 @@ pub unsafe extern "C" fn leasehold_request_new_cancel(
     cookie: leasehold_cookie,
     out: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        give_request(Request { id, body: RequestBody::Cancel { cookie: cookie.into() } }, out);
-        Ok(())
-    })
+    unsafe { build(id, out, || Ok(RequestBody::Cancel { cookie: cookie.into() })) }
 }
 
 /// A renew_all request for `count` leases (copied).
@@ -221,13 +238,13 @@ pub unsafe extern "C" fn leasehold_request_new_renew_all(
     count: usize,
     out: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let items = unsafe { slice(items, count, "items") }?;
-        let items = items.iter().map(|i| (Cookie::from(i.cookie), i.duration)).collect();
-        give_request(Request { id, body: RequestBody::RenewAll { items } }, out);
-        Ok(())
-    })
+    unsafe {
+        build(id, out, || {
+            let items = slice(items, count, "items")?;
+            let items = items.iter().map(|i| (Cookie::from(i.cookie), i.duration)).collect();
+            Ok(RequestBody::RenewAll { items })
+        })
+    }
 }
 
 /// A cancel_all request for `count` leases (copied).
@@ -241,13 +258,12 @@ pub unsafe extern "C" fn leasehold_request_new_cancel_all(
     count: usize,
     out: *mut *mut leasehold_request,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let cookies = unsafe { slice(cookies, count, "cookies") }?;
-        let cookies = cookies.iter().map(|&c| Cookie::from(c)).collect();
-        give_request(Request { id, body: RequestBody::CancelAll { cookies } }, out);
-        Ok(())
-    })
+    unsafe {
+        build(id, out, || {
+            let cookies = slice(cookies, count, "cookies")?.iter().map(|&c| c.into()).collect();
+            Ok(RequestBody::CancelAll { cookies })
+        })
+    }
 }
 
 /// Decodes a request (`len` bytes in `encoding`), enforcing `limits` (NULL: the defaults).
@@ -288,7 +304,7 @@ pub unsafe extern "C" fn leasehold_request_id(
     request: *const leasehold_request,
     out: *mut u64,
 ) -> leasehold_status {
-    unsafe { message_id(request, out) }
+    unsafe { field(request, out, |r| Ok(r.id())) }
 }
 
 /// What the request asks.
@@ -301,18 +317,17 @@ pub unsafe extern "C" fn leasehold_request_get_op(
     out: *mut leasehold_request_op,
 ) -> leasehold_status {
     use leasehold_request_op as O;
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let op = match unsafe { arg(request, "request") }?.inner.body {
-            RequestBody::Grant { .. } => O::LEASEHOLD_REQUEST_GRANT,
-            RequestBody::Renew { .. } => O::LEASEHOLD_REQUEST_RENEW,
-            RequestBody::Cancel { .. } => O::LEASEHOLD_REQUEST_CANCEL,
-            RequestBody::RenewAll { .. } => O::LEASEHOLD_REQUEST_RENEW_ALL,
-            RequestBody::CancelAll { .. } => O::LEASEHOLD_REQUEST_CANCEL_ALL,
-        };
-        unsafe { out.write(op) };
-        Ok(())
-    })
+    unsafe {
+        field(request, out, |r| {
+            Ok(match r.inner.body {
+                RequestBody::Grant { .. } => O::LEASEHOLD_REQUEST_GRANT,
+                RequestBody::Renew { .. } => O::LEASEHOLD_REQUEST_RENEW,
+                RequestBody::Cancel { .. } => O::LEASEHOLD_REQUEST_CANCEL,
+                RequestBody::RenewAll { .. } => O::LEASEHOLD_REQUEST_RENEW_ALL,
+                RequestBody::CancelAll { .. } => O::LEASEHOLD_REQUEST_CANCEL_ALL,
+            })
+        })
+    }
 }
 
 pub(crate) fn wrong_op(what: &str) -> Fail {
@@ -328,15 +343,12 @@ pub unsafe extern "C" fn leasehold_request_cookie(
     request: *const leasehold_request,
     out: *mut leasehold_cookie,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let c = match unsafe { arg(request, "request") }?.inner.body {
-            RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie } => cookie,
-            _ => return Err(wrong_op("single cookie")),
-        };
-        unsafe { out.write(c.into()) };
-        Ok(())
-    })
+    unsafe {
+        field(request, out, |r| match r.inner.body {
+            RequestBody::Renew { cookie, .. } | RequestBody::Cancel { cookie } => Ok(cookie.into()),
+            _ => Err(wrong_op("single cookie")),
+        })
+    }
 }
 
 /// The requested duration of a grant or renew request (`INVALID_ARGUMENT` for other ops).
@@ -348,15 +360,14 @@ pub unsafe extern "C" fn leasehold_request_duration(
     request: *const leasehold_request,
     out: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let d = match unsafe { arg(request, "request") }?.inner.body {
-            RequestBody::Grant { duration, .. } | RequestBody::Renew { duration, .. } => duration,
-            _ => return Err(wrong_op("single duration")),
-        };
-        unsafe { out.write(d) };
-        Ok(())
-    })
+    unsafe {
+        field(request, out, |r| match r.inner.body {
+            RequestBody::Grant { duration, .. } | RequestBody::Renew { duration, .. } => {
+                Ok(duration)
+            }
+            _ => Err(wrong_op("single duration")),
+        })
+    }
 }
 
 /// A copy of the resource of a grant request; free with `leasehold_bytes_free`.
@@ -386,16 +397,13 @@ pub unsafe extern "C" fn leasehold_request_count(
     request: *const leasehold_request,
     out: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let n = match &unsafe { arg(request, "request") }?.inner.body {
-            RequestBody::RenewAll { items } => items.len(),
-            RequestBody::CancelAll { cookies } => cookies.len(),
-            _ => 0,
-        };
-        unsafe { out.write(n) };
-        Ok(())
-    })
+    unsafe {
+        field(request, out, |r| match &r.inner.body {
+            RequestBody::RenewAll { items } => Ok(items.len()),
+            RequestBody::CancelAll { cookies } => Ok(cookies.len()),
+            _ => Ok(0),
+        })
+    }
 }
 
 /// Lease `index` of a renew_all (cookie and duration) or cancel_all (cookie, duration 0) request.
@@ -408,17 +416,17 @@ pub unsafe extern "C" fn leasehold_request_item(
     index: usize,
     out: *mut leasehold_renewal,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let item = match &unsafe { arg(request, "request") }?.inner.body {
-            RequestBody::RenewAll { items } => items.get(index).map(|&(c, d)| (c, d)),
-            RequestBody::CancelAll { cookies } => cookies.get(index).map(|&c| (c, 0)),
-            _ => return Err(wrong_op("batch")),
-        };
-        let (c, d) = item.ok_or_else(|| Fail::invalid(format!("index {index} is out of range")))?;
-        unsafe { out.write(leasehold_renewal { cookie: c.into(), duration: d }) };
-        Ok(())
-    })
+    unsafe {
+        field(request, out, |r| {
+            let item = match &r.inner.body {
+                RequestBody::RenewAll { items } => items.get(index).copied(),
+                RequestBody::CancelAll { cookies } => cookies.get(index).map(|&c| (c, 0)),
+                _ => return Err(wrong_op("batch")),
+            };
+            let (c, d) = item.ok_or_else(|| out_of_range(index))?;
+            Ok(leasehold_renewal { cookie: c.into(), duration: d })
+        })
+    }
 }
 
 /// Frees a request. NULL is ignored.
@@ -486,7 +494,7 @@ pub unsafe extern "C" fn leasehold_reply_id(
     reply: *const leasehold_reply,
     out: *mut u64,
 ) -> leasehold_status {
-    unsafe { message_id(reply, out) }
+    unsafe { field(reply, out, |r| Ok(r.id())) }
 }
 
 /// The id of the landlord that answered.
@@ -498,11 +506,7 @@ pub unsafe extern "C" fn leasehold_reply_landlord(
     reply: *const leasehold_reply,
     out: *mut u64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        unsafe { out.write(arg(reply, "reply")?.inner.landlord.0) };
-        Ok(())
-    })
+    unsafe { field(reply, out, |r| Ok(r.inner.landlord.0)) }
 }
 
 /// What the reply answers.
@@ -515,19 +519,18 @@ pub unsafe extern "C" fn leasehold_reply_get_op(
     out: *mut leasehold_reply_op,
 ) -> leasehold_status {
     use leasehold_reply_op as O;
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let op = match unsafe { arg(reply, "reply") }?.inner.body {
-            ReplyBody::Granted { .. } => O::LEASEHOLD_REPLY_GRANTED,
-            ReplyBody::Renewed { .. } => O::LEASEHOLD_REPLY_RENEWED,
-            ReplyBody::Cancelled => O::LEASEHOLD_REPLY_CANCELLED,
-            ReplyBody::RenewedAll { .. } => O::LEASEHOLD_REPLY_RENEWED_ALL,
-            ReplyBody::CancelledAll { .. } => O::LEASEHOLD_REPLY_CANCELLED_ALL,
-            ReplyBody::Error(_) => O::LEASEHOLD_REPLY_ERROR,
-        };
-        unsafe { out.write(op) };
-        Ok(())
-    })
+    unsafe {
+        field(reply, out, |r| {
+            Ok(match r.inner.body {
+                ReplyBody::Granted { .. } => O::LEASEHOLD_REPLY_GRANTED,
+                ReplyBody::Renewed { .. } => O::LEASEHOLD_REPLY_RENEWED,
+                ReplyBody::Cancelled => O::LEASEHOLD_REPLY_CANCELLED,
+                ReplyBody::RenewedAll { .. } => O::LEASEHOLD_REPLY_RENEWED_ALL,
+                ReplyBody::CancelledAll { .. } => O::LEASEHOLD_REPLY_CANCELLED_ALL,
+                ReplyBody::Error(_) => O::LEASEHOLD_REPLY_ERROR,
+            })
+        })
+    }
 }
 
 /// The cookie of a GRANTED reply (`INVALID_ARGUMENT` for other ops).
@@ -539,15 +542,12 @@ pub unsafe extern "C" fn leasehold_reply_cookie(
     reply: *const leasehold_reply,
     out: *mut leasehold_cookie,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let c = match unsafe { arg(reply, "reply") }?.inner.body {
-            ReplyBody::Granted { cookie, .. } => cookie,
-            _ => return Err(wrong_op("cookie")),
-        };
-        unsafe { out.write(c.into()) };
-        Ok(())
-    })
+    unsafe {
+        field(reply, out, |r| match r.inner.body {
+            ReplyBody::Granted { cookie, .. } => Ok(cookie.into()),
+            _ => Err(wrong_op("cookie")),
+        })
+    }
 }
 
 /// The granted duration of a GRANTED or RENEWED reply (`INVALID_ARGUMENT` for other ops).
@@ -559,19 +559,12 @@ pub unsafe extern "C" fn leasehold_reply_duration(
     reply: *const leasehold_reply,
     out: *mut i64,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let d = match unsafe { arg(reply, "reply") }?.inner.body {
-            ReplyBody::Granted { duration, .. } | ReplyBody::Renewed { duration } => duration,
-            _ => return Err(wrong_op("duration")),
-        };
-        unsafe { out.write(d) };
-        Ok(())
-    })
-}
-
-fn error_parts(e: &WireError) -> (leasehold_status, String) {
-    (leasehold_status::from_i32(e.code), e.message.clone())
+    unsafe {
+        field(reply, out, |r| match r.inner.body {
+            ReplyBody::Granted { duration, .. } | ReplyBody::Renewed { duration } => Ok(duration),
+            _ => Err(wrong_op("duration")),
+        })
+    }
 }
 
 /// The error of an ERROR reply: its code as sent (the `leasehold_status` numbers for the known
@@ -587,16 +580,14 @@ pub unsafe extern "C" fn leasehold_reply_error(
     out_message: *mut *mut c_char,
 ) -> leasehold_status {
     guard(|| {
-        let code = Out::new(out_code, "out_code")?;
-        let msg = Out::optional(out_message);
-        let (c, m) = match &unsafe { arg(reply, "reply") }?.inner.body {
-            ReplyBody::Error(e) => (e.code, e.message.clone()),
-            _ => return Err(wrong_op("error")),
+        let (code, msg) = (Out::new(out_code, "out_code")?, Out::optional(out_message));
+        let ReplyBody::Error(e) = &unsafe { arg(reply, "reply") }?.inner.body else {
+            return Err(wrong_op("error"));
         };
         if let Some(msg) = msg {
-            unsafe { msg.write(c_string(m)?) };
+            unsafe { msg.write(c_string(e.message.clone())?) };
         }
-        unsafe { code.write(c) };
+        unsafe { code.write(e.code) };
         Ok(())
     })
 }
@@ -614,7 +605,11 @@ fn result_at(body: &ReplyBody, index: usize) -> Res<Result<i64, &WireError>> {
         }),
         _ => return Err(wrong_op("batch results")),
     };
-    r.ok_or_else(|| Fail::invalid(format!("index {index} is out of range")))
+    r.ok_or_else(|| out_of_range(index))
+}
+
+fn out_of_range(index: usize) -> Fail {
+    Fail::invalid(format!("index {index} is out of range"))
 }
 
 /// Results in a RENEWED_ALL or CANCELLED_ALL reply (0 for other ops).
@@ -626,16 +621,13 @@ pub unsafe extern "C" fn leasehold_reply_count(
     reply: *const leasehold_reply,
     out: *mut usize,
 ) -> leasehold_status {
-    guard(|| {
-        let out = Out::new(out, "out")?;
-        let n = match &unsafe { arg(reply, "reply") }?.inner.body {
-            ReplyBody::RenewedAll { results } => results.len(),
-            ReplyBody::CancelledAll { results } => results.len(),
-            _ => 0,
-        };
-        unsafe { out.write(n) };
-        Ok(())
-    })
+    unsafe {
+        field(reply, out, |r| match &r.inner.body {
+            ReplyBody::RenewedAll { results } => Ok(results.len()),
+            ReplyBody::CancelledAll { results } => Ok(results.len()),
+            _ => Ok(0),
+        })
+    }
 }
 
 /// Result `index` of a batch reply: status and granted duration, and optionally (NULL to skip)
@@ -651,25 +643,15 @@ pub unsafe extern "C" fn leasehold_reply_result(
     out_message: *mut *mut c_char,
 ) -> leasehold_status {
     guard(|| {
-        let out = Out::new(out, "out")?;
-        let msg = Out::optional(out_message);
+        let (out, msg) = (Out::new(out, "out")?, Out::optional(out_message));
         let (res, m) = match result_at(&unsafe { arg(reply, "reply") }?.inner.body, index)? {
-            Ok(d) => (
-                leasehold_batch_result {
-                    status: leasehold_status::LEASEHOLD_STATUS_OK,
-                    duration: d,
-                },
-                String::new(),
-            ),
-            Err(e) => {
-                let (s, m) = error_parts(e);
-                (leasehold_batch_result { status: s, duration: 0 }, m)
-            }
+            Ok(d) => ((leasehold_status::LEASEHOLD_STATUS_OK, d), String::new()),
+            Err(e) => ((leasehold_status::from_i32(e.code), 0), e.message.clone()),
         };
         if let Some(msg) = msg {
             unsafe { msg.write(c_string(m)?) };
         }
-        unsafe { out.write(res) };
+        unsafe { out.write(leasehold_batch_result { status: res.0, duration: res.1 }) };
         Ok(())
     })
 }
