@@ -1,7 +1,8 @@
 /// <reference path="./disposable.d.ts" />
 // Public API of `leasehold`. The classes come from the Rust core through wasm-bindgen (their
 // documentation is in leasehold_wasm.d.ts); the drivers and errors are JavaScript.
-import type { Landlord, LeaseEntry, StoreConfig as StoreSettings } from './leasehold_wasm.js';
+import type { Landlord, LeaseEntry } from './leasehold_wasm.js';
+import type { StoreConfig as StoreSettings, FileOp } from './generated.js';
 import type { IndefiniteError } from './errors.js';
 
 export {
@@ -55,10 +56,9 @@ export type {
   RenewalServiceOptions,
   EventRegistration,
   SetEvent,
-  FileOp,
-  StoreConfig,
   Recovery,
 } from './leasehold_wasm.js';
+export type { FileOp, StoreConfig } from './generated.js';
 export * from './errors.js';
 
 declare module './leasehold_wasm.js' {
@@ -218,7 +218,7 @@ export interface StoreHost {
   /** Every file of the store, `[name, bytes]`. */
   read(): Promise<Array<[string, Uint8Array]>>;
   /** Carries out `ops` in order; resolves once all of them are done (durable where they say sync). */
-  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  apply(ops: FileOp[]): Promise<void>;
   /** Lets go of the store (files, lock). */
   close?(): Promise<void>;
 }
@@ -234,7 +234,7 @@ export declare class FileStore implements StoreHost {
   static open(dir: string | URL, options?: { lock?: boolean }): Promise<FileStore>;
   readonly path: string;
   read(): Promise<Array<[string, Uint8Array]>>;
-  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  apply(ops: FileOp[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -250,7 +250,7 @@ export declare class IndexedDbStore implements StoreHost {
   readonly name: string;
   readonly persisted: boolean | undefined;
   read(): Promise<Array<[string, Uint8Array]>>;
-  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  apply(ops: FileOp[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -260,7 +260,7 @@ export declare class MemoryStore implements StoreHost {
   read(): Promise<Array<[string, Uint8Array]>>;
   /** Every file, sorted by name. */
   files(): Array<[string, Uint8Array]>;
-  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  apply(ops: FileOp[]): Promise<void>;
   close(): Promise<void>;
 }
 
