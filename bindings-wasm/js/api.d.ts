@@ -95,6 +95,39 @@ declare module './leasehold_wasm.js' {
      */
     cancelBatch(cookies: Uint32Array, now: number, out?: Float64Array): unknown[];
   }
+  interface RenewalManager {
+    /** The settings in force. */
+    readonly config: import('./leasehold_wasm.js').RenewalManagerConfig;
+    /**
+     * Counters (requestsSent, renewRequests, cancelRequests, leasesRenewed, failures,
+     * desiredReached, indefiniteFailures, timeouts, leasesCancelled, repliesIgnored).
+     */
+    readonly stats: import('./leasehold_wasm.js').RenewalStats;
+    /**
+     * Renews `lease` until `desiredExpiration` (holder's clock; `Infinity` = forever), asking
+     * for `renewDuration` each time (positive, `FOREVER`, or `ANY` with a FOREVER desire).
+     */
+    renewUntil(lease: L, desiredExpiration: number, renewDuration: number, now: number): void;
+    /** Stops managing `lease` and queues a cancel request for it. */
+    cancel(lease: L, now: number): void;
+    /** The desired expiration of `lease`. */
+    expiration(lease: L): number;
+    /** Sets the desired expiration of `lease`. */
+    setExpiration(lease: L, desiredExpiration: number, now: number): void;
+    /** The renew duration of `lease`. */
+    renewDuration(lease: L): number;
+    /** When `lease` will next be sent for renewal, or undefined. */
+    nextRenewal(lease: L): number | undefined;
+    /** The round-trip estimate for `landlord`: `{srtt, rttvar, rto, requestTimeout, samples}`. */
+    rtt(landlord: string | number | bigint): import('./leasehold_wasm.js').RttEstimate | undefined;
+    /** The leases managed, with their current actual expirations. */
+    leases(): L[];
+    /**
+     * Reports that request `id` could not be sent or answered (an indefinite failure unless
+     * `error` carries a definite leasehold `code`); its `message` describes it.
+     */
+    handleFailure(id: number | bigint, error: unknown, now: number): void;
+  }
   interface RenewalService {
     /** A handle on one set. */
     set(id: number): RenewalSet;
