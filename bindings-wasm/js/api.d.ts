@@ -56,7 +56,6 @@ export type {
   RenewalServiceOptions,
   EventRegistration,
   SetEvent,
-  Recovery,
 } from './leasehold_wasm.js';
 export type { FileOp, StoreConfig } from './generated.js';
 export * from './errors.js';
@@ -242,6 +241,18 @@ export interface DriverOptions {
   onError?: (error: unknown) => void;
 }
 
+/** What opening a store found. */
+export interface Recovery {
+  /** The directory held no store: a new one was written. */
+  created: boolean;
+  /** Journal records applied on top of the snapshot. */
+  replayed: number;
+  /** Why a torn tail was cut (a write cut short by a crash), if one was. */
+  torn?: string;
+  /** Sequence number of the last record now in the state. */
+  journalSeq: number;
+}
+
 /**
  * Where a journaled object is kept: something that reads a store's files and carries out the
  * core's file operations in order, each completely, before resolving. `FileStore` (Node),
@@ -346,7 +357,7 @@ export declare class DurableLandlordDriver implements AsyncDisposable {
   private constructor();
   readonly landlord: Landlord;
   readonly store: StoreHost;
-  readonly recovery: import('./leasehold_wasm.js').Recovery;
+  readonly recovery: Recovery;
   readonly stats: { logBytes: number; snapshotBytes: number; committed: number; writes: number };
   readonly failed: StoreFailedError | null;
   readonly closed: boolean;

@@ -19,21 +19,6 @@ use wasm_bindgen::prelude::*;
 use crate::convert::*;
 use crate::data::{from_js, to_js};
 
-#[wasm_bindgen(typescript_custom_section)]
-const TS_STORE: &'static str = r#"
-/** What opening a store found. */
-export interface Recovery {
-  /** The directory held no store: a new one was written. */
-  created: boolean;
-  /** Journal records applied on top of the snapshot. */
-  replayed: number;
-  /** Why a torn tail was cut (a write cut short by a crash), if one was. */
-  torn?: string;
-  /** Sequence number of the last record now in the state. */
-  journalSeq: number;
-}
-"#;
-
 /// Every file of a store's directory, from JavaScript: an array of `[name, Uint8Array]` (or
 /// `{name, bytes}`) pairs.
 fn files_in(files: &JsValue) -> Result<Vec<(String, Vec<u8>)>, JsValue> {
@@ -55,8 +40,8 @@ fn files_in(files: &JsValue) -> Result<Vec<(String, Vec<u8>)>, JsValue> {
     Ok(out)
 }
 
-/// The data forms handed to the package's JavaScript (`store.js`): the answer of an opening,
-/// of a commit, and the store's counters.
+/// The data forms handed to the package's JavaScript (`store.js`): the answer of an opening
+/// (typed as `Recovery` in `js/api.d.ts`), of a commit, and the store's counters.
 #[derive(Serialize)]
 struct Recovery<'a> {
     created: bool,
