@@ -1,7 +1,8 @@
 /// <reference path="./disposable.d.ts" />
 // Public API of `leasehold`. The classes come from the Rust core through wasm-bindgen (their
 // documentation is in leasehold_wasm.d.ts); the drivers and errors are JavaScript.
-import type { Landlord, LeaseEntry, StoreConfig as StoreSettings } from './leasehold_wasm.js';
+import type { Landlord, LeaseEntry } from './leasehold_wasm.js';
+import type { StoreConfig as StoreSettings, FileOp } from './generated.js';
 import type { IndefiniteError } from './errors.js';
 
 export {
@@ -55,10 +56,8 @@ export type {
   RenewalServiceOptions,
   EventRegistration,
   SetEvent,
-  FileOp,
-  StoreConfig,
-  Recovery,
 } from './leasehold_wasm.js';
+export type { FileOp, StoreConfig } from './generated.js';
 export * from './errors.js';
 
 declare module './leasehold_wasm.js' {
@@ -94,6 +93,39 @@ declare module './leasehold_wasm.js' {
      * resources (undefined where it failed); `out` gets 0 or minus the error code per lease.
      */
     cancelBatch(cookies: Uint32Array, now: number, out?: Float64Array): unknown[];
+  }
+  interface RenewalManager {
+    /** The settings in force. */
+    readonly config: import('./leasehold_wasm.js').RenewalManagerConfig;
+    /**
+     * Counters (requestsSent, renewRequests, cancelRequests, leasesRenewed, failures,
+     * desiredReached, indefiniteFailures, timeouts, leasesCancelled, repliesIgnored).
+     */
+    readonly stats: import('./leasehold_wasm.js').RenewalStats;
+    /**
+     * Renews `lease` until `desiredExpiration` (holder's clock; `Infinity` = forever), asking
+     * for `renewDuration` each time (positive, `FOREVER`, or `ANY` with a FOREVER desire).
+     */
+    renewUntil(lease: L, desiredExpiration: number, renewDuration: number, now: number): void;
+    /** Stops managing `lease` and queues a cancel request for it. */
+    cancel(lease: L, now: number): void;
+    /** The desired expiration of `lease`. */
+    expiration(lease: L): number;
+    /** Sets the desired expiration of `lease`. */
+    setExpiration(lease: L, desiredExpiration: number, now: number): void;
+    /** The renew duration of `lease`. */
+    renewDuration(lease: L): number;
+    /** When `lease` will next be sent for renewal, or undefined. */
+    nextRenewal(lease: L): number | undefined;
+    /** The round-trip estimate for `landlord`: `{srtt, rttvar, rto, requestTimeout, samples}`. */
+    rtt(landlord: string | number | bigint): import('./leasehold_wasm.js').RttEstimate | undefined;
+    /** The leases managed, with their current actual expirations. */
+    leases(): L[];
+    /**
+     * Reports that request `id` could not be sent or answered (an indefinite failure unless
+     * `error` carries a definite leasehold `code`); its `message` describes it.
+     */
+    handleFailure(id: number | bigint, error: unknown, now: number): void;
   }
   interface RenewalService {
     /** A handle on one set. */
@@ -209,6 +241,18 @@ export interface DriverOptions {
   onError?: (error: unknown) => void;
 }
 
+/** What opening a store found. */
+export interface Recovery {
+  /** The directory held no store: a new one was written. */
+  created: boolean;
+  /** Journal records applied on top of the snapshot. */
+  replayed: number;
+  /** Why a torn tail was cut (a write cut short by a crash), if one was. */
+  torn?: string;
+  /** Sequence number of the last record now in the state. */
+  journalSeq: number;
+}
+
 /**
  * Where a journaled object is kept: something that reads a store's files and carries out the
  * core's file operations in order, each completely, before resolving. `FileStore` (Node),
@@ -218,7 +262,7 @@ export interface StoreHost {
   /** Every file of the store, `[name, bytes]`. */
   read(): Promise<Array<[string, Uint8Array]>>;
   /** Carries out `ops` in order; resolves once all of them are done (durable where they say sync). */
-  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  apply(ops: FileOp[]): Promise<void>;
   /** Lets go of the store (files, lock). */
   close?(): Promise<void>;
 }
@@ -234,7 +278,7 @@ export declare class FileStore implements StoreHost {
   static open(dir: string | URL, options?: { lock?: boolean }): Promise<FileStore>;
   readonly path: string;
   read(): Promise<Array<[string, Uint8Array]>>;
-  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  apply(ops: FileOp[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -250,7 +294,7 @@ export declare class IndexedDbStore implements StoreHost {
   readonly name: string;
   readonly persisted: boolean | undefined;
   read(): Promise<Array<[string, Uint8Array]>>;
-  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  apply(ops: FileOp[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -260,7 +304,7 @@ export declare class MemoryStore implements StoreHost {
   read(): Promise<Array<[string, Uint8Array]>>;
   /** Every file, sorted by name. */
   files(): Array<[string, Uint8Array]>;
-  apply(ops: import('./leasehold_wasm.js').FileOp[]): Promise<void>;
+  apply(ops: FileOp[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -313,7 +357,7 @@ export declare class DurableLandlordDriver implements AsyncDisposable {
   private constructor();
   readonly landlord: Landlord;
   readonly store: StoreHost;
-  readonly recovery: import('./leasehold_wasm.js').Recovery;
+  readonly recovery: Recovery;
   readonly stats: { logBytes: number; snapshotBytes: number; committed: number; writes: number };
   readonly failed: StoreFailedError | null;
   readonly closed: boolean;

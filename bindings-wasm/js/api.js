@@ -5,7 +5,7 @@
 import * as wasm from './leasehold_wasm.js';
 import { makeError, IndefiniteError, UnknownLeaseError, ArgumentTypeError, InvalidArgumentError } from './errors.js';
 import { DeadlineTimer } from './timer.js';
-import { StoreWriter, checkHost, closeWriter } from './store.js';
+import { StoreWriter, checkHost, closeWriter, openKept } from './store.js';
 
 export { MemoryStore, IndexedDbStore, StoreWriter, StoreLockedError, StoreFailedError } from './store.js';
 
@@ -376,18 +376,8 @@ export class LandlordDriver {
   static async open({ store, landlord, segmentBytes, minCompactBytes, now = defaultNow, ...options } = {}) {
     checkClock(now);
     const host = await resolveStore(store);
-    let ll;
-    try {
-      const files = await host.read();
-      const opened = Landlord.__openStore(files, landlord, { segmentBytes, minCompactBytes }, now());
-      ll = opened.landlord;
-      await host.apply(opened.ops);
-      return new DurableLandlordDriver(OPEN, ll, host, opened.recovery, { now, ...options });
-    } catch (err) {
-      ll?.free();
-      await host.close?.();
-      throw err;
-    }
+    return openKept(host, (files) => Landlord.__openStore(files, landlord, { segmentBytes, minCompactBytes }, now()),
+      (ll, recovery) => new DurableLandlordDriver(OPEN, ll, host, recovery, { now, ...options }));
   }
 
   /** The landlord driven. */

@@ -3,11 +3,11 @@
 // values, its messages and its driver. Values are the core's data form with camelCase keys;
 // messages are their JSON object form (snake_case, as on the wire).
 import type {
-  DiscoveryService, Recovery, Encoding, StoreConfig, Lease, EventRegistration, Limits,
+  DiscoveryService, Encoding, Lease, EventRegistration, Limits,
 } from './leasehold_wasm.js';
-import type { DriverOptions, StoreHost } from './api.js';
+import type { DriverOptions, StoreHost, Recovery } from './api.js';
 import type * as Data from './generated.js';
-import type { Registrar, Announcement, Delivery } from './generated.js';
+import type { Registrar, Announcement, Delivery, StoreConfig } from './generated.js';
 
 /** Groups of interest: `null` for all groups, else an array of names (`[]`: no group). */
 export type DiscoveryGroups = string[] | null;

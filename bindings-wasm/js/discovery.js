@@ -8,7 +8,7 @@ import {
 } from './leasehold_wasm.js';
 import { DeadlineTimer } from './timer.js';
 import { defineCalls, orUndefined } from './machine.js';
-import { StoreWriter, closeWriter } from './store.js';
+import { StoreWriter, closeWriter, openKept } from './store.js';
 import { __resolveStore, __checkClock, __alive } from './api.js';
 
 const OPEN = Symbol('DiscoveryDriver.open');
@@ -136,18 +136,8 @@ export class DiscoveryDriver {
   static async open({ store, service, segmentBytes, minCompactBytes, now = Date.now, ...options } = {}) {
     __checkClock(now);
     const host = await __resolveStore(store);
-    let svc;
-    try {
-      const files = await host.read();
-      const opened = DiscoveryService.__openStore(files, service, { segmentBytes, minCompactBytes }, now());
-      svc = opened.service;
-      await host.apply(opened.ops);
-      return new DiscoveryDriver(svc, { now, ...options }, OPEN, host, opened.recovery);
-    } catch (err) {
-      svc?.free();
-      await host.close?.();
-      throw err;
-    }
+    return openKept(host, (files) => DiscoveryService.__openStore(files, service, { segmentBytes, minCompactBytes }, now()),
+      (svc, recovery) => new DiscoveryDriver(svc, { now, ...options }, OPEN, host, recovery));
   }
 
   /** The service driven. */

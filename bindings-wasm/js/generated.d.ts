@@ -303,6 +303,19 @@ manager?: ManagerOptions,
 restoreJump?: number | bigint, };
 
 /**
+ * How a store rotates and compacts (data form: both optional, unknown names refused).
+ */
+export type StoreConfig = { 
+/**
+ * A segment that reaches this size is closed and a new one started. Default 64 MiB.
+ */
+segmentBytes?: number, 
+/**
+ * The log is compacted once it is larger than both this and the snapshot. Default 4 MiB.
+ */
+minCompactBytes?: number, };
+
+/**
  * How a [`RenewalManager`] schedules, batches and retries. Its data form (serde, written only:
  * settings are read through [`super::ManagerOptions`]) has the field names.
  */
@@ -445,3 +458,42 @@ cancelFailures: number,
  * Replies ignored: unknown or stale id, or from another landlord.
  */
 repliesIgnored: number, };
+
+/**
+ * One file operation for the host to carry out. Carry them out in order, each completely,
+ * before reporting a commit durable. Its data form is tagged `op` (`{"op": "append", "file",
+ * "bytes"}`), as the JavaScript hosts take it.
+ */
+export type FileOp = { "op": "append", 
+/**
+ * File name inside the store's directory.
+ */
+file: string, 
+/**
+ * What to append.
+ */
+bytes: Uint8Array, } | { "op": "sync", 
+/**
+ * File name.
+ */
+file: string, } | { "op": "replace", 
+/**
+ * File name.
+ */
+file: string, 
+/**
+ * Its new contents.
+ */
+bytes: Uint8Array, } | { "op": "truncate", 
+/**
+ * File name.
+ */
+file: string, 
+/**
+ * Length to keep.
+ */
+len: number, } | { "op": "remove", 
+/**
+ * File name.
+ */
+file: string, };

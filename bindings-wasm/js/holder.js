@@ -4,8 +4,9 @@
 // calls are the holder's hot path, and through `handle` they cost 30 to 250 times more
 // (bench/manager.mjs; docs/bindings.md, "Phase B in JavaScript").
 
-import { Lease, encodeReply, decodeRequest } from './leasehold_wasm.js';
+import { Lease, RenewalManager, encodeReply, decodeRequest } from './leasehold_wasm.js';
 import { makeError } from './errors.js';
+import { defineCalls, orUndefined } from './machine.js';
 
 /** A lease from its data form (undefined for none). */
 export const lease = (l) => (l == null ? undefined : new Lease(l.landlord, l.cookie, l.expiration));
@@ -21,10 +22,13 @@ export function eventOut({ type, lease: l, error, ...rest }) {
   return e;
 }
 
-/** The loop both share: renewal requests out, replies and transport failures in. */
-export function defineRenewals(Class) {
+/**
+ * The loop both share: renewal requests out, replies and transport failures in, through
+ * `handle` (`names`: which of them; the RenewalManager keeps its typed pollTransmit and handleReply).
+ */
+export function defineRenewals(Class, names = ['pollTransmit', 'handleReply', 'handleFailure']) {
   const { pollTransmit } = Class.prototype;
-  Object.assign(Class.prototype, {
+  const calls = {
     /** The next renewal request for a landlord, `{landlord, request}`, or undefined. */
     pollTransmit(now) {
       const t = pollTransmit.call(this, now);
@@ -42,5 +46,16 @@ export function defineRenewals(Class) {
       const code = read('code');
       this.handle({ op: 'failure', id, code: Number.isInteger(code) ? code : undefined, message }, now);
     },
-  });
+  };
+  for (const name of names) Class.prototype[name] = calls[name];
 }
+
+// The RenewalManager's calls off the hot path go through `handle` (the core's `ManagerInput`);
+// renewFor, remove, lease and the renewal loop stay typed methods of the wasm class.
+defineCalls(RenewalManager, {
+  renewUntil: ['lease', 'desiredExpiration', 'renewDuration'], cancel: ['lease'], expiration: ['-', 'lease'],
+  setExpiration: ['lease', 'desiredExpiration'], renewDuration: ['-', 'lease'], nextRenewal: ['-', 'lease'],
+  rtt: ['-', 'landlord'], leases: ['-'],
+}, { nextRenewal: orUndefined, rtt: orUndefined, leases: (ls) => ls.map(lease) }, { lease: leaseIn });
+for (const op of ['stats', 'config']) Object.defineProperty(RenewalManager.prototype, op, { configurable: true, get() { return this.handle({ op }); } });
+defineRenewals(RenewalManager, ['handleFailure']);

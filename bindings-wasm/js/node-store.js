@@ -7,11 +7,22 @@ import { promises as fsp, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { StoreLockedError } from './store.js';
+import { StoreLockedError, applyOps } from './store.js';
 
 // Lock files: LOCK.<generation>; the highest generation is the lock, if its process lives.
 const LOCK_RE = /^LOCK\.(\d{1,15})$/;
 const WIN = process.platform === 'win32';
+
+// Opens `path`, runs `f` on it, fsyncs it and closes it.
+async function withFile(path, flags, f) {
+  const fh = await fsp.open(path, flags);
+  try {
+    await f(fh);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
 
 async function writeAll(fh, bytes) {
   let at = 0;
@@ -190,69 +201,37 @@ export class FileStore {
   }
 
   async #syncDir() {
-    if (WIN) return; // directories cannot be opened for fsync on Windows
-    const d = await fsp.open(this.#dir, 'r');
-    try {
-      await d.sync();
-    } finally {
-      await d.close();
-    }
+    if (!WIN) await withFile(this.#dir, 'r', () => {}); // Windows cannot fsync a directory
   }
 
   /** Carries out file operations in order, each completely; rejects at the first failure. */
   async apply(ops) {
     if (this.#closed) throw new Error(`FileStore ${this.#dir} is closed`);
-    for (const op of ops) {
-      switch (op.op) {
-        case 'append':
-          await writeAll(await this.#handle(op.file), op.bytes);
-          break;
-        case 'sync': {
-          const h = await this.#handle(op.file);
-          await h.datasync();
-          if (this.#fresh.delete(op.file)) await this.#syncDir();
-          break;
-        }
-        case 'replace': {
-          await this.#drop(op.file);
-          const tmp = join(this.#dir, `${op.file}.tmp`);
-          const fh = await fsp.open(tmp, 'w');
-          try {
-            await writeAll(fh, op.bytes);
-            await fh.sync();
-          } finally {
-            await fh.close();
-          }
-          await fsp.rename(tmp, join(this.#dir, op.file));
-          this.#fresh.delete(op.file);
-          await this.#syncDir();
-          break;
-        }
-        case 'truncate': {
-          await this.#drop(op.file);
-          const fh = await fsp.open(join(this.#dir, op.file), 'r+');
-          try {
-            await fh.truncate(op.len);
-            await fh.sync();
-          } finally {
-            await fh.close();
-          }
-          break;
-        }
-        case 'remove':
-          await this.#drop(op.file);
-          this.#fresh.delete(op.file);
-          try {
-            await fsp.unlink(join(this.#dir, op.file));
-          } catch (e) {
-            if (e.code !== 'ENOENT') throw e;
-          }
-          await this.#syncDir();
-          break;
-        default:
-          throw new TypeError(`unknown file operation ${op.op}`);
-      }
-    }
+    const path = (file) => join(this.#dir, file);
+    await applyOps(ops, {
+      append: async ({ file, bytes }) => writeAll(await this.#handle(file), bytes),
+      sync: async ({ file }) => {
+        await (await this.#handle(file)).datasync();
+        if (this.#fresh.delete(file)) await this.#syncDir();
+      },
+      replace: async ({ file, bytes }) => {
+        await this.#drop(file);
+        await withFile(path(`${file}.tmp`), 'w', async (fh) => writeAll(fh, bytes));
+        await fsp.rename(path(`${file}.tmp`), path(file));
+        this.#fresh.delete(file);
+        await this.#syncDir();
+      },
+      truncate: async ({ file, len }) => {
+        await this.#drop(file);
+        await withFile(path(file), 'r+', (fh) => fh.truncate(len));
+      },
+      remove: async ({ file }) => {
+        await this.#drop(file);
+        this.#fresh.delete(file);
+        await fsp.unlink(path(file)).catch((e) => { if (e.code !== 'ENOENT') throw e; });
+        await this.#syncDir();
+      },
+    });
   }
 
   /** Closes the files and lets go of the lock. */

@@ -55,6 +55,38 @@ export function checkHost(host) {
 }
 
 /**
+ * Carries out the core's file operations in order, each completely, with the host's function
+ * of each op's name (`append`, `sync`, `replace`, `truncate`, `remove`; see the `FileOp` type):
+ * the one dispatcher of every host (MemoryStore, IndexedDbStore, node's FileStore).
+ */
+export async function applyOps(ops, each) {
+  for (const op of ops) {
+    const f = Object.hasOwn(each, op.op) ? each[op.op] : undefined;
+    if (!f) throw new TypeError(`unknown file operation ${op.op}`);
+    await f(op);
+  }
+}
+
+/**
+ * Opens a journaled object from its store: reads the host's files, calls `open(files)` (a
+ * class's `__openStore`), carries out the tidying operations it gives, and returns
+ * `make(value, recovery)`. On failure frees what was opened and closes the host.
+ */
+export async function openKept(host, open, make) {
+  let value;
+  try {
+    const opened = open(await host.read());
+    value = opened.value;
+    await host.apply(opened.ops);
+    return make(value, opened.recovery);
+  } catch (err) {
+    value?.free();
+    await host.close?.();
+    throw err;
+  }
+}
+
+/**
  * Group commit for one journaled object (`target`: a Landlord opened from a store; later the
  * renewal and discovery services): `durable()` promises that every record written so far is on
  * stable storage; one write and one sync serve every promise made meanwhile.
@@ -237,34 +269,21 @@ export class MemoryStore {
     return [...this.#files].sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, b]) => [n, b.slice()]);
   }
 
-  async apply(ops) {
-    for (const op of ops) {
-      switch (op.op) {
-        case 'append': {
-          const old = this.#files.get(op.file) ?? new Uint8Array(0);
-          const next = new Uint8Array(old.length + op.bytes.length);
-          next.set(old);
-          next.set(op.bytes, old.length);
-          this.#files.set(op.file, next);
-          break;
-        }
-        case 'sync':
-          break;
-        case 'replace':
-          this.#files.set(op.file, op.bytes.slice());
-          break;
-        case 'truncate': {
-          const old = this.#files.get(op.file);
-          if (old) this.#files.set(op.file, old.slice(0, op.len));
-          break;
-        }
-        case 'remove':
-          this.#files.delete(op.file);
-          break;
-        default:
-          throw new TypeError(`unknown file operation ${op.op}`);
-      }
-    }
+  apply(ops) {
+    const files = this.#files;
+    return applyOps(ops, {
+      append: ({ file, bytes }) => {
+        const old = files.get(file) ?? new Uint8Array(0);
+        const next = new Uint8Array(old.length + bytes.length);
+        next.set(old);
+        next.set(bytes, old.length);
+        files.set(file, next);
+      },
+      sync: () => {},
+      replace: ({ file, bytes }) => files.set(file, bytes.slice()),
+      truncate: ({ file, len }) => files.has(file) && files.set(file, files.get(file).slice(0, len)),
+      remove: ({ file }) => files.delete(file),
+    });
   }
 
   async close() {}
@@ -382,46 +401,35 @@ export class IndexedDbStore {
     });
     const sizes = new Map(this.#sizes);
     try {
-      for (const op of ops) {
-        switch (op.op) {
-          case 'append': {
-            const at = sizes.get(op.file) ?? 0;
-            store.put(op.bytes.slice(), [op.file, at]);
-            sizes.set(op.file, at + op.bytes.length);
-            break;
-          }
-          case 'sync':
-            break; // the transaction's commit is the sync
-          case 'replace':
-            store.delete(fileRange(op.file));
-            store.put(op.bytes.slice(), [op.file, 0]);
-            sizes.set(op.file, op.bytes.length);
-            break;
-          case 'truncate': {
-            const len = op.len;
-            await new Promise((resolve, reject) => {
-              const cur = store.openCursor(fileRange(op.file));
-              cur.onerror = () => reject(cur.error);
-              cur.onsuccess = () => {
-                const c = cur.result;
-                if (!c) return resolve();
-                const offset = c.key[1];
-                if (offset >= len) c.delete();
-                else if (offset + c.value.length > len) c.update(c.value.slice(0, len - offset));
-                c.continue();
-              };
-            });
-            sizes.set(op.file, Math.min(sizes.get(op.file) ?? 0, len));
-            break;
-          }
-          case 'remove':
-            store.delete(fileRange(op.file));
-            sizes.delete(op.file);
-            break;
-          default:
-            throw new TypeError(`unknown file operation ${op.op}`);
-        }
-      }
+      await applyOps(ops, {
+        append: ({ file, bytes }) => {
+          const at = sizes.get(file) ?? 0;
+          store.put(bytes.slice(), [file, at]);
+          sizes.set(file, at + bytes.length);
+        },
+        sync: () => {}, // the transaction's commit is the sync
+        replace: ({ file, bytes }) => {
+          store.delete(fileRange(file));
+          store.put(bytes.slice(), [file, 0]);
+          sizes.set(file, bytes.length);
+        },
+        truncate: ({ file, len }) => new Promise((resolve, reject) => {
+          const cur = store.openCursor(fileRange(file));
+          cur.onerror = () => reject(cur.error);
+          cur.onsuccess = () => {
+            const c = cur.result;
+            if (!c) return resolve(sizes.set(file, Math.min(sizes.get(file) ?? 0, len)));
+            const offset = c.key[1];
+            if (offset >= len) c.delete();
+            else if (offset + c.value.length > len) c.update(c.value.slice(0, len - offset));
+            c.continue();
+          };
+        }),
+        remove: ({ file }) => {
+          store.delete(fileRange(file));
+          sizes.delete(file);
+        },
+      });
     } catch (err) {
       try {
         tx.abort();

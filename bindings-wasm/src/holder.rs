@@ -2,11 +2,8 @@
 
 use std::cell::{RefCell, RefMut};
 
-use js_sys::{Array, Object};
-use leasehold::holder::{
-    self, LeaseMap as CoreLeaseMap, RenewalEvent, RenewalManager as CoreManager,
-    RenewalManagerConfig,
-};
+use js_sys::Array;
+use leasehold::holder::{self, LeaseMap as CoreLeaseMap, RenewalManager as CoreManager};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
@@ -77,23 +74,13 @@ impl LeaseMap {
     /// Removes `lease`; returns `{lease, duration}` or undefined.
     #[wasm_bindgen(unchecked_return_type = "{lease: Lease, duration: number} | undefined")]
     pub fn delete(&self, lease: &Lease) -> Result<JsValue, JsValue> {
-        Ok({
-            match self.b()?.remove(&lease.inner) {
-                Some((l, d)) => entry_out(&l, d),
-                None => JsValue::UNDEFINED,
-            }
-        })
+        Ok(self.b()?.remove(&lease.inner).map_or(JsValue::UNDEFINED, |(l, d)| entry_out(&l, d)))
     }
 
     /// `{lease, duration}` of `lease` (the map's copy, with its current expiration), or undefined.
     #[wasm_bindgen(unchecked_return_type = "{lease: Lease, duration: number} | undefined")]
     pub fn get(&self, lease: &Lease) -> Result<JsValue, JsValue> {
-        Ok({
-            match self.b()?.get(&lease.inner) {
-                Some((l, d)) => entry_out(&l, d),
-                None => JsValue::UNDEFINED,
-            }
-        })
+        Ok(self.b()?.get(&lease.inner).map_or(JsValue::UNDEFINED, |(l, d)| entry_out(&l, d)))
     }
 
     /// Whether `lease` is in the map.
@@ -191,37 +178,6 @@ pub fn lease_from_reply(
     Ok(Lease::wrap(js(holder::lease_from_reply_with_drift(&reply, sent, ppm))?))
 }
 
-/// A manager's settings from its data form (`ManagerOptions`; none given: the defaults).
-fn config_in(v: &JsValue) -> Result<RenewalManagerConfig, JsValue> {
-    if v.is_undefined() || v.is_null() {
-        return Ok(RenewalManagerConfig::default());
-    }
-    js(from_js::<holder::ManagerOptions>(v)?.config())
-}
-
-fn event_out(e: RenewalEvent) -> JsValue {
-    let o: Object = obj();
-    let s = |k: &str, v: JsValue| set(&o, &k.into(), &v);
-    match e {
-        RenewalEvent::RenewalFailed { lease, desired_expiration, error } => {
-            s("type", "renewalFailed".into());
-            s("lease", Lease::wrap(lease).into());
-            s("desiredExpiration", ms_out(desired_expiration));
-            s("error", error.as_ref().map(lease_error).unwrap_or(JsValue::UNDEFINED));
-        }
-        RenewalEvent::DesiredExpirationReached { lease, desired_expiration } => {
-            s("type", "desiredExpirationReached".into());
-            s("lease", Lease::wrap(lease).into());
-            s("desiredExpiration", ms_out(desired_expiration));
-        }
-        RenewalEvent::Renewed { lease } => {
-            s("type", "renewed".into());
-            s("lease", Lease::wrap(lease).into());
-        }
-    }
-    o.into()
-}
-
 /// Renews leases until their desired expirations, sans-I/O (Jini `LeaseRenewalManager`).
 ///
 /// The host (or `RenewalDriver`) runs the loop: call `handleTimeout(now)` when `pollTimeout()`
@@ -251,13 +207,9 @@ impl RenewalManager {
         #[wasm_bindgen(unchecked_param_type = "RenewalManagerOptions | undefined")]
         options: JsValue,
     ) -> Result<RenewalManager, JsValue> {
-        Ok(RenewalManager { inner: RefCell::new(js(CoreManager::try_new(config_in(&options)?))?) })
-    }
-
-    /// The settings in force.
-    #[wasm_bindgen(getter, unchecked_return_type = "RenewalManagerConfig")]
-    pub fn config(&self) -> Result<JsValue, JsValue> {
-        to_js(self.b()?.config())
+        let options = from_js::<Option<holder::ManagerOptions>>(&options)?.unwrap_or_default();
+        let manager = js(options.config().and_then(CoreManager::try_new))?;
+        Ok(RenewalManager { inner: RefCell::new(manager) })
     }
 
     /// Renews `lease` until `duration` ms from `now` (`Infinity` = forever), asking for
@@ -276,54 +228,9 @@ impl RenewalManager {
         js(self.b()?.renew_for(lease.inner, d, rd, now_in(&now)?))
     }
 
-    /// Renews `lease` until `desiredExpiration` (holder's clock; `Infinity` = forever), asking
-    /// for `renewDuration` each time (positive, `FOREVER`, or `ANY` with a FOREVER desire).
-    #[wasm_bindgen(js_name = renewUntil)]
-    pub fn renew_until(
-        &self,
-        lease: &Lease,
-        #[wasm_bindgen(js_name = desiredExpiration, unchecked_param_type = "number")]
-        desired: JsValue,
-        #[wasm_bindgen(js_name = renewDuration, unchecked_param_type = "number")]
-        renew_duration: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
-    ) -> Result<(), JsValue> {
-        let d = ms_in(&desired, "desiredExpiration")?;
-        let rd = ms_in(&renew_duration, "renewDuration")?;
-        js(self.b()?.renew_until(lease.inner, d, rd, now_in(&now)?))
-    }
-
     /// Stops managing `lease` (it is not cancelled); returns the manager's copy.
     pub fn remove(&self, lease: &Lease) -> Result<Lease, JsValue> {
         Ok(Lease::wrap(js(self.b()?.remove(&lease.inner))?))
-    }
-
-    /// Stops managing `lease` and queues a cancel request for it.
-    pub fn cancel(
-        &self,
-        lease: &Lease,
-        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
-    ) -> Result<(), JsValue> {
-        js(self.b()?.cancel(&lease.inner, now_in(&now)?))
-    }
-
-    /// The desired expiration of `lease`.
-    #[wasm_bindgen(unchecked_return_type = "number")]
-    pub fn expiration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
-        Ok(ms_out(js(self.b()?.expiration(&lease.inner))?))
-    }
-
-    /// Sets the desired expiration of `lease`.
-    #[wasm_bindgen(js_name = setExpiration)]
-    pub fn set_expiration(
-        &self,
-        lease: &Lease,
-        #[wasm_bindgen(js_name = desiredExpiration, unchecked_param_type = "number")]
-        desired: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
-    ) -> Result<(), JsValue> {
-        let d = ms_in(&desired, "desiredExpiration")?;
-        js(self.b()?.set_expiration(&lease.inner, d, now_in(&now)?))
     }
 
     /// The manager's copy of `lease` (current actual expiration), or undefined.
@@ -331,46 +238,20 @@ impl RenewalManager {
         Ok(self.b()?.lease(&lease.inner).map(Lease::wrap))
     }
 
-    /// The renew duration of `lease`.
-    #[wasm_bindgen(js_name = renewDuration, unchecked_return_type = "number")]
-    pub fn renew_duration(&self, lease: &Lease) -> Result<JsValue, JsValue> {
-        Ok(ms_out(js(self.b()?.renew_duration(&lease.inner))?))
-    }
-
-    /// When `lease` will next be sent for renewal, or undefined.
-    #[wasm_bindgen(js_name = nextRenewal, unchecked_return_type = "number | undefined")]
-    pub fn next_renewal(&self, lease: &Lease) -> Result<JsValue, JsValue> {
-        Ok(self.b()?.next_renewal(&lease.inner).map(ms_out).unwrap_or(JsValue::UNDEFINED))
-    }
-
-    /// The round-trip estimate for `landlord`: `{srtt, rttvar, rto, requestTimeout, samples}`.
-    #[wasm_bindgen(unchecked_return_type = "RttEstimate | undefined")]
-    pub fn rtt(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string | number | bigint")] landlord: JsValue,
-    ) -> Result<JsValue, JsValue> {
-        match self.b()?.rtt(landlord_in(&landlord)?) {
-            Some(r) => to_js(&holder::machine::RttData::from(r)),
-            None => Ok(JsValue::UNDEFINED),
-        }
+    /// Carries out one call of the core's `ManagerInput` (`{op, ...}`, data) and returns its
+    /// answer (data): the calls off the hot path, named by `js/holder.js`.
+    #[wasm_bindgen(skip_typescript)]
+    pub fn handle(&self, input: JsValue, now: JsValue) -> Result<JsValue, JsValue> {
+        let input = from_js(&input)?;
+        let now = crate::machine::now_or_none(&now)?;
+        let out = js(leasehold::machine::Machine::handle(&mut *self.b()?, input, now))?;
+        to_js(&out)
     }
 
     /// Number of leases managed.
     #[wasm_bindgen(getter)]
     pub fn size(&self) -> Result<usize, JsValue> {
         Ok(self.b()?.len())
-    }
-
-    /// The leases managed, with their current actual expirations.
-    pub fn leases(&self) -> Result<Vec<Lease>, JsValue> {
-        Ok(self.b()?.leases().map(|l| Lease::wrap(*l)).collect())
-    }
-
-    /// Counters (requestsSent, renewRequests, cancelRequests, leasesRenewed, failures,
-    /// desiredReached, indefiniteFailures, timeouts, leasesCancelled, repliesIgnored).
-    #[wasm_bindgen(getter, unchecked_return_type = "RenewalStats")]
-    pub fn stats(&self) -> Result<JsValue, JsValue> {
-        to_js(&self.b()?.stats())
     }
 
     /// When to call `handleTimeout` next (ms), or undefined.
@@ -420,44 +301,31 @@ impl RenewalManager {
         Ok(())
     }
 
-    /// Reports that request `id` could not be sent or answered (an indefinite failure unless
-    /// `error` is a definite `LeaseError`); `message` describes it.
-    #[wasm_bindgen(js_name = handleFailure)]
-    pub fn handle_failure(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number | bigint")] id: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "unknown")] error: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
-    ) -> Result<(), JsValue> {
-        let id = id_in(&id)?;
-        let now = now_in(&now)?;
-        let failure = failure_in(&error); // may run getters: before the borrow
-        self.b()?.handle_failure(id, failure, now);
-        Ok(())
-    }
-
     /// The next event, or undefined: `{type: "renewed", lease}`,
     /// `{type: "desiredExpirationReached", lease, desiredExpiration}` or
     /// `{type: "renewalFailed", lease, desiredExpiration, error}`.
     #[wasm_bindgen(js_name = pollEvent, unchecked_return_type = "RenewalEvent | undefined")]
     pub fn poll_event(&self) -> Result<JsValue, JsValue> {
-        Ok(self.b()?.poll_event().map(event_out).unwrap_or(JsValue::UNDEFINED))
-    }
-}
-
-/// A failure reported by JavaScript: an error with a leasehold `code` keeps it; anything else
-/// (a network error, a time-out) is indefinite.
-pub fn failure_in(e: &JsValue) -> leasehold::LeaseError {
-    let message = js_sys::Reflect::get(e, &"message".into())
-        .ok()
-        .and_then(|m| m.as_string())
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| "transport failure".into());
-    let code = js_sys::Reflect::get(e, &"code".into()).ok().and_then(|c| c.as_f64());
-    match code {
-        Some(c) if c.fract() == 0.0 && (1.0..=6.0).contains(&c) => {
-            leasehold::LeaseError::from_code(c as i32, &message)
+        use leasehold::holder::RenewalEvent::*;
+        let Some(e) = self.b()?.poll_event() else { return Ok(JsValue::UNDEFINED) };
+        let (kind, lease, desired, error) = match e {
+            RenewalFailed { lease, desired_expiration: d, error } => {
+                ("renewalFailed", lease, Some(d), Some(error))
+            }
+            DesiredExpirationReached { lease, desired_expiration: d } => {
+                ("desiredExpirationReached", lease, Some(d), None)
+            }
+            Renewed { lease } => ("renewed", lease, None, None),
+        };
+        let o = obj();
+        set(&o, &"type".into(), &kind.into());
+        set(&o, &"lease".into(), &Lease::wrap(lease).into());
+        if let Some(d) = desired {
+            set(&o, &"desiredExpiration".into(), &ms_out(d));
         }
-        _ => leasehold::LeaseError::Indefinite(message),
+        if let Some(e) = error {
+            set(&o, &"error".into(), &e.as_ref().map_or(JsValue::UNDEFINED, lease_error));
+        }
+        Ok(o.into())
     }
 }

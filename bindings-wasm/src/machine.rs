@@ -12,10 +12,10 @@
 use leasehold::machine::{Machine, Stored};
 use wasm_bindgen::prelude::*;
 
-use crate::convert::{now_in, obj, set};
+use crate::convert::now_in;
 use crate::data::from_js;
 use crate::landlord::random_seed;
-use crate::store::{self, files_in, store_config_in, Durability, OpenedJs};
+use crate::store::{self, Durability};
 
 /// `now` from JavaScript; `undefined` is "no new time" (the part's time stays where it was).
 pub fn now_or_none(v: &JsValue) -> Result<i64, JsValue> {
@@ -53,24 +53,12 @@ pub fn open<M: Stored>(
     let seed_given = js_sys::Reflect::has(options, &"seed".into()).unwrap_or(false);
     let (fresh, again) = (from_js::<M::Options>(options)?, from_js::<M::Options>(options)?);
     let seed = random_seed()?;
-    let files = files_in(files)?;
-    let opened =
-        store::open(store_config_in(config)?, &files, now_in(now)?, seed_given, |snapshot| {
+    let (mut state, durability, ops, recovery) =
+        store::open(files, config, now, seed_given, |snapshot| {
             M::from_store(snapshot, fresh, seed)
-        });
-    drop(files);
-    let OpenedJs { mut state, durability, ops, recovery } = crate::convert::js(opened)?;
+        })?;
     crate::convert::js(state.reconfigure(again))?;
-    Ok((state, durability, ops.into(), recovery))
-}
-
-/// `{service, ops, recovery}` of `__openStore`.
-pub fn opened(service: JsValue, ops: JsValue, recovery: JsValue) -> JsValue {
-    let o = obj();
-    set(&o, &"service".into(), &service);
-    set(&o, &"ops".into(), &ops);
-    set(&o, &"recovery".into(), &recovery);
-    o.into()
+    Ok((state, durability, ops, recovery))
 }
 
 /// The class of a part: see the module docs.
@@ -78,31 +66,22 @@ macro_rules! machine_class {
     ($js:ident, $t:ty, $name:literal) => {
         $crate::machine::machine_class!($js, $t, $name, plain);
 
-        impl $js {
-            fn commit_with(
+        impl $crate::store::Kept for $js {
+            type State = $t;
+            fn kept<T>(
                 &self,
-                compact: bool,
-            ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                f: impl FnOnce(&mut $t, Option<&mut $crate::store::Durability>) -> T,
+            ) -> Result<T, wasm_bindgen::JsValue> {
                 let busy = || $crate::convert::busy_error($name);
-                let (ops, durable) = {
-                    let mut d = self.durability.try_borrow_mut().map_err(|_| busy())?;
-                    let d = d
-                        .as_mut()
-                        .ok_or_else(|| $crate::convert::type_error("not kept in a store"))?;
-                    let mut s = self.b()?;
-                    if compact {
-                        d.compact(&mut *s)
-                    } else {
-                        d.commit(&mut *s)
-                    }
-                };
-                Ok($crate::store::commit_out(ops, durable))
+                let mut d = self.durability.try_borrow_mut().map_err(|_| busy())?;
+                Ok(f(&mut *self.b()?, d.as_mut()))
             }
         }
+        $crate::store::store_hooks!($js);
 
         #[wasm_bindgen::prelude::wasm_bindgen]
         impl $js {
-            /// Opens the part's store from its files: `{service, ops, recovery}` (carry out `ops`).
+            /// Opens the part's store from its files: `{value, ops, recovery}` (carry out `ops`).
             #[wasm_bindgen(js_name = __openStore, skip_typescript)]
             pub fn open_store(
                 files: wasm_bindgen::JsValue,
@@ -112,36 +91,7 @@ macro_rules! machine_class {
             ) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
                 let (state, d, ops, recovery) =
                     $crate::machine::open::<$t>(&files, &options, &config, &now)?;
-                Ok($crate::machine::opened($js::wrap(state, Some(d)).into(), ops, recovery))
-            }
-            /// Whether it is kept in a store.
-            #[wasm_bindgen(getter)]
-            pub fn durable(&self) -> bool {
-                self.durability.try_borrow().map(|d| d.is_some()).unwrap_or(true)
-            }
-            /// The last journal record written (what anything handed out now depends on).
-            #[wasm_bindgen(getter, js_name = journalSeq)]
-            pub fn journal_seq(&self) -> Result<f64, wasm_bindgen::JsValue> {
-                Ok(leasehold::journal::Journaled::journal_seq(&*self.b()?) as f64)
-            }
-            /// The records since the last commit as file operations: `{ops, durable}`.
-            #[wasm_bindgen(js_name = __commit, skip_typescript)]
-            pub fn commit(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
-                self.commit_with(false)
-            }
-            /// As `__commit`, then a new snapshot.
-            #[wasm_bindgen(js_name = __compact, skip_typescript)]
-            pub fn compact(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
-                self.commit_with(true)
-            }
-            /// `{logBytes, snapshotBytes, committed}` of its store.
-            #[wasm_bindgen(js_name = __storeStats, skip_typescript)]
-            pub fn store_stats(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
-                let d =
-                    self.durability.try_borrow().map_err(|_| $crate::convert::busy_error($name))?;
-                Ok(d.as_ref()
-                    .ok_or_else(|| $crate::convert::type_error("not kept in a store"))?
-                    .stats())
+                Ok($crate::store::opened($js::wrap(state, Some(d)).into(), ops, recovery))
             }
         }
     };

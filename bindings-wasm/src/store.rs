@@ -6,56 +6,24 @@
 //! (where a host carries them out with `node:fs`, IndexedDB, ...), and the core's
 //! [`leasehold::journal::Gate`] that holds replies until their records are durable.
 //!
-//! A journaled type exposes itself with one small file (see `landlord_store.rs`): an
-//! `__openStore` that calls [`open`] with its own `build`, and `__commit`/`__compact` that call
-//! [`Durability::commit`]/[`Durability::compact`] on its state.
+//! A journaled class exposes itself with an `__openStore` that calls [`open`] with its own
+//! `build`, an `impl` [`Kept`], and [`store_hooks!`] (`landlord/store.rs`, `machine.rs`).
 
-use js_sys::{Array, Uint8Array};
-use leasehold::journal::{Gate, Journaled, Recovered};
+use js_sys::Array;
+use leasehold::journal::{Gate, Journaled};
 use leasehold::store::{FileOp, Opened, Store, StoreConfig, SNAPSHOT_FILE};
 use leasehold::LeaseError;
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::*;
-
-#[wasm_bindgen(typescript_custom_section)]
-const TS_STORE: &'static str = r#"
-/**
- * One file operation of the embedded store, for a host to carry out in order (each completely)
- * before the commit that asked for it counts as durable. File names are inside the store.
- * - append: add `bytes` to the end of `file` (creating it);
- * - sync: flush `file` to stable storage (fdatasync; also the directory if `file` is new);
- * - replace: atomically replace `file` with `bytes` (write `file.tmp`, sync it, rename, sync the directory);
- * - truncate: cut `file` to `len` bytes, then sync it;
- * - remove: delete `file` (missing is fine), then sync the directory.
- */
-export type FileOp =
-  | { op: "append"; file: string; bytes: Uint8Array }
-  | { op: "sync"; file: string }
-  | { op: "replace"; file: string; bytes: Uint8Array }
-  | { op: "truncate"; file: string; len: number }
-  | { op: "remove"; file: string };
-/** How a store rotates and compacts (bytes; defaults 64 MiB and 4 MiB). */
-export interface StoreConfig { segmentBytes?: number; minCompactBytes?: number; }
-/** What opening a store found. */
-export interface Recovery {
-  /** The directory held no store: a new one was written. */
-  created: boolean;
-  /** Journal records applied on top of the snapshot. */
-  replayed: number;
-  /** Why a torn tail was cut (a write cut short by a crash), if one was. */
-  torn?: string;
-  /** Sequence number of the last record now in the state. */
-  journalSeq: number;
-}
-"#;
+use crate::data::{from_js, to_js};
 
 /// Every file of a store's directory, from JavaScript: an array of `[name, Uint8Array]` (or
 /// `{name, bytes}`) pairs.
-pub fn files_in(files: &JsValue) -> Result<Vec<(String, Vec<u8>)>, JsValue> {
-    let items = array_items(files, "store files")?;
-    let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
+fn files_in(files: &JsValue) -> Result<Vec<(String, Vec<u8>)>, JsValue> {
+    let mut out = Vec::new();
+    for (i, item) in array_items(files, "store files")?.iter().enumerate() {
         let (name, bytes) = if is_array(item) {
             let a: &Array = item.unchecked_ref();
             (a.get(0), a.get(1))
@@ -72,166 +40,159 @@ pub fn files_in(files: &JsValue) -> Result<Vec<(String, Vec<u8>)>, JsValue> {
     Ok(out)
 }
 
-/// The JavaScript form of file operations (see the `FileOp` type).
-pub fn ops_out(ops: Vec<FileOp>) -> Array {
-    let out = Array::new_with_length(ops.len() as u32);
-    for (i, op) in ops.into_iter().enumerate() {
-        let o = obj();
-        let s = |k: &str, v: &JsValue| set(&o, &k.into(), v);
-        match op {
-            FileOp::Append { file, bytes } => {
-                s("op", &"append".into());
-                s("file", &file.into());
-                s("bytes", &Uint8Array::from(&bytes[..]).into());
-            }
-            FileOp::Sync { file } => {
-                s("op", &"sync".into());
-                s("file", &file.into());
-            }
-            FileOp::Replace { file, bytes } => {
-                s("op", &"replace".into());
-                s("file", &file.into());
-                s("bytes", &Uint8Array::from(&bytes[..]).into());
-            }
-            FileOp::Truncate { file, len } => {
-                s("op", &"truncate".into());
-                s("file", &file.into());
-                s("len", &(len as f64).into());
-            }
-            FileOp::Remove { file } => {
-                s("op", &"remove".into());
-                s("file", &file.into());
-            }
-        }
-        out.set(i as u32, o.into());
-    }
-    out
+/// The data forms handed to the package's JavaScript (`store.js`): the answer of an opening
+/// (typed as `Recovery` in `js/api.d.ts`), of a commit, and the store's counters.
+#[derive(Serialize)]
+struct Recovery<'a> {
+    created: bool,
+    replayed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    torn: Option<&'a str>,
+    journal_seq: u64,
 }
-
-/// Store settings from JavaScript: `{segmentBytes?, minCompactBytes?}`.
-pub fn store_config_in(v: &JsValue) -> Result<StoreConfig, JsValue> {
-    let mut c = StoreConfig::default();
-    if v.is_undefined() || v.is_null() {
-        return Ok(c);
-    }
-    for (key, field) in
-        [("segmentBytes", &mut c.segment_bytes), ("minCompactBytes", &mut c.min_compact_bytes)]
-    {
-        let x = get(v, key)?;
-        if !x.is_undefined() {
-            *field = count_in(&x, key)? as u64;
-        }
-    }
-    if c.segment_bytes == 0 {
-        return Err(range_error("segmentBytes must be at least 1"));
-    }
-    Ok(c)
+#[derive(Serialize)]
+struct Commit {
+    ops: Vec<FileOp>,
+    durable: u64,
 }
-
-/// Whether the files hold log segments but no snapshot: the snapshot carries the secret that
-/// the log's cookies come from, so the state can be rebuilt only from the very same
-/// configuration (the host checks that it was given, e.g. an explicit seed).
-fn snapshot_missing(files: &[(String, Vec<u8>)]) -> bool {
-    !files.iter().any(|(n, _)| n == SNAPSHOT_FILE)
-        && files.iter().any(|(n, _)| n.starts_with("log-") && n.ends_with(".lhj"))
+#[derive(Serialize)]
+struct Stats {
+    log_bytes: u64,
+    snapshot_bytes: u64,
+    committed: u64,
 }
 
 /// A journaled state machine's store: the core's bookkeeping of its directory.
-#[derive(Debug)]
-pub struct Durability {
-    store: Store,
-}
+pub use leasehold::store::Store as Durability;
 
-/// What [`open`] gives: the state, its store, and the JavaScript parts of the answer.
-pub struct OpenedJs<S> {
-    /// The state machine, with every durable record replayed, resumed at the host's `now`.
-    pub state: S,
-    /// Its store.
-    pub durability: Durability,
-    /// The file operations that tidy the directory up (carry them out before the first commit).
-    pub ops: Array,
-    /// `{created, replayed, torn?, journalSeq}`.
-    pub recovery: JsValue,
-}
-
-/// Opens a store from its directory's files and resumes the state at `now` (time spent down
-/// does not count; see [`Store::open`]). Log segments without their snapshot are refused unless
-/// `seed_given`: the snapshot holds the cookie secret the log's cookies come from.
+/// Opens a store from its directory's files (`[[name, bytes], ...]`, settings `{segmentBytes?,
+/// minCompactBytes?}`) and resumes the state at `now` (time spent down does not count; see
+/// [`Store::open`]). Log segments without their snapshot are refused unless `seed_given`: the
+/// snapshot holds the cookie secret the log's cookies come from. Gives the state, its store, and
+/// `{ops, recovery}`'s two values (carry out `ops` before the first commit).
 pub fn open<S: Journaled>(
-    config: StoreConfig,
-    files: &[(String, Vec<u8>)],
-    now: leasehold::Millis,
+    files: &JsValue,
+    config: &JsValue,
+    now: &JsValue,
     seed_given: bool,
     build: impl FnOnce(Option<&[u8]>) -> leasehold::Result<S>,
-) -> Result<OpenedJs<S>, LeaseError> {
-    if snapshot_missing(files) && !seed_given {
-        return Err(LeaseError::Decode(
+) -> Result<(S, Durability, JsValue, JsValue), JsValue> {
+    let config: StoreConfig =
+        if config.is_undefined() { StoreConfig::default() } else { from_js(config)? };
+    if config.segment_bytes == 0 {
+        return Err(range_error("segmentBytes must be at least 1"));
+    }
+    let now = now_in(now)?;
+    let files = files_in(files)?;
+    let has = |f: &dyn Fn(&str) -> bool| files.iter().any(|(n, _)| f(n));
+    if !seed_given
+        && !has(&|n| n == SNAPSHOT_FILE)
+        && has(&|n| n.starts_with("log-") && n.ends_with(".lhj"))
+    {
+        return Err(lease_error(&LeaseError::Decode(
             "the store's snapshot is missing but log segments remain: the snapshot holds the \
              cookie secret, so the log cannot be replayed without it (restore the snapshot from \
              a backup, or give the original seed)"
                 .into(),
-        ));
+        )));
     }
-    let Opened { state, store, ops, recovered, created } =
-        Store::open(config, files, Some(now), build)?;
-    let recovery = recovery_out(&recovered, created);
-    Ok(OpenedJs { state, durability: Durability { store }, ops: ops_out(ops), recovery })
+    let Opened { state, store, ops, recovered: r, created } =
+        js(Store::open(config, &files, Some(now), build))?;
+    let torn = r.torn.as_ref().map(|t| t.2.as_str());
+    let recovery =
+        to_js(&Recovery { created, replayed: r.replayed, torn, journal_seq: r.last_seq })?;
+    Ok((state, store, to_js(&ops)?, recovery))
 }
 
-fn recovery_out(r: &Recovered, created: bool) -> JsValue {
+/// `{value, ops, recovery}`: what a class's `__openStore` gives (`store.js`'s `openKept`).
+pub fn opened(value: JsValue, ops: JsValue, recovery: JsValue) -> JsValue {
     let o = obj();
-    set(&o, &"created".into(), &created.into());
-    set(&o, &"replayed".into(), &(r.replayed as f64).into());
-    if let Some((_, _, why)) = &r.torn {
-        set(&o, &"torn".into(), &why.as_str().into());
-    }
-    set(&o, &"journalSeq".into(), &(r.last_seq as f64).into());
+    set(&o, &"value".into(), &value);
+    set(&o, &"ops".into(), &ops);
+    set(&o, &"recovery".into(), &recovery);
     o.into()
 }
 
-impl Durability {
-    /// Everything written since the last commit as one append and one sync, then a compaction
-    /// if the log has outgrown the snapshot; and the last record durable once the operations
-    /// are carried out. (Conversion to JavaScript is left to the caller, after it has let go of
-    /// its state.)
-    pub fn commit<S: Journaled>(&mut self, state: &mut S) -> (Vec<FileOp>, u64) {
-        let mut ops = Vec::new();
-        if let Some(c) = self.store.commit(state) {
-            ops = c.ops;
-        }
-        if self.store.wants_compaction() {
-            ops.extend(self.store.compact(state));
-        }
-        (ops, self.store.committed())
-    }
-
-    /// A commit, then a new snapshot whether or not the log has outgrown the old one.
-    pub fn compact<S: Journaled>(&mut self, state: &mut S) -> (Vec<FileOp>, u64) {
-        let mut ops = Vec::new();
-        if let Some(c) = self.store.commit(state) {
-            ops = c.ops;
-        }
-        ops.extend(self.store.compact(state));
-        (ops, self.store.committed())
-    }
-
-    /// `{logBytes, snapshotBytes, committed}` of the store.
-    pub fn stats(&self) -> JsValue {
-        let o = obj();
-        set(&o, &"logBytes".into(), &(self.store.log_bytes() as f64).into());
-        set(&o, &"snapshotBytes".into(), &(self.store.snapshot_bytes() as f64).into());
-        set(&o, &"committed".into(), &(self.store.committed() as f64).into());
-        o.into()
-    }
+/// A class that may be kept in a store: how [`store_hooks!`] reaches its state and its store.
+pub trait Kept {
+    /// The journaled state.
+    type State: Journaled;
+    /// Calls `f` with the state and its store (None: not kept in one); `BusyError` if borrowed.
+    fn kept<T>(
+        &self,
+        f: impl FnOnce(&mut Self::State, Option<&mut Durability>) -> T,
+    ) -> Result<T, JsValue>;
 }
 
-/// The `{ops, durable}` answer of a commit.
-pub fn commit_out(ops: Vec<FileOp>, durable: u64) -> JsValue {
-    let o = obj();
-    set(&o, &"ops".into(), &ops_out(ops));
-    set(&o, &"durable".into(), &(durable as f64).into());
-    o.into()
+fn not_durable() -> JsValue {
+    type_error("not kept in a store (open it from one: LandlordDriver.open, DiscoveryDriver.open)")
 }
+
+/// Everything written since the last commit as one append and one sync, then a compaction if
+/// the log has outgrown the snapshot (`compact`: whatever its size): `{ops, durable}`, the file
+/// operations and the last record durable once they are carried out.
+pub fn commit<K: Kept>(k: &K, compact: bool) -> Result<JsValue, JsValue> {
+    let commit = k.kept(|s, d| {
+        let d = d.ok_or_else(not_durable)?;
+        let mut ops = d.commit(s).map(|c| c.ops).unwrap_or_default();
+        if compact || d.wants_compaction() {
+            ops.extend(d.compact(s));
+        }
+        Ok::<_, JsValue>(Commit { ops, durable: d.committed() })
+    })??;
+    to_js(&commit)
+}
+
+/// `{logBytes, snapshotBytes, committed}` of the store.
+pub fn stats<K: Kept>(k: &K) -> Result<JsValue, JsValue> {
+    let stats = k.kept(|_, d| {
+        d.map(|d| Stats {
+            log_bytes: d.log_bytes(),
+            snapshot_bytes: d.snapshot_bytes(),
+            committed: d.committed(),
+        })
+    })?;
+    to_js(&stats.ok_or_else(not_durable)?)
+}
+
+/// The store hooks of a class (`impl Kept`) that the package's `StoreWriter` calls: `durable`,
+/// `journalSeq`, `__commit`, `__compact`, `__storeStats`.
+macro_rules! store_hooks {
+    ($js:ident) => {
+        #[wasm_bindgen::prelude::wasm_bindgen]
+        impl $js {
+            /// Whether it is kept in a store.
+            #[wasm_bindgen(getter)]
+            pub fn durable(&self) -> Result<bool, wasm_bindgen::JsValue> {
+                $crate::store::Kept::kept(self, |_, d| d.is_some())
+            }
+            /// The last journal record written (what anything handed out now depends on; 0
+            /// without a journal).
+            #[wasm_bindgen(getter, js_name = journalSeq)]
+            pub fn journal_seq(&self) -> Result<f64, wasm_bindgen::JsValue> {
+                $crate::store::Kept::kept(self, |s, _| {
+                    leasehold::journal::Journaled::journal_seq(s) as f64
+                })
+            }
+            /// The records since the last commit as file operations: `{ops, durable}`.
+            #[wasm_bindgen(js_name = __commit, skip_typescript)]
+            pub fn commit(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                $crate::store::commit(self, false)
+            }
+            /// As `__commit`, then a new snapshot.
+            #[wasm_bindgen(js_name = __compact, skip_typescript)]
+            pub fn compact(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                $crate::store::commit(self, true)
+            }
+            /// `{logBytes, snapshotBytes, committed}` of its store.
+            #[wasm_bindgen(js_name = __storeStats, skip_typescript)]
+            pub fn store_stats(&self) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue> {
+                $crate::store::stats(self)
+            }
+        }
+    };
+}
+pub(crate) use store_hooks;
 
 /// Holds values (a reply's resolver, an expired lease) until the journal record each depends
 /// on is durable: the core's `journal::Gate`. `push(seq, value)` with the journal's sequence

@@ -78,6 +78,7 @@ fn generated() -> String {
         decl::<DiscoveryOptions>(&cfg),
         decl::<ManagerOptions>(&cfg),
         decl::<ServiceOptions>(&cfg),
+        decl::<leasehold::store::StoreConfig>(&cfg),
     ];
     // What the package gives out only: counters and times, which never pass 2^53 (FOREVER is
     // Infinity), so as numbers.
@@ -86,6 +87,7 @@ fn generated() -> String {
         decl::<leasehold::holder::RenewalManagerConfig>(&out),
         decl::<leasehold::holder::machine::RttData>(&out),
         decl::<leasehold::holder::RenewalStats>(&out),
+        decl::<leasehold::store::FileOp>(&out),
     ];
     format!(
         "// Generated from the Rust types by bindings-wasm/tests/ts_types.rs: do not edit. The\n\

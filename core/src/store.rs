@@ -51,14 +51,19 @@ fn segment_seq(name: &str) -> Option<u64> {
 }
 
 /// One file operation for the host to carry out. Carry them out in order, each completely,
-/// before reporting a commit durable.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// before reporting a commit durable. Its data form is tagged `op` (`{"op": "append", "file",
+/// "bytes"}`), as the JavaScript hosts take it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum FileOp {
     /// Append `bytes` to `file` (creating it if missing).
     Append {
         /// File name inside the store's directory.
         file: String,
         /// What to append.
+        #[serde(with = "crate::machine::bytes")]
+        #[cfg_attr(feature = "ts", ts(type = "Uint8Array"))]
         bytes: Vec<u8>,
     },
     /// Flush `file` to stable storage (fsync / fdatasync).
@@ -72,6 +77,8 @@ pub enum FileOp {
         /// File name.
         file: String,
         /// Its new contents.
+        #[serde(with = "crate::machine::bytes")]
+        #[cfg_attr(feature = "ts", ts(type = "Uint8Array"))]
         bytes: Vec<u8>,
     },
     /// Cut `file` to `len` bytes (a torn tail), then sync it.
@@ -88,12 +95,16 @@ pub enum FileOp {
     },
 }
 
-/// How a store rotates and compacts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a store rotates and compacts (data form: both optional, unknown names refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct StoreConfig {
     /// A segment that reaches this size is closed and a new one started. Default 64 MiB.
+    #[cfg_attr(feature = "ts", ts(type = "number", optional))]
     pub segment_bytes: u64,
     /// The log is compacted once it is larger than both this and the snapshot. Default 4 MiB.
+    #[cfg_attr(feature = "ts", ts(type = "number", optional))]
     pub min_compact_bytes: u64,
 }
 
