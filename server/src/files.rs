@@ -1,6 +1,5 @@
 //! Shards in the embedded file store: one directory per shard (`<data>/shard-<n>`), opened and
-//! recovered with `leasehold-store`, written by a writer task that runs the file operations on
-//! tokio's blocking pool.
+//! recovered with `leasehold-store`, written by a writer thread of its own (one per shard).
 //!
 //! # When a write fails
 //!
@@ -108,26 +107,21 @@ impl Writer for FileWriter {
             let Some(mut dir) = self.dir.take() else {
                 return Err(WriteError::Failed("an earlier write failed".into()));
             };
-            let tip = self.tip.take();
-            let (dir, tip, r) = tokio::task::spawn_blocking(move || {
-                let r = dir.apply_all(&ops);
-                if r.is_ok() {
-                    if let Some(t) = &tip {
-                        // Not synced, and not fatal: the tip is a lower bound (module docs).
-                        if let Err(e) = write_tip(t, durable) {
-                            tracing::warn!(dir = %dir.path().display(), error = %e, "could not record the durable tip");
-                        }
-                    }
+            // On the writer's own thread (`blocking`): the I/O runs here, inline.
+            dir.apply_all(&ops).map_err(|e| WriteError::Failed(e.to_string()))?;
+            if let Some(t) = &self.tip {
+                // Not synced, and not fatal: the tip is a lower bound (module docs).
+                if let Err(e) = write_tip(t, durable) {
+                    tracing::warn!(dir = %dir.path().display(), error = %e, "could not record the durable tip");
                 }
-                (dir, tip, r)
-            })
-            .await
-            .map_err(|e| WriteError::Failed(format!("writer thread: {e}")))?;
-            r.map_err(|e| WriteError::Failed(e.to_string()))?;
+            }
             self.dir = Some(dir);
-            self.tip = tip;
             Ok(())
         })
+    }
+
+    fn blocking(&self) -> bool {
+        true
     }
 }
 

@@ -21,6 +21,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use leasehold::coord::wire::{CoordReply, CoordReplyBody, CoordRequest};
@@ -104,34 +105,74 @@ pub trait Writer: Send + 'static {
         &mut self,
         job: Job,
     ) -> Pin<Box<dyn Future<Output = Result<(), WriteError>> + Send + '_>>;
+
+    /// Whether its writes only block (file I/O) and never wait on the runtime: it then runs
+    /// on a thread of its own, which polls each write's future once, to completion. That
+    /// spares two hand-offs per write (a task of its own, and a blocking-pool thread).
+    fn blocking(&self) -> bool {
+        false
+    }
 }
 
-/// An actor's writer, running in a task of its own: jobs go to it one at a time, each with a
-/// tag (a job number, or nothing), and each one's result comes back with its tag.
+type Results<T> = mpsc::UnboundedReceiver<(T, Result<(), WriteError>)>;
+
+/// Where an actor's jobs go: a task (an asynchronous writer), or a thread (a blocking one).
+enum Jobs<T> {
+    Task(mpsc::Sender<(T, Job)>),
+    Thread(std::sync::mpsc::Sender<(T, Job)>),
+}
+
+/// An actor's writer, running in a task or a thread of its own: jobs go to it one at a time,
+/// each with a tag (a job number, or nothing), and each one's result comes back with its tag.
 pub struct WriterTask<T> {
-    jobs: mpsc::Sender<(T, Job)>,
-    results: mpsc::Receiver<(T, Result<(), WriteError>)>,
+    jobs: Jobs<T>,
+    results: Results<T>,
 }
 
 impl<T: Send + 'static> WriterTask<T> {
-    /// Starts `writer`'s task.
+    /// Starts `writer`'s task (or thread, if [`Writer::blocking`]).
     pub fn spawn(mut writer: impl Writer) -> Self {
+        let (result_tx, results) = mpsc::unbounded_channel();
+        if writer.blocking() {
+            let (jobs, job_rx) = std::sync::mpsc::channel::<(T, Job)>();
+            let run = move || {
+                while let Ok((tag, job)) = job_rx.recv() {
+                    let mut cx = Context::from_waker(Waker::noop());
+                    let r = match writer.write(job).as_mut().poll(&mut cx) {
+                        Poll::Ready(r) => r,
+                        Poll::Pending => Err(WriteError::Failed("a blocking write waited".into())),
+                    };
+                    if result_tx.send((tag, r)).is_err() {
+                        break;
+                    }
+                }
+            };
+            // If no thread can be made, the first job finds the writer gone: the shard fails
+            // and is retried later.
+            if let Err(e) = std::thread::Builder::new().name("leasehold-writer".into()).spawn(run) {
+                tracing::error!(error = %e, "could not start a writer thread");
+            }
+            return WriterTask { jobs: Jobs::Thread(jobs), results };
+        }
         let (jobs, mut job_rx) = mpsc::channel::<(T, Job)>(1);
-        let (result_tx, results) = mpsc::channel(1);
         tokio::spawn(async move {
             while let Some((tag, job)) = job_rx.recv().await {
                 let r = writer.write(job).await;
-                if result_tx.send((tag, r)).await.is_err() {
+                if result_tx.send((tag, r)).is_err() {
                     break;
                 }
             }
         });
-        WriterTask { jobs, results }
+        WriterTask { jobs: Jobs::Task(jobs), results }
     }
 
     /// Hands the writer a job.
     pub async fn send(&self, tag: T, job: Job) -> Result<(), WriteError> {
-        self.jobs.send((tag, job)).await.map_err(|_| WriteError::Failed("writer gone".into()))
+        let gone = |_| WriteError::Failed("writer gone".into());
+        match &self.jobs {
+            Jobs::Task(jobs) => jobs.send((tag, job)).await.map_err(|_| gone(())),
+            Jobs::Thread(jobs) => jobs.send((tag, job)).map_err(|_| gone(())),
+        }
     }
 
     /// The next job's result; `None` once the writer is gone.
