@@ -136,6 +136,50 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_request_ready_in_it
     );
 }
 
+/// `vopr --seed 1271307766`: the simulator's renewal-service host sent a renewal that shortened
+/// a client lease before committing the change that made it, crashed, and restored the service
+/// from the commit before: the restored service believed in the old, longer term. The host was
+/// wrong (a request leaves only once what made it is durable); this is the half of the contract
+/// the core keeps: a commit taken after the renewal was made carries its bound on the belief.
+///
+/// Property (a) for the service as a holder of client leases, across a restore.
+#[test]
+fn a_renewal_service_restored_after_a_shortening_renewal_believes_no_more_than_its_landlord() {
+    let mut landlord: Landlord =
+        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(60_000).unwrap());
+    let g = landlord.grant(b"r".to_vec(), 60_000, 0).unwrap();
+    let client = Lease::new(LandlordId(1), g.cookie, g.expiration);
+    let mut config = RenewalServiceConfig::new(LandlordId(99), [2; 32]);
+    config.manager.max_clock_drift_ppm = 0;
+    let mut svc = RenewalService::new(config.clone()).unwrap();
+    let (set, _) = svc.create_set(FOREVER, 0).unwrap();
+    // Renewed a second at a time: the first renewal cuts the minute short.
+    svc.add(set, client, FOREVER, 1_000, 0).unwrap();
+    let mut due = 0;
+    let t = loop {
+        due = svc.poll_timeout().unwrap().max(due);
+        svc.handle_timeout(due);
+        if let Some(t) = svc.poll_transmit(due) {
+            break t;
+        }
+        assert!(due < 60_000, "no renewal before the lease expired");
+    };
+    let RequestBody::Renew { duration, .. } = t.request.body else { panic!("{t:?}") };
+    assert!(duration < g.expiration - due, "the renewal asks for {duration} ms: it cuts nothing");
+    // The host commits, then sends; the landlord applies the renewal; the reply is lost in the
+    // crash.
+    let snapshot = svc.snapshot(due);
+    let _lost = landlord.handle_request(&t.request, due);
+    let svc = RenewalService::restore(config, snapshot, due + 10).unwrap();
+    let (landlord_exp, _) = landlord.get(g.cookie, due + 10).expect("renewed");
+    let believed = svc.manager().lease(&client).map(|l| l.expiration()).unwrap_or(i64::MIN);
+    assert!(
+        believed <= landlord_exp,
+        "renewed at {due} for {duration} ms: the landlord ends the lease at {landlord_exp}, the \
+         restored service believes in it until {believed}"
+    );
+}
+
 /// `vopr --seed 498` (and seeds 640, 963, 1079, 1527 of a default sweep) never ends: a
 /// landlord restored from a snapshot loops for ever inside `handle_timeout` (all the time is
 /// spent there; `refill` keeps finding the same wheel list). This is that landlord's last restore
