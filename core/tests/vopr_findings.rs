@@ -49,26 +49,10 @@ fn a_renewal_never_leaves_the_holder_believing_longer_than_the_landlord_grants()
 /// Property (a) for the service as a holder of client leases.
 #[test]
 fn a_restored_renewal_service_never_takes_an_old_reply_for_a_new_request() {
-    let mut landlord: Landlord =
-        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(10_000).unwrap());
-    let g = landlord.grant(b"r".to_vec(), 10_000, 0).unwrap();
-    let client = Lease::new(LandlordId(1), g.cookie, g.expiration);
-    let mut config = RenewalServiceConfig::new(LandlordId(99), [2; 32]);
-    config.manager.max_clock_drift_ppm = 0;
-    let mut svc = RenewalService::new(config.clone()).unwrap();
-    let (set, _) = svc.create_set(FOREVER, 0).unwrap();
-    svc.add(set, client, FOREVER, 10_000, 0).unwrap();
+    let (mut landlord, client, config, mut svc) = service_renewing(10_000, 10_000);
     let snapshot = svc.snapshot(0);
     // Before the crash: the service sends a renewal; the landlord answers it, late.
-    let mut due = 0;
-    let before = loop {
-        due = svc.poll_timeout().unwrap().max(due);
-        svc.handle_timeout(due);
-        if let Some(t) = svc.poll_transmit(due) {
-            break t;
-        }
-        assert!(due < 10_000, "no renewal before the lease expired");
-    };
+    let (due, before) = first_renewal(&mut svc, 10_000);
     let old_reply = landlord.handle_request(&before.request, due);
     // Crash; the restored service sends its own renewal a second later.
     let mut svc = RenewalService::restore(config, snapshot, due + 1_000).unwrap();
@@ -83,7 +67,7 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_new_request() {
     };
     // The old reply arrives now (the new request is still on its way).
     svc.handle_reply(&old_reply, now + 10);
-    let (landlord_exp, _) = landlord.get(g.cookie, now + 10).expect("renewed");
+    let (landlord_exp, _) = landlord.get(client.cookie(), now + 10).expect("renewed");
     let believed = svc.manager().lease(&client).map(|l| l.expiration()).unwrap_or(i64::MIN);
     assert!(
         believed <= landlord_exp,
@@ -103,15 +87,7 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_new_request() {
 /// Property (a) for the service as a holder of client leases.
 #[test]
 fn a_restored_renewal_service_never_takes_an_old_reply_for_a_request_ready_in_its_snapshot() {
-    let mut landlord: Landlord =
-        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(10_000).unwrap());
-    let g = landlord.grant(b"r".to_vec(), 10_000, 0).unwrap();
-    let client = Lease::new(LandlordId(1), g.cookie, g.expiration);
-    let mut config = RenewalServiceConfig::new(LandlordId(99), [2; 32]);
-    config.manager.max_clock_drift_ppm = 0;
-    let mut svc = RenewalService::new(config.clone()).unwrap();
-    let (set, _) = svc.create_set(FOREVER, 0).unwrap();
-    svc.add(set, client, FOREVER, 10_000, 0).unwrap();
+    let (mut landlord, client, config, mut svc) = service_renewing(10_000, 10_000);
     // The renewal falls due; the snapshot is taken before the host sends it.
     let due = svc.poll_timeout().unwrap();
     svc.handle_timeout(due);
@@ -125,7 +101,7 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_request_ready_in_it
     let after = svc.poll_transmit(now).expect("the ready renewal goes out");
     // The old reply arrives now (the new request is still on its way).
     svc.handle_reply(&old_reply, now + 10);
-    let (landlord_exp, _) = landlord.get(g.cookie, now + 10).expect("renewed");
+    let (landlord_exp, _) = landlord.get(client.cookie(), now + 10).expect("renewed");
     let believed = svc.manager().lease(&client).map(|l| l.expiration()).unwrap_or(i64::MIN);
     assert!(
         believed <= landlord_exp,
@@ -145,33 +121,20 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_request_ready_in_it
 /// Property (a) for the service as a holder of client leases, across a restore.
 #[test]
 fn a_renewal_service_restored_after_a_shortening_renewal_believes_no_more_than_its_landlord() {
-    let mut landlord: Landlord =
-        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(60_000).unwrap());
-    let g = landlord.grant(b"r".to_vec(), 60_000, 0).unwrap();
-    let client = Lease::new(LandlordId(1), g.cookie, g.expiration);
-    let mut config = RenewalServiceConfig::new(LandlordId(99), [2; 32]);
-    config.manager.max_clock_drift_ppm = 0;
-    let mut svc = RenewalService::new(config.clone()).unwrap();
-    let (set, _) = svc.create_set(FOREVER, 0).unwrap();
     // Renewed a second at a time: the first renewal cuts the minute short.
-    svc.add(set, client, FOREVER, 1_000, 0).unwrap();
-    let mut due = 0;
-    let t = loop {
-        due = svc.poll_timeout().unwrap().max(due);
-        svc.handle_timeout(due);
-        if let Some(t) = svc.poll_transmit(due) {
-            break t;
-        }
-        assert!(due < 60_000, "no renewal before the lease expired");
-    };
+    let (mut landlord, client, config, mut svc) = service_renewing(60_000, 1_000);
+    let (due, t) = first_renewal(&mut svc, 60_000);
     let RequestBody::Renew { duration, .. } = t.request.body else { panic!("{t:?}") };
-    assert!(duration < g.expiration - due, "the renewal asks for {duration} ms: it cuts nothing");
+    assert!(
+        duration < client.expiration() - due,
+        "the renewal asks for {duration} ms: it cuts nothing"
+    );
     // The host commits, then sends; the landlord applies the renewal; the reply is lost in the
     // crash.
     let snapshot = svc.snapshot(due);
     let _lost = landlord.handle_request(&t.request, due);
     let svc = RenewalService::restore(config, snapshot, due + 10).unwrap();
-    let (landlord_exp, _) = landlord.get(g.cookie, due + 10).expect("renewed");
+    let (landlord_exp, _) = landlord.get(client.cookie(), due + 10).expect("renewed");
     let believed = svc.manager().lease(&client).map(|l| l.expiration()).unwrap_or(i64::MIN);
     assert!(
         believed <= landlord_exp,
@@ -357,4 +320,35 @@ fn a_renewal_that_cuts_a_lease_times_out_before_the_lease_ends() {
         error.is_some(),
         "lease A ended at {now} while its only renewal was still awaited (no time-out, no retry)"
     );
+}
+
+/// A landlord that granted one client lease of `term` ms at time 0, and a renewal service
+/// (no drift margin) renewing it for ever, `renew` ms at a time, in a set of its own.
+fn service_renewing(
+    term: i64,
+    renew: i64,
+) -> (Landlord, Lease, RenewalServiceConfig, RenewalService) {
+    let mut landlord: Landlord =
+        Landlord::new(LandlordConfig::new(LandlordId(1), [1; 32]), Fixed::new(term).unwrap());
+    let g = landlord.grant(b"r".to_vec(), term, 0).unwrap();
+    let client = Lease::new(LandlordId(1), g.cookie, g.expiration);
+    let mut config = RenewalServiceConfig::new(LandlordId(99), [2; 32]);
+    config.manager.max_clock_drift_ppm = 0;
+    let mut svc = RenewalService::new(config.clone()).unwrap();
+    let (set, _) = svc.create_set(FOREVER, 0).unwrap();
+    svc.add(set, client, FOREVER, renew, 0).unwrap();
+    (landlord, client, config, svc)
+}
+
+/// Drives `svc` until its first renewal leaves (before `by`): its time and the request.
+fn first_renewal(svc: &mut RenewalService, by: i64) -> (i64, leasehold::Transmit) {
+    let mut due = 0;
+    loop {
+        due = svc.poll_timeout().unwrap().max(due);
+        svc.handle_timeout(due);
+        if let Some(t) = svc.poll_transmit(due) {
+            return (due, t);
+        }
+        assert!(due < by, "no renewal before the lease expired");
+    }
 }
