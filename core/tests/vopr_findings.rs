@@ -5,7 +5,7 @@ use leasehold::holder::{grant_request, lease_from_reply_with_drift, RenewalManag
 use leasehold::policy::Fixed;
 use leasehold::service::{RenewalService, RenewalServiceConfig};
 use leasehold::{
-    Landlord, LandlordConfig, LandlordId, Lease, RenewalManager, RequestBody, FOREVER,
+    Landlord, LandlordConfig, LandlordId, Lease, RenewalManager, Reply, RequestBody, FOREVER,
 };
 
 /// `vopr --seed 0` (and about half the seeds of a default run): a renewal that asks for less
@@ -65,16 +65,8 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_new_request() {
         now = svc.poll_timeout().unwrap().max(now + 1);
         assert!(now < 10_000, "the restored service did not renew");
     };
-    // The old reply arrives now (the new request is still on its way).
-    svc.handle_reply(&old_reply, now + 10);
-    let (landlord_exp, _) = landlord.get(client.cookie(), now + 10).expect("renewed");
-    let believed = svc.manager().lease(&client).map(|l| l.expiration()).unwrap_or(i64::MIN);
-    assert!(
-        believed <= landlord_exp,
-        "request ids {} (before the crash) and {} (after): the landlord ends the lease at \
-         {landlord_exp}, the service believes in it until {believed}",
-        before.request.id,
-        after.request.id
+    assert_old_reply_is_not_taken_for_new(
+        &mut svc, &landlord, &client, &old_reply, now, &before, &after,
     );
 }
 
@@ -99,16 +91,8 @@ fn a_restored_renewal_service_never_takes_an_old_reply_for_a_request_ready_in_it
     let mut svc = RenewalService::restore(config, snapshot, now).unwrap();
     svc.handle_timeout(now);
     let after = svc.poll_transmit(now).expect("the ready renewal goes out");
-    // The old reply arrives now (the new request is still on its way).
-    svc.handle_reply(&old_reply, now + 10);
-    let (landlord_exp, _) = landlord.get(client.cookie(), now + 10).expect("renewed");
-    let believed = svc.manager().lease(&client).map(|l| l.expiration()).unwrap_or(i64::MIN);
-    assert!(
-        believed <= landlord_exp,
-        "request ids {} (before the crash) and {} (after): the landlord ends the lease at \
-         {landlord_exp}, the service believes in it until {believed}",
-        before.request.id,
-        after.request.id
+    assert_old_reply_is_not_taken_for_new(
+        &mut svc, &landlord, &client, &old_reply, now, &before, &after,
     );
 }
 
@@ -338,6 +322,30 @@ fn service_renewing(
     let (set, _) = svc.create_set(FOREVER, 0).unwrap();
     svc.add(set, client, FOREVER, renew, 0).unwrap();
     (landlord, client, config, svc)
+}
+
+/// The reply to `before` (sent before the crash) arrives at `now + 10`, while `after` (its
+/// restored successor) is still on its way: the restored service must not take it for the reply
+/// to `after`, so it believes in `client` no longer than `landlord` grants.
+fn assert_old_reply_is_not_taken_for_new(
+    svc: &mut RenewalService,
+    landlord: &Landlord,
+    client: &Lease,
+    old_reply: &Reply,
+    now: i64,
+    before: &leasehold::Transmit,
+    after: &leasehold::Transmit,
+) {
+    svc.handle_reply(old_reply, now + 10);
+    let (landlord_exp, _) = landlord.get(client.cookie(), now + 10).expect("renewed");
+    let believed = svc.manager().lease(client).map(|l| l.expiration()).unwrap_or(i64::MIN);
+    assert!(
+        believed <= landlord_exp,
+        "request ids {} (before the crash) and {} (after): the landlord ends the lease at \
+         {landlord_exp}, the service believes in it until {believed}",
+        before.request.id,
+        after.request.id
+    );
 }
 
 /// Drives `svc` until its first renewal leaves (before `by`): its time and the request.
