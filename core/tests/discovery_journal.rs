@@ -10,6 +10,8 @@
 //!   restart, and time spent down does not count;
 //! - damaged or foreign journals are refused.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
@@ -505,13 +507,7 @@ proptest! {
 // ---- a restart, step by step ----
 
 fn announcement(id: u128, groups: &[&str], host: &str, sequence: u64) -> Announcement {
-    Announcement {
-        registrar: RegistrarId(id),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        locator: host.parse().unwrap(),
-        sequence,
-        ttl: 30 * SEC,
-    }
+    common::discovery::announcement(id, groups, host, sequence, 30 * SEC)
 }
 
 #[test]

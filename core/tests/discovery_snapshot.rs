@@ -1,9 +1,11 @@
 //! Snapshot and restore of the lookup discovery service: exact, time-shifted, sequence jumps,
 //! and every inconsistent snapshot refused with a decode error.
 
+mod common;
+
 use leasehold::discovery::{
-    Announcement, DeliveryFailure, DiscoveryConfig, DiscoveryService, DiscoverySnapshot, Groups,
-    Locator, RegistrarId, UnicastResponse,
+    DeliveryFailure, DiscoveryConfig, DiscoveryService, DiscoverySnapshot, Groups, Locator,
+    RegistrarId, UnicastResponse,
 };
 use leasehold::{ErrorCode, LandlordId, LeaseError, Millis, FOREVER};
 use serde_json::Value;
@@ -30,13 +32,7 @@ fn announce(
     seq: u64,
     now: Millis,
 ) {
-    let a = Announcement {
-        registrar: RegistrarId(id),
-        groups: groups.iter().map(|s| s.to_string()).collect(),
-        locator: loc(host),
-        sequence: seq,
-        ttl: 20 * SEC,
-    };
+    let a = common::discovery::announcement(id, groups, host, seq, 20 * SEC);
     svc.handle_announcement(&a, now).unwrap();
 }
 

@@ -1,6 +1,8 @@
 //! The lookup discovery service over its wire messages: a client that only has bytes (JSON or
 //! binary) registers, manages its sets, renews its lease, and a listener answers events.
 
+mod common;
+
 use leasehold::discovery::wire::{
     DiscoveryReply, DiscoveryReplyBody as Out, DiscoveryRequest, DiscoveryRequestBody as In,
     EventReply, EventReplyBody,
@@ -54,21 +56,9 @@ fn error_code(out: &Out) -> Option<ErrorCode> {
     }
 }
 
-fn announce(
-    svc: &mut DiscoveryService,
-    id: u128,
-    groups: &[&str],
-    host: &str,
-    seq: u64,
-    now: Millis,
-) {
-    let a = Announcement {
-        registrar: RegistrarId(id),
-        groups: groups.iter().map(|s| s.to_string()).collect(),
-        locator: loc(host),
-        sequence: seq,
-        ttl: 30 * SEC,
-    };
+/// Registrar `id`'s first announcement, multicast as a datagram.
+fn announce(svc: &mut DiscoveryService, id: u128, groups: &[&str], host: &str, now: Millis) {
+    let a = common::discovery::announcement(id, groups, host, 1, 30 * SEC);
     svc.handle_datagram(&a.encode().unwrap(), now).unwrap();
 }
 
@@ -77,7 +67,7 @@ fn a_client_with_only_bytes_does_everything() {
     for enc in [Encoding::Json, Encoding::Binary] {
         let mut svc = DiscoveryService::new(DiscoveryConfig::new(ID, [4; 32])).unwrap();
         let mut c = Client { enc, next: 0 };
-        announce(&mut svc, 1, &["a"], "h1:1", 1, 0);
+        announce(&mut svc, 1, &["a"], "h1:1", 0);
         let out = c.call(
             &mut svc,
             In::Register {
@@ -223,7 +213,7 @@ fn listener_answers_decide_what_happens_to_events() {
     for enc in [Encoding::Json, Encoding::Binary] {
         let mut svc = DiscoveryService::new(DiscoveryConfig::new(ID, [4; 32])).unwrap();
         let r = svc.register(Groups::all(), [], vec![], ANY, 0).unwrap();
-        announce(&mut svc, 1, &["a"], "h1:1", 1, 0);
+        announce(&mut svc, 1, &["a"], "h1:1", 0);
         // An indefinite error: the same event again a second later.
         let busy = EventReplyBody::Error(WireError {
             code: ErrorCode::Indefinite as i32,
@@ -244,7 +234,7 @@ fn listener_answers_decide_what_happens_to_events() {
         assert!(!svc.handle_event_reply(&late, SEC));
         assert_eq!(svc.registrations(), [r.id]);
         // A definite error (any other code): the registration is cancelled.
-        announce(&mut svc, 2, &["a"], "h2:1", 1, SEC);
+        announce(&mut svc, 2, &["a"], "h2:1", SEC);
         let bad = EventReplyBody::Error(WireError {
             code: ErrorCode::InvalidArgument as i32,
             message: "no".into(),

@@ -142,4 +142,5 @@ pub fn mutate(text: &str, ms: &[Mutation]) -> String {
     }
     serde_json::to_string(&doc).unwrap()
 }
+pub mod discovery;
 pub mod vectors;
