@@ -553,24 +553,18 @@ pub fn vectors() -> Value {
     };
     let two =
         DiscoveryRequest { id: 1, body: Rq::AddGroups { cookie: C, groups: names(&["a", "b"]) } };
-    let big_handback = DiscoveryRequest {
+    // A registration whose handback is `len` bytes: one over the limit of 4, and at it.
+    let with_handback = |len: usize| DiscoveryRequest {
         id: 1,
         body: Rq::Register {
             groups: Groups::All,
             locators: vec![],
-            handback: vec![1; 5],
+            handback: vec![1; len],
             duration: 1,
         },
     };
-    let ok_handback = DiscoveryRequest {
-        id: 1,
-        body: Rq::Register {
-            groups: Groups::All,
-            locators: vec![],
-            handback: vec![1; 4],
-            duration: 1,
-        },
-    };
+    let big_handback = with_handback(5);
+    let ok_handback = with_handback(4);
     let three_registrars = DiscoveryReply {
         id: 1,
         landlord: L,
