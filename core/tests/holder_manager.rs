@@ -38,6 +38,11 @@ fn events(m: &mut RenewalManager) -> Vec<RenewalEvent> {
     std::iter::from_fn(|| m.poll_event()).collect()
 }
 
+/// The event of a manager that gave up renewing `lease` (kept for ever) on `error`.
+fn gave_up(lease: Lease, error: LeaseError) -> RenewalEvent {
+    RenewalEvent::RenewalFailed { lease, desired_expiration: FOREVER, error: Some(error) }
+}
+
 fn items(t: &Transmit) -> Vec<(Cookie, i64)> {
     match &t.request.body {
         RequestBody::Renew { cookie, duration } => vec![(*cookie, *duration)],
@@ -203,14 +208,7 @@ fn definite_failures_drop_the_lease_with_their_error() {
         m.renew_for(l, FOREVER, 10_000, 0).unwrap();
         let (t, sent) = next(&mut m);
         m.handle_reply(&error(&sent[0], &err), t + 5);
-        assert_eq!(
-            events(&mut m),
-            vec![RenewalEvent::RenewalFailed {
-                lease: l,
-                desired_expiration: FOREVER,
-                error: Some(err)
-            }]
-        );
+        assert_eq!(events(&mut m), vec![gave_up(l, err)]);
         assert!(m.is_empty());
         assert_eq!(m.poll_timeout(), None);
         assert_eq!(m.stats().failures, 1);
@@ -265,11 +263,7 @@ fn batch_replies_apply_per_lease() {
     assert!(m.lease(&c).is_some(), "an indefinite error is retried");
     assert!(m.next_renewal(&c).unwrap() > t + 5);
     let ev = events(&mut m);
-    assert!(ev.contains(&RenewalEvent::RenewalFailed {
-        lease: b,
-        desired_expiration: FOREVER,
-        error: Some(LeaseError::UnknownLease)
-    }));
+    assert!(ev.contains(&gave_up(b, LeaseError::UnknownLease)));
     assert_eq!(m.stats().leases_renewed, 1);
 }
 
@@ -295,14 +289,7 @@ fn indefinite_failures_back_off_until_the_actual_expiration() {
         m.handle_failure(sent[0].request.id, err.clone(), t);
         assert!(events(&mut m).is_empty(), "no event before the actual expiration");
     }
-    assert_eq!(
-        events(&mut m),
-        vec![RenewalEvent::RenewalFailed {
-            lease: l,
-            desired_expiration: FOREVER,
-            error: Some(err)
-        }]
-    );
+    assert_eq!(events(&mut m), vec![gave_up(l, err)]);
     let gaps: Vec<i64> = sends.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(sends.len() >= 5, "retried: {sends:?}");
     assert!(sends.len() < 40, "no tight loop: {gaps:?}");
