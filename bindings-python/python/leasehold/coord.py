@@ -24,7 +24,7 @@ import contextlib
 import itertools
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _native
 from ._clock import monotonic_ms
@@ -321,6 +321,25 @@ def _driver(cluster: Cluster, driver: Any, drift_ppm: int) -> Any:
     return RenewalDriver(RenewalManager(max_clock_drift_ppm=drift_ppm), cluster.transport).start()
 
 
+def _retry_pause(e: Exception, deadline: float) -> Optional[float]:
+    """After a failed acquire: seconds to pause before the next (no server answered: 0.1,
+    held elsewhere: none, the server waited), or None once the wait is over (re-raise ``e``)."""
+    if time.monotonic() >= deadline:
+        return None
+    return 0.1 if isinstance(e, IndefiniteError) else 0.0
+
+
+_H = TypeVar("_H", bound="_Held")
+
+
+def _hold(cls: Callable[..., _H], d: Any, own: bool, cluster: Cluster, got: Any, reply: Any, sent: int, lease: float, drift_ppm: int) -> _H:
+    """The held lock from an acquire's reply, its lease kept renewed on driver ``d``."""
+    held = cls(d, own, cluster, got, int(reply["landlord"], 16), sent, drift_ppm)
+    d.renewer.renew_for(held.lease, FOREVER, _ms(lease), monotonic_ms())
+    d.wake()
+    return held
+
+
 def lock(
     servers: Union[str, Sequence[str], Cluster],
     name: Union[str, bytes],
@@ -347,20 +366,12 @@ def lock(
         try:
             reply, sent = coord.acquire(body, _ms(min(left, MOST_HELD)))
             got = _acquired(reply)
-        except IndefiniteError:
-            if time.monotonic() >= deadline:
+        except (IndefiniteError, LeaseDeniedError) as e:
+            if (pause := _retry_pause(e, deadline)) is None:
                 raise
-            time.sleep(0.1)
+            time.sleep(pause)
             continue
-        except LeaseDeniedError:
-            if time.monotonic() < deadline:
-                continue
-            raise
-        d = _driver(cluster, driver, max_drift_ppm)
-        held = Lock(d, driver is None, cluster, got, int(reply["landlord"], 16), sent, max_drift_ppm)
-        d.renewer.renew_for(held.lease, FOREVER, _ms(lease), monotonic_ms())
-        d.wake()
-        return held
+        return _hold(Lock, _driver(cluster, driver, max_drift_ppm), driver is None, cluster, got, reply, sent, lease, max_drift_ppm)
 
 
 class AsyncLock(_Held):
@@ -425,20 +436,12 @@ async def alock(
         try:
             reply, sent = await coord.aacquire(body, _ms(min(left, MOST_HELD)))
             got = _acquired(reply)
-        except IndefiniteError:
-            if time.monotonic() >= deadline:
+        except (IndefiniteError, LeaseDeniedError) as e:
+            if (pause := _retry_pause(e, deadline)) is None:
                 raise
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(pause)
             continue
-        except LeaseDeniedError:
-            if time.monotonic() < deadline:
-                continue
-            raise
-        d = _adriver(cluster, driver, max_drift_ppm)
-        held = AsyncLock(d, driver is None, cluster, got, int(reply["landlord"], 16), sent, max_drift_ppm)
-        d.renewer.renew_for(held.lease, FOREVER, _ms(lease), monotonic_ms())
-        d.wake()
-        return held
+        return _hold(AsyncLock, _adriver(cluster, driver, max_drift_ppm), driver is None, cluster, got, reply, sent, lease, max_drift_ppm)
 
 
 def elect(
